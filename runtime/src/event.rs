@@ -1,0 +1,155 @@
+//! The runtime's own record of what it did. Sinks observe; they never steer.
+
+use serde_json::Value;
+
+use crate::clock::Millis;
+use crate::lifecycle::{AfterStepDecision, HookNote, ToolCallDecision, ToolResult, ToolResultDecision};
+use crate::message::Outcome;
+use crate::model::FinishReason;
+use crate::patch::Route;
+
+/// Lifecycle status of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunStatus {
+    Queued,
+    Running,
+    Waiting,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Queued => "queued",
+            RunStatus::Running => "running",
+            RunStatus::Waiting => "waiting",
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// How a step hands over to what comes next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transition {
+    NextStep,
+    Complete { reason: Option<String> },
+}
+
+/// One thing the runtime did, at a time on its clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub at: Millis,
+    pub thread_id: String,
+    pub run_id: String,
+    pub kind: EventKind,
+}
+
+/// What happened. Phase events are emitted whether or not any hook handles
+/// the phase, so the log always follows the phase grammar (SPEC §1).
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventKind {
+    /// The run was queued behind its trigger message.
+    Admitted { trigger: String },
+    LeaseAcquired { episode: u32, token: u64 },
+    /// One hook's decision inside a composed lifecycle.
+    Hook(HookNote),
+    /// `prepare_run` finished; the episode route and overlay size.
+    PrepareRun { route: Route, overlay: usize },
+    /// `prepare_run` responded; the response was committed.
+    Respond {
+        outcome: Outcome,
+        reason: Option<String>,
+        message: String,
+        version: u64,
+    },
+    ResolveModelContext { step: u32, anchor: u64, messages: usize },
+    PrepareModelStep { step: u32, route: Route, messages: usize },
+    /// One provider attempt: `context` messages came from the resolver,
+    /// `messages` were sent in all (after overlay and patches).
+    ModelCall {
+        step: u32,
+        attempt: u32,
+        route: Route,
+        context: usize,
+        messages: usize,
+        tools: Vec<String>,
+    },
+    /// The provider stream was consumed.
+    Stream {
+        step: u32,
+        deltas: usize,
+        chars: usize,
+        tool_calls: usize,
+        finish: Option<FinishReason>,
+        error: Option<String>,
+    },
+    CommitStep { step: u32, message: String, version: u64 },
+    BeforeToolCall {
+        step: u32,
+        call_id: String,
+        tool: String,
+        decision: ToolCallDecision,
+    },
+    ToolStart { step: u32, call_id: String, tool: String, input: Value },
+    /// A tool finished; `detail` carries a thrown error's text (logs only, SPEC T5).
+    ToolEnd {
+        step: u32,
+        result: ToolResult,
+        detail: Option<String>,
+    },
+    AfterToolResult {
+        step: u32,
+        call_id: String,
+        decision: ToolResultDecision,
+    },
+    CommitToolResults { step: u32, message: String, version: u64 },
+    AfterStep {
+        step: u32,
+        decision: AfterStepDecision,
+        transition: Transition,
+    },
+    /// The run failed inside `phase`; only the lease release and the end follow.
+    Failed { phase: &'static str, message: String },
+    LeaseReleased { episode: u32 },
+    Ended {
+        status: RunStatus,
+        outcome: Outcome,
+        reason: Option<String>,
+    },
+}
+
+impl EventKind {
+    /// The event's name in the phase grammar.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::Admitted { .. } => "admit",
+            EventKind::LeaseAcquired { .. } => "lease_acquired",
+            EventKind::Hook(_) => "hook",
+            EventKind::PrepareRun { .. } => "prepare_run",
+            EventKind::Respond { .. } => "respond",
+            EventKind::ResolveModelContext { .. } => "resolve_model_context",
+            EventKind::PrepareModelStep { .. } => "prepare_model_step",
+            EventKind::ModelCall { .. } => "around_model_call",
+            EventKind::Stream { .. } => "stream",
+            EventKind::CommitStep { .. } => "commit_step",
+            EventKind::BeforeToolCall { .. } => "before_tool_call",
+            EventKind::ToolStart { .. } => "tool_start",
+            EventKind::ToolEnd { .. } => "tool_end",
+            EventKind::AfterToolResult { .. } => "after_tool_result",
+            EventKind::CommitToolResults { .. } => "commit_tool_results",
+            EventKind::AfterStep { .. } => "after_step",
+            EventKind::Failed { .. } => "failed",
+            EventKind::LeaseReleased { .. } => "lease_released",
+            EventKind::Ended { .. } => "end",
+        }
+    }
+}
+
+/// Receives every event, in order, synchronously.
+pub trait EventSink: Send + Sync + 'static {
+    fn record(&self, event: Event);
+}

@@ -1,0 +1,105 @@
+//! The future type hooks, tools and models return, and panic containment.
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// A future returned by a hook, tool or model.
+///
+/// Synchronous answers are built with [`HookFuture::ready`] and cost no
+/// allocation; asynchronous ones box their future once with [`HookFuture::new`].
+#[must_use = "a hook future does nothing unless awaited"]
+pub struct HookFuture<'a, T>(Inner<'a, T>);
+
+enum Inner<'a, T> {
+    Ready(Option<T>),
+    Boxed(Pin<Box<dyn Future<Output = T> + Send + 'a>>),
+}
+
+impl<'a, T> HookFuture<'a, T> {
+    /// An answer that is already known.
+    pub fn ready(value: T) -> Self {
+        HookFuture(Inner::Ready(Some(value)))
+    }
+
+    /// An answer that needs to wait for something.
+    pub fn new(fut: impl Future<Output = T> + Send + 'a) -> Self {
+        HookFuture(Inner::Boxed(Box::pin(fut)))
+    }
+}
+
+impl<T> std::fmt::Debug for HookFuture<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Inner::Ready(_) => f.write_str("HookFuture::Ready"),
+            Inner::Boxed(_) => f.write_str("HookFuture::Boxed"),
+        }
+    }
+}
+
+// The ready value is only ever moved out, never pinned, so the wrapper is Unpin
+// whatever `T` is.
+impl<T> Unpin for HookFuture<'_, T> {}
+
+impl<T> Future for HookFuture<'_, T> {
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        match &mut self.get_mut().0 {
+            Inner::Ready(v) => Poll::Ready(v.take().expect("HookFuture polled after completion")),
+            Inner::Boxed(f) => f.as_mut().poll(cx),
+        }
+    }
+}
+
+/// Text of a caught panic payload.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-text payload".to_string()
+    }
+}
+
+/// Calls `make` and drives the future it returns, turning a panic in either
+/// into `Err(message)` (SPEC X2).
+pub(crate) async fn guarded<'a, T>(
+    make: impl FnOnce() -> HookFuture<'a, T>,
+) -> Result<T, String> {
+    let mut fut = match catch_unwind(AssertUnwindSafe(make)) {
+        Ok(f) => f,
+        Err(p) => return Err(panic_message(&*p)),
+    };
+    std::future::poll_fn(move |cx| {
+        match catch_unwind(AssertUnwindSafe(|| Pin::new(&mut fut).poll(cx))) {
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(p) => Poll::Ready(Err(panic_message(&*p))),
+        }
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn ready_and_boxed_both_complete() {
+        assert_eq!(HookFuture::ready(3).await, 3);
+        assert_eq!(HookFuture::new(async { 4 }).await, 4);
+    }
+
+    #[tokio::test]
+    async fn panics_become_errors() {
+        let r: Result<u8, String> = guarded(|| panic!("boom at build")).await;
+        assert_eq!(r, Err("boom at build".to_string()));
+        let r: Result<u8, String> =
+            guarded(|| HookFuture::new(async { panic!("boom at poll") })).await;
+        assert_eq!(r, Err("boom at poll".to_string()));
+    }
+}

@@ -1,0 +1,44 @@
+//! pai-runtime: the PAI agent runtime's lifecycle-hook model.
+//!
+//! An [`Agent`] has a model, instructions, [`Tool`]s and one [`Lifecycle`]
+//! (usually a [`compose`]d list of hooks). A [`Runtime`] drives runs on
+//! threads through the phases of SPEC §1, with time and ids injected through
+//! [`Clock`] and [`IdSource`], and reports what it does to an [`EventSink`].
+
+mod agent;
+mod clock;
+mod event;
+mod future;
+mod lifecycle;
+mod message;
+mod model;
+mod patch;
+mod runtime;
+mod store;
+mod tool;
+
+pub use agent::Agent;
+pub use clock::{Clock, IdKind, IdSource, Millis};
+pub use event::{Event, EventKind, EventSink, RunStatus, Transition};
+pub use future::HookFuture;
+pub use lifecycle::{
+    AfterStepDecision, AfterStepInput, Composed, HookCx, HookError, HookNote, HookResult,
+    Lifecycle, NoLifecycle, NoteDecision, Phase, Phases, Response, RunDecision, RunInput,
+    StepDecision, StepInput, ToolCallDecision, ToolCallInput, ToolResult, ToolResultDecision,
+    ToolResultInput, compose,
+};
+pub use message::{
+    Message, ModelContent, ModelMessage, Outcome, PaiMeta, Part, Producer, ResultSource, Role,
+    THROWN_TOOL_ERROR, ToolStatus, Visibility, model_visible_output, to_model_messages,
+};
+pub use model::{
+    BoxStream, FinishReason, LanguageModel, ModelError, ModelMap, ModelProvider, ModelRequest,
+    PartStream, ReadyStream, StreamPart,
+};
+pub use patch::{ModelSettings, Overlay, Patch, ProviderOptions, Route, RoutePatch, ToolChoice};
+pub use runtime::{
+    BuildError, Client, ClientError, Runtime, RuntimeBuilder, Sent, StoredThread, ThreadHandle,
+    ThreadState,
+};
+pub use store::{RunRecord, StoreError};
+pub use tool::{FnTool, Tool, ToolCx, ToolError, ToolOutcome, ToolSpec, tool_fn};

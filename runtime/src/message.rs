@@ -1,0 +1,386 @@
+//! Stored messages and the model-facing shape derived from them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::clock::Millis;
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Producer {
+    User,
+    Model,
+    Lifecycle,
+    Tool,
+    Runtime,
+    Compaction,
+}
+
+/// The conversational role of a stored message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// Where a message may appear. Both flags are independent: a summary can be
+/// transcript-visible but context-hidden; a lifecycle note the reverse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Visibility {
+    pub transcript: bool,
+    pub context: bool,
+}
+
+impl Visibility {
+    pub const ALL: Visibility = Visibility {
+        transcript: true,
+        context: true,
+    };
+    /// Stored and sent to the model, never shown in the transcript (SPEC L13).
+    pub const CONTEXT_ONLY: Visibility = Visibility {
+        transcript: false,
+        context: true,
+    };
+}
+
+/// How a run ended, as far as the user is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Completed,
+    Blocked,
+    Cancelled,
+    Failed,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Completed => "completed",
+            Outcome::Blocked => "blocked",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
+/// Runtime-owned provenance of a message (`metadata.pai`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PaiMeta {
+    pub producer: Producer,
+    pub run_id: Option<String>,
+    pub step: Option<u32>,
+    pub updated_at: Millis,
+    /// Set on terminal lifecycle responses (SPEC L12).
+    pub outcome: Option<Outcome>,
+    pub reason: Option<String>,
+}
+
+/// Final state of one tool call's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// The tool produced an output.
+    Output,
+    /// The call failed; `source` says how.
+    Error,
+}
+
+/// Where a tool result came from (SPEC T3, T5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultSource {
+    /// The tool returned normally.
+    Tool,
+    /// The tool failed deliberately; the model sees the value verbatim.
+    Fail,
+    /// The tool raised an error or panicked; the model sees a fixed message.
+    Throw,
+    /// A `before_tool_call` hook rejected the call; it never ran.
+    Rejected,
+    /// The input did not match the tool's schema; it never ran.
+    InvalidInput,
+    /// The model asked for a tool that this step does not offer.
+    UnknownTool,
+}
+
+impl ResultSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResultSource::Tool => "tool",
+            ResultSource::Fail => "fail",
+            ResultSource::Throw => "throw",
+            ResultSource::Rejected => "rejected",
+            ResultSource::InvalidInput => "invalid_input",
+            ResultSource::UnknownTool => "unknown_tool",
+        }
+    }
+}
+
+/// What the model sees in place of a thrown tool error's detail (SPEC T5).
+pub const THROWN_TOOL_ERROR: &str = "The tool failed with an internal error.";
+
+/// One part of a message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Part {
+    Text {
+        text: String,
+    },
+    ToolCall {
+        call_id: String,
+        tool: String,
+        input: Value,
+    },
+    ToolResult {
+        call_id: String,
+        tool: String,
+        status: ToolStatus,
+        source: ResultSource,
+        /// The output, the failure value, or the error detail.
+        output: Value,
+    },
+}
+
+impl Part {
+    pub fn text(text: impl Into<String>) -> Part {
+        Part::Text { text: text.into() }
+    }
+}
+
+/// A stored message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub id: String,
+    /// Physical sequence number in the thread, starting at 1, never reused.
+    pub seq: u64,
+    pub role: Role,
+    pub parts: Vec<Part>,
+    pub visibility: Visibility,
+    pub pai: PaiMeta,
+}
+
+impl Message {
+    /// All text parts joined.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for part in &self.parts {
+            if let Part::Text { text } = part {
+                out.push_str(text);
+            }
+        }
+        out
+    }
+}
+
+/// A message as the model receives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelMessage {
+    pub role: Role,
+    pub content: Vec<ModelContent>,
+}
+
+impl ModelMessage {
+    pub fn system(text: impl Into<String>) -> ModelMessage {
+        ModelMessage {
+            role: Role::System,
+            content: vec![ModelContent::Text { text: text.into() }],
+        }
+    }
+
+    pub fn user(text: impl Into<String>) -> ModelMessage {
+        ModelMessage {
+            role: Role::User,
+            content: vec![ModelContent::Text { text: text.into() }],
+        }
+    }
+}
+
+/// Model-facing content: no visibility, no provenance, no result source.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ModelContent {
+    Text {
+        text: String,
+    },
+    ToolCall {
+        call_id: String,
+        tool: String,
+        input: Value,
+    },
+    ToolResult {
+        call_id: String,
+        tool: String,
+        output: Value,
+        is_error: bool,
+    },
+}
+
+/// Derives the model context from stored messages: context-visible messages in
+/// order, each part converted to what the model may see.
+///
+/// Tool-call pairing is kept (SPEC H6): a call whose result was never stored
+/// (its run failed between the step commit and the results commit) is answered
+/// with a synthetic error result, and a result whose call is absent is dropped.
+pub fn to_model_messages<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<ModelMessage> {
+    let messages: Vec<&Message> = messages.into_iter().filter(|m| m.visibility.context).collect();
+    let mut answered = std::collections::BTreeSet::new();
+    let mut called = std::collections::BTreeSet::new();
+    for m in &messages {
+        for p in &m.parts {
+            match p {
+                Part::ToolResult { call_id, .. } => {
+                    answered.insert(call_id.as_str());
+                }
+                Part::ToolCall { call_id, .. } => {
+                    called.insert(call_id.as_str());
+                }
+                Part::Text { .. } => {}
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(messages.len());
+    for m in messages {
+        let mut content = Vec::with_capacity(m.parts.len());
+        let mut missing = Vec::new();
+        for p in &m.parts {
+            match p {
+                Part::Text { text } => content.push(ModelContent::Text { text: text.clone() }),
+                Part::ToolCall {
+                    call_id,
+                    tool,
+                    input,
+                } => {
+                    content.push(ModelContent::ToolCall {
+                        call_id: call_id.clone(),
+                        tool: tool.clone(),
+                        input: input.clone(),
+                    });
+                    if !answered.contains(call_id.as_str()) {
+                        missing.push((call_id.clone(), tool.clone()));
+                    }
+                }
+                Part::ToolResult {
+                    call_id,
+                    tool,
+                    status,
+                    source,
+                    output,
+                } => {
+                    if !called.contains(call_id.as_str()) {
+                        continue;
+                    }
+                    content.push(ModelContent::ToolResult {
+                        call_id: call_id.clone(),
+                        tool: tool.clone(),
+                        output: model_visible_output(*status, *source, output),
+                        is_error: *status == ToolStatus::Error,
+                    });
+                }
+            }
+        }
+        if !content.is_empty() {
+            out.push(ModelMessage {
+                role: m.role,
+                content,
+            });
+        }
+        if !missing.is_empty() {
+            out.push(ModelMessage {
+                role: Role::Tool,
+                content: missing
+                    .into_iter()
+                    .map(|(call_id, tool)| ModelContent::ToolResult {
+                        call_id,
+                        tool,
+                        output: Value::String("The tool call did not complete.".into()),
+                        is_error: true,
+                    })
+                    .collect(),
+            });
+        }
+    }
+    out
+}
+
+/// What the model sees of one result (SPEC T5): outputs and deliberate failures
+/// verbatim, thrown errors replaced by a fixed message.
+pub fn model_visible_output(status: ToolStatus, source: ResultSource, output: &Value) -> Value {
+    match (status, source) {
+        (ToolStatus::Error, ResultSource::Throw) => Value::String(THROWN_TOOL_ERROR.into()),
+        _ => output.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(seq: u64, role: Role, parts: Vec<Part>, visibility: Visibility) -> Message {
+        Message {
+            id: format!("m{seq}"),
+            seq,
+            role,
+            parts,
+            visibility,
+            pai: PaiMeta {
+                producer: Producer::User,
+                run_id: None,
+                step: None,
+                updated_at: 0,
+                outcome: None,
+                reason: None,
+            },
+        }
+    }
+
+    #[test]
+    fn hidden_messages_stay_out_of_model_context() {
+        let m = [
+            msg(1, Role::User, vec![Part::text("hi")], Visibility::ALL),
+            msg(
+                2,
+                Role::Assistant,
+                vec![Part::text("note")],
+                Visibility {
+                    transcript: true,
+                    context: false,
+                },
+            ),
+        ];
+        let out = to_model_messages(&m);
+        assert_eq!(out, vec![ModelMessage::user("hi")]);
+    }
+
+    #[test]
+    fn dangling_tool_call_gets_a_synthetic_error_result() {
+        let call = Part::ToolCall {
+            call_id: "c1".into(),
+            tool: "t".into(),
+            input: Value::Null,
+        };
+        let m = [msg(1, Role::Assistant, vec![call], Visibility::ALL)];
+        let out = to_model_messages(&m);
+        assert_eq!(out.len(), 2);
+        assert!(matches!(
+            &out[1].content[0],
+            ModelContent::ToolResult { call_id, is_error: true, .. } if call_id == "c1"
+        ));
+    }
+
+    #[test]
+    fn thrown_errors_are_redacted_for_the_model() {
+        let v = model_visible_output(
+            ToolStatus::Error,
+            ResultSource::Throw,
+            &Value::String("db password wrong".into()),
+        );
+        assert_eq!(v, Value::String(THROWN_TOOL_ERROR.into()));
+        let v = model_visible_output(ToolStatus::Error, ResultSource::Fail, &Value::from(3));
+        assert_eq!(v, Value::from(3));
+    }
+}

@@ -1,0 +1,130 @@
+//! The model seam: a streaming language model behind a trait.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use serde_json::Value;
+
+use crate::future::HookFuture;
+use crate::message::ModelMessage;
+use crate::patch::Route;
+use crate::tool::ToolSpec;
+
+/// Everything one provider attempt receives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRequest {
+    pub run_id: String,
+    pub step: u32,
+    pub route: Route,
+    pub instructions: String,
+    /// Registered tools offered to the model in this step.
+    pub tools: Vec<ToolSpec>,
+    pub messages: Vec<ModelMessage>,
+}
+
+/// Why the provider stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FinishReason {
+    Stop,
+    ToolCalls,
+    Length,
+}
+
+impl FinishReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::Length => "length",
+        }
+    }
+}
+
+/// One item of a provider stream.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamPart {
+    TextDelta(String),
+    ToolCall {
+        call_id: String,
+        tool: String,
+        input: Value,
+    },
+    Finish(FinishReason),
+    /// The provider failed after the stream started.
+    Error(String),
+}
+
+/// A provider stream, polled by the step loop.
+pub trait PartStream: Send {
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<StreamPart>>;
+}
+
+/// A stream over parts that are all already known.
+#[derive(Debug)]
+pub struct ReadyStream(std::vec::IntoIter<StreamPart>);
+
+impl ReadyStream {
+    pub fn new(parts: Vec<StreamPart>) -> ReadyStream {
+        ReadyStream(parts.into_iter())
+    }
+}
+
+impl PartStream for ReadyStream {
+    fn poll_next(&mut self, _: &mut Context<'_>) -> Poll<Option<StreamPart>> {
+        Poll::Ready(self.0.next())
+    }
+}
+
+/// A provider failure before the stream exists.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    #[error("model {0} is not registered")]
+    UnknownModel(String),
+    #[error("provider error: {0}")]
+    Provider(String),
+}
+
+pub type BoxStream<'a> = Box<dyn PartStream + 'a>;
+
+/// A streaming language model.
+pub trait LanguageModel: Send + Sync + 'static {
+    /// Starts one attempt; resolves once the provider stream exists.
+    fn stream<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> HookFuture<'a, Result<BoxStream<'a>, ModelError>>;
+}
+
+/// Resolves a route's model name to a model.
+pub trait ModelProvider: Send + Sync + 'static {
+    fn model(&self, name: &str) -> Option<&dyn LanguageModel>;
+}
+
+/// A provider backed by a name → model map.
+#[derive(Default, Clone)]
+pub struct ModelMap(BTreeMap<String, Arc<dyn LanguageModel>>);
+
+impl ModelMap {
+    pub fn new() -> ModelMap {
+        ModelMap::default()
+    }
+
+    pub fn with(mut self, name: impl Into<String>, model: Arc<dyn LanguageModel>) -> ModelMap {
+        self.0.insert(name.into(), model);
+        self
+    }
+}
+
+impl fmt::Debug for ModelMap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
+}
+
+impl ModelProvider for ModelMap {
+    fn model(&self, name: &str) -> Option<&dyn LanguageModel> {
+        self.0.get(name).map(|m| &**m)
+    }
+}

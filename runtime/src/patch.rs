@@ -1,0 +1,339 @@
+//! Routes and sparse patches (SPEC P1–P5). Pure data and functions: no IO.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::message::ModelMessage;
+
+/// Sampling settings. Every field is optional so a patch can name only what it changes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_sequences: Option<Vec<String>>,
+}
+
+impl ModelSettings {
+    /// Field-by-field merge: every field `other` sets wins (SPEC P2).
+    pub fn merge(&mut self, other: &ModelSettings) {
+        fn take<T: Clone>(slot: &mut Option<T>, v: &Option<T>) {
+            if let Some(v) = v {
+                *slot = Some(v.clone());
+            }
+        }
+        take(&mut self.max_output_tokens, &other.max_output_tokens);
+        take(&mut self.temperature, &other.temperature);
+        take(&mut self.top_p, &other.top_p);
+        take(&mut self.top_k, &other.top_k);
+        take(&mut self.seed, &other.seed);
+        take(&mut self.stop_sequences, &other.stop_sequences);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == ModelSettings::default()
+    }
+}
+
+/// Provider key → that provider's options object.
+pub type ProviderOptions = BTreeMap<String, Map<String, Value>>;
+
+/// How the model may choose tools.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    Auto,
+    None,
+    Required,
+    Tool(String),
+}
+
+/// The effective configuration of one model call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Route {
+    pub model: String,
+    pub settings: ModelSettings,
+    pub provider_options: ProviderOptions,
+    /// Provider-native tools (opaque JSON descriptions).
+    pub provider_tools: Option<Vec<Value>>,
+    pub tool_choice: Option<ToolChoice>,
+    /// Names of the registered tools offered; `None` offers every registered tool.
+    pub tools: Option<Vec<String>>,
+}
+
+impl Route {
+    /// A route with only a model: the agent's base route.
+    pub fn new(model: impl Into<String>) -> Route {
+        Route {
+            model: model.into(),
+            settings: ModelSettings::default(),
+            provider_options: ProviderOptions::new(),
+            provider_tools: None,
+            tool_choice: None,
+            tools: None,
+        }
+    }
+
+    /// Applies the routing part of a patch (SPEC P1–P3).
+    ///
+    /// A patch that names a model starts a fresh route even for the same model:
+    /// settings, provider options, provider tools and tool choice are cleared
+    /// first; the registered tool selection survives unless the patch replaces it.
+    pub fn apply(&mut self, patch: &RoutePatch) {
+        if let Some(model) = &patch.model {
+            self.model.clone_from(model);
+            self.settings = ModelSettings::default();
+            self.provider_options.clear();
+            self.provider_tools = None;
+            self.tool_choice = None;
+        }
+        self.settings.merge(&patch.settings);
+        for (provider, options) in &patch.provider_options {
+            self.provider_options
+                .insert(provider.clone(), options.clone());
+        }
+        if let Some(t) = &patch.provider_tools {
+            self.provider_tools = Some(t.clone());
+        }
+        if let Some(c) = &patch.tool_choice {
+            self.tool_choice = Some(c.clone());
+        }
+        if let Some(t) = &patch.tools {
+            self.tools = Some(t.clone());
+        }
+    }
+}
+
+/// The routing half of a patch: what it does to a [`Route`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoutePatch {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "ModelSettings::is_empty")]
+    pub settings: ModelSettings,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub provider_options: ProviderOptions,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_tools: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+}
+
+impl RoutePatch {
+    pub fn is_empty(&self) -> bool {
+        *self == RoutePatch::default()
+    }
+
+    /// Folds `next` into `self`: applying the result equals applying `self`, then `next`.
+    pub fn then(&mut self, next: &RoutePatch) {
+        if next.model.is_some() {
+            let tools = next.tools.clone().or_else(|| self.tools.take());
+            *self = next.clone();
+            self.tools = tools;
+            return;
+        }
+        self.settings.merge(&next.settings);
+        for (provider, options) in &next.provider_options {
+            self.provider_options
+                .insert(provider.clone(), options.clone());
+        }
+        if next.provider_tools.is_some() {
+            self.provider_tools.clone_from(&next.provider_tools);
+        }
+        if next.tool_choice.is_some() {
+            self.tool_choice.clone_from(&next.tool_choice);
+        }
+        if next.tools.is_some() {
+            self.tools.clone_from(&next.tools);
+        }
+    }
+}
+
+/// A sparse patch returned by `prepare_run` (episode defaults) or
+/// `prepare_model_step` (one step only), SPEC P5.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Patch {
+    pub route: RoutePatch,
+    /// Model-only messages appended after whatever the phase would send (P4).
+    pub append_model_messages: Vec<ModelMessage>,
+    /// Replaces the messages the phase would send; later appends apply on top (P4).
+    pub replace_model_messages: Option<Vec<ModelMessage>>,
+}
+
+impl Patch {
+    pub fn is_empty(&self) -> bool {
+        self.route.is_empty()
+            && self.append_model_messages.is_empty()
+            && self.replace_model_messages.is_none()
+    }
+
+    /// Folds `next` into `self`: applying the result (route and messages) equals
+    /// applying `self`, then `next`.
+    pub fn then(&mut self, next: Patch) {
+        self.route.then(&next.route);
+        if next.replace_model_messages.is_some() {
+            self.replace_model_messages = next.replace_model_messages;
+            self.append_model_messages = next.append_model_messages;
+        } else {
+            self.append_model_messages.extend(next.append_model_messages);
+        }
+    }
+
+    /// A patch that only appends one system message.
+    pub fn append_system(text: impl Into<String>) -> Patch {
+        Patch {
+            append_model_messages: vec![ModelMessage::system(text)],
+            ..Patch::default()
+        }
+    }
+
+    /// A patch that only changes the route.
+    pub fn route(route: RoutePatch) -> Patch {
+        Patch {
+            route,
+            ..Patch::default()
+        }
+    }
+
+    /// Applies the message half of this patch to the messages a phase would send (P4).
+    pub fn apply_messages(&self, messages: &mut Vec<ModelMessage>) {
+        if let Some(replace) = &self.replace_model_messages {
+            messages.clone_from(replace);
+        }
+        messages.extend(self.append_model_messages.iter().cloned());
+    }
+}
+
+/// The model-only overlay of one episode or step: patches' message operations
+/// in the order they were returned. Never stored (SPEC P8).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overlay {
+    ops: Vec<(Option<Vec<ModelMessage>>, Vec<ModelMessage>)>,
+}
+
+impl Overlay {
+    /// Records a patch's message operations.
+    pub fn push(&mut self, patch: &Patch) {
+        if patch.replace_model_messages.is_some() || !patch.append_model_messages.is_empty() {
+            self.ops.push((
+                patch.replace_model_messages.clone(),
+                patch.append_model_messages.clone(),
+            ));
+        }
+    }
+
+    /// Applies every recorded operation in order.
+    pub fn apply(&self, messages: &mut Vec<ModelMessage>) {
+        for (replace, append) in &self.ops {
+            if let Some(r) = replace {
+                messages.clone_from(r);
+            }
+            messages.extend(append.iter().cloned());
+        }
+    }
+
+    /// Number of model-only messages the overlay adds (appends only).
+    pub fn appended(&self) -> usize {
+        self.ops.iter().map(|(_, a)| a.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(provider: &str, key: &str, v: i64) -> ProviderOptions {
+        let mut m = Map::new();
+        m.insert(key.into(), Value::from(v));
+        BTreeMap::from([(provider.to_string(), m)])
+    }
+
+    #[test]
+    fn p1_same_model_still_starts_a_fresh_route() {
+        let mut r = Route::new("small");
+        r.apply(&RoutePatch {
+            settings: ModelSettings {
+                temperature: Some(0.5),
+                ..Default::default()
+            },
+            provider_options: opts("openai", "effort", 1),
+            tool_choice: Some(ToolChoice::Required),
+            tools: Some(vec!["search".into()]),
+            ..Default::default()
+        });
+        r.apply(&RoutePatch {
+            model: Some("small".into()),
+            settings: ModelSettings {
+                top_p: Some(0.9),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        assert_eq!(r.settings.temperature, None);
+        assert_eq!(r.settings.top_p, Some(0.9));
+        assert!(r.provider_options.is_empty());
+        assert_eq!(r.tool_choice, None);
+        assert_eq!(r.tools, Some(vec!["search".to_string()]));
+    }
+
+    #[test]
+    fn p2_merges_settings_by_field_and_options_by_provider() {
+        let mut r = Route::new("m");
+        let mut a = opts("openai", "effort", 1);
+        a.extend(opts("anthropic", "budget", 2));
+        r.apply(&RoutePatch {
+            settings: ModelSettings {
+                temperature: Some(0.5),
+                ..Default::default()
+            },
+            provider_options: a,
+            ..Default::default()
+        });
+        r.apply(&RoutePatch {
+            settings: ModelSettings {
+                max_output_tokens: Some(10),
+                ..Default::default()
+            },
+            provider_options: opts("openai", "other", 3),
+            ..Default::default()
+        });
+        assert_eq!(r.settings.temperature, Some(0.5));
+        assert_eq!(r.settings.max_output_tokens, Some(10));
+        assert_eq!(r.provider_options["openai"].get("effort"), None);
+        assert_eq!(r.provider_options["openai"]["other"], Value::from(3));
+        assert_eq!(r.provider_options["anthropic"]["budget"], Value::from(2));
+    }
+
+    #[test]
+    fn p4_replace_then_append() {
+        let mut msgs = vec![ModelMessage::user("old")];
+        let p = Patch {
+            replace_model_messages: Some(vec![ModelMessage::user("new")]),
+            append_model_messages: vec![ModelMessage::system("extra")],
+            ..Default::default()
+        };
+        p.apply_messages(&mut msgs);
+        assert_eq!(
+            msgs,
+            vec![ModelMessage::user("new"), ModelMessage::system("extra")]
+        );
+    }
+}

@@ -1,0 +1,143 @@
+//! Tools: serde-typed input and output behind a dynamic trait.
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::future::HookFuture;
+
+/// What the model is told about a tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+}
+
+/// What a running tool knows about its call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCx {
+    pub run_id: String,
+    pub call_id: String,
+    /// Run id + call id: the same on every attempt of this call (SPEC K5).
+    pub idempotency_key: String,
+}
+
+/// How a tool call ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutcome {
+    Output(Value),
+    /// A deliberate failure; the model sees the value verbatim (SPEC T5).
+    Fail(Value),
+    /// An error; the model sees only a fixed message, the detail goes to logs.
+    Throw(String),
+    /// The input did not match the tool's input type (SPEC X2).
+    InvalidInput(String),
+}
+
+/// The error half of a typed tool's result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolError {
+    Fail(Value),
+    Throw(String),
+}
+
+/// A tool the model can call.
+pub trait Tool: Send + Sync + 'static {
+    fn spec(&self) -> &ToolSpec;
+    fn call(&self, cx: ToolCx, input: Value) -> HookFuture<'_, ToolOutcome>;
+}
+
+/// A tool built from an async function over typed input and output.
+pub struct FnTool<I, O, F> {
+    spec: ToolSpec,
+    f: F,
+    _types: PhantomData<fn(I) -> O>,
+}
+
+impl<I, O, F> fmt::Debug for FnTool<I, O, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FnTool").field("spec", &self.spec).finish()
+    }
+}
+
+/// Builds a tool from `f(cx, input) -> Result<output, ToolError>`; input that
+/// does not deserialize into `I` becomes a typed invalid-input result.
+pub fn tool_fn<I, O, F, Fut>(name: &str, description: &str, f: F) -> Arc<dyn Tool>
+where
+    I: DeserializeOwned + Send + 'static,
+    O: Serialize + Send + 'static,
+    F: Fn(ToolCx, I) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+{
+    Arc::new(FnTool {
+        spec: ToolSpec {
+            name: name.to_string(),
+            description: description.to_string(),
+        },
+        f,
+        _types: PhantomData,
+    })
+}
+
+impl<I, O, F, Fut> Tool for FnTool<I, O, F>
+where
+    I: DeserializeOwned + Send + 'static,
+    O: Serialize + Send + 'static,
+    F: Fn(ToolCx, I) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+{
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call(&self, cx: ToolCx, input: Value) -> HookFuture<'_, ToolOutcome> {
+        let input: I = match serde_json::from_value(input) {
+            Ok(i) => i,
+            Err(e) => return HookFuture::ready(ToolOutcome::InvalidInput(e.to_string())),
+        };
+        let fut = (self.f)(cx, input);
+        HookFuture::new(async move {
+            match fut.await {
+                Ok(out) => match serde_json::to_value(out) {
+                    Ok(v) => ToolOutcome::Output(v),
+                    Err(e) => ToolOutcome::Throw(format!("output did not serialize: {e}")),
+                },
+                Err(ToolError::Fail(v)) => ToolOutcome::Fail(v),
+                Err(ToolError::Throw(m)) => ToolOutcome::Throw(m),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize)]
+    struct Add {
+        a: i64,
+        b: i64,
+    }
+
+    fn cx() -> ToolCx {
+        ToolCx {
+            run_id: "r".into(),
+            call_id: "c".into(),
+            idempotency_key: "r/c".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn typed_input_and_output() {
+        let t = tool_fn("add", "adds", |_cx, i: Add| async move { Ok::<_, ToolError>(i.a + i.b) });
+        let out = t.call(cx(), serde_json::json!({"a": 2, "b": 3})).await;
+        assert_eq!(out, ToolOutcome::Output(Value::from(5)));
+        let bad = t.call(cx(), serde_json::json!({"a": "x"})).await;
+        assert!(matches!(bad, ToolOutcome::InvalidInput(m) if m.contains("invalid type")));
+    }
+}

@@ -1,0 +1,135 @@
+//! The `pai-sim` command line.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use pai_sim::{PLANTED_PANIC, SnapshotMode};
+
+#[derive(Debug, Parser)]
+#[command(name = "pai-sim", version, about = "Deterministic scenario runner for pai-runtime")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run scenario files and folders; compare each transcript with its snapshot.
+    Run {
+        /// Files or folders (default: scenarios/).
+        paths: Vec<PathBuf>,
+        /// Only scenarios whose name or path contains this text.
+        #[arg(long)]
+        filter: Option<String>,
+        /// Run with this seed instead of each scenario's own (snapshots are then not compared).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Accept every transcript as the new snapshot.
+        #[arg(long)]
+        update: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    quiet_planted_panics();
+    match real_main() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Planted panics (scenario hooks and tools built to panic) are expected; keep
+/// them out of the output. Any other panic is reported as usual.
+fn quiet_planted_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let text = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if !text.starts_with(PLANTED_PANIC) {
+            default(info);
+        }
+    }));
+}
+
+fn real_main() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run {
+            paths,
+            filter,
+            seed,
+            update,
+        } => run(paths, filter, seed, update),
+    }
+}
+
+fn run(
+    paths: Vec<PathBuf>,
+    filter: Option<String>,
+    seed: Option<u64>,
+    update: bool,
+) -> anyhow::Result<ExitCode> {
+    let paths = if paths.is_empty() {
+        vec![PathBuf::from("scenarios")]
+    } else {
+        paths
+    };
+    let files = pai_sim::discover(&paths).context("finding scenario files")?;
+    let scenarios = match pai_sim::load_all(&files) {
+        Ok(s) => s,
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("error: {e}");
+            }
+            eprintln!(
+                "{} malformed scenario file(s); nothing was run",
+                errors.len()
+            );
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let selected: Vec<_> = scenarios
+        .iter()
+        .filter(|(p, s)| {
+            filter.as_deref().is_none_or(|f| {
+                s.name.contains(f) || p.to_string_lossy().contains(f)
+            })
+        })
+        .collect();
+    if selected.is_empty() {
+        anyhow::bail!("no scenario matched");
+    }
+    let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "0" && v != "false");
+    let mode = match (update, in_ci) {
+        (true, _) => SnapshotMode::Update,
+        (false, true) => SnapshotMode::CheckReadOnly,
+        (false, false) => SnapshotMode::Check,
+    };
+    let mut cases = Vec::new();
+    let mut stdout = std::io::stdout().lock();
+    for (path, s) in selected {
+        let case = pai_sim::run_case(path, s, seed, mode);
+        if case.failed() {
+            writeln!(stdout, "FAIL {} ({})", case.name, path.display())?;
+            for p in &case.problems {
+                writeln!(stdout, "  {}", p.replace('\n', "\n  "))?;
+            }
+            writeln!(stdout, "  replay: {}", case.replay())?;
+            writeln!(stdout)?;
+        }
+        cases.push(case);
+    }
+    write!(stdout, "{}", pai_sim::table(&cases))?;
+    let failed = cases.iter().any(|c| c.failed());
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}

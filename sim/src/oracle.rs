@@ -1,0 +1,206 @@
+//! Invariant oracles. They only observe the event log and the final store;
+//! they never steer a run (SPEC D3).
+
+use std::collections::BTreeMap;
+
+use pai_runtime::{Event, EventKind, StoredThread};
+
+/// Every oracle, by the name scenarios use in `oracle = "..."`.
+pub const ORACLES: &[&str] = &["phase_grammar", "T1", "H1"];
+
+/// One broken invariant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub oracle: &'static str,
+    pub run: Option<String>,
+    pub message: String,
+}
+
+/// Runs every oracle over one scenario run.
+pub fn check(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
+    let mut out = phase_grammar(events);
+    out.extend(t1_policy_before_tools(events));
+    out.extend(h1_versions(events, threads));
+    out
+}
+
+/// Where a run is in the phase grammar of SPEC §1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Start,
+    Admitted,
+    Leased,
+    /// After prepare_run, or after a step's after_step: a step may begin.
+    Ready,
+    Responded,
+    Resolved,
+    Prepared,
+    Called,
+    Streamed,
+    Committed,
+    Policy,
+    Tools,
+    ToolsCommitted,
+    Failed,
+    Released,
+    Ended,
+    /// A violation was reported; later events of the run are not checked.
+    Broken,
+}
+
+/// SPEC §1: each run's events follow
+/// `admit (lease_acquired prepare_run (respond | step*) lease_released)+ end`,
+/// where a step is `resolve_model_context prepare_model_step around_model_call+
+/// stream commit_step tools? after_step` and tools is `before_tool_call+
+/// (tool_start | tool_end | after_tool_result)+ commit_tool_results`. A run
+/// that fails may stop anywhere inside its episode with `failed`, then
+/// releases its lease and ends. Step numbers run 0, 1, 2, ... within a run.
+/// Only the first violation of each run is reported.
+pub fn phase_grammar(events: &[Event]) -> Vec<Violation> {
+    use State::*;
+    let mut runs: BTreeMap<&str, (State, Option<u32>)> = BTreeMap::new();
+    let mut out = Vec::new();
+    for e in events {
+        if matches!(e.kind, EventKind::Hook(_)) {
+            continue;
+        }
+        let entry = runs.entry(e.run_id.as_str()).or_insert((Start, None));
+        let (state, last_step) = *entry;
+        if state == Broken {
+            continue;
+        }
+        let name = e.kind.name();
+        let in_episode = !matches!(state, Start | Admitted | Released | Ended | Failed);
+        let next = match (state, &e.kind) {
+            (Start, EventKind::Admitted { .. }) => Some(Admitted),
+            (Admitted | Released, EventKind::LeaseAcquired { .. }) => Some(Leased),
+            (Leased, EventKind::PrepareRun { .. }) => Some(Ready),
+            (Leased, EventKind::Respond { .. }) => Some(Responded),
+            (Ready, EventKind::ResolveModelContext { step, .. }) => {
+                let expected = last_step.map_or(0, |s| s + 1);
+                if *step != expected {
+                    out.push(Violation {
+                        oracle: "phase_grammar",
+                        run: Some(e.run_id.clone()),
+                        message: format!("step {step} began, expected step {expected}"),
+                    });
+                }
+                entry.1 = Some(*step);
+                Some(Resolved)
+            }
+            (Resolved, EventKind::PrepareModelStep { .. }) => Some(Prepared),
+            (Prepared | Called, EventKind::ModelCall { .. }) => Some(Called),
+            (Called, EventKind::Stream { .. }) => Some(Streamed),
+            (Streamed, EventKind::CommitStep { .. }) => Some(Committed),
+            (Committed | Policy, EventKind::BeforeToolCall { .. }) => Some(Policy),
+            (
+                Policy | Tools,
+                EventKind::ToolStart { .. }
+                | EventKind::ToolEnd { .. }
+                | EventKind::AfterToolResult { .. },
+            ) => Some(Tools),
+            (Tools, EventKind::CommitToolResults { .. }) => Some(ToolsCommitted),
+            (Committed | ToolsCommitted, EventKind::AfterStep { .. }) => Some(Ready),
+            (_, EventKind::Failed { .. }) if in_episode => Some(Failed),
+            (Ready | Responded | Failed, EventKind::LeaseReleased { .. }) => Some(Released),
+            (Released, EventKind::Ended { .. }) => Some(Ended),
+            _ => None,
+        };
+        match next {
+            Some(s) => entry.0 = s,
+            None => {
+                out.push(Violation {
+                    oracle: "phase_grammar",
+                    run: Some(e.run_id.clone()),
+                    message: format!("unexpected {name} after state {state:?}"),
+                });
+                entry.0 = Broken;
+            }
+        }
+    }
+    for (run, (state, _)) in runs {
+        if !matches!(state, Ended | Broken) {
+            out.push(Violation {
+                oracle: "phase_grammar",
+                run: Some(run.to_string()),
+                message: format!("run never ended (last state {state:?})"),
+            });
+        }
+    }
+    out
+}
+
+/// SPEC T1: within one step, no tool starts before every `before_tool_call`
+/// of that step has finished.
+pub fn t1_policy_before_tools(events: &[Event]) -> Vec<Violation> {
+    let mut started: BTreeMap<(&str, u32), &str> = BTreeMap::new();
+    let mut out = Vec::new();
+    for e in events {
+        match &e.kind {
+            EventKind::ToolStart { step, call_id, .. } => {
+                started.entry((e.run_id.as_str(), *step)).or_insert(call_id);
+            }
+            EventKind::BeforeToolCall { step, call_id, .. } => {
+                if let Some(first) = started.get(&(e.run_id.as_str(), *step)) {
+                    out.push(Violation {
+                        oracle: "T1",
+                        run: Some(e.run_id.clone()),
+                        message: format!(
+                            "before_tool_call for {call_id} ran after tool {first} had started (step {step})"
+                        ),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// SPEC H1: each commit bumps its thread's version by exactly one, so the
+/// versions the log reports rise strictly and the final version equals the
+/// number of commits (user messages plus the run commits in the log).
+pub fn h1_versions(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
+    let mut commits: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut last: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut out = Vec::new();
+    for e in events {
+        let version = match &e.kind {
+            EventKind::Admitted { .. } => {
+                *commits.entry(e.thread_id.as_str()).or_default() += 1;
+                continue;
+            }
+            EventKind::Respond { version, .. }
+            | EventKind::CommitStep { version, .. }
+            | EventKind::CommitToolResults { version, .. } => *version,
+            _ => continue,
+        };
+        *commits.entry(e.thread_id.as_str()).or_default() += 1;
+        let prev = last.insert(e.thread_id.as_str(), version);
+        if prev.is_some_and(|p| version <= p) {
+            out.push(Violation {
+                oracle: "H1",
+                run: Some(e.run_id.clone()),
+                message: format!(
+                    "version went from {} to {version} on thread {}",
+                    prev.unwrap_or_default(),
+                    e.thread_id
+                ),
+            });
+        }
+    }
+    for t in threads {
+        let n = commits.get(t.id.as_str()).copied().unwrap_or(0);
+        if t.version != n {
+            out.push(Violation {
+                oracle: "H1",
+                run: None,
+                message: format!(
+                    "thread {} is at version {} after {n} commits",
+                    t.id, t.version
+                ),
+            });
+        }
+    }
+    out
+}

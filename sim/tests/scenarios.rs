@@ -1,0 +1,91 @@
+//! Data-driven scenario tests: every file under `scenarios/` is one case with
+//! one snapshot in `snapshots/`, named after the file (see `pai_sim::snapshot`).
+//! Each case runs twice (SPEC D4), must meet its expectation (SPEC D5), and must
+//! match its snapshot. With `CI=true`, insta writes nothing.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+
+use pai_sim::snapshot;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the sim crate sits in the workspace")
+        .to_path_buf()
+}
+
+/// Checks one scenario file; returns a description of each failure.
+fn check(path: &Path) -> Vec<String> {
+    let scenario = match pai_sim::Scenario::load(path) {
+        Ok(s) => s,
+        Err(e) => return vec![e.to_string()],
+    };
+    let (report, mut problems) = match pai_sim::check(&scenario, scenario.seed) {
+        Ok(r) => r,
+        Err(e) => return vec![e.to_string()],
+    };
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(root().join("snapshots"));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_input_file(path);
+    settings.set_omit_expression(true);
+    let name = snapshot::name_for(path);
+    let matched = catch_unwind(AssertUnwindSafe(|| {
+        settings.bind(|| insta::assert_snapshot!(name.as_str(), report.transcript));
+    }));
+    if matched.is_err() {
+        problems.push(format!("snapshot {name} does not match (diff above)"));
+    }
+    problems
+}
+
+#[test]
+fn every_scenario_matches_its_snapshot() {
+    let files = pai_sim::discover(&[root().join("scenarios")]).expect("scenarios/ is readable");
+    assert!(files.len() >= 15, "expected the scenario suite, found {} files", files.len());
+    let mut failures = Vec::new();
+    for path in &files {
+        let problems = check(path);
+        if !problems.is_empty() {
+            let rel = path.strip_prefix(root()).unwrap_or(path);
+            let seed = pai_sim::Scenario::load(path).map(|s| s.seed).unwrap_or(1);
+            failures.push(format!(
+                "{}:\n  {}\n  replay: {}",
+                rel.display(),
+                problems.join("\n  "),
+                pai_sim::replay_command(rel, seed)
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} scenarios failed:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n")
+    );
+}
+
+/// SPEC X1: a malformed scenario names file, line and column; nothing runs.
+#[test]
+fn x1_malformed_scenarios_are_rejected_with_a_position() {
+    let dir = root().join("sim/tests/malformed");
+    let files = pai_sim::discover(&[dir]).expect("malformed fixtures exist");
+    assert!(!files.is_empty());
+    for f in &files {
+        let err = pai_sim::Scenario::load(f).expect_err("fixture must be rejected");
+        let expected = std::fs::read_to_string(f)
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("# expect: ").or_else(|| l.strip_prefix("// expect: ")).map(str::to_string));
+        let shown = err.to_string();
+        assert!(shown.starts_with(&f.display().to_string()), "{shown}");
+        if let Some(exp) = expected {
+            let tail = shown[f.display().to_string().len()..].to_string();
+            assert!(tail.starts_with(&exp), "{}: got {tail:?}, expected it to start with {exp:?}", f.display());
+        }
+        let all = pai_sim::load_all(std::slice::from_ref(f));
+        assert!(all.is_err(), "load_all must refuse the suite");
+    }
+}
