@@ -181,6 +181,21 @@ pub struct HookCx<'a, C> {
     pub(crate) trace: Option<&'a dyn HookTrace>,
 }
 
+impl<'a, C> HookCx<'a, C> {
+    /// A context for calling hooks outside the runtime (unit tests of hooks,
+    /// other drivers). Inner decisions of composed hooks are not traced.
+    pub fn new(context: &'a C, run_id: &'a str, thread_id: &'a str, episode: u32, now: Millis) -> Self {
+        HookCx {
+            context,
+            run_id,
+            thread_id,
+            episode,
+            now,
+            trace: None,
+        }
+    }
+}
+
 impl<C> fmt::Debug for HookCx<'_, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HookCx")

@@ -17,6 +17,23 @@ pub struct SimContext {}
 /// Marker in planted panic messages, so the binary's panic hook can keep them quiet.
 pub const PLANTED_PANIC: &str = "[planted panic]";
 
+/// Installs a panic hook that keeps planted panics (scenario hooks and tools
+/// built to panic) out of the output; any other panic is reported as before.
+pub fn quiet_planted_panics() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let text = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if !text.starts_with(PLANTED_PANIC) {
+            previous(info);
+        }
+    }));
+}
+
 /// Builds the hooks of a scenario's lifecycle, in order.
 pub fn build(specs: &[HookSpec]) -> Vec<Box<dyn Lifecycle<SimContext>>> {
     specs

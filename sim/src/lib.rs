@@ -14,7 +14,7 @@ mod suite;
 mod transcript;
 mod world;
 
-pub use hooks::{PLANTED_PANIC, SimContext};
+pub use hooks::{PLANTED_PANIC, SimContext, quiet_planted_panics};
 pub use oracle::{ORACLES, Violation};
 pub use run::{Report, SimError, VIRTUAL_TIME_LIMIT_MS, check, replay_command, simulate, verdict};
 pub use scenario::{Expect, Scenario, ScenarioError};

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use pai_sim::{PLANTED_PANIC, SnapshotMode};
+use pai_sim::SnapshotMode;
 
 #[derive(Debug, Parser)]
 #[command(name = "pai-sim", version, about = "Deterministic scenario runner for pai-runtime")]
@@ -34,7 +34,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    quiet_planted_panics();
+    pai_sim::quiet_planted_panics();
     match real_main() {
         Ok(code) => code,
         Err(e) => {
@@ -42,23 +42,6 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-/// Planted panics (scenario hooks and tools built to panic) are expected; keep
-/// them out of the output. Any other panic is reported as usual.
-fn quiet_planted_panics() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let payload = info.payload();
-        let text = payload
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| payload.downcast_ref::<&str>().copied())
-            .unwrap_or("");
-        if !text.starts_with(PLANTED_PANIC) {
-            default(info);
-        }
-    }));
 }
 
 fn real_main() -> anyhow::Result<ExitCode> {

@@ -42,6 +42,7 @@ fn check(path: &Path) -> Vec<String> {
 
 #[test]
 fn every_scenario_matches_its_snapshot() {
+    pai_sim::quiet_planted_panics();
     let files = pai_sim::discover(&[root().join("scenarios")]).expect("scenarios/ is readable");
     assert!(files.len() >= 15, "expected the scenario suite, found {} files", files.len());
     let mut failures = Vec::new();

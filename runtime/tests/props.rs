@@ -1,0 +1,277 @@
+//! Property tests against small reference models:
+//! - P1–P3: routes after any sequence of patches (and after composing the
+//!   patches of several `prepare_run` hooks, L5) equal a flat reference model;
+//! - L10: the joined `after_step` decision does not depend on hook order.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use pai_runtime::{
+    AfterStepDecision, AfterStepInput, HookCx, HookFuture, HookResult, Lifecycle, Message,
+    ModelSettings, PaiMeta, Patch, Phase, Phases, Producer, Role, Route, RoutePatch, RunDecision,
+    RunInput, ToolChoice, Visibility, compose,
+};
+use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
+use serde_json::{Map, Value, json};
+
+/// Drives a future that never waits (every hook here answers at once).
+fn now<F: Future>(f: F) -> F::Output {
+    let mut f = pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => v,
+        Poll::Pending => panic!("test hooks never wait"),
+    }
+}
+
+/// The reference: a route as a flat map from field name to value.
+type Flat = BTreeMap<String, Value>;
+
+fn reference_apply(flat: &mut Flat, p: &RoutePatch) {
+    if let Some(m) = &p.model {
+        // P1: a fresh route keeps only the registered tool selection.
+        flat.retain(|k, _| k == "tools");
+        flat.insert("model".into(), json!(m));
+    }
+    // P2: settings by field, provider options by provider key.
+    if let Value::Object(s) = serde_json::to_value(&p.settings).unwrap() {
+        for (k, v) in s {
+            flat.insert(format!("settings.{k}"), v);
+        }
+    }
+    for (provider, o) in &p.provider_options {
+        flat.insert(format!("provider_options.{provider}"), Value::Object(o.clone()));
+    }
+    // P3: whole values.
+    if let Some(t) = &p.provider_tools {
+        flat.insert("provider_tools".into(), json!(t));
+    }
+    if let Some(c) = &p.tool_choice {
+        flat.insert("tool_choice".into(), serde_json::to_value(c).unwrap());
+    }
+    if let Some(t) = &p.tools {
+        flat.insert("tools".into(), json!(t));
+    }
+}
+
+fn flatten(r: &Route) -> Flat {
+    let mut flat = Flat::new();
+    flat.insert("model".into(), json!(r.model));
+    if let Value::Object(s) = serde_json::to_value(&r.settings).unwrap() {
+        for (k, v) in s {
+            flat.insert(format!("settings.{k}"), v);
+        }
+    }
+    for (provider, o) in &r.provider_options {
+        flat.insert(format!("provider_options.{provider}"), Value::Object(o.clone()));
+    }
+    if let Some(t) = &r.provider_tools {
+        flat.insert("provider_tools".into(), json!(t));
+    }
+    if let Some(c) = &r.tool_choice {
+        flat.insert("tool_choice".into(), serde_json::to_value(c).unwrap());
+    }
+    if let Some(t) = &r.tools {
+        flat.insert("tools".into(), json!(t));
+    }
+    flat
+}
+
+fn maybe<T: std::fmt::Debug + Clone + 'static>(
+    s: impl Strategy<Value = T> + 'static,
+) -> BoxedStrategy<Option<T>> {
+    prop_oneof![3 => Just(None), 1 => s.prop_map(Some)].boxed()
+}
+
+fn settings() -> impl Strategy<Value = ModelSettings> {
+    (
+        maybe(0u32..3),
+        maybe(prop_oneof![Just(0.0), Just(0.5), Just(1.0)]),
+        maybe(prop_oneof![Just(0.1), Just(0.9)]),
+    )
+        .prop_map(|(max_output_tokens, temperature, top_p)| ModelSettings {
+            max_output_tokens,
+            temperature,
+            top_p,
+            ..ModelSettings::default()
+        })
+}
+
+fn options() -> impl Strategy<Value = BTreeMap<String, Map<String, Value>>> {
+    prop::collection::btree_map(
+        prop_oneof![Just("openai".to_string()), Just("anthropic".to_string())],
+        (0i64..3).prop_map(|v| {
+            let mut m = Map::new();
+            m.insert("k".into(), json!(v));
+            m
+        }),
+        0..=2,
+    )
+}
+
+fn route_patch() -> impl Strategy<Value = RoutePatch> {
+    (
+        maybe(prop_oneof![Just("small".to_string()), Just("large".to_string())]),
+        settings(),
+        options(),
+        maybe(prop::collection::vec((0i64..3).prop_map(|v| json!({ "t": v })), 0..3)),
+        maybe(prop_oneof![
+            Just(ToolChoice::Auto),
+            Just(ToolChoice::Required),
+            Just(ToolChoice::Tool("a".into()))
+        ]),
+        maybe(prop::collection::vec(
+            prop_oneof![Just("a".to_string()), Just("b".to_string())],
+            0..3,
+        )),
+    )
+        .prop_map(
+            |(model, settings, provider_options, provider_tools, tool_choice, tools)| RoutePatch {
+                model,
+                settings,
+                provider_options,
+                provider_tools,
+                tool_choice,
+                tools,
+            },
+        )
+}
+
+/// A `prepare_run` hook that returns one fixed patch.
+struct PatchHook(RoutePatch);
+
+impl Lifecycle<()> for PatchHook {
+    fn phases(&self) -> Phases {
+        Phases::only(Phase::PrepareRun)
+    }
+    fn prepare_run<'a>(
+        &'a self,
+        _: &'a HookCx<'_, ()>,
+        _: &'a RunInput<'_>,
+    ) -> HookFuture<'a, HookResult<RunDecision>> {
+        HookFuture::ready(Ok(RunDecision::Continue(Patch::route(self.0.clone()))))
+    }
+}
+
+/// An `after_step` hook that returns one fixed decision.
+struct StepHook(AfterStepDecision);
+
+impl Lifecycle<()> for StepHook {
+    fn phases(&self) -> Phases {
+        Phases::only(Phase::AfterStep)
+    }
+    fn after_step<'a>(
+        &'a self,
+        _: &'a HookCx<'_, ()>,
+        _: &'a AfterStepInput<'_>,
+    ) -> HookFuture<'a, HookResult<AfterStepDecision>> {
+        HookFuture::ready(Ok(self.0))
+    }
+}
+
+fn message() -> Message {
+    Message {
+        id: "m1".into(),
+        seq: 1,
+        role: Role::Assistant,
+        parts: vec![],
+        visibility: Visibility::ALL,
+        pai: PaiMeta {
+            producer: Producer::Model,
+            run_id: None,
+            step: Some(0),
+            updated_at: 0,
+            outcome: None,
+            reason: None,
+        },
+    }
+}
+
+fn joined_after_step(ds: &[AfterStepDecision]) -> AfterStepDecision {
+    let hooks: Vec<Box<dyn Lifecycle<()>>> = ds
+        .iter()
+        .map(|d| Box::new(StepHook(*d)) as Box<dyn Lifecycle<()>>)
+        .collect();
+    let composed = compose(hooks);
+    let msg = message();
+    let input = AfterStepInput {
+        step: 0,
+        message: &msg,
+        tool_results: &[],
+    };
+    let cx = HookCx::new(&(), "run", "thread", 1, 0);
+    now(composed.after_step(&cx, &input)).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/proptest-regressions/props.txt"),
+        ))),
+        ..ProptestConfig::default()
+    })]
+
+    /// P1–P3: applying patches one by one matches the reference model.
+    #[test]
+    fn p1_p3_route_matches_reference(patches in prop::collection::vec(route_patch(), 0..8)) {
+        let mut route = Route::new("small");
+        let mut flat = flatten(&route);
+        for p in &patches {
+            route.apply(p);
+            reference_apply(&mut flat, p);
+            prop_assert_eq!(flatten(&route), flat.clone());
+        }
+    }
+
+    /// P1–P3 through composition (L5): the composed `prepare_run` patch, applied
+    /// once, equals applying every hook's patch in order.
+    #[test]
+    fn l5_composed_patch_equals_patches_in_order(patches in prop::collection::vec(route_patch(), 0..6)) {
+        let hooks: Vec<Box<dyn Lifecycle<()>>> = patches
+            .iter()
+            .cloned()
+            .map(|p| Box::new(PatchHook(p)) as Box<dyn Lifecycle<()>>)
+            .collect();
+        let composed = compose(hooks);
+        let base = Route::new("small");
+        let input = RunInput { messages: &[], latest_user_message: None, route: &base };
+        let cx = HookCx::new(&(), "run", "thread", 1, 0);
+        let RunDecision::Continue(joined) = now(composed.prepare_run(&cx, &input)).unwrap() else {
+            panic!("route hooks never respond");
+        };
+        let mut got = base.clone();
+        got.apply(&joined.route);
+        let mut flat = flatten(&base);
+        for p in &patches {
+            reference_apply(&mut flat, p);
+        }
+        prop_assert_eq!(flatten(&got), flat);
+    }
+
+    /// L10: every hook is asked; the joined decision is the strongest one,
+    /// and a permutation of the hooks gives the same decision.
+    #[test]
+    fn l10_joined_decision_ignores_hook_order(
+        decisions in prop::collection::vec(
+            prop_oneof![
+                Just(AfterStepDecision::Natural),
+                Just(AfterStepDecision::NextStep),
+                Just(AfterStepDecision::Complete)
+            ],
+            0..6,
+        ),
+        perm in prop::collection::vec(any::<prop::sample::Index>(), 6),
+    ) {
+        // A random permutation: Fisher-Yates driven by the generated indices.
+        let mut shuffled = decisions.clone();
+        for i in (1..shuffled.len()).rev() {
+            let j = perm[i].index(i + 1);
+            shuffled.swap(i, j);
+        }
+        let expected = decisions.iter().copied().max().unwrap_or(AfterStepDecision::Natural);
+        prop_assert_eq!(joined_after_step(&decisions), expected);
+        prop_assert_eq!(joined_after_step(&shuffled), expected);
+    }
+}
