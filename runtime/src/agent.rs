@@ -23,7 +23,11 @@ impl<C: 'static> fmt::Debug for Agent<C> {
             .field("model", &self.model)
             .field(
                 "tools",
-                &self.tools.iter().map(|t| &t.spec().name).collect::<Vec<_>>(),
+                &self
+                    .tools
+                    .iter()
+                    .map(|t| &t.spec().name)
+                    .collect::<Vec<_>>(),
             )
             .field("lifecycle", &self.lifecycle.name())
             .field("max_steps", &self.max_steps)

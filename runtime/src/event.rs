@@ -3,7 +3,9 @@
 use serde_json::Value;
 
 use crate::clock::Millis;
-use crate::lifecycle::{AfterStepDecision, HookNote, ToolCallDecision, ToolResult, ToolResultDecision};
+use crate::lifecycle::{
+    AfterStepDecision, HookNote, ToolCallDecision, ToolResult, ToolResultDecision,
+};
 use crate::message::Outcome;
 use crate::model::FinishReason;
 use crate::patch::Route;
@@ -53,12 +55,20 @@ pub struct Event {
 #[derive(Debug, Clone, PartialEq)]
 pub enum EventKind {
     /// The run was queued behind its trigger message.
-    Admitted { trigger: String },
-    LeaseAcquired { episode: u32, token: u64 },
+    Admitted {
+        trigger: String,
+    },
+    LeaseAcquired {
+        episode: u32,
+        token: u64,
+    },
     /// One hook's decision inside a composed lifecycle.
     Hook(HookNote),
     /// `prepare_run` finished; the episode route and overlay size.
-    PrepareRun { route: Route, overlay: usize },
+    PrepareRun {
+        route: Route,
+        overlay: usize,
+    },
     /// `prepare_run` responded; the response was committed.
     Respond {
         outcome: Outcome,
@@ -66,8 +76,16 @@ pub enum EventKind {
         message: String,
         version: u64,
     },
-    ResolveModelContext { step: u32, anchor: u64, messages: usize },
-    PrepareModelStep { step: u32, route: Route, messages: usize },
+    ResolveModelContext {
+        step: u32,
+        anchor: u64,
+        messages: usize,
+    },
+    PrepareModelStep {
+        step: u32,
+        route: Route,
+        messages: usize,
+    },
     /// One provider attempt: `context` messages came from the resolver,
     /// `messages` were sent in all (after overlay and patches).
     ModelCall {
@@ -87,14 +105,23 @@ pub enum EventKind {
         finish: Option<FinishReason>,
         error: Option<String>,
     },
-    CommitStep { step: u32, message: String, version: u64 },
+    CommitStep {
+        step: u32,
+        message: String,
+        version: u64,
+    },
     BeforeToolCall {
         step: u32,
         call_id: String,
         tool: String,
         decision: ToolCallDecision,
     },
-    ToolStart { step: u32, call_id: String, tool: String, input: Value },
+    ToolStart {
+        step: u32,
+        call_id: String,
+        tool: String,
+        input: Value,
+    },
     /// A tool finished; `detail` carries a thrown error's text (logs only, SPEC T5).
     ToolEnd {
         step: u32,
@@ -106,15 +133,24 @@ pub enum EventKind {
         call_id: String,
         decision: ToolResultDecision,
     },
-    CommitToolResults { step: u32, message: String, version: u64 },
+    CommitToolResults {
+        step: u32,
+        message: String,
+        version: u64,
+    },
     AfterStep {
         step: u32,
         decision: AfterStepDecision,
         transition: Transition,
     },
     /// The run failed inside `phase`; only the lease release and the end follow.
-    Failed { phase: &'static str, message: String },
-    LeaseReleased { episode: u32 },
+    Failed {
+        phase: &'static str,
+        message: String,
+    },
+    LeaseReleased {
+        episode: u32,
+    },
     Ended {
         status: RunStatus,
         outcome: Outcome,

@@ -67,9 +67,7 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
 
 /// Calls `make` and drives the future it returns, turning a panic in either
 /// into `Err(message)` (SPEC X2).
-pub(crate) async fn guarded<'a, T>(
-    make: impl FnOnce() -> HookFuture<'a, T>,
-) -> Result<T, String> {
+pub(crate) async fn guarded<'a, T>(make: impl FnOnce() -> HookFuture<'a, T>) -> Result<T, String> {
     let mut fut = match catch_unwind(AssertUnwindSafe(make)) {
         Ok(f) => f,
         Err(p) => return Err(panic_message(&*p)),

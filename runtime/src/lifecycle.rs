@@ -86,7 +86,12 @@ impl Phases {
 impl fmt::Debug for Phases {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_set()
-            .entries(Phase::ALL.iter().filter(|p| self.contains(**p)).map(|p| p.as_str()))
+            .entries(
+                Phase::ALL
+                    .iter()
+                    .filter(|p| self.contains(**p))
+                    .map(|p| p.as_str()),
+            )
             .finish()
     }
 }
@@ -115,20 +120,15 @@ impl Default for RunDecision {
 }
 
 /// What `prepare_model_step` may decide.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum StepDecision {
-    /// Go on; the patch applies to this step only.
-    #[default]
-    Continue,
-    Patch(Patch),
+    /// Go on; the patch (often empty) applies to this step only.
+    Continue(Patch),
 }
 
-impl StepDecision {
-    fn into_patch(self) -> Option<Patch> {
-        match self {
-            StepDecision::Continue => None,
-            StepDecision::Patch(p) => Some(p),
-        }
+impl Default for StepDecision {
+    fn default() -> Self {
+        StepDecision::Continue(Patch::default())
     }
 }
 
@@ -138,7 +138,9 @@ pub enum ToolCallDecision {
     #[default]
     Continue,
     ReplaceInput(Value),
-    Reject { message: String },
+    Reject {
+        message: String,
+    },
 }
 
 /// What `after_tool_result` may decide.
@@ -184,7 +186,13 @@ pub struct HookCx<'a, C> {
 impl<'a, C> HookCx<'a, C> {
     /// A context for calling hooks outside the runtime (unit tests of hooks,
     /// other drivers). Inner decisions of composed hooks are not traced.
-    pub fn new(context: &'a C, run_id: &'a str, thread_id: &'a str, episode: u32, now: Millis) -> Self {
+    pub fn new(
+        context: &'a C,
+        run_id: &'a str,
+        thread_id: &'a str,
+        episode: u32,
+        now: Millis,
+    ) -> Self {
         HookCx {
             context,
             run_id,
@@ -224,7 +232,7 @@ pub struct HookNote {
 #[derive(Debug, Clone, PartialEq)]
 pub enum NoteDecision {
     Run(RunDecision),
-    Step(Option<Patch>),
+    Step(StepDecision),
     ToolCall(ToolCallDecision),
     ToolResult(ToolResultDecision),
     AfterStep(AfterStepDecision),
@@ -321,7 +329,7 @@ pub trait Lifecycle<C>: Send + Sync + 'static {
         input: &'a StepInput<'_>,
     ) -> HookFuture<'a, HookResult<StepDecision>> {
         let _ = (cx, input);
-        HookFuture::ready(Ok(StepDecision::Continue))
+        HookFuture::ready(Ok(StepDecision::default()))
     }
 
     fn before_tool_call<'a>(
@@ -505,14 +513,12 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
                 };
                 let decision = call(hook, || hook.prepare_model_step(cx, &sub)).await?;
                 note(cx, Phase::PrepareModelStep, hook.name(), || {
-                    NoteDecision::Step(match &decision {
-                        StepDecision::Continue => None,
-                        StepDecision::Patch(p) => Some(p.clone()),
-                    })
+                    NoteDecision::Step(decision.clone())
                 });
-                let Some(p) = decision.into_patch() else {
+                let StepDecision::Continue(p) = decision;
+                if p.is_empty() {
                     continue;
-                };
+                }
                 if !p.route.is_empty() {
                     route.to_mut().apply(&p.route);
                 }
@@ -526,7 +532,7 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
                     None => merged = Some(p),
                 }
             }
-            Ok(merged.map_or(StepDecision::Continue, StepDecision::Patch))
+            Ok(StepDecision::Continue(merged.unwrap_or_default()))
         })
     }
 

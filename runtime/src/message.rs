@@ -227,7 +227,10 @@ pub enum ModelContent {
 /// (its run failed between the step commit and the results commit) is answered
 /// with a synthetic error result, and a result whose call is absent is dropped.
 pub fn to_model_messages<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<ModelMessage> {
-    let messages: Vec<&Message> = messages.into_iter().filter(|m| m.visibility.context).collect();
+    let messages: Vec<&Message> = messages
+        .into_iter()
+        .filter(|m| m.visibility.context)
+        .collect();
     let mut answered = std::collections::BTreeSet::new();
     let mut called = std::collections::BTreeSet::new();
     for m in &messages {

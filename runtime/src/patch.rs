@@ -189,7 +189,8 @@ impl Patch {
             self.replace_model_messages = next.replace_model_messages;
             self.append_model_messages = next.append_model_messages;
         } else {
-            self.append_model_messages.extend(next.append_model_messages);
+            self.append_model_messages
+                .extend(next.append_model_messages);
         }
     }
 

@@ -465,7 +465,8 @@ struct Exec<'a, C> {
 
 impl<C: Send + Sync + 'static> crate::lifecycle::HookTrace for Exec<'_, C> {
     fn note(&self, note: HookNote) {
-        self.sh.emit(self.thread, self.run, || EventKind::Hook(note));
+        self.sh
+            .emit(self.thread, self.run, || EventKind::Hook(note));
     }
 }
 
@@ -562,7 +563,9 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             };
             let cx = self.cx();
             let decision = self
-                .hook(Phase::PrepareRun, || self.lifecycle().prepare_run(&cx, &input))
+                .hook(Phase::PrepareRun, || {
+                    self.lifecycle().prepare_run(&cx, &input)
+                })
                 .await?;
             match decision {
                 RunDecision::Respond(r) => return self.respond(r),
@@ -664,10 +667,9 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                     self.lifecycle().prepare_model_step(&cx, &input)
                 })
                 .await?;
-            if let StepDecision::Patch(p) = decision {
-                step_route.apply(&p.route);
-                p.apply_messages(&mut messages);
-            }
+            let StepDecision::Continue(p) = decision;
+            step_route.apply(&p.route);
+            p.apply_messages(&mut messages);
         }
         self.emit(|| EventKind::PrepareModelStep {
             step,
@@ -701,11 +703,9 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             phase: "around_model_call",
             message,
         };
-        let model = self
-            .sh
-            .models
-            .model(&request.route.model)
-            .ok_or_else(|| model_fail(ModelError::UnknownModel(request.route.model.clone()).to_string()))?;
+        let model = self.sh.models.model(&request.route.model).ok_or_else(|| {
+            model_fail(ModelError::UnknownModel(request.route.model.clone()).to_string())
+        })?;
         let mut stream = match guarded(|| model.stream(&request)).await {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => return Err(model_fail(e.to_string())),
@@ -823,8 +823,10 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 message: &message,
                 tool_results: &results,
             };
-            self.hook(Phase::AfterStep, || self.lifecycle().after_step(&cx, &input))
-                .await?
+            self.hook(Phase::AfterStep, || {
+                self.lifecycle().after_step(&cx, &input)
+            })
+            .await?
         } else {
             AfterStepDecision::Natural
         };
@@ -850,7 +852,12 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
 
     /// Runs one step's tool calls (SPEC T1–T3): every `before_tool_call` first,
     /// then ready tools in parallel, results committed in call order.
-    async fn tools(&self, step: u32, route: &Route, calls: &[Call]) -> Result<Vec<ToolResult>, Fail> {
+    async fn tools(
+        &self,
+        step: u32,
+        route: &Route,
+        calls: &[Call],
+    ) -> Result<Vec<ToolResult>, Fail> {
         let done = |c: &Call, source: ResultSource, output: Value| ToolResult {
             call_id: c.call_id.clone(),
             tool: c.tool.clone(),
@@ -1004,7 +1011,11 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         Ok(finals)
     }
 
-    async fn after_tool_result(&self, step: u32, mut result: ToolResult) -> Result<ToolResult, Fail> {
+    async fn after_tool_result(
+        &self,
+        step: u32,
+        mut result: ToolResult,
+    ) -> Result<ToolResult, Fail> {
         let decision = if self.handles(Phase::AfterToolResult) {
             let cx = self.cx();
             let input = ToolResultInput {

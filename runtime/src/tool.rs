@@ -134,7 +134,9 @@ mod tests {
 
     #[tokio::test]
     async fn typed_input_and_output() {
-        let t = tool_fn("add", "adds", |_cx, i: Add| async move { Ok::<_, ToolError>(i.a + i.b) });
+        let t = tool_fn("add", "adds", |_cx, i: Add| async move {
+            Ok::<_, ToolError>(i.a + i.b)
+        });
         let out = t.call(cx(), serde_json::json!({"a": 2, "b": 3})).await;
         assert_eq!(out, ToolOutcome::Output(Value::from(5)));
         let bad = t.call(cx(), serde_json::json!({"a": "x"})).await;

@@ -42,7 +42,10 @@ fn reference_apply(flat: &mut Flat, p: &RoutePatch) {
         }
     }
     for (provider, o) in &p.provider_options {
-        flat.insert(format!("provider_options.{provider}"), Value::Object(o.clone()));
+        flat.insert(
+            format!("provider_options.{provider}"),
+            Value::Object(o.clone()),
+        );
     }
     // P3: whole values.
     if let Some(t) = &p.provider_tools {
@@ -65,7 +68,10 @@ fn flatten(r: &Route) -> Flat {
         }
     }
     for (provider, o) in &r.provider_options {
-        flat.insert(format!("provider_options.{provider}"), Value::Object(o.clone()));
+        flat.insert(
+            format!("provider_options.{provider}"),
+            Value::Object(o.clone()),
+        );
     }
     if let Some(t) = &r.provider_tools {
         flat.insert("provider_tools".into(), json!(t));
@@ -113,10 +119,16 @@ fn options() -> impl Strategy<Value = BTreeMap<String, Map<String, Value>>> {
 
 fn route_patch() -> impl Strategy<Value = RoutePatch> {
     (
-        maybe(prop_oneof![Just("small".to_string()), Just("large".to_string())]),
+        maybe(prop_oneof![
+            Just("small".to_string()),
+            Just("large".to_string())
+        ]),
         settings(),
         options(),
-        maybe(prop::collection::vec((0i64..3).prop_map(|v| json!({ "t": v })), 0..3)),
+        maybe(prop::collection::vec(
+            (0i64..3).prop_map(|v| json!({ "t": v })),
+            0..3,
+        )),
         maybe(prop_oneof![
             Just(ToolChoice::Auto),
             Just(ToolChoice::Required),

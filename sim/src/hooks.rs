@@ -251,11 +251,9 @@ impl Lifecycle<SimContext> for SimHook {
             _ => None,
         };
         if !step_matches(only, input.step) || !self.model_matches(&input.route.model) {
-            return HookFuture::ready(Ok(StepDecision::Continue));
+            return HookFuture::ready(Ok(StepDecision::default()));
         }
-        HookFuture::ready(Ok(self
-            .patch()
-            .map_or(StepDecision::Continue, StepDecision::Patch)))
+        HookFuture::ready(Ok(StepDecision::Continue(self.patch().unwrap_or_default())))
     }
 
     fn before_tool_call<'a>(
@@ -278,10 +276,12 @@ impl Lifecycle<SimContext> for SimHook {
                 merge,
                 ..
             } if tool == input.tool => {
-                let mut next = if *merge { input.input.clone() } else { v.clone() };
-                if *merge
-                    && let (Some(into), Some(from)) = (next.as_object_mut(), v.as_object())
-                {
+                let mut next = if *merge {
+                    input.input.clone()
+                } else {
+                    v.clone()
+                };
+                if *merge && let (Some(into), Some(from)) = (next.as_object_mut(), v.as_object()) {
                     for (k, val) in from {
                         into.insert(k.clone(), val.clone());
                     }
@@ -308,7 +308,9 @@ impl Lifecycle<SimContext> for SimHook {
                 remove,
                 ..
             } if *tool == input.result.tool => {
-                let mut next = output.clone().unwrap_or_else(|| input.result.output.clone());
+                let mut next = output
+                    .clone()
+                    .unwrap_or_else(|| input.result.output.clone());
                 if let Some(obj) = next.as_object_mut() {
                     for field in remove {
                         obj.remove(field);

@@ -9,7 +9,11 @@ use clap::{Parser, Subcommand};
 use pai_sim::SnapshotMode;
 
 #[derive(Debug, Parser)]
-#[command(name = "pai-sim", version, about = "Deterministic scenario runner for pai-runtime")]
+#[command(
+    name = "pai-sim",
+    version,
+    about = "Deterministic scenario runner for pai-runtime"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -84,9 +88,9 @@ fn run(
     let selected: Vec<_> = scenarios
         .iter()
         .filter(|(p, s)| {
-            filter.as_deref().is_none_or(|f| {
-                s.name.contains(f) || p.to_string_lossy().contains(f)
-            })
+            filter
+                .as_deref()
+                .is_none_or(|f| s.name.contains(f) || p.to_string_lossy().contains(f))
         })
         .collect();
     if selected.is_empty() {
@@ -114,5 +118,9 @@ fn run(
     }
     write!(stdout, "{}", pai_sim::table(&cases))?;
     let failed = cases.iter().any(|c| c.failed());
-    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -10,7 +10,9 @@ use crate::hooks::{self, SimContext};
 use crate::oracle::{self, Violation};
 use crate::scenario::{Expect, FaultSpec, Scenario};
 use crate::transcript;
-use crate::world::{Recorder, Rng, ScriptedModel, ScriptedProvider, ScriptedTool, SimIds, VirtualClock};
+use crate::world::{
+    Recorder, Rng, ScriptedModel, ScriptedProvider, ScriptedTool, SimIds, VirtualClock,
+};
 
 /// Virtual time after which a scenario that has not gone idle is stopped (a liveness bound).
 pub const VIRTUAL_TIME_LIMIT_MS: u64 = 3_600_000;
@@ -77,7 +79,9 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
         let mut touched: Vec<(String, String)> = Vec::new();
         for entry in &timeline {
             tokio::time::sleep_until(start + Duration::from_millis(entry.at)).await;
-            let thread = runtime.client(entry.client.clone()).thread(entry.thread.clone());
+            let thread = runtime
+                .client(entry.client.clone())
+                .thread(entry.thread.clone());
             if let Err(e) = thread.send(entry.send.clone()).await {
                 notes.push(format!(
                     "at {}ms {} could not send on {}: {e}",
@@ -91,7 +95,11 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
             }
         }
         for (client, thread) in touched {
-            let _ = runtime.client(client).thread(thread).wait_until_idle().await;
+            let _ = runtime
+                .client(client)
+                .thread(thread)
+                .wait_until_idle()
+                .await;
         }
     };
     let limit = Duration::from_millis(VIRTUAL_TIME_LIMIT_MS);
@@ -191,7 +199,12 @@ pub fn check(s: &Scenario, seed: u64) -> Result<(Report, Vec<String>), SimError>
     if first.transcript != second.transcript {
         problems.push(format!(
             "D4: two runs with seed {seed} differ:\n{}",
-            crate::snapshot::diff(&first.transcript, &second.transcript, "first run", "second run")
+            crate::snapshot::diff(
+                &first.transcript,
+                &second.transcript,
+                "first run",
+                "second run"
+            )
         ));
     }
     if let Err(e) = verdict(s, &first) {

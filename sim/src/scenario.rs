@@ -390,7 +390,9 @@ impl Scenario {
         }
         match (self.expect, &self.oracle) {
             (Expect::Violation, None) => {
-                return Err("expect = \"violation\" needs `oracle`, the oracle that must report it".into());
+                return Err(
+                    "expect = \"violation\" needs `oracle`, the oracle that must report it".into(),
+                );
             }
             (Expect::Violation, Some(o)) if !crate::oracle::ORACLES.contains(&o.as_str()) => {
                 return Err(format!(
@@ -403,7 +405,10 @@ impl Scenario {
         let mut seen = BTreeMap::new();
         for (i, t) in self.agent.tools.iter().enumerate() {
             if seen.insert(t.name.as_str(), i).is_some() {
-                return Err(format!("agent.tools[{i}]: duplicate tool name {:?}", t.name));
+                return Err(format!(
+                    "agent.tools[{i}]: duplicate tool name {:?}",
+                    t.name
+                ));
             }
             let behaviours = usize::from(t.output.is_some())
                 + usize::from(t.echo)
@@ -450,7 +455,10 @@ fn refine(text: &str, span: std::ops::Range<usize>, message: &str) -> usize {
     };
     // The span may cover only the table header: search the table's own lines.
     let mut offset = span.start;
-    for (i, line) in text[span.start.min(text.len())..].split_inclusive('\n').enumerate() {
+    for (i, line) in text[span.start.min(text.len())..]
+        .split_inclusive('\n')
+        .enumerate()
+    {
         let trimmed = line.trim_start();
         if i > 0 && offset >= span.end && trimmed.starts_with('[') {
             break;
@@ -510,8 +518,8 @@ send = "hi"
 
     #[test]
     fn x1_json_errors_have_positions_too() {
-        let e = Scenario::parse(Path::new("a.json"), "{\"name\": \"x\",\n \"rules\": 3}")
-            .unwrap_err();
+        let e =
+            Scenario::parse(Path::new("a.json"), "{\"name\": \"x\",\n \"rules\": 3}").unwrap_err();
         assert_eq!(e.location, Some((2, 11)), "{e}");
         assert!(e.message.contains("invalid type"), "{e}");
     }

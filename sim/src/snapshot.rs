@@ -17,7 +17,10 @@ pub fn name_for(path: &Path) -> String {
             _ => None,
         })
         .collect();
-    let start = comps.iter().rposition(|c| c == "scenarios").map_or(comps.len().saturating_sub(1), |i| i + 1);
+    let start = comps
+        .iter()
+        .rposition(|c| c == "scenarios")
+        .map_or(comps.len().saturating_sub(1), |i| i + 1);
     let mut rel: Vec<String> = comps[start..].to_vec();
     if let Some(last) = rel.last_mut()
         && let Some(dot) = last.rfind('.')
@@ -43,7 +46,8 @@ pub fn root_for(path: &Path) -> PathBuf {
 /// The `.snap` file of a scenario.
 pub fn file_for(path: &Path) -> PathBuf {
     let root = root_for(path);
-    root.join("snapshots").join(format!("{}.snap", name_for(path)))
+    root.join("snapshots")
+        .join(format!("{}.snap", name_for(path)))
 }
 
 /// The scenario path as insta records it (relative to the project root).
@@ -110,14 +114,20 @@ mod tests {
 
     #[test]
     fn names_follow_the_path_below_scenarios() {
-        assert_eq!(name_for(Path::new("scenarios/tools/parallel.toml")), "tools__parallel");
+        assert_eq!(
+            name_for(Path::new("scenarios/tools/parallel.toml")),
+            "tools__parallel"
+        );
         assert_eq!(name_for(Path::new("/x/y/scenarios/a.json")), "a");
         assert_eq!(name_for(Path::new("elsewhere/b.toml")), "b");
         assert_eq!(
             file_for(Path::new("/p/scenarios/t/x.toml")),
             PathBuf::from("/p/snapshots/t__x.snap")
         );
-        assert_eq!(input_file(Path::new("/p/scenarios/t/x.toml")), "scenarios/t/x.toml");
+        assert_eq!(
+            input_file(Path::new("/p/scenarios/t/x.toml")),
+            "scenarios/t/x.toml"
+        );
     }
 
     #[test]

@@ -33,10 +33,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
         let path = entry?.path();
         if path.is_dir() {
             walk(&path, out)?;
-        } else if path
-            .extension()
-            .is_some_and(|e| e == "toml" || e == "json")
-        {
+        } else if path.extension().is_some_and(|e| e == "toml" || e == "json") {
             out.push(path);
         }
     }
@@ -54,7 +51,11 @@ pub fn load_all(files: &[PathBuf]) -> Result<Vec<(PathBuf, Scenario)>, Vec<Scena
             Err(e) => errors.push(e),
         }
     }
-    if errors.is_empty() { Ok(ok) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(ok)
+    } else {
+        Err(errors)
+    }
 }
 
 /// What the suite does with snapshots.
@@ -93,7 +94,12 @@ impl CaseResult {
 }
 
 /// Runs one loaded scenario: twice for D4, its expectation, then its snapshot.
-pub fn run_case(path: &Path, s: &Scenario, seed_override: Option<u64>, mode: SnapshotMode) -> CaseResult {
+pub fn run_case(
+    path: &Path,
+    s: &Scenario,
+    seed_override: Option<u64>,
+    mode: SnapshotMode,
+) -> CaseResult {
     let seed = seed_override.unwrap_or(s.seed);
     let mut case = CaseResult {
         path: path.to_path_buf(),
@@ -127,12 +133,20 @@ pub fn run_case(path: &Path, s: &Scenario, seed_override: Option<u64>, mode: Sna
     case
 }
 
-fn compare_snapshot(path: &Path, transcript: &str, mode: SnapshotMode, case: &mut CaseResult) -> io::Result<()> {
+fn compare_snapshot(
+    path: &Path,
+    transcript: &str,
+    mode: SnapshotMode,
+    case: &mut CaseResult,
+) -> io::Result<()> {
     let file = snapshot::file_for(path);
     let pending = file.with_extension("snap.new");
     let input = snapshot::input_file(path);
     let stored = snapshot::read(&file)?;
-    if stored.as_deref().is_some_and(|old| snapshot::same(old, transcript)) {
+    if stored
+        .as_deref()
+        .is_some_and(|old| snapshot::same(old, transcript))
+    {
         if pending.exists() {
             std::fs::remove_file(&pending)?;
         }
@@ -148,7 +162,10 @@ fn compare_snapshot(path: &Path, transcript: &str, mode: SnapshotMode, case: &mu
     }
     let wrote = if mode == SnapshotMode::Check {
         snapshot::write(&pending, &input, transcript)?;
-        format!(" (new transcript written to {}; review with `cargo insta review` or accept with --update)", pending.display())
+        format!(
+            " (new transcript written to {}; review with `cargo insta review` or accept with --update)",
+            pending.display()
+        )
     } else {
         String::new()
     };
@@ -205,6 +222,9 @@ pub fn table(cases: &[CaseResult]) -> String {
         out.push_str(&line([&r[0], &r[1], &r[2], &r[3], &r[4]]));
     }
     let failed = cases.iter().filter(|c| c.failed()).count();
-    out.push_str(&format!("\n{} passed, {failed} failed\n", cases.len() - failed));
+    out.push_str(&format!(
+        "\n{} passed, {failed} failed\n",
+        cases.len() - failed
+    ));
     out
 }

@@ -4,9 +4,9 @@
 use std::fmt::Write as _;
 
 use pai_runtime::{
-    Event, EventKind, Message, ModelContent, ModelMessage, NoteDecision, Part, Patch, RunDecision,
-    Route, RoutePatch, StoredThread, ToolCallDecision, ToolResult, ToolResultDecision, ToolStatus,
-    Transition,
+    Event, EventKind, Message, ModelContent, ModelMessage, NoteDecision, Part, Patch, Route,
+    RoutePatch, RunDecision, StepDecision, StoredThread, ToolCallDecision, ToolResult,
+    ToolResultDecision, ToolStatus, Transition,
 };
 use serde_json::Value;
 
@@ -37,7 +37,10 @@ fn quoted(s: &str) -> String {
 /// `model=small temperature=0.2 openai={...} tool_choice=required tools=[a,b]`
 pub fn route(r: &Route) -> String {
     let mut out = format!("model={}", r.model);
-    settings(&mut out, &serde_json::to_value(&r.settings).unwrap_or(Value::Null));
+    settings(
+        &mut out,
+        &serde_json::to_value(&r.settings).unwrap_or(Value::Null),
+    );
     for (provider, options) in &r.provider_options {
         let _ = write!(out, " {provider}={}", json(&Value::Object(options.clone())));
     }
@@ -45,7 +48,11 @@ pub fn route(r: &Route) -> String {
         let _ = write!(out, " provider_tools={}", json(&Value::Array(t.clone())));
     }
     if let Some(c) = &r.tool_choice {
-        let _ = write!(out, " tool_choice={}", json(&serde_json::to_value(c).unwrap_or_default()));
+        let _ = write!(
+            out,
+            " tool_choice={}",
+            json(&serde_json::to_value(c).unwrap_or_default())
+        );
     }
     if let Some(t) = &r.tools {
         let _ = write!(out, " tools=[{}]", t.join(","));
@@ -67,12 +74,18 @@ fn route_patch(p: &RoutePatch) -> String {
         parts.push(format!("model={m} (fresh route)"));
     }
     let mut s = String::new();
-    settings(&mut s, &serde_json::to_value(&p.settings).unwrap_or(Value::Null));
+    settings(
+        &mut s,
+        &serde_json::to_value(&p.settings).unwrap_or(Value::Null),
+    );
     if !s.is_empty() {
         parts.push(s.trim_start().to_string());
     }
     for (provider, options) in &p.provider_options {
-        parts.push(format!("{provider}={}", json(&Value::Object(options.clone()))));
+        parts.push(format!(
+            "{provider}={}",
+            json(&Value::Object(options.clone()))
+        ));
     }
     if let Some(t) = &p.provider_tools {
         parts.push(format!("provider_tools={}", json(&Value::Array(t.clone()))));
@@ -186,8 +199,7 @@ pub fn event(kind: &EventKind) -> String {
                     r.outcome.as_str(),
                     opt(&r.reason)
                 ),
-                NoteDecision::Step(None) => "continue".into(),
-                NoteDecision::Step(Some(p)) => patch(p),
+                NoteDecision::Step(StepDecision::Continue(p)) => patch(p),
                 NoteDecision::ToolCall(d) => tool_call_decision(d),
                 NoteDecision::ToolResult(d) => tool_result_decision(d),
                 NoteDecision::AfterStep(d) => d.as_str().into(),
@@ -240,9 +252,8 @@ pub fn event(kind: &EventKind) -> String {
             finish,
             error,
         } => {
-            let mut s = format!(
-                "stream step={step} deltas={deltas} chars={chars} tool_calls={tool_calls}"
-            );
+            let mut s =
+                format!("stream step={step} deltas={deltas} chars={chars} tool_calls={tool_calls}");
             if let Some(f) = finish {
                 let _ = write!(s, " finish={}", f.as_str());
             }
@@ -271,7 +282,9 @@ pub fn event(kind: &EventKind) -> String {
             input,
             ..
         } => format!("tool_start {call_id} {tool} {}", json(input)),
-        EventKind::ToolEnd { result: r, detail, .. } => {
+        EventKind::ToolEnd {
+            result: r, detail, ..
+        } => {
             let mut s = format!("tool_end {} {} {}", r.call_id, r.tool, result(r));
             if let Some(d) = detail {
                 let _ = write!(s, " detail={}", quoted(d));
@@ -299,7 +312,10 @@ pub fn event(kind: &EventKind) -> String {
                 Transition::Complete { reason: None } => "complete".to_string(),
                 Transition::Complete { reason: Some(r) } => format!("complete ({r})"),
             };
-            format!("after_step step={step} decision={} -> {t}", decision.as_str())
+            format!(
+                "after_step step={step} decision={} -> {t}",
+                decision.as_str()
+            )
         }
         EventKind::Failed { phase, message } => {
             format!("failed in {phase}: {}", quoted(message))

@@ -168,7 +168,8 @@ impl LanguageModel for ScriptedModel {
         });
         let Some(turn) = lock(&self.turns).pop_front() else {
             return HookFuture::ready(Err(ModelError::Provider(
-                "script exhausted: the model was called more often than the scenario scripts".into(),
+                "script exhausted: the model was called more often than the scenario scripts"
+                    .into(),
             )));
         };
         HookFuture::new(async move {

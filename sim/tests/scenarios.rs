@@ -44,7 +44,11 @@ fn check(path: &Path) -> Vec<String> {
 fn every_scenario_matches_its_snapshot() {
     pai_sim::quiet_planted_panics();
     let files = pai_sim::discover(&[root().join("scenarios")]).expect("scenarios/ is readable");
-    assert!(files.len() >= 15, "expected the scenario suite, found {} files", files.len());
+    assert!(
+        files.len() >= 15,
+        "expected the scenario suite, found {} files",
+        files.len()
+    );
     let mut failures = Vec::new();
     for path in &files {
         let problems = check(path);
@@ -76,15 +80,20 @@ fn x1_malformed_scenarios_are_rejected_with_a_position() {
     assert!(!files.is_empty());
     for f in &files {
         let err = pai_sim::Scenario::load(f).expect_err("fixture must be rejected");
-        let expected = std::fs::read_to_string(f)
-            .unwrap()
-            .lines()
-            .find_map(|l| l.strip_prefix("# expect: ").or_else(|| l.strip_prefix("// expect: ")).map(str::to_string));
+        let expected = std::fs::read_to_string(f).unwrap().lines().find_map(|l| {
+            l.strip_prefix("# expect: ")
+                .or_else(|| l.strip_prefix("// expect: "))
+                .map(str::to_string)
+        });
         let shown = err.to_string();
         assert!(shown.starts_with(&f.display().to_string()), "{shown}");
         if let Some(exp) = expected {
             let tail = shown[f.display().to_string().len()..].to_string();
-            assert!(tail.starts_with(&exp), "{}: got {tail:?}, expected it to start with {exp:?}", f.display());
+            assert!(
+                tail.starts_with(&exp),
+                "{}: got {tail:?}, expected it to start with {exp:?}",
+                f.display()
+            );
         }
         let all = pai_sim::load_all(std::slice::from_ref(f));
         assert!(all.is_err(), "load_all must refuse the suite");

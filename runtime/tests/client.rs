@@ -1,0 +1,179 @@
+//! The runtime used directly, without the simulator: an in-process runtime, a
+//! mock model, a typed tool, a client sending a message and waiting for idle.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pai_runtime::{
+    Agent, BoxStream, ClientError, Clock, FinishReason, HookCx, HookFuture, HookResult, IdKind,
+    IdSource, LanguageModel, Lifecycle, Millis, ModelError, ModelMap, ModelRequest, Part, Phase,
+    Phases, Producer, ReadyStream, ResultSource, Role, Runtime, StoreError, StreamPart,
+    ToolCallDecision, ToolCallInput, ToolError, compose, tool_fn,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+struct FixedClock;
+impl Clock for FixedClock {
+    fn now(&self) -> Millis {
+        1_000
+    }
+}
+
+#[derive(Default)]
+struct CountingIds(AtomicU64);
+impl IdSource for CountingIds {
+    fn next_id(&self, kind: IdKind) -> String {
+        format!(
+            "{}{}",
+            kind.prefix(),
+            self.0.fetch_add(1, Ordering::Relaxed) + 1
+        )
+    }
+}
+
+/// Calls `add` on its first call and answers with text on the second.
+struct MockModel;
+impl LanguageModel for MockModel {
+    fn stream<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> HookFuture<'a, Result<BoxStream<'a>, ModelError>> {
+        let parts = if request.step == 0 {
+            vec![
+                StreamPart::TextDelta("Adding.".into()),
+                StreamPart::ToolCall {
+                    call_id: "c1".into(),
+                    tool: "add".into(),
+                    input: json!({"a": 2, "b": 3}),
+                },
+                StreamPart::ToolCall {
+                    call_id: "c2".into(),
+                    tool: "wipe".into(),
+                    input: json!({}),
+                },
+                StreamPart::Finish(FinishReason::ToolCalls),
+            ]
+        } else {
+            vec![
+                StreamPart::TextDelta("The sum is 5.".into()),
+                StreamPart::Finish(FinishReason::Stop),
+            ]
+        };
+        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream<'a>))
+    }
+}
+
+#[derive(Deserialize)]
+struct AddIn {
+    a: i64,
+    b: i64,
+}
+
+#[derive(Serialize)]
+struct AddOut {
+    sum: i64,
+}
+
+/// Rejects the `wipe` tool (T3).
+struct NoWipe;
+impl Lifecycle<()> for NoWipe {
+    fn phases(&self) -> Phases {
+        Phases::only(Phase::BeforeToolCall)
+    }
+    fn before_tool_call<'a>(
+        &'a self,
+        _: &'a HookCx<'_, ()>,
+        input: &'a ToolCallInput<'_>,
+    ) -> HookFuture<'a, HookResult<ToolCallDecision>> {
+        let d = if input.tool == "wipe" {
+            ToolCallDecision::Reject {
+                message: "wiping is not allowed".into(),
+            }
+        } else {
+            ToolCallDecision::Continue
+        };
+        HookFuture::ready(Ok(d))
+    }
+}
+
+fn runtime() -> Runtime<()> {
+    let agent = Agent::new("calc", "mock")
+        .instructions("Use tools.")
+        .tool(tool_fn(
+            "add",
+            "adds two numbers",
+            |_cx, i: AddIn| async move { Ok::<_, ToolError>(AddOut { sum: i.a + i.b }) },
+        ))
+        .tool(tool_fn(
+            "wipe",
+            "wipes everything",
+            |_cx, _: serde_json::Value| async move { Ok::<_, ToolError>(json!("wiped")) },
+        ))
+        .lifecycle(compose(vec![Box::new(NoWipe)]));
+    Runtime::builder(agent, ())
+        .models(ModelMap::new().with("mock", Arc::new(MockModel)))
+        .clock(Arc::new(FixedClock))
+        .ids(Arc::new(CountingIds::default()))
+        .build()
+        .expect("all parts given")
+}
+
+#[tokio::test]
+async fn send_and_wait_until_idle() {
+    let rt = runtime();
+    let client = rt.client("alice");
+    let thread = client.thread(client.new_thread_id());
+    thread.send("What is 2 + 3?").await.unwrap();
+    let state = thread.wait_until_idle().await.unwrap();
+
+    let roles: Vec<Role> = state.messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+    );
+    let results = &state.messages[2].parts;
+    assert!(
+        matches!(&results[0], Part::ToolResult { output, source: ResultSource::Tool, .. } if *output == json!({"sum": 5}))
+    );
+    assert!(matches!(
+        &results[1],
+        Part::ToolResult {
+            source: ResultSource::Rejected,
+            ..
+        }
+    ));
+    let last = &state.messages[3];
+    assert_eq!(last.pai.producer, Producer::Model);
+    assert_eq!(last.text(), "The sum is 5.");
+    assert_eq!(state.version, 4, "one version per commit (H1)");
+}
+
+#[tokio::test]
+async fn h4_other_identities_cannot_reach_a_thread() {
+    let rt = runtime();
+    let alice = rt.client("alice").thread("t1");
+    alice.send("hi").await.unwrap();
+    alice.wait_until_idle().await.unwrap();
+    let mallory = rt.client("mallory").thread("t1");
+    assert!(matches!(
+        mallory.state(),
+        Err(ClientError::Store(StoreError::Forbidden { .. }))
+    ));
+    assert!(mallory.send("let me in").await.is_err());
+    assert_eq!(
+        alice.state().unwrap().version,
+        4,
+        "a refused send changes nothing"
+    );
+}
+
+#[test]
+fn building_without_a_clock_is_an_error() {
+    let agent: Agent<()> = Agent::new("a", "m");
+    let err = Runtime::builder(agent, ())
+        .models(ModelMap::new())
+        .build()
+        .unwrap_err();
+    assert_eq!(err.to_string(), "the runtime needs a clock");
+}
