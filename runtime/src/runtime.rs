@@ -262,6 +262,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
                     reason: None,
                 },
             };
+            Store::commit(rec, None, [msg])?;
             rec.runs.push(RunRecord {
                 id: run_id.clone(),
                 status: RunStatus::Queued,
@@ -270,7 +271,6 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
                 steps: 0,
             });
             rec.queue.push_back(run_id.clone());
-            Store::commit(rec, None, [msg])?;
             let start = !rec.driving;
             if start {
                 Store::set_busy(rec, true);
@@ -394,7 +394,11 @@ async fn run_one<C: Send + Sync + 'static>(sh: &Shared<C>, thread: &str, run: &s
     let episode = 1;
     let token = {
         let mut map = sh.store.lock();
-        let rec = map.get_mut(thread).expect("a queued run's thread exists");
+        // Threads are never removed while a run is queued on them; if one were,
+        // its runs would have nothing to act on.
+        let Some(rec) = map.get_mut(thread) else {
+            return;
+        };
         rec.fence += 1;
         rec.lease_holder = Some(run.to_string());
         rec.fence

@@ -59,29 +59,20 @@ fn reference_apply(flat: &mut Flat, p: &RoutePatch) {
     }
 }
 
+/// A route as the reference sees it: a fresh route from an empty map.
 fn flatten(r: &Route) -> Flat {
     let mut flat = Flat::new();
-    flat.insert("model".into(), json!(r.model));
-    if let Value::Object(s) = serde_json::to_value(&r.settings).unwrap() {
-        for (k, v) in s {
-            flat.insert(format!("settings.{k}"), v);
-        }
-    }
-    for (provider, o) in &r.provider_options {
-        flat.insert(
-            format!("provider_options.{provider}"),
-            Value::Object(o.clone()),
-        );
-    }
-    if let Some(t) = &r.provider_tools {
-        flat.insert("provider_tools".into(), json!(t));
-    }
-    if let Some(c) = &r.tool_choice {
-        flat.insert("tool_choice".into(), serde_json::to_value(c).unwrap());
-    }
-    if let Some(t) = &r.tools {
-        flat.insert("tools".into(), json!(t));
-    }
+    reference_apply(
+        &mut flat,
+        &RoutePatch {
+            model: Some(r.model.clone()),
+            settings: r.settings.clone(),
+            provider_options: r.provider_options.clone(),
+            provider_tools: r.provider_tools.clone(),
+            tool_choice: r.tool_choice.clone(),
+            tools: r.tools.clone(),
+        },
+    );
     flat
 }
 
