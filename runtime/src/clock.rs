@@ -3,9 +3,12 @@
 /// Milliseconds since the clock's epoch.
 pub type Millis = u64;
 
-/// The runtime's only source of time.
+/// The runtime's only source of time, and its only timer.
 pub trait Clock: Send + Sync + 'static {
     fn now(&self) -> Millis;
+
+    /// Resolves after `ms` milliseconds of this clock's time.
+    fn sleep(&self, ms: Millis) -> crate::future::HookFuture<'static, ()>;
 }
 
 /// What an identifier names; lets an id source give each kind its own prefix.

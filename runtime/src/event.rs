@@ -38,7 +38,11 @@ impl RunStatus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Transition {
     NextStep,
-    Complete { reason: Option<String> },
+    /// A steering message is waiting: a new episode takes it (SPEC A4).
+    Steer,
+    Complete {
+        reason: Option<String>,
+    },
 }
 
 /// One thing the runtime did, at a time on its clock.
@@ -58,6 +62,10 @@ pub enum EventKind {
     Admitted {
         trigger: String,
     },
+    /// A steering message for this active run was stored (SPEC A4).
+    Steered {
+        message: String,
+    },
     LeaseAcquired {
         episode: u32,
         token: u64,
@@ -76,6 +84,14 @@ pub enum EventKind {
         message: String,
         version: u64,
     },
+    /// The innermost resolver leaf produced messages: the runtime default
+    /// (`base == false`) or a base given through `next.with_base` (SPEC M2).
+    /// Emitted only when some hook resolves model context.
+    ContextLeaf {
+        step: u32,
+        base: bool,
+        messages: usize,
+    },
     ResolveModelContext {
         step: u32,
         anchor: u64,
@@ -86,15 +102,23 @@ pub enum EventKind {
         route: Route,
         messages: usize,
     },
-    /// One provider attempt: `context` messages came from the resolver,
-    /// `messages` were sent in all (after overlay and patches).
+    /// One provider attempt with its effective route: `context` messages
+    /// came from the resolver, `overlay` are model-only, `messages` in all.
     ModelCall {
         step: u32,
         attempt: u32,
         route: Route,
         context: usize,
+        overlay: usize,
         messages: usize,
         tools: Vec<String>,
+        timeout_ms: Option<Millis>,
+    },
+    /// A provider attempt failed before its stream existed.
+    AttemptFailed {
+        step: u32,
+        attempt: u32,
+        error: String,
     },
     /// The provider stream was consumed.
     Stream {
@@ -163,6 +187,9 @@ impl EventKind {
     pub fn name(&self) -> &'static str {
         match self {
             EventKind::Admitted { .. } => "admit",
+            EventKind::Steered { .. } => "steered",
+            EventKind::ContextLeaf { .. } => "context_leaf",
+            EventKind::AttemptFailed { .. } => "attempt_failed",
             EventKind::LeaseAcquired { .. } => "lease_acquired",
             EventKind::Hook(_) => "hook",
             EventKind::PrepareRun { .. } => "prepare_run",

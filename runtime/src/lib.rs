@@ -6,12 +6,15 @@
 //! [`Clock`] and [`IdSource`], and reports what it does to an [`EventSink`].
 
 mod agent;
+mod attempt;
 mod clock;
+mod context;
 mod event;
 mod future;
 mod lifecycle;
 mod message;
 mod model;
+mod model_call;
 mod patch;
 mod runtime;
 mod store;
@@ -19,6 +22,7 @@ mod tool;
 
 pub use agent::Agent;
 pub use clock::{Clock, IdKind, IdSource, Millis};
+pub use context::{ContextInput, ContextNext, History, HistoryError, HistoryPage, ResolverThread};
 pub use event::{Event, EventKind, EventSink, RunStatus, Transition};
 pub use future::HookFuture;
 pub use lifecycle::{
@@ -35,6 +39,7 @@ pub use model::{
     BoxStream, FinishReason, LanguageModel, ModelError, ModelMap, ModelProvider, ModelRequest,
     PartStream, ReadyStream, StreamPart,
 };
+pub use model_call::{AttemptPatch, ModelNext};
 pub use patch::{ModelSettings, Overlay, Patch, ProviderOptions, Route, RoutePatch, ToolChoice};
 pub use runtime::{
     BuildError, Client, ClientError, Runtime, RuntimeBuilder, Sent, StoredThread, ThreadHandle,

@@ -6,8 +6,11 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::clock::Millis;
+use crate::context::{ContextInput, ContextLink, ContextNext};
 use crate::future::{HookFuture, guarded};
 use crate::message::{Message, ModelMessage, Outcome, Part, ResultSource, ToolStatus};
+use crate::model::{BoxStream, ModelError, ModelRequest};
+use crate::model_call::{AttemptPatch, ModelLink, ModelNext};
 use crate::patch::{Patch, Route};
 
 /// The error a hook returns to fail its run (SPEC L4).
@@ -15,32 +18,75 @@ use crate::patch::{Patch, Route};
 #[error("{message}")]
 pub struct HookError {
     pub message: String,
+    /// Set when this is a provider error passed through from `next`: it is
+    /// the provider's failure, not the hook's, so an outer hook may still
+    /// recover from it.
+    model: Option<ModelError>,
 }
 
 impl HookError {
     pub fn new(message: impl Into<String>) -> HookError {
         HookError {
             message: message.into(),
+            model: None,
         }
+    }
+
+    /// The provider error this passes through, if it is one.
+    pub fn model_error(&self) -> Option<&ModelError> {
+        self.model.as_ref()
     }
 }
 
 pub type HookResult<T> = Result<T, HookError>;
 
-/// A lifecycle phase that hooks can handle.
+impl From<ModelError> for HookError {
+    fn from(e: ModelError) -> HookError {
+        HookError {
+            message: e.to_string(),
+            model: Some(e),
+        }
+    }
+}
+
+/// The first hook failure inside an onion. It fails the run even when an
+/// outer hook catches what its `next` returned (SPEC L4).
+#[derive(Debug, Default)]
+pub(crate) struct FailureCell(std::sync::Mutex<Option<HookError>>);
+
+impl FailureCell {
+    pub(crate) fn record(&self, e: &HookError) {
+        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(e.clone());
+        }
+    }
+
+    pub(crate) fn take(&self) -> Option<HookError> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// A lifecycle phase that hooks can handle, in step order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Phase {
     PrepareRun,
+    ResolveModelContext,
     PrepareModelStep,
+    AroundModelCall,
     BeforeToolCall,
     AfterToolResult,
     AfterStep,
 }
 
+const PHASES: usize = 7;
+
 impl Phase {
-    pub const ALL: [Phase; 5] = [
+    pub const ALL: [Phase; PHASES] = [
         Phase::PrepareRun,
+        Phase::ResolveModelContext,
         Phase::PrepareModelStep,
+        Phase::AroundModelCall,
         Phase::BeforeToolCall,
         Phase::AfterToolResult,
         Phase::AfterStep,
@@ -49,7 +95,9 @@ impl Phase {
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::PrepareRun => "prepare_run",
+            Phase::ResolveModelContext => "resolve_model_context",
             Phase::PrepareModelStep => "prepare_model_step",
+            Phase::AroundModelCall => "around_model_call",
             Phase::BeforeToolCall => "before_tool_call",
             Phase::AfterToolResult => "after_tool_result",
             Phase::AfterStep => "after_step",
@@ -68,7 +116,7 @@ pub struct Phases(u8);
 
 impl Phases {
     pub const NONE: Phases = Phases(0);
-    pub const ALL: Phases = Phases(0b1_1111);
+    pub const ALL: Phases = Phases(0b111_1111);
 
     pub const fn only(phase: Phase) -> Phases {
         Phases(phase.bit())
@@ -236,6 +284,14 @@ pub enum NoteDecision {
     ToolCall(ToolCallDecision),
     ToolResult(ToolResultDecision),
     AfterStep(AfterStepDecision),
+    /// A resolver returned this many messages.
+    Context {
+        messages: usize,
+    },
+    /// An `around_model_call` hook returned a stream, or this error.
+    ModelCall {
+        error: Option<String>,
+    },
 }
 
 /// Input of `prepare_run`.
@@ -323,6 +379,18 @@ pub trait Lifecycle<C>: Send + Sync + 'static {
         HookFuture::ready(Ok(RunDecision::default()))
     }
 
+    /// An onion (L6): `next.run()` is the downstream context (memoized, M2);
+    /// `next.with_base(base)` runs the inner hooks over `base` instead.
+    fn resolve_model_context<'a>(
+        &'a self,
+        cx: &'a HookCx<'_, C>,
+        input: &'a ContextInput<'_>,
+        next: ContextNext<'a>,
+    ) -> HookFuture<'a, HookResult<Vec<ModelMessage>>> {
+        let _ = (cx, input);
+        HookFuture::new(async move { next.run().await })
+    }
+
     fn prepare_model_step<'a>(
         &'a self,
         cx: &'a HookCx<'_, C>,
@@ -330,6 +398,19 @@ pub trait Lifecycle<C>: Send + Sync + 'static {
     ) -> HookFuture<'a, HookResult<StepDecision>> {
         let _ = (cx, input);
         HookFuture::ready(Ok(StepDecision::default()))
+    }
+
+    /// An onion (L6) around provider attempts: `request` is read-only;
+    /// each `next.call(patch)` is one attempt (P6), resolving when its stream
+    /// exists (P7). Return the stream the step should consume.
+    fn around_model_call<'a>(
+        &'a self,
+        cx: &'a HookCx<'_, C>,
+        request: &'a ModelRequest,
+        next: ModelNext<'a>,
+    ) -> HookFuture<'a, HookResult<BoxStream>> {
+        let _ = (cx, request);
+        HookFuture::new(async move { Ok(next.call(AttemptPatch::default()).await?) })
     }
 
     fn before_tool_call<'a>(
@@ -377,7 +458,7 @@ impl<C> Lifecycle<C> for NoLifecycle {
 pub struct Composed<C> {
     hooks: Vec<Box<dyn Lifecycle<C>>>,
     /// For each phase, the indices of the hooks that handle it.
-    by_phase: [Vec<usize>; 5],
+    by_phase: [Vec<usize>; PHASES],
     phases: Phases,
 }
 
@@ -391,7 +472,7 @@ impl<C: 'static> fmt::Debug for Composed<C> {
 
 /// Composes hooks in order: `compose(vec![a, b, c])`.
 pub fn compose<C: 'static>(hooks: Vec<Box<dyn Lifecycle<C>>>) -> Composed<C> {
-    let mut by_phase: [Vec<usize>; 5] = Default::default();
+    let mut by_phase: [Vec<usize>; PHASES] = Default::default();
     let mut phases = Phases::NONE;
     for (i, h) in hooks.iter().enumerate() {
         let p = h.phases();
@@ -493,6 +574,43 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
                 }
             }
             Ok(RunDecision::Continue(merged.unwrap_or_default()))
+        })
+    }
+
+    fn resolve_model_context<'a>(
+        &'a self,
+        cx: &'a HookCx<'_, C>,
+        input: &'a ContextInput<'_>,
+        next: ContextNext<'a>,
+    ) -> HookFuture<'a, HookResult<Vec<ModelMessage>>> {
+        HookFuture::new(async move {
+            let chain = ContextChain {
+                hooks: &self.hooks,
+                order: &self.by_phase[Phase::ResolveModelContext as usize],
+                cx,
+                input,
+                then: &next,
+                failure: next.failure(),
+            };
+            chain.resolve(None).await
+        })
+    }
+
+    fn around_model_call<'a>(
+        &'a self,
+        cx: &'a HookCx<'_, C>,
+        request: &'a ModelRequest,
+        next: ModelNext<'a>,
+    ) -> HookFuture<'a, HookResult<BoxStream>> {
+        HookFuture::new(async move {
+            let chain = ModelChain {
+                hooks: &self.hooks,
+                order: &self.by_phase[Phase::AroundModelCall as usize],
+                cx,
+                then: &next,
+                failure: next.failure(),
+            };
+            Ok(chain.attempt(request, AttemptPatch::default()).await?)
         })
     }
 
@@ -609,6 +727,105 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
                 joined = joined.max(decision);
             }
             Ok(joined)
+        })
+    }
+}
+
+/// The resolver onion of one composition: the hooks in `order`, then `then`.
+struct ContextChain<'a, C> {
+    hooks: &'a [Box<dyn Lifecycle<C>>],
+    order: &'a [usize],
+    cx: &'a HookCx<'a, C>,
+    input: &'a ContextInput<'a>,
+    then: &'a dyn ContextLink,
+    failure: &'a FailureCell,
+}
+
+impl<C: Send + Sync + 'static> ContextLink for ContextChain<'_, C> {
+    fn resolve(
+        &self,
+        base: Option<Vec<ModelMessage>>,
+    ) -> HookFuture<'_, HookResult<Vec<ModelMessage>>> {
+        HookFuture::new(async move {
+            let Some((&i, rest)) = self.order.split_first() else {
+                return self.then.resolve(base).await;
+            };
+            let hook = &*self.hooks[i];
+            let inner = ContextChain {
+                order: rest,
+                ..*self
+            };
+            let next = ContextNext::new(&inner, base, self.failure);
+            let out = call(hook, || {
+                hook.resolve_model_context(self.cx, self.input, next)
+            })
+            .await;
+            match &out {
+                Ok(messages) => note(self.cx, Phase::ResolveModelContext, hook.name(), || {
+                    NoteDecision::Context {
+                        messages: messages.len(),
+                    }
+                }),
+                Err(e) => self.failure.record(e),
+            }
+            out
+        })
+    }
+}
+
+impl<C> Clone for ContextChain<'_, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<C> Copy for ContextChain<'_, C> {}
+
+/// The model-call onion of one composition: the hooks in `order`, then `then`.
+struct ModelChain<'a, C> {
+    hooks: &'a [Box<dyn Lifecycle<C>>],
+    order: &'a [usize],
+    cx: &'a HookCx<'a, C>,
+    then: &'a dyn ModelLink,
+    failure: &'a FailureCell,
+}
+
+impl<C> Clone for ModelChain<'_, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<C> Copy for ModelChain<'_, C> {}
+
+impl<C: Send + Sync + 'static> ModelLink for ModelChain<'_, C> {
+    fn attempt<'s>(
+        &'s self,
+        request: &'s ModelRequest,
+        patch: AttemptPatch,
+    ) -> HookFuture<'s, Result<BoxStream, ModelError>> {
+        HookFuture::new(async move {
+            let Some((&i, rest)) = self.order.split_first() else {
+                return self.then.attempt(request, patch).await;
+            };
+            let hook = &*self.hooks[i];
+            let effective = patch.apply(request);
+            let inner = ModelChain {
+                order: rest,
+                ..*self
+            };
+            let next = ModelNext::new(&inner, &effective, self.failure);
+            let out = call(hook, || hook.around_model_call(self.cx, &effective, next)).await;
+            note(self.cx, Phase::AroundModelCall, hook.name(), || {
+                NoteDecision::ModelCall {
+                    error: out.as_ref().err().map(|e| e.message.clone()),
+                }
+            });
+            out.map_err(|e| match e.model {
+                Some(provider) => provider,
+                None => {
+                    self.failure.record(&e);
+                    ModelError::Hook(e.message)
+                }
+            })
         })
     }
 }

@@ -22,6 +22,8 @@ pub struct ModelRequest {
     /// Registered tools offered to the model in this step.
     pub tools: Vec<ToolSpec>,
     pub messages: Vec<ModelMessage>,
+    /// The attempt's timeout, set by `around_model_call` patches.
+    pub timeout_ms: Option<crate::clock::Millis>,
 }
 
 /// Why the provider stopped.
@@ -84,9 +86,15 @@ pub enum ModelError {
     UnknownModel(String),
     #[error("provider error: {0}")]
     Provider(String),
+    #[error("model attempt timed out after {0}ms")]
+    Timeout(crate::clock::Millis),
+    /// A hook inside the `around_model_call` onion failed; the run fails too.
+    #[error("hook failed: {0}")]
+    Hook(String),
 }
 
-pub type BoxStream<'a> = Box<dyn PartStream + 'a>;
+/// A provider stream. It owns what it needs: it outlives the request that made it.
+pub type BoxStream = Box<dyn PartStream>;
 
 /// A streaming language model.
 pub trait LanguageModel: Send + Sync + 'static {
@@ -94,7 +102,7 @@ pub trait LanguageModel: Send + Sync + 'static {
     fn stream<'a>(
         &'a self,
         request: &'a ModelRequest,
-    ) -> HookFuture<'a, Result<BoxStream<'a>, ModelError>>;
+    ) -> HookFuture<'a, Result<BoxStream, ModelError>>;
 }
 
 /// Resolves a route's model name to a model.

@@ -247,6 +247,11 @@ impl Overlay {
         }
     }
 
+    /// Whether the overlay replaces the resolved context.
+    pub fn replaces(&self) -> bool {
+        self.ops.iter().any(|(r, _)| r.is_some())
+    }
+
     /// Number of model-only messages the overlay adds (appends only).
     pub fn appended(&self) -> usize {
         self.ops.iter().map(|(_, a)| a.len()).sum()

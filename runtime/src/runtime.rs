@@ -7,20 +7,28 @@ use serde_json::{Map, Value};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
+use std::sync::atomic::AtomicU32;
+
 use crate::agent::Agent;
+use crate::attempt::{AttemptEvents, DefaultLeaf, ProviderAttempt, SentCounts};
 use crate::clock::{Clock, IdKind, IdSource};
+use crate::context::{ContextInput, ContextLink, ContextNext, History, ResolverThread};
 use crate::event::{Event, EventKind, EventSink, RunStatus, Transition};
 use crate::future::{HookFuture, guarded, panic_message};
+use crate::lifecycle::FailureCell;
 use crate::lifecycle::{
     AfterStepDecision, AfterStepInput, HookCx, HookNote, HookResult, Lifecycle, Phase, Response,
     RunDecision, RunInput, StepDecision, StepInput, ToolCallDecision, ToolCallInput, ToolResult,
     ToolResultDecision, ToolResultInput,
 };
+use crate::message::ModelMessage;
 use crate::message::{
     Message, Outcome, PaiMeta, Part, Producer, ResultSource, Role, THROWN_TOOL_ERROR, ToolStatus,
-    Visibility, to_model_messages,
+    Visibility,
 };
-use crate::model::{ModelError, ModelProvider, ModelRequest, StreamPart};
+use crate::model::BoxStream;
+use crate::model::{ModelProvider, ModelRequest, StreamPart};
+use crate::model_call::{AttemptPatch, ModelLink, ModelNext};
 use crate::patch::{Overlay, Route};
 use crate::store::{RunRecord, Store, StoreError};
 use crate::tool::{Tool, ToolCx, ToolOutcome, ToolSpec};
@@ -240,46 +248,66 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
     /// run per thread, later runs wait in arrival order). Must be called inside
     /// a Tokio runtime: the thread's runs are driven by a spawned task.
     pub async fn send(&self, text: impl Into<String>) -> Result<Sent, ClientError> {
+        self.submit(text.into(), false)
+    }
+
+    /// Sends a steering message (SPEC A4): while a run is active, the message
+    /// is stored at once and taken by that run's next step instead of starting
+    /// a new run; with no active run it is an ordinary `send`.
+    pub async fn steer(&self, text: impl Into<String>) -> Result<Sent, ClientError> {
+        self.submit(text.into(), true)
+    }
+
+    fn submit(&self, text: String, steer: bool) -> Result<Sent, ClientError> {
         let sh = &self.runtime.shared;
         let message_id = sh.ids.next_id(IdKind::Message);
-        let run_id = sh.ids.next_id(IdKind::Run);
         let now = sh.clock.now();
-        let start = {
-            let mut map = sh.store.lock();
-            let rec = Store::open(&mut map, &self.id, &sh.agent.name, &self.identity)?;
-            let msg = Message {
-                id: message_id.clone(),
-                seq: 0,
-                role: Role::User,
-                parts: vec![Part::text(text)],
-                visibility: Visibility::ALL,
-                pai: PaiMeta {
-                    producer: Producer::User,
-                    run_id: Some(run_id.clone()),
-                    step: None,
-                    updated_at: now,
-                    outcome: None,
-                    reason: None,
-                },
-            };
-            Store::commit(rec, None, [msg])?;
-            rec.runs.push(RunRecord {
-                id: run_id.clone(),
-                status: RunStatus::Queued,
+        let user_message = |run_id: &str| Message {
+            id: message_id.clone(),
+            seq: 0,
+            role: Role::User,
+            parts: vec![Part::text(text.clone())],
+            visibility: Visibility::ALL,
+            pai: PaiMeta {
+                producer: Producer::User,
+                run_id: Some(run_id.to_string()),
+                step: None,
+                updated_at: now,
                 outcome: None,
                 reason: None,
-                steps: 0,
-            });
-            rec.queue.push_back(run_id.clone());
-            let start = !rec.driving;
-            if start {
-                Store::set_busy(rec, true);
-            }
-            start
+            },
         };
-        sh.emit(&self.id, &run_id, || EventKind::Admitted {
-            trigger: message_id.clone(),
-        });
+        let (run_id, start, steered) = {
+            let mut map = sh.store.lock();
+            let rec = Store::open(&mut map, &self.id, &sh.agent.name, &self.identity)?;
+            match rec.active_run.clone() {
+                Some(active) if steer => {
+                    Store::commit(rec, None, [user_message(&active)])?;
+                    rec.pending_steer = Some(message_id.clone());
+                    (active, false, true)
+                }
+                _ => {
+                    let run_id = sh.ids.next_id(IdKind::Run);
+                    Store::commit(rec, None, [user_message(&run_id)])?;
+                    rec.runs.push(RunRecord::queued(&run_id));
+                    rec.queue.push_back(run_id.clone());
+                    let start = !rec.driving;
+                    if start {
+                        Store::set_busy(rec, true);
+                    }
+                    (run_id, start, false)
+                }
+            }
+        };
+        if steered {
+            sh.emit(&self.id, &run_id, || EventKind::Steered {
+                message: message_id.clone(),
+            });
+        } else {
+            sh.emit(&self.id, &run_id, || EventKind::Admitted {
+                trigger: message_id.clone(),
+            });
+        }
         if start {
             tokio::spawn(drive(sh.clone(), self.id.clone()));
         }
@@ -364,6 +392,7 @@ async fn drive<C: Send + Sync + 'static>(sh: Arc<Shared<C>>, thread: String) {
                     if let Some(r) = rec.run_mut(&run) {
                         r.status = RunStatus::Running;
                     }
+                    rec.active_run = Some(run.clone());
                     run
                 }
                 None => {
@@ -390,65 +419,96 @@ struct Fail {
     message: String,
 }
 
+/// How an episode ended.
+enum EpisodeEnd {
+    /// The run is over.
+    Run(End),
+    /// A steering message is waiting: the run goes on in a new episode (SPEC A4, P8).
+    Steer,
+}
+
 async fn run_one<C: Send + Sync + 'static>(sh: &Shared<C>, thread: &str, run: &str) {
-    let episode = 1;
-    let token = {
-        let mut map = sh.store.lock();
-        // Threads are never removed while a run is queued on them; if one were,
-        // its runs would have nothing to act on.
-        let Some(rec) = map.get_mut(thread) else {
-            return;
+    let mut episode = 0;
+    let mut next_step = 0;
+    let end = loop {
+        episode += 1;
+        let token = {
+            let mut map = sh.store.lock();
+            // Threads are never removed while a run is queued on them; if one
+            // were, its runs would have nothing to act on.
+            let Some(rec) = map.get_mut(thread) else {
+                return;
+            };
+            rec.fence += 1;
+            rec.lease_holder = Some(run.to_string());
+            rec.fence
         };
-        rec.fence += 1;
-        rec.lease_holder = Some(run.to_string());
-        rec.fence
-    };
-    sh.emit(thread, run, || EventKind::LeaseAcquired { episode, token });
-    let exec = Exec {
-        sh,
-        thread,
-        run,
-        episode,
-        token,
-    };
-    let end = match exec
-        .body()
-        .instrument(tracing::info_span!("episode", episode))
-        .await
-    {
-        Ok(end) => end,
-        Err(fail) => {
-            tracing::warn!(phase = fail.phase, message = %fail.message, "run failed");
-            sh.emit(thread, run, || EventKind::Failed {
-                phase: fail.phase,
-                message: fail.message.clone(),
-            });
-            End {
-                status: RunStatus::Failed,
-                outcome: Outcome::Failed,
-                reason: Some(fail.message),
+        sh.emit(thread, run, || EventKind::LeaseAcquired { episode, token });
+        let exec = Exec {
+            sh,
+            thread,
+            run,
+            episode,
+            token,
+        };
+        let ended = match exec
+            .body(&mut next_step)
+            .instrument(tracing::info_span!("episode", episode))
+            .await
+        {
+            Ok(e) => e,
+            Err(fail) => {
+                tracing::warn!(phase = fail.phase, message = %fail.message, "run failed");
+                sh.emit(thread, run, || EventKind::Failed {
+                    phase: fail.phase,
+                    message: fail.message.clone(),
+                });
+                EpisodeEnd::Run(End {
+                    status: RunStatus::Failed,
+                    outcome: Outcome::Failed,
+                    reason: Some(fail.message),
+                })
             }
-        }
-    };
-    {
-        let mut map = sh.store.lock();
-        if let Some(rec) = map.get_mut(thread) {
-            if rec.lease_holder.as_deref() == Some(run) {
+        };
+        {
+            let mut map = sh.store.lock();
+            if let Some(rec) = map.get_mut(thread)
+                && rec.lease_holder.as_deref() == Some(run)
+            {
                 rec.lease_holder = None;
             }
+        }
+        sh.emit(thread, run, || EventKind::LeaseReleased { episode });
+        match ended {
+            EpisodeEnd::Run(end) => break end,
+            EpisodeEnd::Steer => {}
+        }
+    };
+    let leftover = {
+        let mut map = sh.store.lock();
+        map.get_mut(thread).and_then(|rec| {
             if let Some(r) = rec.run_mut(run) {
                 r.status = end.status;
                 r.outcome = Some(end.outcome);
                 r.reason.clone_from(&end.reason);
             }
-        }
-    }
-    sh.emit(thread, run, || EventKind::LeaseReleased { episode });
+            rec.active_run = None;
+            // A steering message that arrived too late for this run starts the next one.
+            let steer = rec.pending_steer.take()?;
+            let id = sh.ids.next_id(IdKind::Run);
+            rec.runs.push(RunRecord::queued(&id));
+            rec.queue.push_back(id.clone());
+            Some((id, steer))
+        })
+    };
     sh.emit(thread, run, || EventKind::Ended {
         status: end.status,
         outcome: end.outcome,
         reason: end.reason.clone(),
     });
+    if let Some((id, trigger)) = leftover {
+        sh.emit(thread, &id, || EventKind::Admitted { trigger });
+    }
 }
 
 /// One tool call the model asked for.
@@ -471,6 +531,12 @@ impl<C: Send + Sync + 'static> crate::lifecycle::HookTrace for Exec<'_, C> {
     fn note(&self, note: HookNote) {
         self.sh
             .emit(self.thread, self.run, || EventKind::Hook(note));
+    }
+}
+
+impl<C: Send + Sync + 'static> AttemptEvents for Exec<'_, C> {
+    fn event(&self, kind: Box<dyn FnOnce() -> EventKind + '_>) {
+        self.sh.emit(self.thread, self.run, kind);
     }
 }
 
@@ -549,7 +615,9 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         Ok((version, first))
     }
 
-    async fn body(&self) -> Result<End, Fail> {
+    /// One episode: `prepare_run`, then steps from `*step` on until the run
+    /// ends or a steering message asks for a new episode.
+    async fn body(&self, step: &mut u32) -> Result<EpisodeEnd, Fail> {
         let agent = &self.sh.agent;
         let mut route = Route::new(agent.model.clone());
         let mut overlay = Overlay::default();
@@ -572,7 +640,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 })
                 .await?;
             match decision {
-                RunDecision::Respond(r) => return self.respond(r),
+                RunDecision::Respond(r) => return self.respond(r).map(EpisodeEnd::Run),
                 RunDecision::Continue(p) => {
                     route.apply(&p.route);
                     overlay.push(&p);
@@ -583,20 +651,21 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             route: route.clone(),
             overlay: overlay.appended(),
         });
-        let mut step = 0;
         loop {
             let transition = self
-                .step(step, &route, &overlay)
-                .instrument(tracing::info_span!("step", step))
+                .step(*step, &route, &overlay)
+                .instrument(tracing::info_span!("step", step = *step))
                 .await?;
+            *step += 1;
             match transition {
-                Transition::NextStep => step += 1,
+                Transition::NextStep => {}
+                Transition::Steer => return Ok(EpisodeEnd::Steer),
                 Transition::Complete { reason } => {
-                    return Ok(End {
+                    return Ok(EpisodeEnd::Run(End {
                         status: RunStatus::Completed,
                         outcome: Outcome::Completed,
                         reason,
-                    });
+                    }));
                 }
             }
         }
@@ -630,6 +699,92 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         })
     }
 
+    /// `resolve_model_context`: the composed resolver onion over the default
+    /// leaf (L6, M1–M4). A hook failure anywhere in the onion fails the run.
+    async fn resolve_context(
+        &self,
+        step: u32,
+        history: &History<'_>,
+    ) -> Result<Vec<ModelMessage>, Fail> {
+        let phase = Phase::ResolveModelContext;
+        let traced = self.handles(phase) && self.sh.sink.is_some();
+        let leaf = DefaultLeaf {
+            step,
+            history,
+            events: traced.then_some(self as &dyn AttemptEvents),
+        };
+        if !self.handles(phase) {
+            return leaf.resolve(None).await.map_err(|e| Fail {
+                phase: phase.as_str(),
+                message: e.message,
+            });
+        }
+        let thread = ResolverThread { history };
+        let input = ContextInput {
+            step,
+            history,
+            thread: &thread,
+        };
+        let failure = FailureCell::default();
+        let cx = self.cx();
+        let next = ContextNext::new(&leaf, None, &failure);
+        let out = self
+            .hook(phase, || {
+                self.lifecycle().resolve_model_context(&cx, &input, next)
+            })
+            .await;
+        match failure.take() {
+            Some(e) => Err(Fail {
+                phase: phase.as_str(),
+                message: e.message,
+            }),
+            None => out,
+        }
+    }
+
+    /// `around_model_call`: the composed onion over provider attempts (L6,
+    /// P6, P7). Returns the stream the step consumes.
+    async fn call_model(
+        &self,
+        step: u32,
+        request: &ModelRequest,
+        counts: SentCounts,
+    ) -> Result<BoxStream, Fail> {
+        let phase = Phase::AroundModelCall;
+        let leaf = ProviderAttempt {
+            step,
+            counts,
+            models: &*self.sh.models,
+            clock: &*self.sh.clock,
+            events: self,
+            attempts: AtomicU32::new(0),
+        };
+        if !self.handles(phase) {
+            return leaf
+                .attempt(request, AttemptPatch::default())
+                .await
+                .map_err(|e| Fail {
+                    phase: phase.as_str(),
+                    message: e.to_string(),
+                });
+        }
+        let failure = FailureCell::default();
+        let cx = self.cx();
+        let next = ModelNext::new(&leaf, request, &failure);
+        let out = self
+            .hook(phase, || {
+                self.lifecycle().around_model_call(&cx, request, next)
+            })
+            .await;
+        match failure.take() {
+            Some(e) => Err(Fail {
+                phase: phase.as_str(),
+                message: e.message,
+            }),
+            None => out,
+        }
+    }
+
     fn offered_tool(&self, route: &Route, name: &str) -> Option<&'a Arc<dyn Tool>> {
         if let Some(allowed) = &route.tools
             && !allowed.iter().any(|a| a == name)
@@ -641,21 +796,30 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
 
     async fn step(&self, step: u32, route: &Route, overlay: &Overlay) -> Result<Transition, Fail> {
         let agent = &self.sh.agent;
-        // resolve_model_context: the default leaf, bounded by the newest message now (M1).
-        let (anchor, mut messages) = {
+        let (anchor, incarnation) = {
             let map = self.sh.store.lock();
             let rec = map.get(self.thread).ok_or_else(|| Fail {
                 phase: "resolve_model_context",
                 message: StoreError::NoThread(self.thread.to_string()).to_string(),
             })?;
-            (rec.last_seq(), to_model_messages(&rec.messages))
+            (rec.last_seq(), rec.incarnation)
         };
+        let history = History::new(
+            &self.sh.store,
+            self.thread,
+            &agent.name,
+            incarnation,
+            anchor,
+        );
+        let mut messages = self.resolve_context(step, &history).await?;
         self.emit(|| EventKind::ResolveModelContext {
             step,
             anchor,
             messages: messages.len(),
         });
+        // Episode overlay after the resolver (M5); it lives for this episode only (P8).
         let context_len = messages.len();
+        let mut replaced = overlay.replaces();
         overlay.apply(&mut messages);
 
         let mut step_route = route.clone();
@@ -672,6 +836,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 })
                 .await?;
             let StepDecision::Continue(p) = decision;
+            replaced |= p.replace_model_messages.is_some();
             step_route.apply(&p.route);
             p.apply_messages(&mut messages);
         }
@@ -694,27 +859,12 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             instructions: agent.instructions.clone(),
             tools,
             messages,
+            timeout_ms: None,
         };
-        self.emit(|| EventKind::ModelCall {
-            step,
-            attempt: 1,
-            route: request.route.clone(),
-            context: context_len,
-            messages: request.messages.len(),
-            tools: request.tools.iter().map(|t| t.name.clone()).collect(),
-        });
-        let model_fail = |message: String| Fail {
-            phase: "around_model_call",
-            message,
+        let counts = SentCounts {
+            context: if replaced { 0 } else { context_len },
         };
-        let model = self.sh.models.model(&request.route.model).ok_or_else(|| {
-            model_fail(ModelError::UnknownModel(request.route.model.clone()).to_string())
-        })?;
-        let mut stream = match guarded(|| model.stream(&request)).await {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => return Err(model_fail(e.to_string())),
-            Err(panic) => return Err(model_fail(format!("model panicked: {panic}"))),
-        };
+        let mut stream = self.call_model(step, &request, counts).await?;
 
         // The provider stream, assembled in order: text runs and tool calls.
         let mut parts = Vec::new();
@@ -834,17 +984,30 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         } else {
             AfterStepDecision::Natural
         };
-        // SPEC A2, A3 (the complete / next_step part).
+        // SPEC A2, A3: complete > (waiting) > steering > next_step > natural.
+        let steering = {
+            let map = self.sh.store.lock();
+            map.get(self.thread)
+                .is_some_and(|rec| rec.pending_steer.is_some())
+        };
         let mut transition = match decision {
             AfterStepDecision::Complete => Transition::Complete { reason: None },
+            _ if steering => Transition::Steer,
             AfterStepDecision::NextStep => Transition::NextStep,
             AfterStepDecision::Natural if calls.is_empty() => Transition::Complete { reason: None },
             AfterStepDecision::Natural => Transition::NextStep,
         };
-        if transition == Transition::NextStep && step + 1 >= agent.max_steps {
+        if transition != (Transition::Complete { reason: None }) && step + 1 >= agent.max_steps {
             transition = Transition::Complete {
                 reason: Some("max_steps".to_string()),
             };
+        }
+        if transition == Transition::Steer {
+            // The steering message is taken by the next step (A4).
+            let mut map = self.sh.store.lock();
+            if let Some(rec) = map.get_mut(self.thread) {
+                rec.pending_steer = None;
+            }
         }
         self.emit(|| EventKind::AfterStep {
             step,

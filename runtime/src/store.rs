@@ -46,13 +46,30 @@ pub(crate) struct ThreadRec {
     pub(crate) next_seq: u64,
     pub(crate) messages: Vec<Message>,
     pub(crate) metadata: Map<String, Value>,
+    pub(crate) private_metadata: Map<String, Value>,
     /// The newest fencing token handed out; only grows.
     pub(crate) fence: u64,
     pub(crate) lease_holder: Option<String>,
     pub(crate) runs: Vec<RunRecord>,
     pub(crate) queue: VecDeque<String>,
     pub(crate) driving: bool,
+    /// The run being driven now.
+    pub(crate) active_run: Option<String>,
+    /// The newest steering message not yet taken by a step (SPEC A4).
+    pub(crate) pending_steer: Option<String>,
     pub(crate) signal: watch::Sender<ThreadSignal>,
+}
+
+impl RunRecord {
+    pub(crate) fn queued(id: &str) -> RunRecord {
+        RunRecord {
+            id: id.to_string(),
+            status: RunStatus::Queued,
+            outcome: None,
+            reason: None,
+            steps: 0,
+        }
+    }
 }
 
 impl ThreadRec {
@@ -100,11 +117,14 @@ impl Store {
             next_seq: 1,
             messages: Vec::new(),
             metadata: Map::new(),
+            private_metadata: Map::new(),
             fence: 0,
             lease_holder: None,
             runs: Vec::new(),
             queue: VecDeque::new(),
             driving: false,
+            active_run: None,
+            pending_steer: None,
             signal: watch::channel(ThreadSignal {
                 version: 0,
                 busy: false,

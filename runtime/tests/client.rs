@@ -18,6 +18,10 @@ impl Clock for FixedClock {
     fn now(&self) -> Millis {
         1_000
     }
+    fn sleep(&self, _ms: Millis) -> HookFuture<'static, ()> {
+        // Time never passes on this clock; nothing in these tests waits on it.
+        HookFuture::new(std::future::pending())
+    }
 }
 
 #[derive(Default)]
@@ -38,7 +42,7 @@ impl LanguageModel for MockModel {
     fn stream<'a>(
         &'a self,
         request: &'a ModelRequest,
-    ) -> HookFuture<'a, Result<BoxStream<'a>, ModelError>> {
+    ) -> HookFuture<'a, Result<BoxStream, ModelError>> {
         let parts = if request.step == 0 {
             vec![
                 StreamPart::TextDelta("Adding.".into()),
@@ -60,7 +64,7 @@ impl LanguageModel for MockModel {
                 StreamPart::Finish(FinishReason::Stop),
             ]
         };
-        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream<'a>))
+        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
     }
 }
 

@@ -1,18 +1,22 @@
 //! The built-in hook library: each scenario `[[lifecycle]]` entry becomes one hook.
 
+use std::collections::BTreeMap;
+
 use pai_runtime::{
-    AfterStepDecision, AfterStepInput, HookCx, HookError, HookFuture, HookResult, Lifecycle, Part,
-    Patch, Phase, Phases, Response, RoutePatch, RunDecision, RunInput, StepDecision, StepInput,
-    ToolCallDecision, ToolCallInput, ToolResultDecision, ToolResultInput,
+    AfterStepDecision, AfterStepInput, AttemptPatch, BoxStream, ContextInput, ContextNext, HookCx,
+    HookError, HookFuture, HookResult, Lifecycle, ModelContent, ModelMessage, ModelNext,
+    ModelRequest, Part, Patch, Phase, Phases, Response, Role, RoutePatch, RunDecision, RunInput,
+    StepDecision, StepInput, ToolCallDecision, ToolCallInput, ToolResultDecision, ToolResultInput,
 };
 
-use pai_runtime::{ModelContent, ModelMessage, Role};
-
-use crate::scenario::{AfterStepSpec, HookLevel, HookSpec, MessageRole, PhaseName};
+use crate::scenario::{AfterStepSpec, HookLevel, HookSpec, MessageRole, MessageSpec, PhaseName};
 
 /// The runtime context scenarios run with.
 #[derive(Debug, Clone, Default)]
-pub struct SimContext {}
+pub struct SimContext {
+    /// The scenario's `[docs]`: keyword → text, for the `rag` hook.
+    pub docs: BTreeMap<String, String>,
+}
 
 /// Marker in planted panic messages, so the binary's panic hook can keep them quiet.
 pub const PLANTED_PANIC: &str = "[planted panic]";
@@ -56,6 +60,13 @@ fn kind(spec: &HookSpec) -> &'static str {
         HookSpec::SystemMessage { .. } => "system_message",
         HookSpec::Route { .. } => "route",
         HookSpec::ReplaceMessages { .. } => "replace_messages",
+        HookSpec::Rag { .. } => "rag",
+        HookSpec::RecentWindow { .. } => "recent_window",
+        HookSpec::ResolveTwice { .. } => "resolve_twice",
+        HookSpec::BaseContext { .. } => "base_context",
+        HookSpec::HistoryProbe { .. } => "history_probe",
+        HookSpec::Fallback { .. } => "fallback",
+        HookSpec::Timeout { .. } => "timeout",
         HookSpec::RejectTool { .. } => "reject_tool",
         HookSpec::ReplaceToolInput { .. } => "replace_tool_input",
         HookSpec::ReplaceToolOutput { .. } => "replace_tool_output",
@@ -65,40 +76,90 @@ fn kind(spec: &HookSpec) -> &'static str {
     }
 }
 
+fn given_name(spec: &HookSpec) -> Option<&String> {
+    match spec {
+        HookSpec::SystemMessage { name, .. }
+        | HookSpec::Route { name, .. }
+        | HookSpec::ReplaceMessages { name, .. }
+        | HookSpec::Rag { name }
+        | HookSpec::RecentWindow { name, .. }
+        | HookSpec::ResolveTwice { name }
+        | HookSpec::BaseContext { name, .. }
+        | HookSpec::HistoryProbe { name, .. }
+        | HookSpec::Fallback { name, .. }
+        | HookSpec::Timeout { name, .. }
+        | HookSpec::RejectTool { name, .. }
+        | HookSpec::ReplaceToolInput { name, .. }
+        | HookSpec::ReplaceToolOutput { name, .. }
+        | HookSpec::AfterStep { name, .. }
+        | HookSpec::Guardrail { name, .. }
+        | HookSpec::Fail { name, .. } => name.as_ref(),
+    }
+}
+
 fn level_phase(level: HookLevel) -> Phase {
     match level {
         HookLevel::Run => Phase::PrepareRun,
         HookLevel::Step => Phase::PrepareModelStep,
+        HookLevel::Attempt => Phase::AroundModelCall,
     }
 }
 
 fn phase_of(p: PhaseName) -> Phase {
     match p {
         PhaseName::PrepareRun => Phase::PrepareRun,
+        PhaseName::ResolveModelContext => Phase::ResolveModelContext,
         PhaseName::PrepareModelStep => Phase::PrepareModelStep,
+        PhaseName::AroundModelCall => Phase::AroundModelCall,
         PhaseName::BeforeToolCall => Phase::BeforeToolCall,
         PhaseName::AfterToolResult => Phase::AfterToolResult,
         PhaseName::AfterStep => Phase::AfterStep,
     }
 }
 
+/// A scenario message as the model sees it.
+pub(crate) fn model_message(m: &MessageSpec) -> ModelMessage {
+    ModelMessage {
+        role: match m.role {
+            MessageRole::System => Role::System,
+            MessageRole::User => Role::User,
+            MessageRole::Assistant => Role::Assistant,
+        },
+        content: vec![ModelContent::Text {
+            text: m.text.clone(),
+        }],
+    }
+}
+
+/// The text of the newest user message among model messages.
+fn latest_user_text(messages: &[ModelMessage]) -> Option<String> {
+    messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User)
+        .map(|m| {
+            m.content
+                .iter()
+                .filter_map(|c| match c {
+                    ModelContent::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect()
+        })
+}
+
 impl SimHook {
     fn new(index: usize, spec: HookSpec) -> SimHook {
-        let given = match &spec {
-            HookSpec::SystemMessage { name, .. }
-            | HookSpec::Route { name, .. }
-            | HookSpec::ReplaceMessages { name, .. }
-            | HookSpec::RejectTool { name, .. }
-            | HookSpec::ReplaceToolInput { name, .. }
-            | HookSpec::ReplaceToolOutput { name, .. }
-            | HookSpec::AfterStep { name, .. }
-            | HookSpec::Guardrail { name, .. }
-            | HookSpec::Fail { name, .. } => name.clone(),
-        };
         let phase = match &spec {
             HookSpec::SystemMessage { at, .. }
             | HookSpec::Route { at, .. }
             | HookSpec::ReplaceMessages { at, .. } => level_phase(*at),
+            HookSpec::Rag { .. } => Phase::PrepareModelStep,
+            HookSpec::RecentWindow { .. }
+            | HookSpec::ResolveTwice { .. }
+            | HookSpec::BaseContext { .. }
+            | HookSpec::HistoryProbe { .. } => Phase::ResolveModelContext,
+            HookSpec::Fallback { .. } | HookSpec::Timeout { .. } => Phase::AroundModelCall,
             HookSpec::RejectTool { .. } | HookSpec::ReplaceToolInput { .. } => {
                 Phase::BeforeToolCall
             }
@@ -108,16 +169,16 @@ impl SimHook {
             HookSpec::Fail { phase, .. } => phase_of(*phase),
         };
         SimHook {
-            name: given.unwrap_or_else(|| format!("{}#{index}", kind(&spec))),
+            name: given_name(&spec)
+                .cloned()
+                .unwrap_or_else(|| format!("{}#{index}", kind(&spec))),
             spec,
             phases: Phases::only(phase),
         }
     }
 
-    /// The patch a message or route hook contributes.
-    fn patch(&self) -> Option<Patch> {
+    fn route_patch(&self) -> Option<RoutePatch> {
         match &self.spec {
-            HookSpec::SystemMessage { text, .. } => Some(Patch::append_system(text.clone())),
             HookSpec::Route {
                 model,
                 settings,
@@ -126,30 +187,25 @@ impl SimHook {
                 tool_choice,
                 tools,
                 ..
-            } => Some(Patch::route(RoutePatch {
+            } => Some(RoutePatch {
                 model: model.clone(),
                 settings: settings.clone(),
                 provider_options: provider_options.clone(),
                 provider_tools: provider_tools.clone(),
                 tool_choice: tool_choice.clone(),
                 tools: tools.clone(),
-            })),
+            }),
+            _ => None,
+        }
+    }
+
+    /// The patch a message or route hook contributes at run or step level.
+    fn patch(&self) -> Option<Patch> {
+        match &self.spec {
+            HookSpec::SystemMessage { text, .. } => Some(Patch::append_system(text.clone())),
+            HookSpec::Route { .. } => self.route_patch().map(Patch::route),
             HookSpec::ReplaceMessages { messages, .. } => Some(Patch {
-                replace_model_messages: Some(
-                    messages
-                        .iter()
-                        .map(|m| ModelMessage {
-                            role: match m.role {
-                                MessageRole::System => Role::System,
-                                MessageRole::User => Role::User,
-                                MessageRole::Assistant => Role::Assistant,
-                            },
-                            content: vec![ModelContent::Text {
-                                text: m.text.clone(),
-                            }],
-                        })
-                        .collect(),
-                ),
+                replace_model_messages: Some(messages.iter().map(model_message).collect()),
                 ..Patch::default()
             }),
             _ => None,
@@ -166,6 +222,22 @@ impl SimHook {
         }
     }
 
+    /// The step filter of a hook, if any.
+    fn only_step(&self) -> Option<u32> {
+        match &self.spec {
+            HookSpec::SystemMessage { step, .. }
+            | HookSpec::Route { step, .. }
+            | HookSpec::ReplaceMessages { step, .. }
+            | HookSpec::AfterStep { step, .. }
+            | HookSpec::Fail { step, .. } => *step,
+            _ => None,
+        }
+    }
+
+    fn applies_at(&self, step: u32) -> bool {
+        self.only_step().is_none_or(|s| s == step)
+    }
+
     /// A `fail` hook's error for this phase and step, if it fires. Panics when
     /// configured to.
     fn fail(&self, phase: Phase, step: Option<u32>) -> HookResult<()> {
@@ -173,11 +245,10 @@ impl SimHook {
             phase: p,
             message,
             panic,
-            step: only,
             ..
         } = &self.spec
             && phase_of(*p) == phase
-            && (only.is_none() || *only == step)
+            && step.is_none_or(|s| self.applies_at(s))
         {
             if *panic {
                 panic!("{PLANTED_PANIC} {message}");
@@ -186,10 +257,38 @@ impl SimHook {
         }
         Ok(())
     }
-}
 
-fn step_matches(only: Option<u32>, step: u32) -> bool {
-    only.is_none_or(|s| s == step)
+    /// The `history_probe` report: what each history read returns.
+    fn probe(input: &ContextInput<'_>, page: usize) -> HookResult<ModelMessage> {
+        let h = input.history;
+        let anchor = h.anchor();
+        let all = h.collect(1, u64::MAX)?;
+        let seqs: Vec<String> = all.iter().map(|m| format!("#{}", m.seq)).collect();
+        let tail = h.model_messages(anchor.saturating_sub(1).max(1), anchor)?;
+        let mut pages = Vec::new();
+        let mut cursor = None;
+        for _ in 0..8 {
+            let p = h.before(cursor, page)?;
+            pages.push(format!(
+                "[{}]",
+                p.messages
+                    .iter()
+                    .map(|m| format!("#{}", m.seq))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ));
+            match p.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        Ok(ModelMessage::system(format!(
+            "history anchor=#{anchor} collect(1..)={} model_messages(last two)={} before(pages of {page})={}",
+            seqs.join(" "),
+            tail.len(),
+            pages.join(" ")
+        )))
+    }
 }
 
 impl Lifecycle<SimContext> for SimHook {
@@ -236,24 +335,102 @@ impl Lifecycle<SimContext> for SimHook {
         HookFuture::ready(Ok(RunDecision::Continue(self.patch().unwrap_or_default())))
     }
 
-    fn prepare_model_step<'a>(
+    fn resolve_model_context<'a>(
         &'a self,
         _cx: &'a HookCx<'_, SimContext>,
+        input: &'a ContextInput<'_>,
+        next: ContextNext<'a>,
+    ) -> HookFuture<'a, HookResult<Vec<ModelMessage>>> {
+        HookFuture::new(async move {
+            self.fail(Phase::ResolveModelContext, Some(input.step))?;
+            match &self.spec {
+                HookSpec::RecentWindow { last, .. } => {
+                    let mut all = next.run().await?;
+                    let keep = all.len().saturating_sub(*last);
+                    Ok(all.split_off(keep))
+                }
+                HookSpec::ResolveTwice { .. } => {
+                    let first = next.run().await?;
+                    let second = next.run().await?;
+                    if first != second {
+                        return Err(HookError::new("next() gave two different answers"));
+                    }
+                    Ok(second)
+                }
+                HookSpec::BaseContext { messages, .. } => {
+                    next.with_base(messages.iter().map(model_message).collect())
+                        .await
+                }
+                HookSpec::HistoryProbe { page, .. } => {
+                    let mut out = next.run().await?;
+                    out.push(Self::probe(input, *page)?);
+                    Ok(out)
+                }
+                _ => next.run().await,
+            }
+        })
+    }
+
+    fn prepare_model_step<'a>(
+        &'a self,
+        cx: &'a HookCx<'_, SimContext>,
         input: &'a StepInput<'_>,
     ) -> HookFuture<'a, HookResult<StepDecision>> {
         if let Err(e) = self.fail(Phase::PrepareModelStep, Some(input.step)) {
             return HookFuture::ready(Err(e));
         }
-        let only = match &self.spec {
-            HookSpec::SystemMessage { step, .. }
-            | HookSpec::Route { step, .. }
-            | HookSpec::ReplaceMessages { step, .. } => *step,
-            _ => None,
-        };
-        if !step_matches(only, input.step) || !self.model_matches(&input.route.model) {
+        if let HookSpec::Rag { .. } = &self.spec {
+            let Some(query) = latest_user_text(input.messages) else {
+                return HookFuture::ready(Ok(StepDecision::default()));
+            };
+            let query = query.to_lowercase();
+            let docs: Vec<&str> = cx
+                .context
+                .docs
+                .iter()
+                .filter(|(k, _)| query.contains(&k.to_lowercase()))
+                .map(|(_, v)| v.as_str())
+                .collect();
+            if docs.is_empty() {
+                return HookFuture::ready(Ok(StepDecision::default()));
+            }
+            return HookFuture::ready(Ok(StepDecision::Continue(Patch::append_system(format!(
+                "Relevant workspace context:\n{}",
+                docs.join("\n\n")
+            )))));
+        }
+        if !self.applies_at(input.step) || !self.model_matches(&input.route.model) {
             return HookFuture::ready(Ok(StepDecision::default()));
         }
         HookFuture::ready(Ok(StepDecision::Continue(self.patch().unwrap_or_default())))
+    }
+
+    fn around_model_call<'a>(
+        &'a self,
+        _cx: &'a HookCx<'_, SimContext>,
+        request: &'a ModelRequest,
+        next: ModelNext<'a>,
+    ) -> HookFuture<'a, HookResult<BoxStream>> {
+        HookFuture::new(async move {
+            self.fail(Phase::AroundModelCall, Some(request.step))?;
+            match &self.spec {
+                HookSpec::Route { .. } if self.applies_at(request.step) => {
+                    let patch = AttemptPatch {
+                        route: self.route_patch().unwrap_or_default(),
+                        timeout_ms: None,
+                    };
+                    Ok(next.call(patch).await?)
+                }
+                HookSpec::Timeout { ms, .. } => Ok(next.call(AttemptPatch::timeout(*ms)).await?),
+                HookSpec::Fallback { to, .. } => match next.call(AttemptPatch::default()).await {
+                    Ok(stream) => Ok(stream),
+                    // A hook failure inside is not the provider's: let it fail the run.
+                    Err(pai_runtime::ModelError::Hook(m)) => Err(HookError::new(m)),
+                    Err(_) => Ok(next.call(AttemptPatch::model(to.clone())).await?),
+                },
+                _ => Ok(next.call(AttemptPatch::default()).await?),
+            }
+        })
     }
 
     fn before_tool_call<'a>(
@@ -332,13 +509,11 @@ impl Lifecycle<SimContext> for SimHook {
             return HookFuture::ready(Err(e));
         }
         let decision = match &self.spec {
-            HookSpec::AfterStep { decision, step, .. } if step_matches(*step, input.step) => {
-                match decision {
-                    AfterStepSpec::Natural => AfterStepDecision::Natural,
-                    AfterStepSpec::NextStep => AfterStepDecision::NextStep,
-                    AfterStepSpec::Complete => AfterStepDecision::Complete,
-                }
-            }
+            HookSpec::AfterStep { decision, .. } if self.applies_at(input.step) => match decision {
+                AfterStepSpec::Natural => AfterStepDecision::Natural,
+                AfterStepSpec::NextStep => AfterStepDecision::NextStep,
+                AfterStepSpec::Complete => AfterStepDecision::Complete,
+            },
             _ => AfterStepDecision::Natural,
         };
         HookFuture::ready(Ok(decision))

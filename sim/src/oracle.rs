@@ -3,10 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, EventKind, StoredThread};
+use pai_runtime::{Event, EventKind, ModelContent, ModelRequest, Role, StoredThread};
+
+use crate::scenario::RequestExpect;
+use crate::world::ModelCallRecord;
 
 /// Every oracle, by the name scenarios use in `oracle = "..."`.
-pub const ORACLES: &[&str] = &["phase_grammar", "T1", "H1"];
+pub const ORACLES: &[&str] = &["phase_grammar", "T1", "H1", "M1", "request"];
 
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,10 +20,138 @@ pub struct Violation {
 }
 
 /// Runs every oracle over one scenario run.
-pub fn check(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
+pub fn check(
+    events: &[Event],
+    threads: &[StoredThread],
+    calls: &[ModelCallRecord],
+) -> Vec<Violation> {
     let mut out = phase_grammar(events);
     out.extend(t1_policy_before_tools(events));
     out.extend(h1_versions(events, threads));
+    out.extend(m1_anchored_context(events, threads, calls));
+    out.extend(requests(calls));
+    out
+}
+
+/// Scenario `expect` tables on model turns: each mismatch is a violation.
+pub fn requests(calls: &[ModelCallRecord]) -> Vec<Violation> {
+    calls
+        .iter()
+        .filter_map(|c| {
+            c.mismatch.as_ref().map(|m| Violation {
+                oracle: "request",
+                run: Some(c.request.run_id.clone()),
+                message: format!("step {} ({}): {m}", c.request.step, c.outcome),
+            })
+        })
+        .collect()
+}
+
+/// Compares a request with a turn's expectation; `None` when it matches.
+pub(crate) fn request_mismatch(expect: &RequestExpect, request: &ModelRequest) -> Option<String> {
+    use crate::transcript::model_message;
+    let mut out = Vec::new();
+    let mut field = |name: &str, expected: String, got: String| {
+        if expected != got {
+            out.push(format!("{name}: expected {expected}, got {got}"));
+        }
+    };
+    if let Some(m) = &expect.model {
+        field("model", m.clone(), request.route.model.clone());
+    }
+    if let Some(s) = &expect.settings {
+        field(
+            "settings",
+            serde_json::to_string(s).unwrap_or_default(),
+            serde_json::to_string(&request.route.settings).unwrap_or_default(),
+        );
+    }
+    if let Some(p) = &expect.provider_options {
+        field(
+            "provider_options",
+            serde_json::to_string(p).unwrap_or_default(),
+            serde_json::to_string(&request.route.provider_options).unwrap_or_default(),
+        );
+    }
+    if let Some(t) = &expect.tools {
+        let got: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+        field("tools", format!("{t:?}"), format!("{got:?}"));
+    }
+    if let Some(t) = expect.timeout_ms {
+        field(
+            "timeout_ms",
+            t.to_string(),
+            format!("{:?}", request.timeout_ms),
+        );
+    }
+    if let Some(m) = &expect.messages {
+        let got: Vec<String> = request.messages.iter().map(model_message).collect();
+        if *m != got {
+            out.push(format!(
+                "messages differ:\n{}",
+                crate::snapshot::diff(
+                    &(m.join("\n") + "\n"),
+                    &(got.join("\n") + "\n"),
+                    "expected",
+                    "sent"
+                )
+            ));
+        }
+    }
+    (!out.is_empty()).then(|| out.join("; "))
+}
+
+/// SPEC M1: no step's context holds a stored message appended after the
+/// step started. Every user text a request carries that matches a stored user
+/// message must match one at or below that step's anchor.
+pub fn m1_anchored_context(
+    events: &[Event],
+    threads: &[StoredThread],
+    calls: &[ModelCallRecord],
+) -> Vec<Violation> {
+    let mut anchors: BTreeMap<(&str, u32), (&str, u64)> = BTreeMap::new();
+    for e in events {
+        if let EventKind::ResolveModelContext { step, anchor, .. } = &e.kind {
+            anchors.insert((e.run_id.as_str(), *step), (e.thread_id.as_str(), *anchor));
+        }
+    }
+    let mut first_seq: BTreeMap<(&str, String), u64> = BTreeMap::new();
+    for t in threads {
+        for m in &t.messages {
+            if m.role == Role::User {
+                first_seq.entry((t.id.as_str(), m.text())).or_insert(m.seq);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for c in calls {
+        let r = &c.request;
+        let Some(&(thread, anchor)) = anchors.get(&(r.run_id.as_str(), r.step)) else {
+            continue;
+        };
+        for m in r.messages.iter().filter(|m| m.role == Role::User) {
+            let text: String = m
+                .content
+                .iter()
+                .filter_map(|c| match c {
+                    ModelContent::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            if let Some(&seq) = first_seq.get(&(thread, text.clone()))
+                && seq > anchor
+            {
+                out.push(Violation {
+                    oracle: "M1",
+                    run: Some(r.run_id.clone()),
+                    message: format!(
+                        "step {} saw message #{seq} ({text:?}) above its anchor #{anchor}",
+                        r.step
+                    ),
+                });
+            }
+        }
+    }
     out
 }
 
@@ -36,6 +167,7 @@ enum State {
     Resolved,
     Prepared,
     Called,
+    AttemptFailed,
     Streamed,
     Committed,
     Policy,
@@ -49,9 +181,10 @@ enum State {
 }
 
 /// SPEC §1: each run's events follow
-/// `admit (lease_acquired prepare_run (respond | step*) lease_released)+ end`,
-/// where a step is `resolve_model_context prepare_model_step around_model_call+
-/// stream commit_step tools? after_step` and tools is `before_tool_call+
+/// `admit (lease_acquired prepare_run (respond | step*) lease_released)+ end`
+/// (a steering message ends an episode and the next one continues the run),
+/// where a step is `resolve_model_context prepare_model_step (around_model_call
+/// attempt_failed?)+ stream commit_step tools? after_step` and tools is `before_tool_call+
 /// (tool_start | tool_end | after_tool_result)+ commit_tool_results`. A run
 /// that fails may stop anywhere inside its episode with `failed`, then
 /// releases its lease and ends. Step numbers run 0, 1, 2, ... within a run.
@@ -61,7 +194,10 @@ pub fn phase_grammar(events: &[Event]) -> Vec<Violation> {
     let mut runs: BTreeMap<&str, (State, Option<u32>)> = BTreeMap::new();
     let mut out = Vec::new();
     for e in events {
-        if matches!(e.kind, EventKind::Hook(_)) {
+        if matches!(
+            e.kind,
+            EventKind::Hook(_) | EventKind::ContextLeaf { .. } | EventKind::Steered { .. }
+        ) {
             continue;
         }
         let entry = runs.entry(e.run_id.as_str()).or_insert((Start, None));
@@ -89,7 +225,8 @@ pub fn phase_grammar(events: &[Event]) -> Vec<Violation> {
                 Some(Resolved)
             }
             (Resolved, EventKind::PrepareModelStep { .. }) => Some(Prepared),
-            (Prepared | Called, EventKind::ModelCall { .. }) => Some(Called),
+            (Prepared | Called | AttemptFailed, EventKind::ModelCall { .. }) => Some(Called),
+            (Called, EventKind::AttemptFailed { .. }) => Some(AttemptFailed),
             (Called, EventKind::Stream { .. }) => Some(Streamed),
             (Streamed, EventKind::CommitStep { .. }) => Some(Committed),
             (Committed | Policy, EventKind::BeforeToolCall { .. }) => Some(Policy),

@@ -11,8 +11,19 @@ use crate::oracle::{self, Violation};
 use crate::scenario::{Expect, FaultSpec, Scenario};
 use crate::transcript;
 use crate::world::{
-    Recorder, Rng, ScriptedModel, ScriptedProvider, ScriptedTool, SimIds, VirtualClock,
+    CallLog, Recorder, Rng, ScriptedModel, ScriptedProvider, ScriptedTool, SimIds, VirtualClock,
 };
+
+/// The provider handed to the runtime; the simulator keeps its own handle to
+/// read the scripts afterwards.
+#[derive(Debug)]
+struct SharedProvider(Arc<ScriptedProvider>);
+
+impl pai_runtime::ModelProvider for SharedProvider {
+    fn model(&self, name: &str) -> Option<&dyn pai_runtime::LanguageModel> {
+        pai_runtime::ModelProvider::model(&*self.0, name)
+    }
+}
 
 /// Virtual time after which a scenario that has not gone idle is stopped (a liveness bound).
 pub const VIRTUAL_TIME_LIMIT_MS: u64 = 3_600_000;
@@ -51,11 +62,24 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
     let clock = Arc::new(VirtualClock::new());
     let ids = Arc::new(SimIds::new(rng));
     let recorder = Arc::new(Recorder::default());
-    let model = Arc::new(ScriptedModel::new(
-        s.model.turns.clone(),
-        ids.clone(),
-        clock.clone(),
-    ));
+    let log: CallLog = Arc::default();
+    let script = |name: &str, spec| {
+        Arc::new(ScriptedModel::new(
+            name,
+            spec,
+            ids.clone(),
+            clock.clone(),
+            log.clone(),
+        ))
+    };
+    let provider = Arc::new(ScriptedProvider {
+        default: script("default", &s.model),
+        by_name: s
+            .models
+            .iter()
+            .map(|(name, spec)| (name.clone(), script(name, spec)))
+            .collect(),
+    });
     let mut agent = Agent::new(s.agent.name.clone(), s.agent.model.clone())
         .instructions(s.agent.instructions.clone())
         .max_steps(s.agent.max_steps);
@@ -63,8 +87,11 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
         agent = agent.tool(Arc::new(ScriptedTool::new(t.clone())));
     }
     let agent = agent.lifecycle(compose(hooks::build(&s.lifecycle)));
-    let runtime = Runtime::builder(agent, SimContext::default())
-        .models(ScriptedProvider(model.clone()))
+    let context = SimContext {
+        docs: s.docs.clone(),
+    };
+    let runtime = Runtime::builder(agent, context)
+        .models(SharedProvider(provider.clone()))
         .clock(clock.clone())
         .ids(ids)
         .events(recorder.clone())
@@ -82,7 +109,13 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
             let thread = runtime
                 .client(entry.client.clone())
                 .thread(entry.thread.clone());
-            if let Err(e) = thread.send(entry.send.clone()).await {
+            let (text, steer) = entry.action();
+            let sent = if steer {
+                thread.steer(text).await
+            } else {
+                thread.send(text).await
+            };
+            if let Err(e) = sent {
                 notes.push(format!(
                     "at {}ms {} could not send on {}: {e}",
                     entry.at, entry.client, entry.thread
@@ -120,12 +153,17 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
         .iter()
         .filter_map(|id| runtime.inspect(id))
         .collect();
-    let unused = model.unused_turns();
-    if unused > 0 {
-        notes.push(format!("{unused} scripted model turn(s) were never used"));
+    for m in provider.scripts() {
+        let unused = m.unused_turns();
+        if unused > 0 {
+            notes.push(format!(
+                "{unused} turn(s) of script {} were never used",
+                m.script()
+            ));
+        }
     }
-    let violations = oracle::check(&events, &threads);
-    let calls = model.calls();
+    let calls = log.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let violations = oracle::check(&events, &threads, &calls);
     let transcript = transcript::render(&transcript::Parts {
         scenario: s,
         seed,

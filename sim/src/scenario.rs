@@ -48,12 +48,23 @@ pub struct Scenario {
     pub agent: AgentSpec,
     #[serde(default)]
     pub lifecycle: Vec<HookSpec>,
+    /// The default script: answers any model name without its own script.
     #[serde(default)]
     pub model: ModelSpec,
+    /// Scripts per model name (so routing is visible).
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelSpec>,
+    /// Documents for the `rag` hook: keyword → text.
+    #[serde(default)]
+    pub docs: BTreeMap<String, String>,
     pub timeline: Vec<TimelineEntry>,
     /// Planted faults in the observed event stream (SPEC D5).
     #[serde(default)]
     pub faults: Vec<FaultSpec>,
+}
+
+fn default_page() -> usize {
+    2
 }
 
 fn default_seed() -> u64 {
@@ -134,6 +145,8 @@ pub enum HookLevel {
     Run,
     /// `prepare_model_step`: one step.
     Step,
+    /// `around_model_call`: one provider attempt (route hooks only, SPEC P6).
+    Attempt,
 }
 
 /// A lifecycle phase, as named in scenario files.
@@ -141,7 +154,9 @@ pub enum HookLevel {
 #[serde(rename_all = "snake_case")]
 pub enum PhaseName {
     PrepareRun,
+    ResolveModelContext,
     PrepareModelStep,
+    AroundModelCall,
     BeforeToolCall,
     AfterToolResult,
     AfterStep,
@@ -202,6 +217,51 @@ pub enum HookSpec {
         messages: Vec<MessageSpec>,
         #[serde(default)]
         step: Option<u32>,
+    },
+    /// Inject the latest user text's documents (from `[docs]`) as a model-only
+    /// system message at each step (the seed's RAG example).
+    Rag {
+        #[serde(default)]
+        name: Option<String>,
+    },
+    /// Resolver: keep only the last `last` messages of the downstream context.
+    RecentWindow {
+        #[serde(default)]
+        name: Option<String>,
+        last: usize,
+    },
+    /// Resolver: call `next()` twice and return the second answer (SPEC M2).
+    ResolveTwice {
+        #[serde(default)]
+        name: Option<String>,
+    },
+    /// Resolver: run the inner hooks over these messages instead of the
+    /// stored history (`next(base)`, SPEC M2).
+    BaseContext {
+        #[serde(default)]
+        name: Option<String>,
+        messages: Vec<MessageSpec>,
+    },
+    /// Resolver: report what the history view reads (SPEC M3) as a system
+    /// message: `collect`, `model_messages` and `before` pages.
+    HistoryProbe {
+        #[serde(default)]
+        name: Option<String>,
+        #[serde(default = "default_page")]
+        page: usize,
+    },
+    /// Model call: when an attempt fails before its stream exists, try once
+    /// more with model `to` (a fresh route).
+    Fallback {
+        #[serde(default)]
+        name: Option<String>,
+        to: String,
+    },
+    /// Model call: give each attempt `ms` virtual milliseconds.
+    Timeout {
+        #[serde(default)]
+        name: Option<String>,
+        ms: u64,
     },
     /// Reject every call of a named tool.
     RejectTool {
@@ -282,11 +342,15 @@ pub enum MessageRole {
 }
 
 /// The scripted model: turns consumed in order, one per model call.
+/// A scripted model: its turns answer its calls in order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSpec {
     #[serde(default)]
     pub turns: Vec<TurnSpec>,
+    /// Every call fails at once: the model is down.
+    #[serde(default)]
+    pub unavailable: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -303,6 +367,35 @@ pub struct TurnSpec {
     /// The provider fails before the stream starts.
     #[serde(default)]
     pub error: Option<String>,
+    /// Virtual milliseconds before each text delta.
+    #[serde(default)]
+    pub delta_ms: u64,
+    /// The provider fails mid-stream, after this turn's text deltas.
+    #[serde(default)]
+    pub stream_error: Option<String>,
+    /// What the request answered by this turn must contain; a mismatch is a
+    /// violation of the `request` oracle that shows the difference.
+    #[serde(default)]
+    pub expect: Option<RequestExpect>,
+}
+
+/// Expected parts of a model request. Only the fields given are compared.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestExpect {
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub settings: Option<ModelSettings>,
+    #[serde(default)]
+    pub provider_options: Option<ProviderOptions>,
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    /// Every message, as the transcript prints it: `user: "hi"`.
+    #[serde(default)]
+    pub messages: Option<Vec<String>>,
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -328,8 +421,23 @@ pub struct TimelineEntry {
     pub client: String,
     #[serde(default = "default_thread")]
     pub thread: String,
-    /// Send this text as a user message.
-    pub send: String,
+    /// Send this text as a user message (a new run, queued behind an active one).
+    #[serde(default)]
+    pub send: Option<String>,
+    /// Steer the active run with this text (SPEC A4); a `send` when none is active.
+    #[serde(default)]
+    pub steer: Option<String>,
+}
+
+impl TimelineEntry {
+    /// The text and whether it steers.
+    pub fn action(&self) -> (&str, bool) {
+        match (&self.send, &self.steer) {
+            (Some(t), _) => (t, false),
+            (None, Some(t)) => (t, true),
+            (None, None) => ("", false),
+        }
+    }
 }
 
 fn default_client() -> String {
@@ -401,6 +509,13 @@ impl Scenario {
                 ));
             }
             _ => {}
+        }
+        for (i, t) in self.timeline.iter().enumerate() {
+            if usize::from(t.send.is_some()) + usize::from(t.steer.is_some()) != 1 {
+                return Err(format!(
+                    "timeline[{i}]: expected exactly one of send, steer"
+                ));
+            }
         }
         let mut seen = BTreeMap::new();
         for (i, t) in self.agent.tools.iter().enumerate() {

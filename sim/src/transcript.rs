@@ -188,6 +188,18 @@ fn opt(s: &Option<String>) -> &str {
 pub fn event(kind: &EventKind) -> String {
     match kind {
         EventKind::Admitted { trigger } => format!("admit trigger={trigger}"),
+        EventKind::Steered { message } => format!("steered by {message} (taken at the next step)"),
+        EventKind::ContextLeaf { base, messages, .. } => format!(
+            "  · context leaf: {} ({messages} messages)",
+            if *base {
+                "base from next(base)"
+            } else {
+                "stored history"
+            }
+        ),
+        EventKind::AttemptFailed { attempt, error, .. } => {
+            format!("attempt_failed attempt={attempt} error={}", quoted(error))
+        }
         EventKind::LeaseAcquired { episode, token } => {
             format!("lease_acquired episode={episode} token={token}")
         }
@@ -203,6 +215,9 @@ pub fn event(kind: &EventKind) -> String {
                 NoteDecision::ToolCall(d) => tool_call_decision(d),
                 NoteDecision::ToolResult(d) => tool_result_decision(d),
                 NoteDecision::AfterStep(d) => d.as_str().into(),
+                NoteDecision::Context { messages } => format!("{messages} messages"),
+                NoteDecision::ModelCall { error: None } => "stream".into(),
+                NoteDecision::ModelCall { error: Some(e) } => format!("error {}", quoted(e)),
             };
             format!("  · {} {} -> {d}", note.phase.as_str(), note.hook)
         }
@@ -237,13 +252,21 @@ pub fn event(kind: &EventKind) -> String {
             attempt,
             route: r,
             context,
+            overlay,
             messages,
             tools,
-        } => format!(
-            "around_model_call step={step} attempt={attempt} route {{{}}} context={context} sent={messages} tools=[{}]",
-            route(r),
-            tools.join(",")
-        ),
+            timeout_ms,
+        } => {
+            let mut s = format!(
+                "around_model_call step={step} attempt={attempt} route {{{}}} context={context} overlay={overlay} sent={messages} tools=[{}]",
+                route(r),
+                tools.join(",")
+            );
+            if let Some(t) = timeout_ms {
+                let _ = write!(s, " timeout={t}ms");
+            }
+            s
+        }
         EventKind::Stream {
             step,
             deltas,
@@ -309,6 +332,7 @@ pub fn event(kind: &EventKind) -> String {
         } => {
             let t = match transition {
                 Transition::NextStep => "next_step".to_string(),
+                Transition::Steer => "steer (new episode)".to_string(),
                 Transition::Complete { reason: None } => "complete".to_string(),
                 Transition::Complete { reason: Some(r) } => format!("complete ({r})"),
             };
@@ -418,13 +442,21 @@ pub fn render(p: &Parts<'_>) -> String {
         let r = &c.request;
         let _ = writeln!(
             out,
-            "call {} at {}ms run={} step={} route {{{}}}",
+            "call {} at {}ms run={} step={} script={} {} route {{{}}}",
             i + 1,
             c.at,
             r.run_id,
             r.step,
+            c.script,
+            c.outcome,
             route(&r.route)
         );
+        if let Some(t) = r.timeout_ms {
+            let _ = writeln!(out, "    timeout {t}ms");
+        }
+        if let Some(m) = &c.mismatch {
+            let _ = writeln!(out, "    EXPECT MISMATCH {}", m.replace('\n', "\n    "));
+        }
         let tools: Vec<&str> = r.tools.iter().map(|t| t.name.as_str()).collect();
         let _ = writeln!(out, "    tools [{}]", tools.join(","));
         if !r.instructions.is_empty() {

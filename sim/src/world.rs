@@ -1,18 +1,22 @@
 //! The simulated world the runtime runs in: one seeded rng, the virtual clock,
 //! ids from both, the scripted model and tools, and the event recorder.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Duration;
 
 use pai_runtime::{
     BoxStream, Clock, Event, EventSink, FinishReason, HookFuture, IdKind, IdSource, LanguageModel,
-    Millis, ModelError, ModelProvider, ModelRequest, ReadyStream, StreamPart, Tool, ToolCx,
+    Millis, ModelError, ModelProvider, ModelRequest, PartStream, StreamPart, Tool, ToolCx,
     ToolOutcome, ToolSpec as RtToolSpec,
 };
 use serde_json::Value;
 
 use crate::hooks::PLANTED_PANIC;
-use crate::scenario::{ToolSpec, TurnSpec};
+use crate::scenario::{ModelSpec, ToolSpec, TurnSpec};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -60,6 +64,10 @@ impl VirtualClock {
 impl Clock for VirtualClock {
     fn now(&self) -> Millis {
         u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn sleep(&self, ms: Millis) -> HookFuture<'static, ()> {
+        HookFuture::new(tokio::time::sleep(Duration::from_millis(ms)))
     }
 }
 
@@ -116,44 +124,82 @@ impl EventSink for Recorder {
     }
 }
 
-/// One model call as the scripted model received it.
+/// One model call as a scripted model received it.
 #[derive(Debug, Clone)]
 pub struct ModelCallRecord {
     pub at: Millis,
     pub request: ModelRequest,
+    /// Which script answered: a model name, or `default`.
+    pub script: String,
+    /// What the script did: `turn N`, `unavailable`, `exhausted`.
+    pub outcome: String,
+    /// Mismatches with the turn's `expect`, if any.
+    pub mismatch: Option<String>,
 }
 
-/// The scripted model: answers every model name with the next scripted turn.
+/// Every model call of a run, in order, across scripts.
+pub type CallLog = Arc<Mutex<Vec<ModelCallRecord>>>;
+
+/// A scripted model: its turns answer its calls in order.
 pub struct ScriptedModel {
-    turns: Mutex<VecDeque<TurnSpec>>,
+    script: String,
+    turns: Mutex<VecDeque<(usize, TurnSpec)>>,
+    unavailable: bool,
     ids: Arc<SimIds>,
     clock: Arc<VirtualClock>,
-    calls: Mutex<Vec<ModelCallRecord>>,
+    log: CallLog,
 }
 
 impl std::fmt::Debug for ScriptedModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ScriptedModel").finish_non_exhaustive()
+        f.debug_struct("ScriptedModel")
+            .field("script", &self.script)
+            .finish_non_exhaustive()
     }
 }
 
 impl ScriptedModel {
-    pub fn new(turns: Vec<TurnSpec>, ids: Arc<SimIds>, clock: Arc<VirtualClock>) -> ScriptedModel {
+    pub fn new(
+        script: &str,
+        spec: &ModelSpec,
+        ids: Arc<SimIds>,
+        clock: Arc<VirtualClock>,
+        log: CallLog,
+    ) -> ScriptedModel {
         ScriptedModel {
-            turns: Mutex::new(turns.into()),
+            script: script.to_string(),
+            turns: Mutex::new(
+                spec.turns
+                    .iter()
+                    .cloned()
+                    .enumerate()
+                    .map(|(i, t)| (i + 1, t))
+                    .collect(),
+            ),
+            unavailable: spec.unavailable,
             ids,
             clock,
-            calls: Mutex::new(Vec::new()),
+            log,
         }
-    }
-
-    pub fn calls(&self) -> Vec<ModelCallRecord> {
-        lock(&self.calls).clone()
     }
 
     /// Scripted turns the run never used.
     pub fn unused_turns(&self) -> usize {
         lock(&self.turns).len()
+    }
+
+    pub fn script(&self) -> &str {
+        &self.script
+    }
+
+    fn record(&self, request: &ModelRequest, outcome: String, mismatch: Option<String>) {
+        lock(&self.log).push(ModelCallRecord {
+            at: self.clock.now(),
+            request: request.clone(),
+            script: self.script.clone(),
+            outcome,
+            mismatch,
+        });
     }
 }
 
@@ -161,51 +207,101 @@ impl LanguageModel for ScriptedModel {
     fn stream<'a>(
         &'a self,
         request: &'a ModelRequest,
-    ) -> HookFuture<'a, Result<BoxStream<'a>, ModelError>> {
-        lock(&self.calls).push(ModelCallRecord {
-            at: self.clock.now(),
-            request: request.clone(),
-        });
-        let Some(turn) = lock(&self.turns).pop_front() else {
-            return HookFuture::ready(Err(ModelError::Provider(
-                "script exhausted: the model was called more often than the scenario scripts"
-                    .into(),
-            )));
+    ) -> HookFuture<'a, Result<BoxStream, ModelError>> {
+        if self.unavailable {
+            self.record(request, "unavailable".into(), None);
+            return HookFuture::ready(Err(ModelError::Provider(format!(
+                "model {} is unavailable",
+                request.route.model
+            ))));
+        }
+        let Some((n, turn)) = lock(&self.turns).pop_front() else {
+            self.record(request, "exhausted".into(), None);
+            return HookFuture::ready(Err(ModelError::Provider(format!(
+                "script {} exhausted: the model was called more often than the scenario scripts",
+                self.script
+            ))));
         };
+        let mismatch = turn
+            .expect
+            .as_ref()
+            .and_then(|e| crate::oracle::request_mismatch(e, request));
+        self.record(request, format!("turn {n}"), mismatch);
         HookFuture::new(async move {
             if turn.latency_ms > 0 {
-                tokio::time::sleep(std::time::Duration::from_millis(turn.latency_ms)).await;
+                tokio::time::sleep(Duration::from_millis(turn.latency_ms)).await;
             }
             if let Some(e) = turn.error {
                 return Err(ModelError::Provider(e));
             }
-            let mut parts: Vec<StreamPart> =
+            let mut parts: VecDeque<StreamPart> =
                 turn.text.into_iter().map(StreamPart::TextDelta).collect();
-            let has_calls = !turn.tool_calls.is_empty();
-            for call in turn.tool_calls {
-                parts.push(StreamPart::ToolCall {
-                    call_id: self.ids.next_id(IdKind::ToolCall),
-                    tool: call.tool,
-                    input: call.input,
-                });
-            }
-            parts.push(StreamPart::Finish(if has_calls {
-                FinishReason::ToolCalls
+            if let Some(e) = turn.stream_error {
+                parts.push_back(StreamPart::Error(e));
             } else {
-                FinishReason::Stop
-            }));
-            Ok(Box::new(ReadyStream::new(parts)) as BoxStream<'a>)
+                let has_calls = !turn.tool_calls.is_empty();
+                for call in turn.tool_calls {
+                    parts.push_back(StreamPart::ToolCall {
+                        call_id: self.ids.next_id(IdKind::ToolCall),
+                        tool: call.tool,
+                        input: call.input,
+                    });
+                }
+                parts.push_back(StreamPart::Finish(if has_calls {
+                    FinishReason::ToolCalls
+                } else {
+                    FinishReason::Stop
+                }));
+            }
+            Ok(Box::new(ScriptedStream {
+                parts,
+                delta_ms: turn.delta_ms,
+                sleep: None,
+            }) as BoxStream)
         })
     }
 }
 
-/// Serves the scripted model under every model name.
+/// A scripted provider stream: text deltas may each wait `delta_ms`.
+struct ScriptedStream {
+    parts: VecDeque<StreamPart>,
+    delta_ms: u64,
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl PartStream for ScriptedStream {
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<StreamPart>> {
+        if self.delta_ms > 0 && matches!(self.parts.front(), Some(StreamPart::TextDelta(_))) {
+            let ms = self.delta_ms;
+            let sleep = self
+                .sleep
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep(Duration::from_millis(ms))));
+            if sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            self.sleep = None;
+        }
+        Poll::Ready(self.parts.pop_front())
+    }
+}
+
+/// Serves each model name its own script, or the default script.
 #[derive(Debug)]
-pub struct ScriptedProvider(pub Arc<ScriptedModel>);
+pub struct ScriptedProvider {
+    pub default: Arc<ScriptedModel>,
+    pub by_name: BTreeMap<String, Arc<ScriptedModel>>,
+}
+
+impl ScriptedProvider {
+    /// Every script, default first.
+    pub fn scripts(&self) -> impl Iterator<Item = &ScriptedModel> {
+        std::iter::once(&*self.default).chain(self.by_name.values().map(|m| &**m))
+    }
+}
 
 impl ModelProvider for ScriptedProvider {
-    fn model(&self, _name: &str) -> Option<&dyn pai_runtime::LanguageModel> {
-        Some(&*self.0)
+    fn model(&self, name: &str) -> Option<&dyn LanguageModel> {
+        Some(self.by_name.get(name).map_or(&*self.default, |m| &**m))
     }
 }
 
@@ -249,7 +345,7 @@ impl Tool for ScriptedTool {
         }
         HookFuture::new(async move {
             if self.script.latency_ms > 0 {
-                tokio::time::sleep(std::time::Duration::from_millis(self.script.latency_ms)).await;
+                tokio::time::sleep(Duration::from_millis(self.script.latency_ms)).await;
             }
             let s = &self.script;
             if let Some(msg) = &s.panic {

@@ -1,0 +1,171 @@
+//! The innermost links of the two onions: the runtime's default context leaf
+//! and the provider attempt, with its timeout on the runtime's clock.
+
+use std::future::Future;
+use std::pin::{Pin, pin};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::task::{Context, Poll};
+
+use crate::clock::{Clock, Millis};
+use crate::context::{ContextLink, History};
+use crate::event::EventKind;
+use crate::future::{HookFuture, guarded};
+use crate::lifecycle::HookResult;
+use crate::message::ModelMessage;
+use crate::model::{BoxStream, ModelError, ModelProvider, ModelRequest, PartStream, StreamPart};
+use crate::model_call::{AttemptPatch, ModelLink};
+
+/// Where the innermost links report what they did.
+pub(crate) trait AttemptEvents: Send + Sync {
+    fn event(&self, kind: Box<dyn FnOnce() -> EventKind + '_>);
+}
+
+/// The runtime's default context: the anchored, context-visible history (M1),
+/// or the base an outer resolver supplied (M2).
+pub(crate) struct DefaultLeaf<'a> {
+    pub(crate) step: u32,
+    pub(crate) history: &'a History<'a>,
+    /// Report each leaf read (only when some hook resolves context).
+    pub(crate) events: Option<&'a dyn AttemptEvents>,
+}
+
+impl ContextLink for DefaultLeaf<'_> {
+    fn resolve(
+        &self,
+        base: Option<Vec<ModelMessage>>,
+    ) -> HookFuture<'_, HookResult<Vec<ModelMessage>>> {
+        let is_base = base.is_some();
+        let out = match base {
+            Some(b) => Ok(b),
+            None => self.history.default_context().map_err(Into::into),
+        };
+        if let (Some(ev), Ok(m)) = (self.events, &out) {
+            let (step, messages) = (self.step, m.len());
+            ev.event(Box::new(move || EventKind::ContextLeaf {
+                step,
+                base: is_base,
+                messages,
+            }));
+        }
+        HookFuture::ready(out)
+    }
+}
+
+/// How many of a request's messages came from the resolver.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SentCounts {
+    pub(crate) context: usize,
+}
+
+/// The provider attempt at the heart of `around_model_call`.
+pub(crate) struct ProviderAttempt<'a> {
+    pub(crate) step: u32,
+    pub(crate) counts: SentCounts,
+    pub(crate) models: &'a dyn ModelProvider,
+    pub(crate) clock: &'a dyn Clock,
+    pub(crate) events: &'a dyn AttemptEvents,
+    pub(crate) attempts: AtomicU32,
+}
+
+impl ModelLink for ProviderAttempt<'_> {
+    fn attempt<'s>(
+        &'s self,
+        request: &'s ModelRequest,
+        patch: AttemptPatch,
+    ) -> HookFuture<'s, Result<BoxStream, ModelError>> {
+        HookFuture::new(async move {
+            let req = patch.apply(request);
+            let attempt = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
+            let step = self.step;
+            self.events.event(Box::new(|| EventKind::ModelCall {
+                step,
+                attempt,
+                route: req.route.clone(),
+                context: self.counts.context,
+                overlay: req.messages.len().saturating_sub(self.counts.context),
+                messages: req.messages.len(),
+                tools: req.tools.iter().map(|t| t.name.clone()).collect(),
+                timeout_ms: req.timeout_ms,
+            }));
+            let result = self.start(&req).await;
+            if let Err(e) = &result {
+                self.events.event(Box::new(|| EventKind::AttemptFailed {
+                    step,
+                    attempt,
+                    error: e.to_string(),
+                }));
+            }
+            result
+        })
+    }
+}
+
+impl ProviderAttempt<'_> {
+    async fn start(&self, req: &ModelRequest) -> Result<BoxStream, ModelError> {
+        let model = self
+            .models
+            .model(&req.route.model)
+            .ok_or_else(|| ModelError::UnknownModel(req.route.model.clone()))?;
+        let created = guarded(|| model.stream(req));
+        let Some(ms) = req.timeout_ms else {
+            return flatten(created.await);
+        };
+        // The attempt's deadline covers creating the stream and consuming it.
+        let mut timer = self.clock.sleep(ms);
+        let mut created = pin!(created);
+        let won = std::future::poll_fn(|cx| {
+            // biased: a stream that is ready wins over a timer that fires at the same instant.
+            if let Poll::Ready(r) = created.as_mut().poll(cx) {
+                return Poll::Ready(Some(r));
+            }
+            if Pin::new(&mut timer).poll(cx).is_ready() {
+                return Poll::Ready(None);
+            }
+            Poll::Pending
+        })
+        .await;
+        match won {
+            None => Err(ModelError::Timeout(ms)),
+            Some(r) => flatten(r).map(|inner| {
+                Box::new(Deadline {
+                    inner,
+                    timer: Some(timer),
+                    ms,
+                }) as BoxStream
+            }),
+        }
+    }
+}
+
+fn flatten(r: Result<Result<BoxStream, ModelError>, String>) -> Result<BoxStream, ModelError> {
+    match r {
+        Ok(r) => r,
+        Err(panic) => Err(ModelError::Provider(format!("model panicked: {panic}"))),
+    }
+}
+
+/// A provider stream that ends with an error when its attempt's deadline passes.
+struct Deadline {
+    inner: BoxStream,
+    timer: Option<HookFuture<'static, ()>>,
+    ms: Millis,
+}
+
+impl PartStream for Deadline {
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<StreamPart>> {
+        let Some(timer) = &mut self.timer else {
+            return Poll::Ready(None);
+        };
+        if let Poll::Ready(part) = self.inner.poll_next(cx) {
+            return Poll::Ready(part);
+        }
+        if Pin::new(timer).poll(cx).is_ready() {
+            self.timer = None;
+            return Poll::Ready(Some(StreamPart::Error(format!(
+                "model attempt timed out after {}ms",
+                self.ms
+            ))));
+        }
+        Poll::Pending
+    }
+}

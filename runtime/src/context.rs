@@ -1,0 +1,264 @@
+//! Model context resolution (SPEC M1–M5, L6): the history view resolvers read
+//! through, the resolver's thread facade, and the memoized `next` of the onion.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+use tokio::sync::OnceCell;
+
+use crate::future::HookFuture;
+use crate::lifecycle::{FailureCell, HookError, HookResult};
+use crate::message::{Message, ModelMessage, to_model_messages};
+use crate::store::{Store, ThreadRec};
+
+/// A history read that the fence refused (SPEC M3, H5).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HistoryError {
+    #[error("thread {0} no longer exists")]
+    Gone(String),
+    #[error("thread {thread} is a different incarnation or agent than this resolver's")]
+    Fenced { thread: String },
+}
+
+impl From<HistoryError> for HookError {
+    fn from(e: HistoryError) -> HookError {
+        HookError::new(e.to_string())
+    }
+}
+
+/// A page of raw history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryPage {
+    /// Messages in ascending sequence order.
+    pub messages: Vec<Message>,
+    /// Pass as the cursor to read the page before this one; `None` at the start.
+    pub next_cursor: Option<u64>,
+}
+
+/// Read access to one thread's stored history for one step: every read is
+/// bounded by the step's anchor (the newest sequence number at step start,
+/// SPEC M1) and fenced to the owning agent and the thread's incarnation.
+pub struct History<'a> {
+    store: &'a Store,
+    thread: &'a str,
+    agent: &'a str,
+    incarnation: u64,
+    anchor: u64,
+}
+
+impl fmt::Debug for History<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("History")
+            .field("thread", &self.thread)
+            .field("incarnation", &self.incarnation)
+            .field("anchor", &self.anchor)
+            .finish()
+    }
+}
+
+impl<'a> History<'a> {
+    pub(crate) fn new(
+        store: &'a Store,
+        thread: &'a str,
+        agent: &'a str,
+        incarnation: u64,
+        anchor: u64,
+    ) -> History<'a> {
+        History {
+            store,
+            thread,
+            agent,
+            incarnation,
+            anchor,
+        }
+    }
+
+    /// The newest sequence number this step may see.
+    pub fn anchor(&self) -> u64 {
+        self.anchor
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&ThreadRec) -> T) -> Result<T, HistoryError> {
+        let map = self.store.lock();
+        let rec = map
+            .get(self.thread)
+            .ok_or_else(|| HistoryError::Gone(self.thread.to_string()))?;
+        if rec.incarnation != self.incarnation || rec.agent != self.agent {
+            return Err(HistoryError::Fenced {
+                thread: self.thread.to_string(),
+            });
+        }
+        Ok(f(rec))
+    }
+
+    /// Stored messages with sequence numbers in `from..=through`, clipped to the anchor.
+    pub fn collect(&self, from: u64, through: u64) -> Result<Vec<Message>, HistoryError> {
+        let through = through.min(self.anchor);
+        self.read(|rec| {
+            rec.messages
+                .iter()
+                .filter(|m| m.seq >= from && m.seq <= through)
+                .cloned()
+                .collect()
+        })
+    }
+
+    /// The same range converted straight from storage to model messages
+    /// (context-visible messages only).
+    pub fn model_messages(
+        &self,
+        from: u64,
+        through: u64,
+    ) -> Result<Vec<ModelMessage>, HistoryError> {
+        let through = through.min(self.anchor);
+        self.read(|rec| {
+            to_model_messages(
+                rec.messages
+                    .iter()
+                    .filter(|m| m.seq >= from && m.seq <= through),
+            )
+        })
+    }
+
+    /// Up to `limit` messages strictly before `cursor` (or before the end of
+    /// the anchored history), oldest first.
+    pub fn before(&self, cursor: Option<u64>, limit: usize) -> Result<HistoryPage, HistoryError> {
+        let end = cursor.unwrap_or(self.anchor + 1).min(self.anchor + 1);
+        self.read(|rec| {
+            let below: Vec<&Message> = rec.messages.iter().filter(|m| m.seq < end).collect();
+            let start = below.len().saturating_sub(limit);
+            let messages: Vec<Message> = below[start..].iter().map(|m| (*m).clone()).collect();
+            let next_cursor = (start > 0)
+                .then(|| messages.first().map(|m| m.seq))
+                .flatten();
+            HistoryPage {
+                messages,
+                next_cursor,
+            }
+        })
+    }
+
+    /// The runtime's default context: every context-visible message up to the anchor.
+    pub fn default_context(&self) -> Result<Vec<ModelMessage>, HistoryError> {
+        self.model_messages(1, self.anchor)
+    }
+}
+
+/// The thread as a resolver sees it: read-only. It has no way to change
+/// message visibility, by construction (SPEC M4):
+///
+/// ```compile_fail
+/// fn hide(thread: &pai_runtime::ResolverThread<'_>) {
+///     thread.update_visibility("msg1", pai_runtime::Visibility::CONTEXT_ONLY);
+/// }
+/// ```
+pub struct ResolverThread<'a> {
+    pub(crate) history: &'a History<'a>,
+}
+
+impl fmt::Debug for ResolverThread<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResolverThread")
+            .field("thread", &self.history.thread)
+            .finish()
+    }
+}
+
+impl ResolverThread<'_> {
+    pub fn id(&self) -> &str {
+        self.history.thread
+    }
+
+    /// Server-written, client-readable thread metadata.
+    pub fn metadata(&self) -> Result<Map<String, Value>, HistoryError> {
+        self.history.read(|rec| rec.metadata.clone())
+    }
+
+    /// Server-only thread metadata.
+    pub fn private_metadata(&self) -> Result<Map<String, Value>, HistoryError> {
+        self.history.read(|rec| rec.private_metadata.clone())
+    }
+}
+
+/// Input of `resolve_model_context`.
+#[derive(Debug)]
+pub struct ContextInput<'a> {
+    pub step: u32,
+    pub history: &'a History<'a>,
+    pub thread: &'a ResolverThread<'a>,
+}
+
+/// One link of the resolver onion: resolves the context downstream of it,
+/// with `base` replacing the innermost leaf when given.
+pub(crate) trait ContextLink: Send + Sync {
+    fn resolve(
+        &self,
+        base: Option<Vec<ModelMessage>>,
+    ) -> HookFuture<'_, HookResult<Vec<ModelMessage>>>;
+}
+
+/// The `next` of `resolve_model_context` (SPEC M2).
+///
+/// [`run`](ContextNext::run) resolves the downstream chain once and memoizes
+/// it: a second call does not run the inner hooks again.
+/// [`with_base`](ContextNext::with_base) runs the inner hooks over `base`
+/// instead of the runtime's default leaf.
+pub struct ContextNext<'a> {
+    link: &'a dyn ContextLink,
+    base: Option<Vec<ModelMessage>>,
+    memo: OnceCell<HookResult<Vec<ModelMessage>>>,
+    failure: &'a FailureCell,
+}
+
+impl fmt::Debug for ContextNext<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ContextNext")
+            .field("base", &self.base.as_ref().map(Vec::len))
+            .field("resolved", &self.memo.initialized())
+            .finish()
+    }
+}
+
+impl<'a> ContextNext<'a> {
+    pub(crate) fn new(
+        link: &'a dyn ContextLink,
+        base: Option<Vec<ModelMessage>>,
+        failure: &'a FailureCell,
+    ) -> ContextNext<'a> {
+        ContextNext {
+            link,
+            base,
+            memo: OnceCell::new(),
+            failure,
+        }
+    }
+
+    pub(crate) fn failure(&self) -> &'a FailureCell {
+        self.failure
+    }
+
+    /// The downstream context, resolved at most once per step.
+    pub async fn run(&self) -> HookResult<Vec<ModelMessage>> {
+        self.memo
+            .get_or_init(|| self.link.resolve(self.base.clone()))
+            .await
+            .clone()
+    }
+
+    /// The downstream chain run over `base` instead of the default leaf.
+    pub async fn with_base(&self, base: Vec<ModelMessage>) -> HookResult<Vec<ModelMessage>> {
+        self.link.resolve(Some(base)).await
+    }
+}
+
+impl ContextLink for ContextNext<'_> {
+    fn resolve(
+        &self,
+        base: Option<Vec<ModelMessage>>,
+    ) -> HookFuture<'_, HookResult<Vec<ModelMessage>>> {
+        match base {
+            Some(b) => HookFuture::new(self.with_base(b)),
+            None => HookFuture::new(self.run()),
+        }
+    }
+}
