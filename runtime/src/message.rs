@@ -226,6 +226,9 @@ pub enum ModelContent {
 /// Tool-call pairing is kept (SPEC H6): a call whose result was never stored
 /// (its run failed between the step commit and the results commit) is answered
 /// with a synthetic error result, and a result whose call is absent is dropped.
+/// A message stored while tool calls were waiting for their results (a
+/// steering or concurrent user message) is moved after those results, so the
+/// model always sees each call's result right after the call.
 pub fn to_model_messages<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<ModelMessage> {
     let messages: Vec<&Message> = messages
         .into_iter()
@@ -247,7 +250,12 @@ pub fn to_model_messages<'a>(messages: impl IntoIterator<Item = &'a Message>) ->
         }
     }
     let mut out = Vec::with_capacity(messages.len());
+    // Calls emitted whose stored results come later, and the messages held
+    // back until those results are out.
+    let mut open = std::collections::BTreeSet::new();
+    let mut deferred = Vec::new();
     for m in messages {
+        let mut has_call_or_result = false;
         let mut content = Vec::with_capacity(m.parts.len());
         let mut missing = Vec::new();
         for p in &m.parts {
@@ -258,12 +266,15 @@ pub fn to_model_messages<'a>(messages: impl IntoIterator<Item = &'a Message>) ->
                     tool,
                     input,
                 } => {
+                    has_call_or_result = true;
                     content.push(ModelContent::ToolCall {
                         call_id: call_id.clone(),
                         tool: tool.clone(),
                         input: input.clone(),
                     });
-                    if !answered.contains(call_id.as_str()) {
+                    if answered.contains(call_id.as_str()) {
+                        open.insert(call_id.as_str());
+                    } else {
                         missing.push((call_id.clone(), tool.clone()));
                     }
                 }
@@ -277,6 +288,8 @@ pub fn to_model_messages<'a>(messages: impl IntoIterator<Item = &'a Message>) ->
                     if !called.contains(call_id.as_str()) {
                         continue;
                     }
+                    has_call_or_result = true;
+                    open.remove(call_id.as_str());
                     content.push(ModelContent::ToolResult {
                         call_id: call_id.clone(),
                         tool: tool.clone(),
@@ -287,10 +300,15 @@ pub fn to_model_messages<'a>(messages: impl IntoIterator<Item = &'a Message>) ->
             }
         }
         if !content.is_empty() {
-            out.push(ModelMessage {
+            let message = ModelMessage {
                 role: m.role,
                 content,
-            });
+            };
+            if !open.is_empty() && !has_call_or_result {
+                deferred.push(message);
+                continue;
+            }
+            out.push(message);
         }
         if !missing.is_empty() {
             out.push(ModelMessage {
@@ -306,7 +324,11 @@ pub fn to_model_messages<'a>(messages: impl IntoIterator<Item = &'a Message>) ->
                     .collect(),
             });
         }
+        if open.is_empty() {
+            out.append(&mut deferred);
+        }
     }
+    out.append(&mut deferred);
     out
 }
 
@@ -373,6 +395,30 @@ mod tests {
             &out[1].content[0],
             ModelContent::ToolResult { call_id, is_error: true, .. } if call_id == "c1"
         ));
+    }
+
+    #[test]
+    fn a_message_stored_between_a_call_and_its_result_follows_the_result() {
+        let call = Part::ToolCall {
+            call_id: "c1".into(),
+            tool: "t".into(),
+            input: Value::Null,
+        };
+        let result = Part::ToolResult {
+            call_id: "c1".into(),
+            tool: "t".into(),
+            status: ToolStatus::Output,
+            source: ResultSource::Tool,
+            output: Value::from(1),
+        };
+        let m = [
+            msg(1, Role::User, vec![Part::text("q")], Visibility::ALL),
+            msg(2, Role::Assistant, vec![call], Visibility::ALL),
+            msg(3, Role::User, vec![Part::text("steer")], Visibility::ALL),
+            msg(4, Role::Tool, vec![result], Visibility::ALL),
+        ];
+        let roles: Vec<Role> = to_model_messages(&m).iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool, Role::User]);
     }
 
     #[test]

@@ -199,10 +199,18 @@ impl SimHook {
         }
     }
 
-    /// The patch a message or route hook contributes at run or step level.
-    fn patch(&self) -> Option<Patch> {
+    /// The patch a message or route hook contributes at run or step level;
+    /// `latest_user` is the newest user text the hook sees.
+    fn patch(&self, latest_user: Option<&str>) -> Option<Patch> {
         match &self.spec {
-            HookSpec::SystemMessage { text, .. } => Some(Patch::append_system(text.clone())),
+            HookSpec::SystemMessage {
+                text,
+                with_latest_user,
+                ..
+            } => Some(Patch::append_system(match (with_latest_user, latest_user) {
+                (true, Some(u)) => format!("{text} {u}"),
+                _ => text.clone(),
+            })),
             HookSpec::Route { .. } => self.route_patch().map(Patch::route),
             HookSpec::ReplaceMessages { messages, .. } => Some(Patch {
                 replace_model_messages: Some(messages.iter().map(model_message).collect()),
@@ -332,7 +340,10 @@ impl Lifecycle<SimContext> for SimHook {
         if !self.model_matches(&input.route.model) {
             return HookFuture::ready(Ok(RunDecision::default()));
         }
-        HookFuture::ready(Ok(RunDecision::Continue(self.patch().unwrap_or_default())))
+        let latest = input.latest_user_message.map(|m| m.text());
+        HookFuture::ready(Ok(RunDecision::Continue(
+            self.patch(latest.as_deref()).unwrap_or_default(),
+        )))
     }
 
     fn resolve_model_context<'a>(
@@ -402,7 +413,10 @@ impl Lifecycle<SimContext> for SimHook {
         if !self.applies_at(input.step) || !self.model_matches(&input.route.model) {
             return HookFuture::ready(Ok(StepDecision::default()));
         }
-        HookFuture::ready(Ok(StepDecision::Continue(self.patch().unwrap_or_default())))
+        let latest = latest_user_text(input.messages);
+        HookFuture::ready(Ok(StepDecision::Continue(
+            self.patch(latest.as_deref()).unwrap_or_default(),
+        )))
     }
 
     fn around_model_call<'a>(

@@ -81,7 +81,9 @@ pub(crate) fn request_mismatch(expect: &RequestExpect, request: &ModelRequest) -
         field(
             "timeout_ms",
             t.to_string(),
-            format!("{:?}", request.timeout_ms),
+            request
+                .timeout_ms
+                .map_or_else(|| "none".into(), |t| t.to_string()),
         );
     }
     if let Some(m) = &expect.messages {
@@ -300,11 +302,17 @@ pub fn t1_policy_before_tools(events: &[Event]) -> Vec<Violation> {
 pub fn h1_versions(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
     let mut commits: BTreeMap<&str, u64> = BTreeMap::new();
     let mut last: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut user_messages = std::collections::BTreeSet::new();
     let mut out = Vec::new();
     for e in events {
         let version = match &e.kind {
-            EventKind::Admitted { .. } => {
-                *commits.entry(e.thread_id.as_str()).or_default() += 1;
+            // A user message (sent or steering) is one commit; the log has no
+            // version for it. A run admitted for an earlier steering message
+            // names a message already counted.
+            EventKind::Admitted { trigger: m } | EventKind::Steered { message: m } => {
+                if user_messages.insert((e.thread_id.as_str(), m.as_str())) {
+                    *commits.entry(e.thread_id.as_str()).or_default() += 1;
+                }
                 continue;
             }
             EventKind::Respond { version, .. }

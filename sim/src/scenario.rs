@@ -188,6 +188,9 @@ pub enum HookSpec {
         /// sees the earlier hooks' patches (SPEC L5).
         #[serde(default)]
         if_model: Option<String>,
+        /// Append the latest user text to `text` (shows when an overlay was built).
+        #[serde(default)]
+        with_latest_user: bool,
     },
     /// Patch the route at run or step level.
     Route {
@@ -514,6 +517,21 @@ impl Scenario {
             if usize::from(t.send.is_some()) + usize::from(t.steer.is_some()) != 1 {
                 return Err(format!(
                     "timeline[{i}]: expected exactly one of send, steer"
+                ));
+            }
+        }
+        for (i, h) in self.lifecycle.iter().enumerate() {
+            if let HookSpec::SystemMessage {
+                at: HookLevel::Attempt,
+                ..
+            }
+            | HookSpec::ReplaceMessages {
+                at: HookLevel::Attempt,
+                ..
+            } = h
+            {
+                return Err(format!(
+                    "lifecycle[{i}]: messages can be added at run or step level, not per attempt"
                 ));
             }
         }
