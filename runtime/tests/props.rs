@@ -278,3 +278,195 @@ proptest! {
         prop_assert_eq!(joined_after_step(&shuffled), expected);
     }
 }
+
+/// P1–P6 end to end: the route each provider attempt receives equals the
+/// reference applied to run patches, then step patches (step 0 only), then
+/// `around_model_call` patches from the outermost hook in (step 0 only).
+mod attempts {
+    use std::sync::{Arc, Mutex};
+
+    use pai_runtime::{
+        Agent, AttemptPatch, BoxStream, Clock, FinishReason, IdKind, IdSource, LanguageModel,
+        Millis, ModelError, ModelMap, ModelNext, ModelRequest, ReadyStream, Runtime, StepDecision,
+        StepInput, StreamPart,
+    };
+
+    use super::*;
+
+    struct Clock0;
+    impl Clock for Clock0 {
+        fn now(&self) -> Millis {
+            0
+        }
+        fn sleep(&self, _: Millis) -> HookFuture<'static, ()> {
+            HookFuture::new(std::future::pending())
+        }
+    }
+
+    #[derive(Default)]
+    struct Ids(Mutex<u64>);
+    impl IdSource for Ids {
+        fn next_id(&self, kind: IdKind) -> String {
+            let mut n = self.0.lock().unwrap();
+            *n += 1;
+            format!("{}{n}", kind.prefix())
+        }
+    }
+
+    /// Records the route of every attempt and answers with text.
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<(u32, Route)>>);
+    impl LanguageModel for Recorder {
+        fn stream<'a>(
+            &'a self,
+            r: &'a ModelRequest,
+        ) -> HookFuture<'a, Result<BoxStream, ModelError>> {
+            self.0.lock().unwrap().push((r.step, r.route.clone()));
+            let parts = vec![
+                StreamPart::TextDelta("ok".into()),
+                StreamPart::Finish(FinishReason::Stop),
+            ];
+            HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
+        }
+    }
+
+    struct StepPatch(RoutePatch);
+    impl Lifecycle<()> for StepPatch {
+        fn phases(&self) -> Phases {
+            Phases::only(Phase::PrepareModelStep)
+        }
+        fn prepare_model_step<'a>(
+            &'a self,
+            _: &'a HookCx<'_, ()>,
+            i: &'a StepInput<'_>,
+        ) -> HookFuture<'a, HookResult<StepDecision>> {
+            let p = if i.step == 0 {
+                Patch::route(self.0.clone())
+            } else {
+                Patch::default()
+            };
+            HookFuture::ready(Ok(StepDecision::Continue(p)))
+        }
+    }
+
+    struct AttemptHook(RoutePatch);
+    impl Lifecycle<()> for AttemptHook {
+        fn phases(&self) -> Phases {
+            Phases::only(Phase::AroundModelCall)
+        }
+        fn around_model_call<'a>(
+            &'a self,
+            _: &'a HookCx<'_, ()>,
+            r: &'a ModelRequest,
+            next: ModelNext<'a>,
+        ) -> HookFuture<'a, HookResult<BoxStream>> {
+            let patch = if r.step == 0 {
+                AttemptPatch {
+                    route: self.0.clone(),
+                    timeout_ms: None,
+                }
+            } else {
+                AttemptPatch::default()
+            };
+            HookFuture::new(async move { Ok(next.call(patch).await?) })
+        }
+    }
+
+    /// Asks for one more step after step 0.
+    struct OneMoreStep;
+    impl Lifecycle<()> for OneMoreStep {
+        fn phases(&self) -> Phases {
+            Phases::only(Phase::AfterStep)
+        }
+        fn after_step<'a>(
+            &'a self,
+            _: &'a HookCx<'_, ()>,
+            i: &'a AfterStepInput<'_>,
+        ) -> HookFuture<'a, HookResult<AfterStepDecision>> {
+            HookFuture::ready(Ok(if i.step == 0 {
+                AfterStepDecision::NextStep
+            } else {
+                AfterStepDecision::Natural
+            }))
+        }
+    }
+
+    fn routes(
+        run: &[RoutePatch],
+        step: &[RoutePatch],
+        attempt: &[RoutePatch],
+    ) -> Vec<(u32, Route)> {
+        let model = Arc::new(Recorder::default());
+        let mut hooks: Vec<Box<dyn Lifecycle<()>>> = Vec::new();
+        hooks.extend(
+            run.iter()
+                .cloned()
+                .map(|p| Box::new(PatchHook(p)) as Box<dyn Lifecycle<()>>),
+        );
+        hooks.extend(
+            step.iter()
+                .cloned()
+                .map(|p| Box::new(StepPatch(p)) as Box<dyn Lifecycle<()>>),
+        );
+        hooks.extend(
+            attempt
+                .iter()
+                .cloned()
+                .map(|p| Box::new(AttemptHook(p)) as Box<dyn Lifecycle<()>>),
+        );
+        hooks.push(Box::new(OneMoreStep));
+        let agent = Agent::new("a", "small").lifecycle(compose(hooks));
+        let models = ModelMap::new()
+            .with("small", model.clone())
+            .with("large", model.clone());
+        let rt = Runtime::builder(agent, ())
+            .models(models)
+            .clock(Arc::new(Clock0))
+            .ids(Arc::new(Ids::default()))
+            .build()
+            .unwrap();
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(async {
+                let t = rt.client("u").thread("t");
+                t.send("go").await.unwrap();
+                t.wait_until_idle().await.unwrap();
+            });
+        let got = model.0.lock().unwrap().clone();
+        got
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 128,
+            failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+                concat!(env!("CARGO_MANIFEST_DIR"), "/proptest-regressions/props.txt"),
+            ))),
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn p1_p6_attempt_routes_match_reference(
+            run in prop::collection::vec(route_patch(), 0..3),
+            step in prop::collection::vec(route_patch(), 0..3),
+            attempt in prop::collection::vec(route_patch(), 0..3),
+        ) {
+            let got = routes(&run, &step, &attempt);
+            prop_assert_eq!(got.len(), 2, "two steps, one attempt each");
+            let mut episode = flatten(&Route::new("small"));
+            for p in &run {
+                reference_apply(&mut episode, p);
+            }
+            let mut step0 = episode.clone();
+            for p in step.iter().chain(&attempt) {
+                reference_apply(&mut step0, p);
+            }
+            prop_assert_eq!(got[0].0, 0);
+            prop_assert_eq!(flatten(&got[0].1), step0);
+            // P5/P6: the next step starts again from the episode defaults.
+            prop_assert_eq!(got[1].0, 1);
+            prop_assert_eq!(flatten(&got[1].1), episode);
+        }
+    }
+}

@@ -63,6 +63,7 @@ fn kind(spec: &HookSpec) -> &'static str {
         HookSpec::Rag { .. } => "rag",
         HookSpec::RecentWindow { .. } => "recent_window",
         HookSpec::ResolveTwice { .. } => "resolve_twice",
+        HookSpec::SlowResolver { .. } => "slow_resolver",
         HookSpec::BaseContext { .. } => "base_context",
         HookSpec::HistoryProbe { .. } => "history_probe",
         HookSpec::Fallback { .. } => "fallback",
@@ -84,6 +85,7 @@ fn given_name(spec: &HookSpec) -> Option<&String> {
         | HookSpec::Rag { name }
         | HookSpec::RecentWindow { name, .. }
         | HookSpec::ResolveTwice { name }
+        | HookSpec::SlowResolver { name, .. }
         | HookSpec::BaseContext { name, .. }
         | HookSpec::HistoryProbe { name, .. }
         | HookSpec::Fallback { name, .. }
@@ -157,6 +159,7 @@ impl SimHook {
             HookSpec::Rag { .. } => Phase::PrepareModelStep,
             HookSpec::RecentWindow { .. }
             | HookSpec::ResolveTwice { .. }
+            | HookSpec::SlowResolver { .. }
             | HookSpec::BaseContext { .. }
             | HookSpec::HistoryProbe { .. } => Phase::ResolveModelContext,
             HookSpec::Fallback { .. } | HookSpec::Timeout { .. } => Phase::AroundModelCall,
@@ -207,10 +210,12 @@ impl SimHook {
                 text,
                 with_latest_user,
                 ..
-            } => Some(Patch::append_system(match (with_latest_user, latest_user) {
-                (true, Some(u)) => format!("{text} {u}"),
-                _ => text.clone(),
-            })),
+            } => Some(Patch::append_system(
+                match (with_latest_user, latest_user) {
+                    (true, Some(u)) => format!("{text} {u}"),
+                    _ => text.clone(),
+                },
+            )),
             HookSpec::Route { .. } => self.route_patch().map(Patch::route),
             HookSpec::ReplaceMessages { messages, .. } => Some(Patch {
                 replace_model_messages: Some(messages.iter().map(model_message).collect()),
@@ -367,6 +372,10 @@ impl Lifecycle<SimContext> for SimHook {
                         return Err(HookError::new("next() gave two different answers"));
                     }
                     Ok(second)
+                }
+                HookSpec::SlowResolver { ms, .. } => {
+                    tokio::time::sleep(std::time::Duration::from_millis(*ms)).await;
+                    next.run().await
                 }
                 HookSpec::BaseContext { messages, .. } => {
                     next.with_base(messages.iter().map(model_message).collect())

@@ -44,6 +44,8 @@ pub struct Report {
     /// Virtual time when the scenario went idle.
     pub virtual_ms: u64,
     pub violations: Vec<Violation>,
+    /// Every stored thread at the end, as trusted code sees it.
+    pub threads: Vec<pai_runtime::StoredThread>,
 }
 
 /// Runs `scenario` with `seed` on a fresh single-threaded Tokio runtime with
@@ -178,6 +180,7 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
         steps: threads.iter().flat_map(|t| &t.runs).map(|r| r.steps).sum(),
         virtual_ms,
         violations,
+        threads,
     })
 }
 

@@ -233,6 +233,14 @@ pub enum HookSpec {
         name: Option<String>,
         last: usize,
     },
+    /// Resolver: wait `ms` virtual milliseconds (like a call to a search
+    /// service), then read the downstream context. Messages stored while it
+    /// waits are above the step's anchor and must stay out (SPEC M1).
+    SlowResolver {
+        #[serde(default)]
+        name: Option<String>,
+        ms: u64,
+    },
     /// Resolver: call `next()` twice and return the second answer (SPEC M2).
     ResolveTwice {
         #[serde(default)]
