@@ -433,8 +433,7 @@ mod attempts {
                 t.send("go").await.unwrap();
                 t.wait_until_idle().await.unwrap();
             });
-        let got = model.0.lock().unwrap().clone();
-        got
+        model.0.lock().unwrap().clone()
     }
 
     proptest! {
