@@ -511,6 +511,18 @@ async fn run_one<C: Send + Sync + 'static>(sh: &Shared<C>, thread: &str, run: &s
     }
 }
 
+/// The outcome of an onion phase: a hook failure recorded anywhere inside it
+/// wins over whatever the outermost hook returned (SPEC L4).
+fn settle<T>(phase: Phase, failure: &FailureCell, out: Result<T, Fail>) -> Result<T, Fail> {
+    match failure.take() {
+        Some(e) => Err(Fail {
+            phase: phase.as_str(),
+            message: e.message,
+        }),
+        None => out,
+    }
+}
+
 /// One tool call the model asked for.
 struct Call {
     call_id: String,
@@ -733,13 +745,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 self.lifecycle().resolve_model_context(&cx, &input, next)
             })
             .await;
-        match failure.take() {
-            Some(e) => Err(Fail {
-                phase: phase.as_str(),
-                message: e.message,
-            }),
-            None => out,
-        }
+        settle(phase, &failure, out)
     }
 
     /// `around_model_call`: the composed onion over provider attempts (L6,
@@ -776,13 +782,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 self.lifecycle().around_model_call(&cx, request, next)
             })
             .await;
-        match failure.take() {
-            Some(e) => Err(Fail {
-                phase: phase.as_str(),
-                message: e.message,
-            }),
-            None => out,
-        }
+        settle(phase, &failure, out)
     }
 
     fn offered_tool(&self, route: &Route, name: &str) -> Option<&'a Arc<dyn Tool>> {
