@@ -14,6 +14,7 @@ use crate::lifecycle::HookResult;
 use crate::message::ModelMessage;
 use crate::model::{BoxStream, ModelError, ModelProvider, ModelRequest, PartStream, StreamPart};
 use crate::model_call::{AttemptPatch, ModelLink};
+use crate::stop::StopSignal;
 
 /// Where the innermost links report what they did.
 pub(crate) trait AttemptEvents: Send + Sync {
@@ -64,6 +65,7 @@ pub(crate) struct ProviderAttempt<'a> {
     pub(crate) models: &'a dyn ModelProvider,
     pub(crate) clock: &'a dyn Clock,
     pub(crate) events: &'a dyn AttemptEvents,
+    pub(crate) stop: &'a StopSignal,
     pub(crate) attempts: AtomicU32,
 }
 
@@ -102,38 +104,34 @@ impl ModelLink for ProviderAttempt<'_> {
 
 impl ProviderAttempt<'_> {
     async fn start(&self, req: &ModelRequest) -> Result<BoxStream, ModelError> {
+        if self.stop.is_set() {
+            return Err(ModelError::Stopped);
+        }
         let model = self
             .models
             .model(&req.route.model)
             .ok_or_else(|| ModelError::UnknownModel(req.route.model.clone()))?;
-        let created = guarded(|| model.stream(req));
-        let Some(ms) = req.timeout_ms else {
-            return flatten(created.await);
-        };
-        // The attempt's deadline covers creating the stream and consuming it.
-        let mut timer = self.clock.sleep(ms);
-        let mut created = pin!(created);
+        // The run's stop always wins; the attempt's deadline covers creating
+        // the stream and consuming it.
+        let mut stop = self.stop.wait();
+        let mut timer = req.timeout_ms.map(|ms| (self.clock.sleep(ms), ms));
+        let mut created = pin!(guarded(|| model.stream(req)));
         let won = std::future::poll_fn(|cx| {
-            // biased: a stream that is ready wins over a timer that fires at the same instant.
-            if let Poll::Ready(r) = created.as_mut().poll(cx) {
-                return Poll::Ready(Some(r));
+            if Pin::new(&mut stop).poll(cx).is_ready() {
+                return Poll::Ready(Err(ModelError::Stopped));
             }
-            if Pin::new(&mut timer).poll(cx).is_ready() {
-                return Poll::Ready(None);
+            if let Poll::Ready(r) = created.as_mut().poll(cx) {
+                return Poll::Ready(Ok(r));
+            }
+            if let Some((t, ms)) = &mut timer
+                && Pin::new(t).poll(cx).is_ready()
+            {
+                return Poll::Ready(Err(ModelError::Timeout(*ms)));
             }
             Poll::Pending
         })
-        .await;
-        match won {
-            None => Err(ModelError::Timeout(ms)),
-            Some(r) => flatten(r).map(|inner| {
-                Box::new(Deadline {
-                    inner,
-                    timer: Some(timer),
-                    ms,
-                }) as BoxStream
-            }),
-        }
+        .await?;
+        flatten(won).map(|inner| Box::new(Guarded { inner, stop, timer }) as BoxStream)
     }
 }
 
@@ -144,27 +142,29 @@ fn flatten(r: Result<Result<BoxStream, ModelError>, String>) -> Result<BoxStream
     }
 }
 
-/// A provider stream that ends with an error when its attempt's deadline passes.
-struct Deadline {
+/// A provider stream that ends with an error when the run stops or the
+/// attempt's deadline passes. The inner stream is polled first, so a stream
+/// that has a part ready pays nothing else per part.
+struct Guarded {
     inner: BoxStream,
-    timer: Option<HookFuture<'static, ()>>,
-    ms: Millis,
+    stop: HookFuture<'static, ()>,
+    timer: Option<(HookFuture<'static, ()>, Millis)>,
 }
 
-impl PartStream for Deadline {
+impl PartStream for Guarded {
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<StreamPart>> {
-        let Some(timer) = &mut self.timer else {
-            return Poll::Ready(None);
-        };
         if let Poll::Ready(part) = self.inner.poll_next(cx) {
             return Poll::Ready(part);
         }
-        if Pin::new(timer).poll(cx).is_ready() {
+        if Pin::new(&mut self.stop).poll(cx).is_ready() {
+            return Poll::Ready(Some(StreamPart::Error(ModelError::Stopped.to_string())));
+        }
+        if let Some((t, ms)) = &mut self.timer
+            && Pin::new(t).poll(cx).is_ready()
+        {
+            let ms = *ms;
             self.timer = None;
-            return Poll::Ready(Some(StreamPart::Error(format!(
-                "model attempt timed out after {}ms",
-                self.ms
-            ))));
+            return Poll::Ready(Some(StreamPart::Error(ModelError::Timeout(ms).to_string())));
         }
         Poll::Pending
     }

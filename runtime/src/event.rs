@@ -168,6 +168,10 @@ pub enum EventKind {
         transition: Transition,
     },
     /// The run failed inside `phase`; only the lease release and the end follow.
+    /// The run was cancelled while in `phase`; only the lease release and the end follow.
+    Cancelled {
+        phase: &'static str,
+    },
     Failed {
         phase: &'static str,
         message: String,
@@ -206,6 +210,7 @@ impl EventKind {
             EventKind::CommitToolResults { .. } => "commit_tool_results",
             EventKind::AfterStep { .. } => "after_step",
             EventKind::Failed { .. } => "failed",
+            EventKind::Cancelled { .. } => "cancelled",
             EventKind::LeaseReleased { .. } => "lease_released",
             EventKind::Ended { .. } => "end",
         }

@@ -17,6 +17,7 @@ mod model;
 mod model_call;
 mod patch;
 mod runtime;
+mod stop;
 mod store;
 mod tool;
 

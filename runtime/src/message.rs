@@ -106,6 +106,8 @@ pub enum ResultSource {
     InvalidInput,
     /// The model asked for a tool that this step does not offer.
     UnknownTool,
+    /// The run was cancelled while the tool ran (SPEC T8).
+    Cancelled,
 }
 
 impl ResultSource {
@@ -117,6 +119,7 @@ impl ResultSource {
             ResultSource::Rejected => "rejected",
             ResultSource::InvalidInput => "invalid_input",
             ResultSource::UnknownTool => "unknown_tool",
+            ResultSource::Cancelled => "cancelled",
         }
     }
 }

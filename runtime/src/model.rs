@@ -88,6 +88,9 @@ pub enum ModelError {
     Provider(String),
     #[error("model attempt timed out after {0}ms")]
     Timeout(crate::clock::Millis),
+    /// The run was stopped; stop wins over everything an attempt does.
+    #[error("the run was stopped")]
+    Stopped,
     /// A hook inside the `around_model_call` onion failed; the run fails too.
     #[error("hook failed: {0}")]
     Hook(String),

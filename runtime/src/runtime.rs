@@ -9,6 +9,8 @@ use tracing::Instrument;
 
 use std::sync::atomic::AtomicU32;
 
+use std::future::Future as _;
+
 use crate::agent::Agent;
 use crate::attempt::{AttemptEvents, DefaultLeaf, ProviderAttempt, SentCounts};
 use crate::clock::{Clock, IdKind, IdSource};
@@ -30,6 +32,7 @@ use crate::model::BoxStream;
 use crate::model::{ModelProvider, ModelRequest, StreamPart};
 use crate::model_call::{AttemptPatch, ModelLink, ModelNext};
 use crate::patch::{Overlay, Route};
+use crate::stop::StopSignal;
 use crate::store::{RunRecord, Store, StoreError};
 use crate::tool::{Tool, ToolCx, ToolOutcome, ToolSpec};
 
@@ -258,6 +261,27 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
         self.submit(text.into(), true)
     }
 
+    /// Cancels the thread's active run, if any (SPEC T8): its model attempt
+    /// stops, running tools get cancelled results, and the run ends with
+    /// outcome cancelled. Returns the run id it cancelled.
+    pub fn cancel(&self) -> Result<Option<String>, ClientError> {
+        let sh = &self.runtime.shared;
+        let map = sh.store.lock();
+        let rec = map
+            .get(&self.id)
+            .ok_or_else(|| StoreError::NoThread(self.id.clone()))?;
+        if rec.owner != self.identity || rec.agent != sh.agent.name {
+            return Err(StoreError::Forbidden {
+                thread: self.id.clone(),
+            }
+            .into());
+        }
+        if let Some(stop) = &rec.active_stop {
+            stop.trigger();
+        }
+        Ok(rec.active_run.clone())
+    }
+
     fn submit(&self, text: String, steer: bool) -> Result<Sent, ClientError> {
         let sh = &self.runtime.shared;
         let message_id = sh.ids.next_id(IdKind::Message);
@@ -393,6 +417,7 @@ async fn drive<C: Send + Sync + 'static>(sh: Arc<Shared<C>>, thread: String) {
                         r.status = RunStatus::Running;
                     }
                     rec.active_run = Some(run.clone());
+                    rec.active_stop = Some(Arc::new(StopSignal::new()));
                     run
                 }
                 None => {
@@ -428,6 +453,12 @@ enum EpisodeEnd {
 }
 
 async fn run_one<C: Send + Sync + 'static>(sh: &Shared<C>, thread: &str, run: &str) {
+    let stop = {
+        let map = sh.store.lock();
+        map.get(thread)
+            .and_then(|rec| rec.active_stop.clone())
+            .unwrap_or_else(|| Arc::new(StopSignal::new()))
+    };
     let mut episode = 0;
     let mut next_step = 0;
     let end = loop {
@@ -450,6 +481,7 @@ async fn run_one<C: Send + Sync + 'static>(sh: &Shared<C>, thread: &str, run: &s
             run,
             episode,
             token,
+            stop: &stop,
         };
         let ended = match exec
             .body(&mut next_step)
@@ -457,6 +489,15 @@ async fn run_one<C: Send + Sync + 'static>(sh: &Shared<C>, thread: &str, run: &s
             .await
         {
             Ok(e) => e,
+            // Whatever stopped the episode, a stopped run ends cancelled (T8).
+            Err(fail) if stop.is_set() => {
+                sh.emit(thread, run, || EventKind::Cancelled { phase: fail.phase });
+                EpisodeEnd::Run(End {
+                    status: RunStatus::Cancelled,
+                    outcome: Outcome::Cancelled,
+                    reason: Some("cancelled by the client".to_string()),
+                })
+            }
             Err(fail) => {
                 tracing::warn!(phase = fail.phase, message = %fail.message, "run failed");
                 sh.emit(thread, run, || EventKind::Failed {
@@ -493,6 +534,7 @@ async fn run_one<C: Send + Sync + 'static>(sh: &Shared<C>, thread: &str, run: &s
                 r.reason.clone_from(&end.reason);
             }
             rec.active_run = None;
+            rec.active_stop = None;
             // A steering message that arrived too late for this run starts the next one.
             let steer = rec.pending_steer.take()?;
             let id = sh.ids.next_id(IdKind::Run);
@@ -537,6 +579,7 @@ struct Exec<'a, C> {
     run: &'a str,
     episode: u32,
     token: u64,
+    stop: &'a StopSignal,
 }
 
 impl<C: Send + Sync + 'static> crate::lifecycle::HookTrace for Exec<'_, C> {
@@ -664,6 +707,12 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             overlay: overlay.appended(),
         });
         loop {
+            if self.stop.is_set() {
+                return Err(Fail {
+                    phase: "between steps",
+                    message: "stopped".into(),
+                });
+            }
             let transition = self
                 .step(*step, &route, &overlay)
                 .instrument(tracing::info_span!("step", step = *step))
@@ -763,6 +812,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             models: &*self.sh.models,
             clock: &*self.sh.clock,
             events: self,
+            stop: self.stop,
             attempts: AtomicU32::new(0),
         };
         if !self.handles(phase) {
@@ -783,6 +833,26 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             })
             .await;
         settle(phase, &failure, out)
+    }
+
+    /// The next tool to finish: `None` when none is left, `Some(None)` when
+    /// the run was stopped first.
+    async fn next_tool<T: 'static>(
+        &self,
+        running: &mut JoinSet<T>,
+    ) -> Option<Option<Result<T, tokio::task::JoinError>>> {
+        if running.is_empty() {
+            return None;
+        }
+        let mut stop = self.stop.wait();
+        let mut joined = std::pin::pin!(running.join_next());
+        std::future::poll_fn(|cx| {
+            if std::pin::Pin::new(&mut stop).poll(cx).is_ready() {
+                return std::task::Poll::Ready(Some(None));
+            }
+            joined.as_mut().poll(cx).map(|j| j.map(Some))
+        })
+        .await
     }
 
     fn offered_tool(&self, route: &Route, name: &str) -> Option<&'a Arc<dyn Tool>> {
@@ -1104,7 +1174,36 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 finals[i] = Some(self.after_tool_result(step, r).await?);
             }
         }
-        while let Some(joined) = running.join_next().await {
+        loop {
+            let Some(joined) = self.next_tool(&mut running).await else {
+                break;
+            };
+            let Some(joined) = joined else {
+                // Stopped: running tools are cancelled and their cancelled
+                // results reach after_tool_result and the store (T8, T4, H6).
+                running.abort_all();
+                for (i, c) in calls.iter().enumerate() {
+                    if finals[i].is_some() {
+                        continue;
+                    }
+                    let result = ToolResult {
+                        call_id: c.call_id.clone(),
+                        tool: c.tool.clone(),
+                        status: ToolStatus::Error,
+                        source: ResultSource::Cancelled,
+                        output: Value::String(
+                            "The run was cancelled before the tool finished.".into(),
+                        ),
+                    };
+                    self.emit(|| EventKind::ToolEnd {
+                        step,
+                        result: result.clone(),
+                        detail: None,
+                    });
+                    finals[i] = Some(self.after_tool_result(step, result).await?);
+                }
+                break;
+            };
             let (i, out) = joined.map_err(|e| Fail {
                 phase: "tool",
                 message: format!("tool task failed: {e}"),
@@ -1175,6 +1274,12 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             message: id,
             version,
         });
+        if self.stop.is_set() {
+            return Err(Fail {
+                phase: "tools",
+                message: "stopped".into(),
+            });
+        }
         Ok(finals)
     }
 

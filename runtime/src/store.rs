@@ -53,8 +53,9 @@ pub(crate) struct ThreadRec {
     pub(crate) runs: Vec<RunRecord>,
     pub(crate) queue: VecDeque<String>,
     pub(crate) driving: bool,
-    /// The run being driven now.
+    /// The run being driven now, and its stop signal.
     pub(crate) active_run: Option<String>,
+    pub(crate) active_stop: Option<std::sync::Arc<crate::stop::StopSignal>>,
     /// The newest steering message not yet taken by a step (SPEC A4).
     pub(crate) pending_steer: Option<String>,
     pub(crate) signal: watch::Sender<ThreadSignal>,
@@ -124,6 +125,7 @@ impl Store {
             queue: VecDeque::new(),
             driving: false,
             active_run: None,
+            active_stop: None,
             pending_steer: None,
             signal: watch::channel(ThreadSignal {
                 version: 0,

@@ -18,9 +18,9 @@ pub use hooks::{PLANTED_PANIC, SimContext, quiet_planted_panics};
 pub use oracle::{ORACLES, Violation};
 pub use run::{Report, SimError, VIRTUAL_TIME_LIMIT_MS, check, replay_command, simulate, verdict};
 pub use scenario::{
-    AfterStepSpec, AgentSpec, Expect, FaultSpec, HookLevel, HookSpec, MessageRole, MessageSpec,
-    ModelSpec, PhaseName, RequestExpect, Scenario, ScenarioError, TimelineEntry, ToolCallSpec,
-    ToolSpec, TurnSpec,
+    Action, AfterStepSpec, AgentSpec, Expect, FaultSpec, HookLevel, HookSpec, MessageRole,
+    MessageSpec, ModelSpec, PhaseName, RequestExpect, Scenario, ScenarioError, TimelineEntry,
+    ToolCallSpec, ToolSpec, TurnSpec,
 };
 pub use suite::{CaseResult, SnapshotMode, discover, load_all, run_case, table};
 pub use world::Rng;

@@ -240,7 +240,9 @@ pub fn phase_grammar(events: &[Event]) -> Vec<Violation> {
             ) => Some(Tools),
             (Tools, EventKind::CommitToolResults { .. }) => Some(ToolsCommitted),
             (Committed | ToolsCommitted, EventKind::AfterStep { .. }) => Some(Ready),
-            (_, EventKind::Failed { .. }) if in_episode => Some(Failed),
+            (_, EventKind::Failed { .. } | EventKind::Cancelled { .. }) if in_episode => {
+                Some(Failed)
+            }
             (Ready | Responded | Failed, EventKind::LeaseReleased { .. }) => Some(Released),
             (Released, EventKind::Ended { .. }) => Some(Ended),
             _ => None,

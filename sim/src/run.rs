@@ -8,7 +8,7 @@ use pai_runtime::{Agent, Event, Runtime, compose};
 
 use crate::hooks::{self, SimContext};
 use crate::oracle::{self, Violation};
-use crate::scenario::{Expect, FaultSpec, Scenario};
+use crate::scenario::{Action, Expect, FaultSpec, Scenario};
 use crate::transcript;
 use crate::world::{
     CallLog, Recorder, Rng, ScriptedModel, ScriptedProvider, ScriptedTool, SimIds, VirtualClock,
@@ -111,13 +111,12 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
             let thread = runtime
                 .client(entry.client.clone())
                 .thread(entry.thread.clone());
-            let (text, steer) = entry.action();
-            let sent = if steer {
-                thread.steer(text).await
-            } else {
-                thread.send(text).await
+            let done = match entry.action() {
+                Action::Send(text) => thread.send(text).await.map(drop),
+                Action::Steer(text) => thread.steer(text).await.map(drop),
+                Action::Cancel => thread.cancel().map(drop),
             };
-            if let Err(e) = sent {
+            if let Err(e) = done {
                 notes.push(format!(
                     "at {}ms {} could not send on {}: {e}",
                     entry.at, entry.client, entry.thread

@@ -438,15 +438,25 @@ pub struct TimelineEntry {
     /// Steer the active run with this text (SPEC A4); a `send` when none is active.
     #[serde(default)]
     pub steer: Option<String>,
+    /// Cancel the thread's active run (SPEC T8).
+    #[serde(default)]
+    pub cancel: bool,
+}
+
+/// What a timeline entry does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action<'a> {
+    Send(&'a str),
+    Steer(&'a str),
+    Cancel,
 }
 
 impl TimelineEntry {
-    /// The text and whether it steers.
-    pub fn action(&self) -> (&str, bool) {
+    pub fn action(&self) -> Action<'_> {
         match (&self.send, &self.steer) {
-            (Some(t), _) => (t, false),
-            (None, Some(t)) => (t, true),
-            (None, None) => ("", false),
+            (Some(t), _) => Action::Send(t),
+            (None, Some(t)) => Action::Steer(t),
+            (None, None) => Action::Cancel,
         }
     }
 }
@@ -522,9 +532,12 @@ impl Scenario {
             _ => {}
         }
         for (i, t) in self.timeline.iter().enumerate() {
-            if usize::from(t.send.is_some()) + usize::from(t.steer.is_some()) != 1 {
+            let actions = usize::from(t.send.is_some())
+                + usize::from(t.steer.is_some())
+                + usize::from(t.cancel);
+            if actions != 1 {
                 return Err(format!(
-                    "timeline[{i}]: expected exactly one of send, steer"
+                    "timeline[{i}]: expected exactly one of send, steer, cancel"
                 ));
             }
         }

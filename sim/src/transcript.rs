@@ -344,6 +344,7 @@ pub fn event(kind: &EventKind) -> String {
         EventKind::Failed { phase, message } => {
             format!("failed in {phase}: {}", quoted(message))
         }
+        EventKind::Cancelled { phase } => format!("cancelled in {phase}"),
         EventKind::LeaseReleased { episode } => format!("lease_released episode={episode}"),
         EventKind::Ended {
             status,

@@ -1,10 +1,10 @@
 //! Property tests over whole simulated runs.
 //!
-//! M1 (concurrent appends): for random timelines of sends and steering
-//! messages arriving while steps and tools run, no step's context holds a
+//! M1 (concurrent appends): for random timelines of sends, steering messages
+//! and cancels arriving while steps and tools run, no step's context holds a
 //! message stored after that step's anchor (the M1 oracle, which runs with
-//! every other oracle on every run), and every message sent is stored
-//! exactly once.
+//! every other oracle on every run, the phase grammar and H1 among them), and
+//! every message sent is stored exactly once.
 
 use std::collections::BTreeMap;
 
@@ -16,11 +16,11 @@ use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use serde_json::json;
 
-/// One client action: at a virtual time, send or steer.
+/// One client action: at a virtual time, send (0), steer (1) or cancel (2).
 #[derive(Debug, Clone)]
 struct Action {
     at: u64,
-    steer: bool,
+    kind: u8,
 }
 
 /// One scripted model turn: text, or a call of tool `0` or `1`.
@@ -78,8 +78,9 @@ fn scenario(
                 at: a.at,
                 client: "alice".into(),
                 thread: "main".into(),
-                send: if a.steer { None } else { text.clone() },
-                steer: if a.steer { text } else { None },
+                send: if a.kind == 0 { text.clone() } else { None },
+                steer: if a.kind == 1 { text } else { None },
+                cancel: a.kind == 2,
             }
         })
         .collect();
@@ -120,7 +121,11 @@ fn turn() -> impl Strategy<Value = Turn> {
 }
 
 fn action() -> impl Strategy<Value = Action> {
-    (0u64..200, any::<bool>()).prop_map(|(at, steer)| Action { at, steer })
+    (
+        0u64..200,
+        prop_oneof![3 => Just(0u8), 2 => Just(1u8), 1 => Just(2u8)],
+    )
+        .prop_map(|(at, kind)| Action { at, kind })
 }
 
 proptest! {
@@ -148,7 +153,7 @@ proptest! {
             report.violations,
             report.transcript
         );
-        for i in 0..actions.len() {
+        for (i, _) in actions.iter().enumerate().filter(|(_, a)| a.kind != 2) {
             let text = format!("message {i}");
             let stored = report
                 .threads
