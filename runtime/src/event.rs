@@ -40,6 +40,12 @@ pub enum Transition {
     NextStep,
     /// A steering message is waiting: a new episode takes it (SPEC A4).
     Steer,
+    /// A canonical transform aborted the step (SPEC S4): the run ends with
+    /// this outcome.
+    Aborted {
+        outcome: Outcome,
+        reason: String,
+    },
     Complete {
         reason: Option<String>,
     },
@@ -128,6 +134,8 @@ pub enum EventKind {
         tool_calls: usize,
         finish: Option<FinishReason>,
         error: Option<String>,
+        /// A canonical transform aborted the stream with this reason (S4).
+        aborted: Option<String>,
     },
     CommitStep {
         step: u32,

@@ -12,6 +12,7 @@ mod context;
 mod event;
 mod future;
 mod lifecycle;
+mod live;
 mod message;
 mod model;
 mod model_call;
@@ -19,7 +20,9 @@ mod patch;
 mod runtime;
 mod stop;
 mod store;
+mod text;
 mod tool;
+mod transform;
 
 pub use agent::Agent;
 pub use clock::{Clock, IdKind, IdSource, Millis};
@@ -29,9 +32,10 @@ pub use future::HookFuture;
 pub use lifecycle::{
     AfterStepDecision, AfterStepInput, Composed, HookCx, HookError, HookNote, HookResult,
     Lifecycle, NoLifecycle, NoteDecision, Phase, Phases, Response, RunDecision, RunInput,
-    StepDecision, StepInput, ToolCallDecision, ToolCallInput, ToolResult, ToolResultDecision,
-    ToolResultInput, compose,
+    StepDecision, StepInput, StreamInput, StreamKind, ToolCallDecision, ToolCallInput, ToolResult,
+    ToolResultDecision, ToolResultInput, compose,
 };
+pub use live::{LiveEvent, Watch};
 pub use message::{
     Message, ModelContent, ModelMessage, Outcome, PaiMeta, Part, Producer, ResultSource, Role,
     THROWN_TOOL_ERROR, ToolStatus, Visibility, model_visible_output, to_model_messages,
@@ -47,4 +51,9 @@ pub use runtime::{
     ThreadState,
 };
 pub use store::{RunRecord, StoreError};
+pub use text::{
+    Pattern, PatternError, Verdict, guard_text, inspect_text_deltas, matches_any, patterns, redact,
+    redact_text_deltas,
+};
 pub use tool::{FnTool, Tool, ToolCx, ToolError, ToolOutcome, ToolSpec, tool_fn};
+pub use transform::{Abort, Emit, StreamTransform};

@@ -12,6 +12,7 @@ use crate::message::{Message, ModelMessage, Outcome, Part, ResultSource, ToolSta
 use crate::model::{BoxStream, ModelError, ModelRequest};
 use crate::model_call::{AttemptPatch, ModelLink, ModelNext};
 use crate::patch::{Patch, Route};
+use crate::transform::{Pipeline, StreamTransform};
 
 /// The error a hook returns to fail its run (SPEC L4).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -74,12 +75,13 @@ pub enum Phase {
     ResolveModelContext,
     PrepareModelStep,
     AroundModelCall,
+    TransformStepStream,
     BeforeToolCall,
     AfterToolResult,
     AfterStep,
 }
 
-const PHASES: usize = 7;
+const PHASES: usize = 8;
 
 impl Phase {
     pub const ALL: [Phase; PHASES] = [
@@ -87,6 +89,7 @@ impl Phase {
         Phase::ResolveModelContext,
         Phase::PrepareModelStep,
         Phase::AroundModelCall,
+        Phase::TransformStepStream,
         Phase::BeforeToolCall,
         Phase::AfterToolResult,
         Phase::AfterStep,
@@ -98,6 +101,7 @@ impl Phase {
             Phase::ResolveModelContext => "resolve_model_context",
             Phase::PrepareModelStep => "prepare_model_step",
             Phase::AroundModelCall => "around_model_call",
+            Phase::TransformStepStream => "transform_step_stream",
             Phase::BeforeToolCall => "before_tool_call",
             Phase::AfterToolResult => "after_tool_result",
             Phase::AfterStep => "after_step",
@@ -116,7 +120,7 @@ pub struct Phases(u8);
 
 impl Phases {
     pub const NONE: Phases = Phases(0);
-    pub const ALL: Phases = Phases(0b111_1111);
+    pub const ALL: Phases = Phases(0b1111_1111);
 
     pub const fn only(phase: Phase) -> Phases {
         Phases(phase.bit())
@@ -292,6 +296,29 @@ pub enum NoteDecision {
     ModelCall {
         error: Option<String>,
     },
+    /// A `transform_step_stream` hook installed a stage (or not).
+    Transform {
+        installed: bool,
+    },
+}
+
+/// What a canonical stream carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamKind {
+    /// A model step's provider stream.
+    Model,
+    /// A `prepare_run` response (SPEC L12).
+    Respond,
+    /// An abort's replacement parts (SPEC S4).
+    Replacement,
+}
+
+/// Input of `transform_step_stream`.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamInput {
+    /// The model step, for model streams.
+    pub step: Option<u32>,
+    pub kind: StreamKind,
 }
 
 /// Input of `prepare_run`.
@@ -411,6 +438,18 @@ pub trait Lifecycle<C>: Send + Sync + 'static {
     ) -> HookFuture<'a, HookResult<BoxStream>> {
         let _ = (cx, request);
         HookFuture::new(async move { Ok(next.call(AttemptPatch::default()).await?) })
+    }
+
+    /// A canonical stage for this stream (L7, S1): its output is what is
+    /// stored, shown live and reused as context. `None` leaves the stream as
+    /// it is. Called for every model step, `respond` and abort replacement.
+    fn transform_step_stream(
+        &self,
+        cx: &HookCx<'_, C>,
+        input: &StreamInput,
+    ) -> Option<Box<dyn StreamTransform>> {
+        let _ = (cx, input);
+        None
     }
 
     fn before_tool_call<'a>(
@@ -652,6 +691,28 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
             }
             Ok(StepDecision::Continue(merged.unwrap_or_default()))
         })
+    }
+
+    fn transform_step_stream(
+        &self,
+        cx: &HookCx<'_, C>,
+        input: &StreamInput,
+    ) -> Option<Box<dyn StreamTransform>> {
+        let mut stages = Vec::new();
+        for hook in self.handlers(Phase::TransformStepStream) {
+            let stage = hook.transform_step_stream(cx, input);
+            note(cx, Phase::TransformStepStream, hook.name(), || {
+                NoteDecision::Transform {
+                    installed: stage.is_some(),
+                }
+            });
+            stages.extend(stage);
+        }
+        match stages.len() {
+            0 => None,
+            1 => stages.pop(),
+            _ => Some(Box::new(Pipeline::new(stages))),
+        }
     }
 
     fn before_tool_call<'a>(

@@ -23,6 +23,8 @@ use crate::lifecycle::{
     RunDecision, RunInput, StepDecision, StepInput, ToolCallDecision, ToolCallInput, ToolResult,
     ToolResultDecision, ToolResultInput,
 };
+use crate::lifecycle::{StreamInput, StreamKind};
+use crate::live::{LiveStep, Watch};
 use crate::message::ModelMessage;
 use crate::message::{
     Message, Outcome, PaiMeta, Part, Producer, ResultSource, Role, THROWN_TOOL_ERROR, ToolStatus,
@@ -35,6 +37,7 @@ use crate::patch::{Overlay, Route};
 use crate::stop::StopSignal;
 use crate::store::{RunRecord, Store, StoreError};
 use crate::tool::{Tool, ToolCx, ToolOutcome, ToolSpec};
+use crate::transform::{Assembler, Pipeline, StreamTransform, transform_parts};
 
 /// A runtime that is missing a required part.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -282,6 +285,18 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
         Ok(rec.active_run.clone())
     }
 
+    /// Watches the thread live (SPEC S2): every step's canonical stream as it
+    /// is released, shaped by `live` transforms for this watcher only, and
+    /// one invalidation per commit (H1). Creates the thread if needed.
+    pub fn watch(&self, live: Vec<Box<dyn StreamTransform>>) -> Result<Watch, ClientError> {
+        let sh = &self.runtime.shared;
+        let mut map = sh.store.lock();
+        let rec = Store::open(&mut map, &self.id, &sh.agent.name, &self.identity)?;
+        let (slot, watch) = crate::live::watcher(live);
+        rec.watchers.push(slot);
+        Ok(watch)
+    }
+
     fn submit(&self, text: String, steer: bool) -> Result<Sent, ClientError> {
         let sh = &self.runtime.shared;
         let message_id = sh.ids.next_id(IdKind::Message);
@@ -306,13 +321,13 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
             let rec = Store::open(&mut map, &self.id, &sh.agent.name, &self.identity)?;
             match rec.active_run.clone() {
                 Some(active) if steer => {
-                    Store::commit(rec, None, [user_message(&active)])?;
+                    Store::commit(rec, None, now, [user_message(&active)])?;
                     rec.pending_steer = Some(message_id.clone());
                     (active, false, true)
                 }
                 _ => {
                     let run_id = sh.ids.next_id(IdKind::Run);
-                    Store::commit(rec, None, [user_message(&run_id)])?;
+                    Store::commit(rec, None, now, [user_message(&run_id)])?;
                     rec.runs.push(RunRecord::queued(&run_id));
                     rec.queue.push_back(run_id.clone());
                     let start = !rec.driving;
@@ -663,10 +678,13 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             message: StoreError::NoThread(self.thread.to_string()).to_string(),
         })?;
         let first = rec.next_seq;
-        let version = Store::commit(rec, Some(self.token), messages).map_err(|e| Fail {
-            phase,
-            message: e.to_string(),
-        })?;
+        let version =
+            Store::commit(rec, Some(self.token), self.sh.clock.now(), messages).map_err(|e| {
+                Fail {
+                    phase,
+                    message: e.to_string(),
+                }
+            })?;
         Ok((version, first))
     }
 
@@ -721,6 +739,13 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             match transition {
                 Transition::NextStep => {}
                 Transition::Steer => return Ok(EpisodeEnd::Steer),
+                Transition::Aborted { outcome, reason } => {
+                    return Ok(EpisodeEnd::Run(End {
+                        status: RunStatus::Completed,
+                        outcome,
+                        reason: Some(reason),
+                    }));
+                }
                 Transition::Complete { reason } => {
                     return Ok(EpisodeEnd::Run(End {
                         status: RunStatus::Completed,
@@ -733,7 +758,10 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     }
 
     /// Commits a `prepare_run` response and ends the run (SPEC L12).
-    fn respond(&self, r: Response) -> Result<End, Fail> {
+    fn respond(&self, mut r: Response) -> Result<End, Fail> {
+        // The response is output like any other: canonical transforms apply (L12).
+        let stages = self.canonical(StreamKind::Respond, None)?;
+        r.parts = transform_parts(stages, std::mem::take(&mut r.parts));
         let id = self.sh.ids.next_id(IdKind::Message);
         let mut pai = self.meta(Producer::Lifecycle, None);
         pai.outcome = Some(r.outcome);
@@ -855,6 +883,41 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         .await
     }
 
+    /// The canonical stages for one stream (L7): the lifecycle's stage, if any.
+    fn canonical(
+        &self,
+        kind: StreamKind,
+        step: Option<u32>,
+    ) -> Result<Vec<Box<dyn StreamTransform>>, Fail> {
+        if !self.handles(Phase::TransformStepStream) {
+            return Ok(Vec::new());
+        }
+        let cx = self.cx();
+        let input = StreamInput { step, kind };
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.lifecycle().transform_step_stream(&cx, &input)
+        })) {
+            Ok(stage) => Ok(stage.into_iter().collect()),
+            Err(p) => Err(Fail {
+                phase: Phase::TransformStepStream.as_str(),
+                message: format!("hook panicked: {}", panic_message(&*p)),
+            }),
+        }
+    }
+
+    /// The thread's watchers for one step; empty when nobody watches.
+    fn live_step(&self, step: u32) -> LiveStep<'_> {
+        let map = self.sh.store.lock();
+        LiveStep {
+            watchers: map
+                .get(self.thread)
+                .map(|rec| rec.watchers.clone())
+                .unwrap_or_default(),
+            run_id: self.run,
+            step,
+        }
+    }
+
     fn offered_tool(&self, route: &Route, name: &str) -> Option<&'a Arc<dyn Tool>> {
         if let Some(allowed) = &route.tools
             && !allowed.iter().any(|a| a == name)
@@ -936,13 +999,16 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         };
         let mut stream = self.call_model(step, &request, counts).await?;
 
-        // The provider stream, assembled in order: text runs and tool calls.
-        let mut parts = Vec::new();
-        let mut calls = Vec::new();
-        let mut text = String::new();
+        // The provider stream through the canonical transforms (S1, L7):
+        // their output alone is stored, released live and reused as context.
+        let mut pipeline = Pipeline::new(self.canonical(StreamKind::Model, Some(step))?);
+        let live = self.live_step(step);
+        let mut assembled = Assembler::default();
         let (mut deltas, mut chars) = (0usize, 0usize);
         let mut finish = None;
         let mut error = None;
+        let mut abort = None;
+        let mut transform_panic = None;
         loop {
             let next = std::future::poll_fn(|cx| {
                 match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -953,34 +1019,11 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 }
             })
             .await;
-            match next {
-                Ok(Some(StreamPart::TextDelta(d))) => {
-                    deltas += 1;
-                    chars += d.chars().count();
-                    text.push_str(&d);
+            let part = match next {
+                Ok(Some(StreamPart::Finish(r))) => {
+                    finish = Some(r);
+                    continue;
                 }
-                Ok(Some(StreamPart::ToolCall {
-                    call_id,
-                    tool,
-                    input,
-                })) => {
-                    if !text.is_empty() {
-                        parts.push(Part::Text {
-                            text: std::mem::take(&mut text),
-                        });
-                    }
-                    parts.push(Part::ToolCall {
-                        call_id: call_id.clone(),
-                        tool: tool.clone(),
-                        input: input.clone(),
-                    });
-                    calls.push(Call {
-                        call_id,
-                        tool,
-                        input,
-                    });
-                }
-                Ok(Some(StreamPart::Finish(r))) => finish = Some(r),
                 Ok(Some(StreamPart::Error(e))) => {
                     error = Some(e);
                     break;
@@ -990,12 +1033,73 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                     error = Some(format!("model stream panicked: {panic}"));
                     break;
                 }
+                Ok(Some(part)) => part,
+            };
+            if let StreamPart::TextDelta(d) = &part {
+                deltas += 1;
+                chars += d.chars().count();
+            }
+            let at = if live.watchers.is_empty() {
+                0
+            } else {
+                self.sh.clock.now()
+            };
+            let pushed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                pipeline.push(part, &mut |p| {
+                    live.send(at, &p);
+                    assembled.push(p);
+                })
+            }));
+            match pushed {
+                Ok(None) => {}
+                Ok(Some(a)) => {
+                    abort = Some(a);
+                    break;
+                }
+                Err(p) => {
+                    transform_panic = Some(panic_message(&*p));
+                    break;
+                }
             }
         }
         drop(stream);
-        if !text.is_empty() {
-            parts.push(Part::Text { text });
+        if error.is_none() && abort.is_none() && transform_panic.is_none() {
+            let at = self.sh.clock.now();
+            let finished = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                pipeline.finish(&mut |p| {
+                    live.send(at, &p);
+                    assembled.push(p);
+                })
+            }));
+            match finished {
+                Ok(a) => abort = a,
+                Err(p) => transform_panic = Some(panic_message(&*p)),
+            }
         }
+        live.end(
+            self.sh.clock.now(),
+            abort.as_ref().map(|a| a.reason.as_str()),
+        );
+        let parts = assembled.into_parts();
+        let calls: Vec<Call> = if abort.is_some() {
+            Vec::new()
+        } else {
+            parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::ToolCall {
+                        call_id,
+                        tool,
+                        input,
+                    } => Some(Call {
+                        call_id: call_id.clone(),
+                        tool: tool.clone(),
+                        input: input.clone(),
+                    }),
+                    _ => None,
+                })
+                .collect()
+        };
         self.emit(|| EventKind::Stream {
             step,
             deltas,
@@ -1003,7 +1107,14 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             tool_calls: calls.len(),
             finish,
             error: error.clone(),
+            aborted: abort.as_ref().map(|a| a.reason.clone()),
         });
+        if let Some(panic) = transform_panic {
+            return Err(Fail {
+                phase: "transform_step_stream",
+                message: format!("stream transform panicked: {panic}"),
+            });
+        }
         if let Some(e) = error {
             return Err(Fail {
                 phase: "stream",
@@ -1011,14 +1122,25 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             });
         }
 
-        // commit_step
+        // commit_step: the canonical parts, or an abort's replacement (S4),
+        // itself passed through fresh canonical transforms.
+        let (parts, pai) = match &abort {
+            None => (parts, self.meta(Producer::Model, Some(step))),
+            Some(a) => {
+                let mut pai = self.meta(Producer::Lifecycle, Some(step));
+                pai.outcome = Some(a.outcome);
+                pai.reason = Some(a.reason.clone());
+                let stages = self.canonical(StreamKind::Replacement, Some(step))?;
+                (transform_parts(stages, a.replacement.clone()), pai)
+            }
+        };
         let mut message = Message {
             id: self.sh.ids.next_id(IdKind::Message),
             seq: 0,
             role: Role::Assistant,
             parts,
             visibility: Visibility::ALL,
-            pai: self.meta(Producer::Model, Some(step)),
+            pai,
         };
         let (version, seq) = self.commit("commit_step", vec![message.clone()])?;
         message.seq = seq;
@@ -1061,13 +1183,22 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 .is_some_and(|rec| rec.pending_steer.is_some())
         };
         let mut transition = match decision {
+            _ if abort.is_some() => {
+                let a = abort.as_ref().expect("checked");
+                Transition::Aborted {
+                    outcome: a.outcome,
+                    reason: a.reason.clone(),
+                }
+            }
             AfterStepDecision::Complete => Transition::Complete { reason: None },
             _ if steering => Transition::Steer,
             AfterStepDecision::NextStep => Transition::NextStep,
             AfterStepDecision::Natural if calls.is_empty() => Transition::Complete { reason: None },
             AfterStepDecision::Natural => Transition::NextStep,
         };
-        if transition != (Transition::Complete { reason: None }) && step + 1 >= agent.max_steps {
+        if matches!(transition, Transition::NextStep | Transition::Steer)
+            && step + 1 >= agent.max_steps
+        {
             transition = Transition::Complete {
                 reason: Some("max_steps".to_string()),
             };

@@ -58,6 +58,8 @@ pub(crate) struct ThreadRec {
     pub(crate) active_stop: Option<std::sync::Arc<crate::stop::StopSignal>>,
     /// The newest steering message not yet taken by a step (SPEC A4).
     pub(crate) pending_steer: Option<String>,
+    /// Live watchers of this thread (SPEC S2, H1).
+    pub(crate) watchers: Vec<crate::live::WatcherSlot>,
     pub(crate) signal: watch::Sender<ThreadSignal>,
 }
 
@@ -127,6 +129,7 @@ impl Store {
             active_run: None,
             active_stop: None,
             pending_steer: None,
+            watchers: Vec::new(),
             signal: watch::channel(ThreadSignal {
                 version: 0,
                 busy: false,
@@ -147,6 +150,7 @@ impl Store {
     pub(crate) fn commit(
         rec: &mut ThreadRec,
         fence: Option<u64>,
+        at: crate::clock::Millis,
         messages: impl IntoIterator<Item = Message>,
     ) -> Result<u64, StoreError> {
         if let Some(token) = fence
@@ -164,6 +168,9 @@ impl Store {
         }
         rec.version += 1;
         rec.publish();
+        if !rec.watchers.is_empty() {
+            crate::live::committed(&mut rec.watchers, at, rec.version);
+        }
         Ok(rec.version)
     }
 

@@ -9,7 +9,14 @@ use pai_runtime::{
     StepDecision, StepInput, ToolCallDecision, ToolCallInput, ToolResultDecision, ToolResultInput,
 };
 
-use crate::scenario::{AfterStepSpec, HookLevel, HookSpec, MessageRole, MessageSpec, PhaseName};
+use pai_runtime::{
+    Abort, Emit, StreamInput, StreamPart, StreamTransform, Verdict, guard_text,
+    inspect_text_deltas, redact_text_deltas,
+};
+
+use crate::scenario::{
+    AfterStepSpec, HookLevel, HookSpec, MessageRole, MessageSpec, PhaseName, TransformSpec,
+};
 
 /// The runtime context scenarios run with.
 #[derive(Debug, Clone, Default)]
@@ -68,6 +75,9 @@ fn kind(spec: &HookSpec) -> &'static str {
         HookSpec::HistoryProbe { .. } => "history_probe",
         HookSpec::Fallback { .. } => "fallback",
         HookSpec::Timeout { .. } => "timeout",
+        HookSpec::Redact { .. } => "redact",
+        HookSpec::Uppercase { .. } => "uppercase",
+        HookSpec::StreamGuard { .. } => "stream_guard",
         HookSpec::RejectTool { .. } => "reject_tool",
         HookSpec::ReplaceToolInput { .. } => "replace_tool_input",
         HookSpec::ReplaceToolOutput { .. } => "replace_tool_output",
@@ -90,6 +100,9 @@ fn given_name(spec: &HookSpec) -> Option<&String> {
         | HookSpec::HistoryProbe { name, .. }
         | HookSpec::Fallback { name, .. }
         | HookSpec::Timeout { name, .. }
+        | HookSpec::Redact { name, .. }
+        | HookSpec::Uppercase { name }
+        | HookSpec::StreamGuard { name, .. }
         | HookSpec::RejectTool { name, .. }
         | HookSpec::ReplaceToolInput { name, .. }
         | HookSpec::ReplaceToolOutput { name, .. }
@@ -133,6 +146,38 @@ pub(crate) fn model_message(m: &MessageSpec) -> ModelMessage {
     }
 }
 
+/// A redaction stage; patterns were checked when the scenario loaded.
+pub(crate) fn redactor(patterns: &[String], replacement: &str) -> Box<dyn StreamTransform> {
+    let patterns = pai_runtime::patterns(patterns).unwrap_or_default();
+    redact_text_deltas(patterns, replacement)
+}
+
+/// A live or canonical stage that upper-cases text.
+pub(crate) struct Uppercase;
+
+impl StreamTransform for Uppercase {
+    fn push(&mut self, part: StreamPart, out: &mut Emit) {
+        match part {
+            StreamPart::TextDelta(t) => out.text(t.to_uppercase()),
+            other => out.part(other),
+        }
+    }
+}
+
+/// A watcher's live stages.
+pub(crate) fn live_stages(specs: &[TransformSpec]) -> Vec<Box<dyn StreamTransform>> {
+    specs
+        .iter()
+        .map(|s| match s {
+            TransformSpec::Redact {
+                patterns,
+                replacement,
+            } => redactor(patterns, replacement),
+            TransformSpec::Uppercase => Box::new(Uppercase) as Box<dyn StreamTransform>,
+        })
+        .collect()
+}
+
 /// The text of the newest user message among model messages.
 fn latest_user_text(messages: &[ModelMessage]) -> Option<String> {
     messages
@@ -163,6 +208,9 @@ impl SimHook {
             | HookSpec::BaseContext { .. }
             | HookSpec::HistoryProbe { .. } => Phase::ResolveModelContext,
             HookSpec::Fallback { .. } | HookSpec::Timeout { .. } => Phase::AroundModelCall,
+            HookSpec::Redact { .. } | HookSpec::Uppercase { .. } | HookSpec::StreamGuard { .. } => {
+                Phase::TransformStepStream
+            }
             HookSpec::RejectTool { .. } | HookSpec::ReplaceToolInput { .. } => {
                 Phase::BeforeToolCall
             }
@@ -454,6 +502,50 @@ impl Lifecycle<SimContext> for SimHook {
                 _ => Ok(next.call(AttemptPatch::default()).await?),
             }
         })
+    }
+
+    fn transform_step_stream(
+        &self,
+        _cx: &HookCx<'_, SimContext>,
+        _input: &StreamInput,
+    ) -> Option<Box<dyn StreamTransform>> {
+        match &self.spec {
+            HookSpec::Redact {
+                patterns,
+                replacement,
+                ..
+            } => Some(redactor(patterns, replacement)),
+            HookSpec::Uppercase { .. } => Some(Box::new(Uppercase)),
+            HookSpec::StreamGuard {
+                contains,
+                buffer,
+                outcome,
+                reason,
+                replacement,
+                ..
+            } => {
+                let needle = contains.to_lowercase();
+                let abort = Abort {
+                    reason: reason.clone(),
+                    outcome: *outcome,
+                    replacement: vec![Part::text(replacement.clone())],
+                };
+                Some(if *buffer {
+                    guard_text(move |text, _done| {
+                        if text.to_lowercase().contains(&needle) {
+                            Verdict::Abort(abort.clone())
+                        } else {
+                            Verdict::Hold
+                        }
+                    })
+                } else {
+                    inspect_text_deltas(move |text| {
+                        text.to_lowercase().contains(&needle).then(|| abort.clone())
+                    })
+                })
+            }
+            _ => None,
+        }
     }
 
     fn before_tool_call<'a>(

@@ -104,6 +104,7 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
     timeline.sort_by_key(|t| t.at);
     let start = tokio::time::Instant::now();
     let mut notes = Vec::new();
+    let mut watches: Vec<(String, pai_runtime::Watch)> = Vec::new();
     let drive = async {
         let mut touched: Vec<(String, String)> = Vec::new();
         for entry in &timeline {
@@ -115,10 +116,13 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
                 Action::Send(text) => thread.send(text).await.map(drop),
                 Action::Steer(text) => thread.steer(text).await.map(drop),
                 Action::Cancel => thread.cancel().map(drop),
+                Action::Watch(name, live) => thread
+                    .watch(hooks::live_stages(live))
+                    .map(|w| watches.push((name.to_string(), w))),
             };
             if let Err(e) = done {
                 notes.push(format!(
-                    "at {}ms {} could not send on {}: {e}",
+                    "at {}ms {} could not act on {}: {e}",
                     entry.at, entry.client, entry.thread
                 ));
                 continue;
@@ -164,6 +168,12 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
         }
     }
     let calls = log.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let mut live = Vec::new();
+    for (name, watch) in &mut watches {
+        while let Some(e) = watch.try_next() {
+            live.push((name.clone(), e));
+        }
+    }
     let violations = oracle::check(&events, &threads, &calls);
     let transcript = transcript::render(&transcript::Parts {
         scenario: s,
@@ -173,6 +183,7 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
         threads: &threads,
         violations: &violations,
         notes: &notes,
+        live: &live,
     });
     Ok(Report {
         transcript,

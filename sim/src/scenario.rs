@@ -274,6 +274,33 @@ pub enum HookSpec {
         name: Option<String>,
         ms: u64,
     },
+    /// Canonical redaction of a stream (SPEC S1, S3): `patterns` (a literal
+    /// prefix and an optional trailing `[class]+`) become `replacement`.
+    Redact {
+        #[serde(default)]
+        name: Option<String>,
+        patterns: Vec<String>,
+        replacement: String,
+    },
+    /// Canonical stage that upper-cases text (shows that stage order matters, L7).
+    Uppercase {
+        #[serde(default)]
+        name: Option<String>,
+    },
+    /// A stream guardrail: aborts the step with `replacement` when the text
+    /// so far contains `contains` (case-insensitive). With `buffer = true` it
+    /// releases nothing until it has judged the whole text (S5); otherwise it
+    /// releases each delta at once (S4: released chunks stay released).
+    StreamGuard {
+        #[serde(default)]
+        name: Option<String>,
+        contains: String,
+        #[serde(default)]
+        buffer: bool,
+        outcome: Outcome,
+        reason: String,
+        replacement: String,
+    },
     /// Reject every call of a named tool.
     RejectTool {
         #[serde(default)]
@@ -441,22 +468,41 @@ pub struct TimelineEntry {
     /// Cancel the thread's active run (SPEC T8).
     #[serde(default)]
     pub cancel: bool,
+    /// Start watching the thread live under this name (SPEC S2).
+    #[serde(default)]
+    pub watch: Option<String>,
+    /// With `watch`: the watcher's own live transforms, in order.
+    #[serde(default)]
+    pub live: Vec<TransformSpec>,
+}
+
+/// A live (presentation-only) transform of a watcher.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TransformSpec {
+    Redact {
+        patterns: Vec<String>,
+        replacement: String,
+    },
+    Uppercase,
 }
 
 /// What a timeline entry does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Action<'a> {
     Send(&'a str),
     Steer(&'a str),
     Cancel,
+    Watch(&'a str, &'a [TransformSpec]),
 }
 
 impl TimelineEntry {
     pub fn action(&self) -> Action<'_> {
-        match (&self.send, &self.steer) {
-            (Some(t), _) => Action::Send(t),
-            (None, Some(t)) => Action::Steer(t),
-            (None, None) => Action::Cancel,
+        match (&self.send, &self.steer, &self.watch) {
+            (Some(t), _, _) => Action::Send(t),
+            (None, Some(t), _) => Action::Steer(t),
+            (None, None, Some(w)) => Action::Watch(w, &self.live),
+            (None, None, None) => Action::Cancel,
         }
     }
 }
@@ -534,11 +580,21 @@ impl Scenario {
         for (i, t) in self.timeline.iter().enumerate() {
             let actions = usize::from(t.send.is_some())
                 + usize::from(t.steer.is_some())
-                + usize::from(t.cancel);
+                + usize::from(t.cancel)
+                + usize::from(t.watch.is_some());
             if actions != 1 {
                 return Err(format!(
-                    "timeline[{i}]: expected exactly one of send, steer, cancel"
+                    "timeline[{i}]: expected exactly one of send, steer, cancel, watch"
                 ));
+            }
+            if t.watch.is_none() && !t.live.is_empty() {
+                return Err(format!("timeline[{i}]: `live` goes with `watch`"));
+            }
+            for l in &t.live {
+                if let TransformSpec::Redact { patterns, .. } = l {
+                    pai_runtime::patterns(patterns)
+                        .map_err(|e| format!("timeline[{i}].live: {e}"))?;
+                }
             }
         }
         for (i, h) in self.lifecycle.iter().enumerate() {
@@ -554,6 +610,11 @@ impl Scenario {
                 return Err(format!(
                     "lifecycle[{i}]: messages can be added at run or step level, not per attempt"
                 ));
+            }
+        }
+        for (i, h) in self.lifecycle.iter().enumerate() {
+            if let HookSpec::Redact { patterns, .. } = h {
+                pai_runtime::patterns(patterns).map_err(|e| format!("lifecycle[{i}]: {e}"))?;
             }
         }
         let mut seen = BTreeMap::new();

@@ -8,6 +8,7 @@ use pai_runtime::{
     RoutePatch, RunDecision, StepDecision, StoredThread, ToolCallDecision, ToolResult,
     ToolResultDecision, ToolStatus, Transition,
 };
+use pai_runtime::{LiveEvent, StreamPart};
 use serde_json::Value;
 
 use crate::oracle::Violation;
@@ -24,6 +25,8 @@ pub struct Parts<'a> {
     pub threads: &'a [StoredThread],
     pub violations: &'a [Violation],
     pub notes: &'a [String],
+    /// What each watcher received, in order.
+    pub live: &'a [(String, LiveEvent)],
 }
 
 fn json(v: &Value) -> String {
@@ -158,6 +161,19 @@ pub fn model_message(m: &ModelMessage) -> String {
     out
 }
 
+fn stream_part(p: &StreamPart) -> String {
+    match p {
+        StreamPart::TextDelta(t) => format!("text {}", quoted(t)),
+        StreamPart::ToolCall {
+            call_id,
+            tool,
+            input,
+        } => format!("tool_call {call_id} {tool} {}", json(input)),
+        StreamPart::Finish(r) => format!("finish {}", r.as_str()),
+        StreamPart::Error(e) => format!("error {}", quoted(e)),
+    }
+}
+
 fn tool_call_decision(d: &ToolCallDecision) -> String {
     match d {
         ToolCallDecision::Continue => "continue".into(),
@@ -217,6 +233,8 @@ pub fn event(kind: &EventKind) -> String {
                 NoteDecision::AfterStep(d) => d.as_str().into(),
                 NoteDecision::Context { messages } => format!("{messages} messages"),
                 NoteDecision::ModelCall { error: None } => "stream".into(),
+                NoteDecision::Transform { installed: true } => "stage".into(),
+                NoteDecision::Transform { installed: false } => "none".into(),
                 NoteDecision::ModelCall { error: Some(e) } => format!("error {}", quoted(e)),
             };
             format!("  · {} {} -> {d}", note.phase.as_str(), note.hook)
@@ -274,6 +292,7 @@ pub fn event(kind: &EventKind) -> String {
             tool_calls,
             finish,
             error,
+            aborted,
         } => {
             let mut s =
                 format!("stream step={step} deltas={deltas} chars={chars} tool_calls={tool_calls}");
@@ -282,6 +301,9 @@ pub fn event(kind: &EventKind) -> String {
             }
             if let Some(e) = error {
                 let _ = write!(s, " error={}", quoted(e));
+            }
+            if let Some(a) = aborted {
+                let _ = write!(s, " aborted={}", quoted(a));
             }
             s
         }
@@ -333,6 +355,9 @@ pub fn event(kind: &EventKind) -> String {
             let t = match transition {
                 Transition::NextStep => "next_step".to_string(),
                 Transition::Steer => "steer (new episode)".to_string(),
+                Transition::Aborted { outcome, reason } => {
+                    format!("end: aborted outcome={} reason={reason}", outcome.as_str())
+                }
                 Transition::Complete { reason: None } => "complete".to_string(),
                 Transition::Complete { reason: Some(r) } => format!("complete ({r})"),
             };
@@ -488,6 +513,36 @@ pub fn render(p: &Parts<'_>) -> String {
                 opt(&r.reason),
                 r.steps
             );
+        }
+    }
+
+    if !p.live.is_empty() {
+        out.push_str("\n== live ==\n");
+        for (name, e) in p.live {
+            let line = match e {
+                LiveEvent::Part {
+                    at,
+                    run_id,
+                    step,
+                    part,
+                } => format!(
+                    "{at:>6}ms {name} {run_id} step={step} {}",
+                    stream_part(part)
+                ),
+                LiveEvent::Aborted {
+                    at,
+                    run_id,
+                    step,
+                    reason,
+                } => format!(
+                    "{at:>6}ms {name} {run_id} step={step} aborted {}",
+                    quoted(reason)
+                ),
+                LiveEvent::Committed { at, version } => {
+                    format!("{at:>6}ms {name} refresh: version {version}")
+                }
+            };
+            let _ = writeln!(out, "{line}");
         }
     }
 
