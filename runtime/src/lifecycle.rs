@@ -12,7 +12,7 @@ use crate::message::{Message, ModelMessage, Outcome, Part, ResultSource, ToolSta
 use crate::model::{BoxStream, ModelError, ModelRequest};
 use crate::model_call::{AttemptPatch, ModelLink, ModelNext};
 use crate::patch::{Patch, Route};
-use crate::transform::{Pipeline, StreamTransform};
+use crate::transform::{NoAbort, Pipeline, StreamTransform};
 
 /// The error a hook returns to fail its run (SPEC L4).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -700,7 +700,12 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
     ) -> Option<Box<dyn StreamTransform>> {
         let mut stages = Vec::new();
         for hook in self.handlers(Phase::TransformStepStream) {
-            let stage = hook.transform_step_stream(cx, input);
+            let stage = hook
+                .transform_step_stream(cx, input)
+                .map(|t| match input.kind {
+                    StreamKind::Model => t,
+                    StreamKind::Respond | StreamKind::Replacement => NoAbort::wrap(t),
+                });
             note(cx, Phase::TransformStepStream, hook.name(), || {
                 NoteDecision::Transform {
                     installed: stage.is_some(),

@@ -37,7 +37,7 @@ use crate::patch::{Overlay, Route};
 use crate::stop::StopSignal;
 use crate::store::{RunRecord, Store, StoreError};
 use crate::tool::{Tool, ToolCx, ToolOutcome, ToolSpec};
-use crate::transform::{Assembler, Pipeline, StreamTransform, transform_parts};
+use crate::transform::{Assembler, NoAbort, Pipeline, StreamTransform, transform_parts};
 
 /// A runtime that is missing a required part.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -897,7 +897,13 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.lifecycle().transform_step_stream(&cx, &input)
         })) {
-            Ok(stage) => Ok(stage.into_iter().collect()),
+            Ok(stage) => Ok(stage
+                .map(|t| match kind {
+                    StreamKind::Model => t,
+                    StreamKind::Respond | StreamKind::Replacement => NoAbort::wrap(t),
+                })
+                .into_iter()
+                .collect()),
             Err(p) => Err(Fail {
                 phase: Phase::TransformStepStream.as_str(),
                 message: format!("hook panicked: {}", panic_message(&*p)),

@@ -268,3 +268,61 @@ impl StreamTransform for Pipeline {
         }
     }
 }
+
+/// Wraps a stage for finished parts (a response or an abort replacement): the
+/// parts are the final word, so a stage that aborts them is bypassed (its
+/// input passes on untouched) instead of dropping them. Only this one stage is
+/// bypassed; the stages around it (a redactor) still apply.
+pub(crate) struct NoAbort {
+    inner: Box<dyn StreamTransform>,
+    copies: Vec<StreamPart>,
+    out: Vec<StreamPart>,
+    aborted: bool,
+}
+
+impl NoAbort {
+    pub(crate) fn wrap(inner: Box<dyn StreamTransform>) -> Box<dyn StreamTransform> {
+        Box::new(NoAbort {
+            inner,
+            copies: Vec::new(),
+            out: Vec::new(),
+            aborted: false,
+        })
+    }
+}
+
+impl StreamTransform for NoAbort {
+    fn push(&mut self, part: StreamPart, _out: &mut Emit) {
+        self.copies.push(part.clone());
+        if self.aborted {
+            return;
+        }
+        let mut e = Emit::default();
+        self.inner.push(part, &mut e);
+        if e.aborted() {
+            self.aborted = true;
+        } else {
+            self.out.append(&mut e.parts);
+        }
+    }
+
+    fn finish(&mut self, out: &mut Emit) {
+        if !self.aborted {
+            let mut e = Emit::default();
+            self.inner.finish(&mut e);
+            if e.aborted() {
+                self.aborted = true;
+            } else {
+                self.out.append(&mut e.parts);
+            }
+        }
+        let parts = if self.aborted {
+            std::mem::take(&mut self.copies)
+        } else {
+            std::mem::take(&mut self.out)
+        };
+        for p in parts {
+            out.part(p);
+        }
+    }
+}

@@ -3,13 +3,15 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, EventKind, ModelContent, ModelRequest, Role, StoredThread};
+use pai_runtime::{
+    Event, EventKind, LiveEvent, ModelContent, ModelRequest, Pattern, Role, StoredThread,
+};
 
 use crate::scenario::RequestExpect;
 use crate::world::ModelCallRecord;
 
 /// Every oracle, by the name scenarios use in `oracle = "..."`.
-pub const ORACLES: &[&str] = &["phase_grammar", "T1", "H1", "M1", "request"];
+pub const ORACLES: &[&str] = &["phase_grammar", "T1", "H1", "M1", "S3", "request"];
 
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,7 +21,98 @@ pub struct Violation {
     pub message: String,
 }
 
+/// Everything the oracles observe of one run.
+#[derive(Debug)]
+pub struct Observed<'a> {
+    pub events: &'a [Event],
+    pub threads: &'a [StoredThread],
+    pub calls: &'a [ModelCallRecord],
+    pub live: &'a [(String, LiveEvent)],
+    /// Patterns of the scenario's canonical redaction hooks.
+    pub redacted: &'a [Pattern],
+}
+
 /// Runs every oracle over one scenario run.
+pub fn check_all(o: &Observed<'_>) -> Vec<Violation> {
+    let mut out = check(o.events, o.threads, o.calls);
+    out.extend(s3_nothing_unredacted(o));
+    out
+}
+
+/// SPEC S3: with canonical redaction installed, no assistant message stored,
+/// no text a watcher received, and no assistant text sent back to the model
+/// matches a redaction pattern. (User messages are the user's own text.)
+pub fn s3_nothing_unredacted(o: &Observed<'_>) -> Vec<Violation> {
+    if o.redacted.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut flag = |run: Option<&str>, place: String, text: &str| {
+        if pai_runtime::matches_any(text, o.redacted) {
+            out.push(Violation {
+                oracle: "S3",
+                run: run.map(str::to_string),
+                message: format!("{place} holds unredacted text {text:?}"),
+            });
+        }
+    };
+    for t in o.threads {
+        for m in t.messages.iter().filter(|m| m.role == Role::Assistant) {
+            flag(
+                m.pai.run_id.as_deref(),
+                format!("stored message #{}", m.seq),
+                &m.text(),
+            );
+        }
+    }
+    let mut per_step: BTreeMap<(&str, &str, u32), String> = BTreeMap::new();
+    for (name, e) in o.live {
+        if let LiveEvent::Part {
+            run_id,
+            step,
+            part: pai_runtime::StreamPart::TextDelta(t),
+            ..
+        } = e
+        {
+            per_step
+                .entry((name.as_str(), run_id.as_str(), *step))
+                .or_default()
+                .push_str(t);
+        }
+    }
+    for ((name, run, step), text) in &per_step {
+        flag(
+            Some(run),
+            format!("watcher {name}'s live text of step {step}"),
+            text,
+        );
+    }
+    for c in o.calls {
+        for m in c
+            .request
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+        {
+            let text: String = m
+                .content
+                .iter()
+                .filter_map(|c| match c {
+                    ModelContent::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            flag(
+                Some(&c.request.run_id),
+                format!("model context of step {}", c.request.step),
+                &text,
+            );
+        }
+    }
+    out
+}
+
+/// Runs the oracles that need no scenario knowledge.
 pub fn check(
     events: &[Event],
     threads: &[StoredThread],

@@ -174,7 +174,24 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
             live.push((name.clone(), e));
         }
     }
-    let violations = oracle::check(&events, &threads, &calls);
+    let redacted: Vec<pai_runtime::Pattern> = s
+        .lifecycle
+        .iter()
+        .filter_map(|h| match h {
+            crate::scenario::HookSpec::Redact { patterns, .. } => {
+                pai_runtime::patterns(patterns).ok()
+            }
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let violations = oracle::check_all(&oracle::Observed {
+        events: &events,
+        threads: &threads,
+        calls: &calls,
+        live: &live,
+        redacted: &redacted,
+    });
     let transcript = transcript::render(&transcript::Parts {
         scenario: s,
         seed,
