@@ -10,6 +10,7 @@ use tracing::Instrument;
 use std::sync::atomic::AtomicU32;
 
 use std::future::Future as _;
+use std::task::Poll;
 
 use crate::agent::Agent;
 use crate::attempt::{AttemptEvents, DefaultLeaf, ProviderAttempt, SentCounts};
@@ -1015,59 +1016,65 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         let mut error = None;
         let mut abort = None;
         let mut transform_panic = None;
-        loop {
-            let next = std::future::poll_fn(|cx| {
-                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    stream.poll_next(cx)
-                })) {
-                    Ok(p) => p.map(Ok),
-                    Err(p) => std::task::Poll::Ready(Err(panic_message(&*p))),
+        // Parts are handled synchronously inside the poll, as many as are
+        // ready (at most BATCH, then the task yields), so a ready stream costs
+        // one poll and one panic guard per batch, not per part.
+        const BATCH: usize = 1024;
+        let mut in_transform = false;
+        let clock = &*self.sh.clock;
+        std::future::poll_fn(|cx| {
+            let batch = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                for _ in 0..BATCH {
+                    let part = match stream.poll_next(cx) {
+                        Poll::Pending => return Poll::Pending,
+                        Poll::Ready(None) => return Poll::Ready(()),
+                        Poll::Ready(Some(StreamPart::Finish(r))) => {
+                            finish = Some(r);
+                            continue;
+                        }
+                        Poll::Ready(Some(StreamPart::Error(e))) => {
+                            error = Some(e);
+                            return Poll::Ready(());
+                        }
+                        Poll::Ready(Some(part)) => part,
+                    };
+                    if let StreamPart::TextDelta(d) = &part {
+                        deltas += 1;
+                        chars += d.chars().count();
+                    }
+                    let at = if live.watchers.is_empty() {
+                        0
+                    } else {
+                        clock.now()
+                    };
+                    in_transform = true;
+                    let aborted = pipeline.push(part, &mut |p| {
+                        live.send(at, &p);
+                        assembled.push(p);
+                    });
+                    in_transform = false;
+                    if let Some(a) = aborted {
+                        abort = Some(a);
+                        return Poll::Ready(());
+                    }
                 }
-            })
-            .await;
-            let part = match next {
-                Ok(Some(StreamPart::Finish(r))) => {
-                    finish = Some(r);
-                    continue;
-                }
-                Ok(Some(StreamPart::Error(e))) => {
-                    error = Some(e);
-                    break;
-                }
-                Ok(None) => break,
-                Err(panic) => {
-                    error = Some(format!("model stream panicked: {panic}"));
-                    break;
-                }
-                Ok(Some(part)) => part,
-            };
-            if let StreamPart::TextDelta(d) = &part {
-                deltas += 1;
-                chars += d.chars().count();
-            }
-            let at = if live.watchers.is_empty() {
-                0
-            } else {
-                self.sh.clock.now()
-            };
-            let pushed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                pipeline.push(part, &mut |p| {
-                    live.send(at, &p);
-                    assembled.push(p);
-                })
+                cx.waker().wake_by_ref();
+                Poll::Pending
             }));
-            match pushed {
-                Ok(None) => {}
-                Ok(Some(a)) => {
-                    abort = Some(a);
-                    break;
-                }
+            match batch {
+                Ok(p) => p,
                 Err(p) => {
-                    transform_panic = Some(panic_message(&*p));
-                    break;
+                    let msg = panic_message(&*p);
+                    if in_transform {
+                        transform_panic = Some(msg);
+                    } else {
+                        error = Some(format!("model stream panicked: {msg}"));
+                    }
+                    Poll::Ready(())
                 }
             }
-        }
+        })
+        .await;
         drop(stream);
         if error.is_none() && abort.is_none() && transform_panic.is_none() {
             let at = self.sh.clock.now();

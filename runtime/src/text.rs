@@ -248,68 +248,74 @@ impl Redactor {
     }
 
     /// Processes `text` (held-back text plus new text); releases what is
-    /// decided and keeps the rest in `pending`.
-    fn process(&mut self, text: &str, at_end: bool, out: &mut Emit) {
-        let b = text.as_bytes();
+    /// decided and keeps the rest in `pending`. Text that needs no change is
+    /// released as the same string, without copying.
+    fn process(&mut self, text: String, at_end: bool, out: &mut Emit) {
         let mut released = String::new();
-        let mut i = 0;
-        let mut from = 0;
-        loop {
-            if let Some(k) = self.swallowing {
-                let p = &self.patterns[k];
-                while i < b.len() && p.in_class(b[i]) {
-                    i += 1;
+        let mut whole = false;
+        {
+            let b = text.as_bytes();
+            let mut i = 0;
+            let mut from = 0;
+            loop {
+                if let Some(k) = self.swallowing {
+                    let p = &self.patterns[k];
+                    while i < b.len() && p.in_class(b[i]) {
+                        i += 1;
+                    }
+                    from = i;
+                    if i == b.len() && !at_end {
+                        break;
+                    }
+                    self.swallowing = None;
                 }
-                from = i;
-                if i == b.len() && !at_end {
+                let Some(j) = (i..b.len()).find(|&j| self.starts[b[j] as usize]) else {
+                    if from == 0 && released.is_empty() {
+                        whole = true;
+                    } else {
+                        released.push_str(&text[from..]);
+                    }
                     break;
-                }
-                self.swallowing = None;
-            }
-            let Some(j) = (i..b.len()).find(|&j| self.starts[b[j] as usize]) else {
-                released.push_str(&text[from..]);
-                break;
-            };
-            let decided =
-                self.patterns
-                    .iter()
-                    .enumerate()
-                    .find_map(|(k, p)| match p.status(b, j, at_end) {
+                };
+                let decided = self.patterns.iter().enumerate().find_map(|(k, p)| {
+                    match p.status(b, j, at_end) {
                         Status::Dead => None,
                         s => Some((k, s)),
-                    });
-            match decided {
-                Some((k, Status::Match { len })) => {
-                    released.push_str(&text[from..j]);
-                    released.push_str(&self.replacement);
-                    let p = &self.patterns[k];
-                    i = j + if p.class.is_some() {
-                        p.prefix.len()
-                    } else {
-                        len
-                    };
-                    from = i;
-                    if p.class.is_some() {
-                        self.swallowing = Some(k);
                     }
+                });
+                match decided {
+                    Some((k, Status::Match { len })) => {
+                        released.push_str(&text[from..j]);
+                        released.push_str(&self.replacement);
+                        let p = &self.patterns[k];
+                        i = j + if p.class.is_some() {
+                            p.prefix.len()
+                        } else {
+                            len
+                        };
+                        from = i;
+                        if p.class.is_some() {
+                            self.swallowing = Some(k);
+                        }
+                    }
+                    Some((_, _possible)) => {
+                        released.push_str(&text[from..j]);
+                        self.pending.push_str(&text[j..]);
+                        break;
+                    }
+                    None => i = j + 1,
                 }
-                Some((_, _possible)) => {
-                    released.push_str(&text[from..j]);
-                    self.pending.push_str(&text[j..]);
-                    break;
-                }
-                None => i = j + 1,
             }
         }
         if self.swallowing.is_some() && at_end {
             self.swallowing = None;
         }
-        out.text(released);
+        out.text(if whole { text } else { released });
     }
 
     fn flush(&mut self, out: &mut Emit) {
         let pending = std::mem::take(&mut self.pending);
-        self.process(&pending, true, out);
+        self.process(pending, true, out);
         self.swallowing = None;
     }
 }
@@ -328,11 +334,11 @@ impl StreamTransform for Redactor {
                     return;
                 }
                 if self.pending.is_empty() {
-                    self.process(&d, false, out);
+                    self.process(d, false, out);
                 } else {
                     let mut text = std::mem::take(&mut self.pending);
                     text.push_str(&d);
-                    self.process(&text, false, out);
+                    self.process(text, false, out);
                 }
             }
             other => {

@@ -51,6 +51,11 @@ impl Emit {
     pub fn aborted(&self) -> bool {
         self.abort.is_some()
     }
+
+    /// What was emitted, in order (for driving a stage by hand, as in tests).
+    pub fn into_parts(self) -> Vec<StreamPart> {
+        self.parts
+    }
 }
 
 /// One stage of a stream pipeline.

@@ -81,6 +81,8 @@ fn scenario(
                 send: if a.kind == 0 { text.clone() } else { None },
                 steer: if a.kind == 1 { text } else { None },
                 cancel: a.kind == 2,
+                watch: None,
+                live: vec![],
             }
         })
         .collect();

@@ -1,0 +1,163 @@
+//! W1 of ../shared/BENCHMARKS.md: 100,000 text deltas of 16 ASCII characters
+//! with 2,000 secrets that cross delta boundaries, redacted through the full
+//! canonical pipeline (provider stream → canonical transform → assembled,
+//! stored message), checked against the published output hash.
+
+use std::sync::{Arc, Mutex};
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use pai_runtime::{
+    Agent, BoxStream, Clock, FinishReason, HookCx, HookFuture, IdKind, IdSource, LanguageModel,
+    Lifecycle, Millis, ModelError, ModelMap, ModelRequest, Pattern, Phase, Phases, ReadyStream,
+    Runtime, StreamInput, StreamPart, StreamTransform, compose, patterns, redact_text_deltas,
+};
+use sha2::{Digest, Sha256};
+
+const DELTAS: usize = 100_000;
+const DELTA_LEN: usize = 16;
+const FILLER: &[u8] = b"the quick brown fox jumps over the lazy dog ";
+const ALPHA: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+const INPUT_SHA256: &str = "0fc13997f0e2bdab86319b73ae6749d7917be99d284afb7e5e68a07622746b5b";
+const OUTPUT_SHA256: &str = "9311d88791235b01bccba0e82889e03f39a00ea95f043ad0f6eadadb6d8f2747";
+const OUTPUT_LEN: usize = 1_574_000;
+
+fn input() -> String {
+    let mut text: Vec<u8> = (0..DELTAS * DELTA_LEN)
+        .map(|p| FILLER[p % FILLER.len()])
+        .collect();
+    for i in 0..2000 {
+        let start = i * 800 + 400 + (i % 16);
+        text[start - 1] = b' ';
+        text[start..start + 3].copy_from_slice(b"sk-");
+        for j in 0..20 {
+            text[start + 3 + j] = ALPHA[(i * 7 + j * 13) % 62];
+        }
+        text[start + 23] = b' ';
+    }
+    String::from_utf8(text).expect("ASCII")
+}
+
+fn sha256(s: &str) -> String {
+    Sha256::digest(s.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn deltas(text: &str) -> Vec<StreamPart> {
+    let mut parts: Vec<StreamPart> = text
+        .as_bytes()
+        .chunks(DELTA_LEN)
+        .map(|c| StreamPart::TextDelta(String::from_utf8(c.to_vec()).expect("ASCII")))
+        .collect();
+    parts.push(StreamPart::Finish(FinishReason::Stop));
+    parts
+}
+
+struct Clock0;
+impl Clock for Clock0 {
+    fn now(&self) -> Millis {
+        0
+    }
+    fn sleep(&self, _: Millis) -> HookFuture<'static, ()> {
+        HookFuture::new(std::future::pending())
+    }
+}
+
+#[derive(Default)]
+struct Ids(Mutex<u64>);
+impl IdSource for Ids {
+    fn next_id(&self, kind: IdKind) -> String {
+        let mut n = self.0.lock().expect("ids");
+        *n += 1;
+        format!("{}{n}", kind.prefix())
+    }
+}
+
+/// A provider that streams prepared parts once.
+struct Prepared(Mutex<Option<Vec<StreamPart>>>);
+impl LanguageModel for Prepared {
+    fn stream<'a>(&'a self, _: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
+        let parts = self.0.lock().expect("parts").take().unwrap_or_default();
+        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
+    }
+}
+
+struct Redact(Vec<Pattern>);
+impl Lifecycle<()> for Redact {
+    fn phases(&self) -> Phases {
+        Phases::only(Phase::TransformStepStream)
+    }
+    fn transform_step_stream(
+        &self,
+        _: &HookCx<'_, ()>,
+        _: &StreamInput,
+    ) -> Option<Box<dyn StreamTransform>> {
+        Some(redact_text_deltas(self.0.clone(), "[REDACTED]"))
+    }
+}
+
+/// One whole run: the provider streams the deltas, the canonical redactor
+/// transforms them, the step is assembled and committed. Returns the stored text.
+fn full_pipeline(rt: &tokio::runtime::Runtime, pats: &[Pattern], parts: Vec<StreamPart>) -> String {
+    let agent = Agent::new("w1", "m").lifecycle(compose(vec![Box::new(Redact(pats.to_vec()))]));
+    let runtime = Runtime::builder(agent, ())
+        .models(ModelMap::new().with("m", Arc::new(Prepared(Mutex::new(Some(parts))))))
+        .clock(Arc::new(Clock0))
+        .ids(Arc::new(Ids::default()))
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let t = runtime.client("u").thread("t");
+        t.send("go").await.expect("send");
+        let state = t.wait_until_idle().await.expect("idle");
+        state.messages[1].text()
+    })
+}
+
+fn w1(c: &mut Criterion) {
+    let text = input();
+    assert_eq!(sha256(&text), INPUT_SHA256, "W1 input");
+    let pats = patterns(&["sk-[A-Za-z0-9_-]+"]).expect("pattern");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("tokio");
+    let out = full_pipeline(&rt, &pats, deltas(&text));
+    assert_eq!(out.len(), OUTPUT_LEN, "W1 output length");
+    assert_eq!(sha256(&out), OUTPUT_SHA256, "W1 output");
+
+    let mut group = c.benchmark_group("w1_redaction");
+    group.throughput(Throughput::Elements(DELTAS as u64));
+    group.sample_size(30);
+    group.bench_function("full_canonical_pipeline", |b| {
+        b.iter_batched(
+            || deltas(&text),
+            |parts| full_pipeline(&rt, &pats, parts),
+            BatchSize::LargeInput,
+        );
+    });
+    group.bench_function("redactor_stage_only", |b| {
+        b.iter_batched(
+            || deltas(&text),
+            |parts| {
+                let mut stage = redact_text_deltas(pats.clone(), "[REDACTED]");
+                let mut out = String::with_capacity(OUTPUT_LEN);
+                for p in parts {
+                    let mut e = pai_runtime::Emit::default();
+                    stage.push(p, &mut e);
+                    for q in e.into_parts() {
+                        if let StreamPart::TextDelta(t) = q {
+                            out.push_str(&t);
+                        }
+                    }
+                }
+                out
+            },
+            BatchSize::LargeInput,
+        );
+    });
+    group.finish();
+}
+
+criterion_group!(benches, w1);
+criterion_main!(benches);

@@ -1,0 +1,270 @@
+//! SPEC S3 (property): for random texts with embedded secrets, random patterns
+//! from a small family and every random chunking, the stored text equals the
+//! redaction of the whole text; no stored text, live text after the redactor,
+//! or later model context matches a pattern; and redaction is idempotent.
+
+use std::sync::{Arc, Mutex};
+
+use pai_runtime::{
+    AfterStepDecision, AfterStepInput, Agent, BoxStream, Clock, FinishReason, HookCx, HookFuture,
+    HookResult, IdKind, IdSource, LanguageModel, Lifecycle, LiveEvent, Millis, ModelContent,
+    ModelError, ModelMap, ModelRequest, Pattern, Phase, Phases, ReadyStream, Role, Runtime,
+    StreamInput, StreamPart, StreamTransform, compose, matches_any, patterns, redact,
+    redact_text_deltas,
+};
+use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
+
+const FAMILY: &[&str] = &[
+    "sk-[A-Za-z0-9_-]+",
+    "ghp_[A-Za-z0-9]+",
+    "password",
+    "[0-9]+",
+    "key-[a-f0-9]+",
+];
+const REPLACEMENT: &str = "[REDACTED]";
+
+struct Clock0;
+impl Clock for Clock0 {
+    fn now(&self) -> Millis {
+        0
+    }
+    fn sleep(&self, _: Millis) -> HookFuture<'static, ()> {
+        HookFuture::new(std::future::pending())
+    }
+}
+
+#[derive(Default)]
+struct Ids(Mutex<u64>);
+impl IdSource for Ids {
+    fn next_id(&self, kind: IdKind) -> String {
+        let mut n = self.0.lock().unwrap();
+        *n += 1;
+        format!("{}{n}", kind.prefix())
+    }
+}
+
+/// Streams the chunks at step 0 and "ok" at step 1; records step 1's context.
+struct Chunks {
+    chunks: Vec<String>,
+    later_context: Mutex<Vec<String>>,
+}
+
+impl LanguageModel for Chunks {
+    fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
+        let mut parts: Vec<StreamPart> = if r.step == 0 {
+            self.chunks
+                .iter()
+                .cloned()
+                .map(StreamPart::TextDelta)
+                .collect()
+        } else {
+            let mut seen = self.later_context.lock().unwrap();
+            for m in r.messages.iter().filter(|m| m.role == Role::Assistant) {
+                for c in &m.content {
+                    if let ModelContent::Text { text } = c {
+                        seen.push(text.clone());
+                    }
+                }
+            }
+            vec![StreamPart::TextDelta("ok".into())]
+        };
+        parts.push(StreamPart::Finish(FinishReason::Stop));
+        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
+    }
+}
+
+/// Canonical redaction, and one more step after step 0.
+struct Redact(Vec<Pattern>);
+impl Lifecycle<()> for Redact {
+    fn phases(&self) -> Phases {
+        Phases::only(Phase::TransformStepStream).with(Phase::AfterStep)
+    }
+    fn transform_step_stream(
+        &self,
+        _: &HookCx<'_, ()>,
+        _: &StreamInput,
+    ) -> Option<Box<dyn StreamTransform>> {
+        Some(redact_text_deltas(self.0.clone(), REPLACEMENT))
+    }
+    fn after_step<'a>(
+        &'a self,
+        _: &'a HookCx<'_, ()>,
+        i: &'a AfterStepInput<'_>,
+    ) -> HookFuture<'a, HookResult<AfterStepDecision>> {
+        HookFuture::ready(Ok(if i.step == 0 {
+            AfterStepDecision::NextStep
+        } else {
+            AfterStepDecision::Natural
+        }))
+    }
+}
+
+/// What one run shows: the stored step-0 text, the live text, and the
+/// assistant text the model saw later.
+struct Seen {
+    stored: String,
+    live: String,
+    later: Vec<String>,
+}
+
+fn run(pats: &[Pattern], chunks: Vec<String>) -> Seen {
+    let model = Arc::new(Chunks {
+        chunks,
+        later_context: Mutex::new(Vec::new()),
+    });
+    let agent = Agent::new("a", "m").lifecycle(compose(vec![Box::new(Redact(pats.to_vec()))]));
+    let rt = Runtime::builder(agent, ())
+        .models(ModelMap::new().with("m", model.clone()))
+        .clock(Arc::new(Clock0))
+        .ids(Arc::new(Ids::default()))
+        .build()
+        .unwrap();
+    let (stored, live) = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let t = rt.client("u").thread("t");
+            let mut watch = t.watch(Vec::new()).unwrap();
+            t.send("go").await.unwrap();
+            let state = t.wait_until_idle().await.unwrap();
+            let stored = state.messages[1].text();
+            let mut live = String::new();
+            while let Some(e) = watch.try_next() {
+                if let LiveEvent::Part {
+                    step: 0,
+                    part: StreamPart::TextDelta(d),
+                    ..
+                } = e
+                {
+                    live.push_str(&d);
+                }
+            }
+            (stored, live)
+        });
+    let later = model.later_context.lock().unwrap().clone();
+    Seen {
+        stored,
+        live,
+        later,
+    }
+}
+
+/// Text made of filler that brushes against the patterns (s, k, -, digits,
+/// "pass") and secrets of the chosen patterns.
+fn text() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        Just("s".to_string()),
+        Just("k".to_string()),
+        Just("-".to_string()),
+        Just("sk".to_string()),
+        Just("sk-".to_string()),
+        Just("pass".to_string()),
+        Just("key-".to_string()),
+        Just("ghp".to_string()),
+        Just(" ".to_string()),
+        Just("the ".to_string()),
+        Just("é".to_string()),
+        "[a-z]{1,4}",
+        "[0-9]{1,3}",
+        "sk-[A-Za-z0-9_-]{1,8}",
+        "ghp_[A-Za-z0-9]{1,6}",
+        Just("password".to_string()),
+        "key-[a-f0-9]{1,6}",
+    ];
+    prop::collection::vec(piece, 0..24).prop_map(|v| v.concat())
+}
+
+/// Cuts `text` into chunks at char boundaries chosen by `cuts`.
+fn chunk(text: &str, cuts: &[prop::sample::Index]) -> Vec<String> {
+    let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).skip(1).collect();
+    let mut at: Vec<usize> = cuts
+        .iter()
+        .filter(|_| !bounds.is_empty())
+        .map(|c| bounds[c.index(bounds.len())])
+        .collect();
+    at.sort_unstable();
+    at.dedup();
+    let mut out = Vec::new();
+    let mut from = 0;
+    for a in at {
+        out.push(text[from..a].to_string());
+        from = a;
+    }
+    out.push(text[from..].to_string());
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/proptest-regressions/streams.txt"),
+        ))),
+        ..ProptestConfig::default()
+    })]
+
+    /// The stage alone, many chunkings: streaming equals the whole-text reference.
+    #[test]
+    fn s3_redactor_equals_reference_for_every_chunking(
+        which in prop::sample::subsequence(FAMILY.to_vec(), 1..=3),
+        text in text(),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
+    ) {
+        let pats = patterns(&which).unwrap();
+        let expected = redact(&text, &pats, REPLACEMENT);
+        let mut stage = redact_text_deltas(pats.clone(), REPLACEMENT);
+        let mut collect = Collect(String::new());
+        for c in chunk(&text, &cuts) {
+            collect.feed(&mut *stage, StreamPart::TextDelta(c));
+        }
+        collect.finish(&mut *stage);
+        let got = collect.0;
+        prop_assert_eq!(&got, &expected);
+        prop_assert!(!matches_any(&got, &pats), "{:?}", got);
+        prop_assert_eq!(redact(&got, &pats, REPLACEMENT), got);
+    }
+
+    /// The full pipeline: provider stream, canonical redaction, store, live
+    /// watcher and the next step's model context.
+    #[test]
+    fn s3_stored_live_and_context_are_redacted(
+        which in prop::sample::subsequence(FAMILY.to_vec(), 1..=3),
+        text in text(),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
+    ) {
+        let pats = patterns(&which).unwrap();
+        let expected = redact(&text, &pats, REPLACEMENT);
+        let seen = run(&pats, chunk(&text, &cuts));
+        prop_assert_eq!(&seen.stored, &expected);
+        prop_assert_eq!(&seen.live, &expected);
+        prop_assert!(!matches_any(&seen.stored, &pats));
+        for t in &seen.later {
+            prop_assert!(!matches_any(t, &pats), "model context {:?}", t);
+        }
+        prop_assert_eq!(redact(&seen.stored, &pats, REPLACEMENT), seen.stored);
+    }
+}
+
+/// Collects a stage's text output.
+struct Collect(String);
+
+impl Collect {
+    fn feed(&mut self, stage: &mut dyn StreamTransform, part: StreamPart) {
+        let mut e = pai_runtime::Emit::default();
+        stage.push(part, &mut e);
+        self.take(e);
+    }
+    fn finish(&mut self, stage: &mut dyn StreamTransform) {
+        let mut e = pai_runtime::Emit::default();
+        stage.finish(&mut e);
+        self.take(e);
+    }
+    fn take(&mut self, e: pai_runtime::Emit) {
+        for p in e.into_parts() {
+            if let StreamPart::TextDelta(t) = p {
+                self.0.push_str(&t);
+            }
+        }
+    }
+}
