@@ -36,6 +36,28 @@ pub struct Observed<'a> {
 pub fn check_all(o: &Observed<'_>) -> Vec<Violation> {
     let mut out = check(o.events, o.threads, o.calls);
     out.extend(s3_nothing_unredacted(o));
+    out.extend(h1_one_invalidation_per_commit(o.live));
+    out
+}
+
+/// SPEC H1 (watchers): each watcher gets one invalidation per commit, in
+/// version order: the versions it is told about rise by exactly one.
+pub fn h1_one_invalidation_per_commit(live: &[(String, LiveEvent)]) -> Vec<Violation> {
+    let mut last: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (name, e) in live {
+        if let LiveEvent::Committed { version, .. } = e {
+            if let Some(prev) = last.insert(name.as_str(), *version)
+                && *version != prev + 1
+            {
+                out.push(Violation {
+                    oracle: "H1",
+                    run: None,
+                    message: format!("watcher {name} was told version {version} after {prev}"),
+                });
+            }
+        }
+    }
     out
 }
 
