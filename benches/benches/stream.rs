@@ -7,11 +7,15 @@ use std::sync::{Arc, Mutex};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use pai_runtime::{
-    Agent, BoxStream, Clock, FinishReason, HookCx, HookFuture, IdKind, IdSource, LanguageModel,
-    Lifecycle, Millis, ModelError, ModelMap, ModelRequest, Pattern, Phase, Phases, ReadyStream,
-    Runtime, StreamInput, StreamPart, StreamTransform, compose, patterns, redact_text_deltas,
+    Agent, BoxStream, FinishReason, HookCx, HookFuture, LanguageModel, Lifecycle, ModelError,
+    ModelMap, ModelRequest, Pattern, Phase, Phases, ReadyStream, Runtime, StreamInput, StreamPart,
+    StreamTransform, compose, patterns, redact_text_deltas,
 };
 use sha2::{Digest, Sha256};
+
+#[path = "../../runtime/tests/common/mod.rs"]
+mod common;
+use common::{CountingIds, StillClock};
 
 const DELTAS: usize = 100_000;
 const DELTA_LEN: usize = 16;
@@ -54,26 +58,6 @@ fn deltas(text: &str) -> Vec<StreamPart> {
     parts
 }
 
-struct Clock0;
-impl Clock for Clock0 {
-    fn now(&self) -> Millis {
-        0
-    }
-    fn sleep(&self, _: Millis) -> HookFuture<'static, ()> {
-        HookFuture::new(std::future::pending())
-    }
-}
-
-#[derive(Default)]
-struct Ids(Mutex<u64>);
-impl IdSource for Ids {
-    fn next_id(&self, kind: IdKind) -> String {
-        let mut n = self.0.lock().expect("ids");
-        *n += 1;
-        format!("{}{n}", kind.prefix())
-    }
-}
-
 /// A provider that streams prepared parts once.
 struct Prepared(Mutex<Option<Vec<StreamPart>>>);
 impl LanguageModel for Prepared {
@@ -103,8 +87,8 @@ fn full_pipeline(rt: &tokio::runtime::Runtime, pats: &[Pattern], parts: Vec<Stre
     let agent = Agent::new("w1", "m").lifecycle(compose(vec![Box::new(Redact(pats.to_vec()))]));
     let runtime = Runtime::builder(agent, ())
         .models(ModelMap::new().with("m", Arc::new(Prepared(Mutex::new(Some(parts))))))
-        .clock(Arc::new(Clock0))
-        .ids(Arc::new(Ids::default()))
+        .clock(Arc::new(StillClock))
+        .ids(Arc::new(CountingIds::default()))
         .build()
         .expect("runtime");
     rt.block_on(async {

@@ -265,21 +265,29 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
         self.submit(text.into(), true)
     }
 
-    /// Cancels the thread's active run, if any (SPEC T8): its model attempt
-    /// stops, running tools get cancelled results, and the run ends with
-    /// outcome cancelled. Returns the run id it cancelled.
-    pub fn cancel(&self) -> Result<Option<String>, ClientError> {
-        let sh = &self.runtime.shared;
-        let map = sh.store.lock();
+    /// The thread's record, if this client's identity and agent may reach it (H4).
+    fn scoped<'m>(
+        &self,
+        map: &'m std::collections::BTreeMap<String, crate::store::ThreadRec>,
+    ) -> Result<&'m crate::store::ThreadRec, ClientError> {
         let rec = map
             .get(&self.id)
             .ok_or_else(|| StoreError::NoThread(self.id.clone()))?;
-        if rec.owner != self.identity || rec.agent != sh.agent.name {
+        if rec.owner != self.identity || rec.agent != self.runtime.shared.agent.name {
             return Err(StoreError::Forbidden {
                 thread: self.id.clone(),
             }
             .into());
         }
+        Ok(rec)
+    }
+
+    /// Cancels the thread's active run, if any (SPEC T8): its model attempt
+    /// stops, running tools get cancelled results, and the run ends with
+    /// outcome cancelled. Returns the run id it cancelled.
+    pub fn cancel(&self) -> Result<Option<String>, ClientError> {
+        let map = self.runtime.shared.store.lock();
+        let rec = self.scoped(&map)?;
         if let Some(stop) = &rec.active_stop {
             stop.trigger();
         }
@@ -356,17 +364,8 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
 
     /// The thread as this client may see it.
     pub fn state(&self) -> Result<ThreadState, ClientError> {
-        let sh = &self.runtime.shared;
-        let map = sh.store.lock();
-        let rec = map
-            .get(&self.id)
-            .ok_or_else(|| StoreError::NoThread(self.id.clone()))?;
-        if rec.owner != self.identity || rec.agent != sh.agent.name {
-            return Err(StoreError::Forbidden {
-                thread: self.id.clone(),
-            }
-            .into());
-        }
+        let map = self.runtime.shared.store.lock();
+        let rec = self.scoped(&map)?;
         Ok(ThreadState {
             id: self.id.clone(),
             version: rec.version,

@@ -2,39 +2,18 @@
 //! mock model, a typed tool, a client sending a message and waiting for idle.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use pai_runtime::{
-    Agent, BoxStream, ClientError, Clock, FinishReason, HookCx, HookFuture, HookResult, IdKind,
-    IdSource, LanguageModel, Lifecycle, Millis, ModelError, ModelMap, ModelRequest, Part, Phase,
-    Phases, Producer, ReadyStream, ResultSource, Role, Runtime, StoreError, StreamPart,
-    ToolCallDecision, ToolCallInput, ToolError, compose, tool_fn,
+    Agent, BoxStream, ClientError, FinishReason, HookCx, HookFuture, HookResult, LanguageModel,
+    Lifecycle, ModelError, ModelMap, ModelRequest, Part, Phase, Phases, Producer, ReadyStream,
+    ResultSource, Role, Runtime, StoreError, StreamPart, ToolCallDecision, ToolCallInput,
+    ToolError, compose, tool_fn,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-struct FixedClock;
-impl Clock for FixedClock {
-    fn now(&self) -> Millis {
-        1_000
-    }
-    fn sleep(&self, _ms: Millis) -> HookFuture<'static, ()> {
-        // Time never passes on this clock; nothing in these tests waits on it.
-        HookFuture::new(std::future::pending())
-    }
-}
-
-#[derive(Default)]
-struct CountingIds(AtomicU64);
-impl IdSource for CountingIds {
-    fn next_id(&self, kind: IdKind) -> String {
-        format!(
-            "{}{}",
-            kind.prefix(),
-            self.0.fetch_add(1, Ordering::Relaxed) + 1
-        )
-    }
-}
+mod common;
+use common::{CountingIds, StillClock};
 
 /// Calls `add` on its first call and answers with text on the second.
 struct MockModel;
@@ -117,7 +96,7 @@ fn runtime() -> Runtime<()> {
         .lifecycle(compose(vec![Box::new(NoWipe)]));
     Runtime::builder(agent, ())
         .models(ModelMap::new().with("mock", Arc::new(MockModel)))
-        .clock(Arc::new(FixedClock))
+        .clock(Arc::new(StillClock))
         .ids(Arc::new(CountingIds::default()))
         .build()
         .expect("all parts given")

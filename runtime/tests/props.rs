@@ -14,6 +14,8 @@ use pai_runtime::{
     RunInput, ToolChoice, Visibility, compose,
 };
 use proptest::prelude::*;
+
+mod common;
 use proptest::test_runner::FileFailurePersistence;
 use serde_json::{Map, Value, json};
 
@@ -286,32 +288,12 @@ mod attempts {
     use std::sync::{Arc, Mutex};
 
     use pai_runtime::{
-        Agent, AttemptPatch, BoxStream, Clock, FinishReason, IdKind, IdSource, LanguageModel,
-        Millis, ModelError, ModelMap, ModelNext, ModelRequest, ReadyStream, Runtime, StepDecision,
-        StepInput, StreamPart,
+        Agent, AttemptPatch, BoxStream, FinishReason, LanguageModel, ModelError, ModelMap,
+        ModelNext, ModelRequest, ReadyStream, Runtime, StepDecision, StepInput, StreamPart,
     };
 
     use super::*;
-
-    struct Clock0;
-    impl Clock for Clock0 {
-        fn now(&self) -> Millis {
-            0
-        }
-        fn sleep(&self, _: Millis) -> HookFuture<'static, ()> {
-            HookFuture::new(std::future::pending())
-        }
-    }
-
-    #[derive(Default)]
-    struct Ids(Mutex<u64>);
-    impl IdSource for Ids {
-        fn next_id(&self, kind: IdKind) -> String {
-            let mut n = self.0.lock().unwrap();
-            *n += 1;
-            format!("{}{n}", kind.prefix())
-        }
-    }
+    use crate::common::{CountingIds, StillClock};
 
     /// Records the route of every attempt and answers with text.
     #[derive(Default)]
@@ -421,8 +403,8 @@ mod attempts {
             .with("large", model.clone());
         let rt = Runtime::builder(agent, ())
             .models(models)
-            .clock(Arc::new(Clock0))
-            .ids(Arc::new(Ids::default()))
+            .clock(Arc::new(StillClock))
+            .ids(Arc::new(CountingIds::default()))
             .build()
             .unwrap();
         tokio::runtime::Builder::new_current_thread()

@@ -6,13 +6,15 @@
 use std::sync::{Arc, Mutex};
 
 use pai_runtime::{
-    AfterStepDecision, AfterStepInput, Agent, BoxStream, Clock, FinishReason, HookCx, HookFuture,
-    HookResult, IdKind, IdSource, LanguageModel, Lifecycle, LiveEvent, Millis, ModelContent,
-    ModelError, ModelMap, ModelRequest, Pattern, Phase, Phases, ReadyStream, Role, Runtime,
-    StreamInput, StreamPart, StreamTransform, compose, matches_any, patterns, redact,
-    redact_text_deltas,
+    AfterStepDecision, AfterStepInput, Agent, BoxStream, FinishReason, HookCx, HookFuture,
+    HookResult, LanguageModel, Lifecycle, LiveEvent, ModelContent, ModelError, ModelMap,
+    ModelRequest, Pattern, Phase, Phases, ReadyStream, Role, Runtime, StreamInput, StreamPart,
+    StreamTransform, compose, matches_any, patterns, redact, redact_text_deltas,
 };
 use proptest::prelude::*;
+
+mod common;
+use common::{CountingIds, StillClock};
 use proptest::test_runner::FileFailurePersistence;
 
 const FAMILY: &[&str] = &[
@@ -23,26 +25,6 @@ const FAMILY: &[&str] = &[
     "key-[a-f0-9]+",
 ];
 const REPLACEMENT: &str = "[REDACTED]";
-
-struct Clock0;
-impl Clock for Clock0 {
-    fn now(&self) -> Millis {
-        0
-    }
-    fn sleep(&self, _: Millis) -> HookFuture<'static, ()> {
-        HookFuture::new(std::future::pending())
-    }
-}
-
-#[derive(Default)]
-struct Ids(Mutex<u64>);
-impl IdSource for Ids {
-    fn next_id(&self, kind: IdKind) -> String {
-        let mut n = self.0.lock().unwrap();
-        *n += 1;
-        format!("{}{n}", kind.prefix())
-    }
-}
 
 /// Streams the chunks at step 0 and "ok" at step 1; records step 1's context.
 struct Chunks {
@@ -116,8 +98,8 @@ fn run(pats: &[Pattern], chunks: Vec<String>) -> Seen {
     let agent = Agent::new("a", "m").lifecycle(compose(vec![Box::new(Redact(pats.to_vec()))]));
     let rt = Runtime::builder(agent, ())
         .models(ModelMap::new().with("m", model.clone()))
-        .clock(Arc::new(Clock0))
-        .ids(Arc::new(Ids::default()))
+        .clock(Arc::new(StillClock))
+        .ids(Arc::new(CountingIds::default()))
         .build()
         .unwrap();
     let (stored, live) = tokio::runtime::Builder::new_current_thread()

@@ -1,0 +1,32 @@
+//! A clock and an id source for driving the runtime outside the simulator
+//! (shared by the runtime's integration tests and the benches).
+
+#![allow(dead_code)]
+
+use std::sync::Mutex;
+
+use pai_runtime::{Clock, HookFuture, IdKind, IdSource, Millis};
+
+/// Time that never passes; nothing driven with it may wait on a timer.
+pub struct StillClock;
+
+impl Clock for StillClock {
+    fn now(&self) -> Millis {
+        0
+    }
+    fn sleep(&self, _ms: Millis) -> HookFuture<'static, ()> {
+        HookFuture::new(std::future::pending())
+    }
+}
+
+/// `run1`, `msg2`, ...: one counter for every kind.
+#[derive(Default)]
+pub struct CountingIds(Mutex<u64>);
+
+impl IdSource for CountingIds {
+    fn next_id(&self, kind: IdKind) -> String {
+        let mut n = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *n += 1;
+        format!("{}{n}", kind.prefix())
+    }
+}
