@@ -67,6 +67,9 @@ pub(crate) struct ProviderAttempt<'a> {
     pub(crate) events: &'a dyn AttemptEvents,
     pub(crate) stop: &'a StopSignal,
     pub(crate) attempts: AtomicU32,
+    /// The route of the newest attempt whose stream exists: tool calls of the
+    /// step are checked against it (P6).
+    pub(crate) answered: std::sync::Mutex<Option<crate::patch::Route>>,
 }
 
 impl ModelLink for ProviderAttempt<'_> {
@@ -90,6 +93,9 @@ impl ModelLink for ProviderAttempt<'_> {
                 timeout_ms: req.timeout_ms,
             }));
             let result = self.start(&req).await;
+            if result.is_ok() {
+                *self.answered.lock().unwrap_or_else(|e| e.into_inner()) = Some(req.route.clone());
+            }
             if let Err(e) = &result {
                 self.events.event(Box::new(|| EventKind::AttemptFailed {
                     step,

@@ -138,9 +138,18 @@ impl<'a> History<'a> {
         })
     }
 
-    /// The runtime's default context: every context-visible message up to the anchor.
+    /// The runtime's default context: every context-visible message up to the
+    /// anchor, except the messages of runs still waiting in the queue: those
+    /// belong to their own run and enter context when it starts (K1, A4).
     pub fn default_context(&self) -> Result<Vec<ModelMessage>, HistoryError> {
-        self.model_messages(1, self.anchor)
+        self.read(|rec| {
+            to_model_messages(rec.messages.iter().filter(|m| {
+                m.seq <= self.anchor
+                    && !m.pai.run_id.as_ref().is_some_and(|r| {
+                        m.role == crate::message::Role::User && rec.queue.contains(r)
+                    })
+            }))
+        })
     }
 }
 

@@ -82,6 +82,19 @@ pub(crate) async fn guarded<'a, T>(make: impl FnOnce() -> HookFuture<'a, T>) -> 
     .await
 }
 
+/// Drives `fut`, turning a panic while it is polled into `Err(message)`.
+pub(crate) async fn catch_panic<F: Future>(fut: F) -> Result<F::Output, String> {
+    let mut fut = std::pin::pin!(fut);
+    std::future::poll_fn(
+        move |cx| match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(p) => Poll::Ready(Err(panic_message(&*p))),
+        },
+    )
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,8 +37,9 @@ pub use lifecycle::{
 };
 pub use live::{LiveEvent, Watch};
 pub use message::{
-    Message, ModelContent, ModelMessage, Outcome, PaiMeta, Part, Producer, ResultSource, Role,
-    THROWN_TOOL_ERROR, ToolStatus, Visibility, model_visible_output, to_model_messages,
+    MISSING_RESULT, Message, ModelContent, ModelMessage, Outcome, PaiMeta, Part, Producer,
+    ResultSource, Role, THROWN_TOOL_ERROR, ToolStatus, Visibility, model_visible_output,
+    pair_tool_calls, to_model_messages,
 };
 pub use model::{
     BoxStream, FinishReason, LanguageModel, ModelError, ModelMap, ModelProvider, ModelRequest,

@@ -1,7 +1,7 @@
 //! Live watchers (SPEC S2, H1): what a client sees in real time. A watcher
 //! receives the canonical stream of every step on its thread, shaped by its
-//! own live transforms, and one invalidation per commit in version order.
-//! Nothing here changes stored state.
+//! own live transforms, one invalidation per commit in version order, and
+//! the end of every run. Nothing here changes stored state.
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 use crate::clock::Millis;
+use crate::event::RunStatus;
+use crate::message::Outcome;
 use crate::model::StreamPart;
 use crate::transform::{Pipeline, StreamTransform};
 
@@ -31,6 +33,14 @@ pub enum LiveEvent {
     },
     /// The thread changed: refresh to see version `version` (H1).
     Committed { at: Millis, version: u64 },
+    /// A run ended (a run's status is not a commit, so watchers are told here).
+    RunEnded {
+        at: Millis,
+        run_id: String,
+        status: RunStatus,
+        outcome: Outcome,
+        reason: Option<String>,
+    },
 }
 
 /// A client's live view of one thread.
@@ -40,7 +50,7 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// The next event, waiting for it.
+    /// The next event, waiting for it; `None` once the watch is closed.
     pub async fn next(&mut self) -> Option<LiveEvent> {
         self.rx.recv().await
     }
@@ -78,14 +88,26 @@ fn lock(slot: &WatcherSlot) -> std::sync::MutexGuard<'_, Watcher> {
     slot.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Tells every watcher something; watchers whose client is gone are dropped.
+pub(crate) fn tell(watchers: &mut Vec<WatcherSlot>, event: impl Fn() -> LiveEvent) {
+    watchers.retain(|w| lock(w).tx.send(event()).is_ok());
+}
+
 /// Tells every watcher about a commit.
 pub(crate) fn committed(watchers: &mut Vec<WatcherSlot>, at: Millis, version: u64) {
-    watchers.retain(|w| {
-        lock(w)
-            .tx
-            .send(LiveEvent::Committed { at, version })
-            .is_ok()
-    });
+    tell(watchers, || LiveEvent::Committed { at, version });
+}
+
+/// Runs a watcher's live stages; a panic there is the watcher's problem, not
+/// the run's (S2): the watcher is closed and the run goes on.
+fn shielded(slot: &WatcherSlot, f: impl FnOnce(&mut Watcher)) {
+    let mut w = lock(slot);
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut w))).is_err() {
+        tracing::warn!("a live transform panicked; its watcher is closed");
+        // A fresh sender whose receiver is gone: the client's side closes,
+        // and the next commit notice drops the watcher.
+        w.tx = mpsc::unbounded_channel().0;
+    }
 }
 
 /// The watchers of one step's stream; empty (and free) when nobody watches.
@@ -96,18 +118,23 @@ pub(crate) struct LiveStep<'a> {
 }
 
 impl LiveStep<'_> {
+    fn part(&self, at: Millis, part: StreamPart) -> LiveEvent {
+        LiveEvent::Part {
+            at,
+            run_id: self.run_id.to_string(),
+            step: self.step,
+            part,
+        }
+    }
+
     /// Releases one canonical part to every watcher.
     pub(crate) fn send(&self, at: Millis, part: &StreamPart) {
-        for w in &self.watchers {
-            let mut w = lock(w);
-            let Watcher { tx, live } = &mut *w;
-            // Live transforms shape presentation only; they cannot abort the run.
-            let _ = live.push(part.clone(), &mut |p| {
-                let _ = tx.send(LiveEvent::Part {
-                    at,
-                    run_id: self.run_id.to_string(),
-                    step: self.step,
-                    part: p,
+        for slot in &self.watchers {
+            shielded(slot, |w| {
+                let Watcher { tx, live } = w;
+                // Live transforms shape presentation only; they cannot abort the run.
+                let _ = live.push(part.clone(), &mut |p| {
+                    let _ = tx.send(self.part(at, p));
                 });
             });
         }
@@ -116,30 +143,26 @@ impl LiveStep<'_> {
     /// Ends the step's live stream: flushes held-back live text, or, after an
     /// abort, drops it and says so.
     pub(crate) fn end(&self, at: Millis, aborted: Option<&str>) {
-        for w in &self.watchers {
-            let mut w = lock(w);
-            let Watcher { tx, live } = &mut *w;
-            match aborted {
-                None => {
-                    let _ = live.finish(&mut |p| {
-                        let _ = tx.send(LiveEvent::Part {
+        for slot in &self.watchers {
+            shielded(slot, |w| {
+                let Watcher { tx, live } = w;
+                match aborted {
+                    None => {
+                        let _ = live.finish(&mut |p| {
+                            let _ = tx.send(self.part(at, p));
+                        });
+                    }
+                    Some(reason) => {
+                        live.reset();
+                        let _ = tx.send(LiveEvent::Aborted {
                             at,
                             run_id: self.run_id.to_string(),
                             step: self.step,
-                            part: p,
+                            reason: reason.to_string(),
                         });
-                    });
+                    }
                 }
-                Some(reason) => {
-                    live.reset();
-                    let _ = tx.send(LiveEvent::Aborted {
-                        at,
-                        run_id: self.run_id.to_string(),
-                        step: self.step,
-                        reason: reason.to_string(),
-                    });
-                }
-            }
+            });
         }
     }
 }

@@ -224,82 +224,129 @@ pub enum ModelContent {
 }
 
 /// Derives the model context from stored messages: context-visible messages in
-/// order, each part converted to what the model may see.
-///
-/// Tool-call pairing is kept (SPEC H6): a call whose result was never stored
-/// (its run failed between the step commit and the results commit) is answered
-/// with a synthetic error result, and a result whose call is absent is dropped.
-/// A message stored while tool calls were waiting for their results (a
-/// steering or concurrent user message) is moved after those results, so the
-/// model always sees each call's result right after the call.
+/// order, each part converted to what the model may see, then paired
+/// ([`pair_tool_calls`]).
 pub fn to_model_messages<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<ModelMessage> {
-    let messages: Vec<&Message> = messages
+    let converted = messages
         .into_iter()
         .filter(|m| m.visibility.context)
-        .collect();
-    let mut answered = std::collections::BTreeSet::new();
-    let mut called = std::collections::BTreeSet::new();
-    for m in &messages {
-        for p in &m.parts {
-            match p {
-                Part::ToolResult { call_id, .. } => {
-                    answered.insert(call_id.as_str());
-                }
-                Part::ToolCall { call_id, .. } => {
-                    called.insert(call_id.as_str());
-                }
-                Part::Text { .. } => {}
-            }
-        }
-    }
-    let mut out = Vec::with_capacity(messages.len());
-    // Calls emitted whose stored results come later, and the messages held
-    // back until those results are out.
-    let mut open = std::collections::BTreeSet::new();
-    let mut deferred = Vec::new();
-    for m in messages {
-        let mut has_call_or_result = false;
-        let mut content = Vec::with_capacity(m.parts.len());
-        let mut missing = Vec::new();
-        for p in &m.parts {
-            match p {
-                Part::Text { text } => content.push(ModelContent::Text { text: text.clone() }),
-                Part::ToolCall {
-                    call_id,
-                    tool,
-                    input,
-                } => {
-                    has_call_or_result = true;
-                    content.push(ModelContent::ToolCall {
+        .filter_map(|m| {
+            let content: Vec<ModelContent> = m
+                .parts
+                .iter()
+                .map(|p| match p {
+                    Part::Text { text } => ModelContent::Text { text: text.clone() },
+                    Part::ToolCall {
+                        call_id,
+                        tool,
+                        input,
+                    } => ModelContent::ToolCall {
                         call_id: call_id.clone(),
                         tool: tool.clone(),
                         input: input.clone(),
-                    });
-                    if answered.contains(call_id.as_str()) {
-                        open.insert(call_id.as_str());
-                    } else {
-                        missing.push((call_id.clone(), tool.clone()));
-                    }
-                }
-                Part::ToolResult {
-                    call_id,
-                    tool,
-                    status,
-                    source,
-                    output,
-                } => {
-                    if !called.contains(call_id.as_str()) {
-                        continue;
-                    }
-                    has_call_or_result = true;
-                    open.remove(call_id.as_str());
-                    content.push(ModelContent::ToolResult {
+                    },
+                    Part::ToolResult {
+                        call_id,
+                        tool,
+                        status,
+                        source,
+                        output,
+                    } => ModelContent::ToolResult {
                         call_id: call_id.clone(),
                         tool: tool.clone(),
                         output: model_visible_output(*status, *source, output),
                         is_error: *status == ToolStatus::Error,
+                    },
+                })
+                .collect();
+            (!content.is_empty()).then_some(ModelMessage {
+                role: m.role,
+                content,
+            })
+        })
+        .collect();
+    pair_tool_calls(converted)
+}
+
+/// What a call that never got a result is answered with.
+pub const MISSING_RESULT: &str = "The tool call did not complete.";
+
+/// Makes a model context well paired (SPEC H6), whatever history rewrites,
+/// windows, cancellations or failures came before:
+/// - each tool call is answered by the first unused result with its id after
+///   it (so providers that reuse ids are paired by order); a call with none
+///   gets a synthetic error result right after its message;
+/// - a result with no open call before it is dropped;
+/// - a message that arrived while calls waited for their results (a steering
+///   or concurrent user message) moves after those results, so each result
+///   follows its call.
+pub fn pair_tool_calls(messages: Vec<ModelMessage>) -> Vec<ModelMessage> {
+    // Which calls have a result later on: match each result to the earliest
+    // open call with its id.
+    let mut answered = std::collections::BTreeSet::new();
+    {
+        let mut open: Vec<(usize, usize, &str)> = Vec::new();
+        for (mi, m) in messages.iter().enumerate() {
+            for (ci, c) in m.content.iter().enumerate() {
+                match c {
+                    ModelContent::ToolCall { call_id, .. } => open.push((mi, ci, call_id)),
+                    ModelContent::ToolResult { call_id, .. } => {
+                        if let Some(k) = open.iter().position(|(_, _, id)| *id == call_id.as_str())
+                        {
+                            let (cm, cc, _) = open.remove(k);
+                            answered.insert((cm, cc));
+                        }
+                    }
+                    ModelContent::Text { .. } => {}
+                }
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(messages.len());
+    let mut waiting: Vec<String> = Vec::new();
+    let mut deferred = Vec::new();
+    for (mi, m) in messages.into_iter().enumerate() {
+        let mut content = Vec::with_capacity(m.content.len());
+        let mut missing = Vec::new();
+        let mut pairs = false;
+        for (ci, c) in m.content.into_iter().enumerate() {
+            match c {
+                ModelContent::ToolCall {
+                    call_id,
+                    tool,
+                    input,
+                } => {
+                    pairs = true;
+                    if answered.contains(&(mi, ci)) {
+                        waiting.push(call_id.clone());
+                    } else {
+                        missing.push((call_id.clone(), tool.clone()));
+                    }
+                    content.push(ModelContent::ToolCall {
+                        call_id,
+                        tool,
+                        input,
                     });
                 }
+                ModelContent::ToolResult {
+                    call_id,
+                    tool,
+                    output,
+                    is_error,
+                } => {
+                    let Some(k) = waiting.iter().position(|w| *w == call_id) else {
+                        continue;
+                    };
+                    waiting.remove(k);
+                    pairs = true;
+                    content.push(ModelContent::ToolResult {
+                        call_id,
+                        tool,
+                        output,
+                        is_error,
+                    });
+                }
+                text => content.push(text),
             }
         }
         if !content.is_empty() {
@@ -307,7 +354,7 @@ pub fn to_model_messages<'a>(messages: impl IntoIterator<Item = &'a Message>) ->
                 role: m.role,
                 content,
             };
-            if !open.is_empty() && !has_call_or_result {
+            if !waiting.is_empty() && !pairs {
                 deferred.push(message);
                 continue;
             }
@@ -321,13 +368,13 @@ pub fn to_model_messages<'a>(messages: impl IntoIterator<Item = &'a Message>) ->
                     .map(|(call_id, tool)| ModelContent::ToolResult {
                         call_id,
                         tool,
-                        output: Value::String("The tool call did not complete.".into()),
+                        output: Value::String(MISSING_RESULT.into()),
                         is_error: true,
                     })
                     .collect(),
             });
         }
-        if open.is_empty() {
+        if waiting.is_empty() {
             out.append(&mut deferred);
         }
     }
@@ -422,6 +469,61 @@ mod tests {
         ];
         let roles: Vec<Role> = to_model_messages(&m).iter().map(|m| m.role).collect();
         assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool, Role::User]);
+    }
+
+    #[test]
+    fn h6_reused_call_ids_pair_by_order() {
+        let call = |id: &str| Part::ToolCall {
+            call_id: id.into(),
+            tool: "t".into(),
+            input: Value::Null,
+        };
+        let result = |id: &str| Part::ToolResult {
+            call_id: id.into(),
+            tool: "t".into(),
+            status: ToolStatus::Output,
+            source: ResultSource::Tool,
+            output: Value::from(1),
+        };
+        let m = [
+            msg(1, Role::Assistant, vec![call("call_0")], Visibility::ALL),
+            msg(2, Role::Tool, vec![result("call_0")], Visibility::ALL),
+            msg(3, Role::Assistant, vec![call("call_0")], Visibility::ALL),
+            msg(4, Role::User, vec![Part::text("next")], Visibility::ALL),
+        ];
+        let out = to_model_messages(&m);
+        let roles: Vec<Role> = out.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::Assistant,
+                Role::Tool,
+                Role::Assistant,
+                Role::Tool,
+                Role::User
+            ]
+        );
+        assert!(matches!(
+            &out[3].content[0],
+            ModelContent::ToolResult { is_error: true, .. }
+        ));
+    }
+
+    #[test]
+    fn h6_a_window_that_cut_the_call_drops_its_result() {
+        let out = pair_tool_calls(vec![
+            ModelMessage {
+                role: Role::Tool,
+                content: vec![ModelContent::ToolResult {
+                    call_id: "c".into(),
+                    tool: "t".into(),
+                    output: Value::Null,
+                    is_error: false,
+                }],
+            },
+            ModelMessage::user("hi"),
+        ]);
+        assert_eq!(out, vec![ModelMessage::user("hi")]);
     }
 
     #[test]

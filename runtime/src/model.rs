@@ -24,6 +24,9 @@ pub struct ModelRequest {
     pub messages: Vec<ModelMessage>,
     /// The attempt's timeout, set by `around_model_call` patches.
     pub timeout_ms: Option<crate::clock::Millis>,
+    /// Every registered tool, so an attempt patch that names `tools` can
+    /// offer a different selection (P3, P6).
+    pub(crate) registered: std::sync::Arc<[ToolSpec]>,
 }
 
 /// Why the provider stopped.

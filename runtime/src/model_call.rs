@@ -42,6 +42,9 @@ impl AttemptPatch {
     pub(crate) fn apply(&self, request: &ModelRequest) -> ModelRequest {
         let mut next = request.clone();
         next.route.apply(&self.route);
+        if self.route.tools.is_some() {
+            next.tools = crate::runtime::offered(&next.registered, &next.route);
+        }
         next.timeout_ms = match (request.timeout_ms, self.timeout_ms) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -17,7 +17,7 @@ use crate::attempt::{AttemptEvents, DefaultLeaf, ProviderAttempt, SentCounts};
 use crate::clock::{Clock, IdKind, IdSource};
 use crate::context::{ContextInput, ContextLink, ContextNext, History, ResolverThread};
 use crate::event::{Event, EventKind, EventSink, RunStatus, Transition};
-use crate::future::{HookFuture, guarded, panic_message};
+use crate::future::{HookFuture, catch_panic, guarded, panic_message};
 use crate::lifecycle::FailureCell;
 use crate::lifecycle::{
     AfterStepDecision, AfterStepInput, HookCx, HookNote, HookResult, Lifecycle, Phase, Response,
@@ -25,12 +25,12 @@ use crate::lifecycle::{
     ToolResultDecision, ToolResultInput,
 };
 use crate::lifecycle::{StreamInput, StreamKind};
-use crate::live::{LiveStep, Watch};
-use crate::message::ModelMessage;
+use crate::live::{LiveEvent, LiveStep, Watch};
 use crate::message::{
     Message, Outcome, PaiMeta, Part, Producer, ResultSource, Role, THROWN_TOOL_ERROR, ToolStatus,
     Visibility,
 };
+use crate::message::{ModelMessage, pair_tool_calls};
 use crate::model::BoxStream;
 use crate::model::{ModelProvider, ModelRequest, StreamPart};
 use crate::model_call::{AttemptPatch, ModelLink, ModelNext};
@@ -97,6 +97,7 @@ impl<C: Send + Sync + 'static> RuntimeBuilder<C> {
     pub fn build(self) -> Result<Runtime<C>, BuildError> {
         Ok(Runtime {
             shared: Arc::new(Shared {
+                tool_specs: self.agent.tools.iter().map(|t| t.spec().clone()).collect(),
                 agent: self.agent,
                 context: self.context,
                 models: self.models.ok_or(BuildError::Missing("a model provider"))?,
@@ -397,6 +398,8 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
 
 struct Shared<C> {
     agent: Agent<C>,
+    /// Every registered tool's spec, built once.
+    tool_specs: Arc<[ToolSpec]>,
     context: C,
     models: Box<dyn ModelProvider>,
     clock: Arc<dyn Clock>,
@@ -442,7 +445,12 @@ async fn drive<C: Send + Sync + 'static>(sh: Arc<Shared<C>>, thread: String) {
             }
         };
         let span = tracing::info_span!("run", run_id = %run, thread_id = %thread);
-        run_one(&sh, &thread, &run).instrument(span).await;
+        if let Err(panic) = catch_panic(run_one(&sh, &thread, &run).instrument(span)).await {
+            // A bug in the runtime itself (user code is guarded where it is
+            // called): the run fails and the thread stays usable.
+            tracing::error!(run_id = %run, panic = %panic, "the step loop panicked");
+            recover(&sh, &thread, &run, panic);
+        }
     }
 }
 
@@ -457,6 +465,37 @@ struct End {
 struct Fail {
     phase: &'static str,
     message: String,
+}
+
+/// After a panic in the step loop: the run fails, its lease and active state
+/// are cleared, and the log says so.
+fn recover<C>(sh: &Shared<C>, thread: &str, run: &str, panic: String) {
+    let reason = format!("runtime panicked: {panic}");
+    {
+        let mut map = sh.store.lock();
+        if let Some(rec) = map.get_mut(thread) {
+            if rec.lease_holder.as_deref() == Some(run) {
+                rec.lease_holder = None;
+            }
+            rec.active_run = None;
+            rec.active_stop = None;
+            if let Some(r) = rec.run_mut(run) {
+                r.status = RunStatus::Failed;
+                r.outcome = Some(Outcome::Failed);
+                r.reason = Some(reason.clone());
+            }
+        }
+    }
+    sh.emit(thread, run, || EventKind::Failed {
+        phase: "runtime",
+        message: reason.clone(),
+    });
+    sh.emit(thread, run, || EventKind::LeaseReleased { episode: 0 });
+    sh.emit(thread, run, || EventKind::Ended {
+        status: RunStatus::Failed,
+        outcome: Outcome::Failed,
+        reason: Some(reason.clone()),
+    });
 }
 
 /// How an episode ended.
@@ -550,6 +589,14 @@ async fn run_one<C: Send + Sync + 'static>(sh: &Shared<C>, thread: &str, run: &s
             }
             rec.active_run = None;
             rec.active_stop = None;
+            let at = sh.clock.now();
+            crate::live::tell(&mut rec.watchers, || LiveEvent::RunEnded {
+                at,
+                run_id: run.to_string(),
+                status: end.status,
+                outcome: end.outcome,
+                reason: end.reason.clone(),
+            });
             // A steering message that arrived too late for this run starts the next one.
             let steer = rec.pending_steer.take()?;
             let id = sh.ids.next_id(IdKind::Run);
@@ -566,6 +613,20 @@ async fn run_one<C: Send + Sync + 'static>(sh: &Shared<C>, thread: &str, run: &s
     if let Some((id, trigger)) = leftover {
         sh.emit(thread, &id, || EventKind::Admitted { trigger });
     }
+}
+
+/// The registered tools a route offers (all of them unless it names some).
+pub(crate) fn offered(registered: &[ToolSpec], route: &Route) -> Vec<ToolSpec> {
+    registered
+        .iter()
+        .filter(|t| {
+            route
+                .tools
+                .as_ref()
+                .is_none_or(|names| names.contains(&t.name))
+        })
+        .cloned()
+        .collect()
 }
 
 /// The outcome of an onion phase: a hook failure recorded anywhere inside it
@@ -760,8 +821,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     /// Commits a `prepare_run` response and ends the run (SPEC L12).
     fn respond(&self, mut r: Response) -> Result<End, Fail> {
         // The response is output like any other: canonical transforms apply (L12).
-        let stages = self.canonical(StreamKind::Respond, None)?;
-        r.parts = transform_parts(stages, std::mem::take(&mut r.parts));
+        r.parts = self.finished(StreamKind::Respond, None, std::mem::take(&mut r.parts))?;
         let id = self.sh.ids.next_id(IdKind::Message);
         let mut pai = self.meta(Producer::Lifecycle, None);
         pai.outcome = Some(r.outcome);
@@ -832,7 +892,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         step: u32,
         request: &ModelRequest,
         counts: SentCounts,
-    ) -> Result<BoxStream, Fail> {
+    ) -> Result<(BoxStream, Route), Fail> {
         let phase = Phase::AroundModelCall;
         let leaf = ProviderAttempt {
             step,
@@ -842,15 +902,24 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             events: self,
             stop: self.stop,
             attempts: AtomicU32::new(0),
+            answered: std::sync::Mutex::new(None),
+        };
+        let route_of = |leaf: &ProviderAttempt<'_>| {
+            leaf.answered
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .unwrap_or_else(|| request.route.clone())
         };
         if !self.handles(phase) {
-            return leaf
+            let stream = leaf
                 .attempt(request, AttemptPatch::default())
                 .await
                 .map_err(|e| Fail {
                     phase: phase.as_str(),
                     message: e.to_string(),
-                });
+                })?;
+            return Ok((stream, route_of(&leaf)));
         }
         let failure = FailureCell::default();
         let cx = self.cx();
@@ -860,7 +929,8 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 self.lifecycle().around_model_call(&cx, request, next)
             })
             .await;
-        settle(phase, &failure, out)
+        let stream = settle(phase, &failure, out)?;
+        Ok((stream, route_of(&leaf)))
     }
 
     /// The next tool to finish: `None` when none is left, `Some(None)` when
@@ -911,6 +981,24 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         }
     }
 
+    /// Finished parts (a response or a replacement) through fresh canonical
+    /// stages; a panic there fails the run (X2).
+    fn finished(
+        &self,
+        kind: StreamKind,
+        step: Option<u32>,
+        parts: Vec<Part>,
+    ) -> Result<Vec<Part>, Fail> {
+        let stages = self.canonical(kind, step)?;
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            transform_parts(stages, parts)
+        }))
+        .map_err(|p| Fail {
+            phase: Phase::TransformStepStream.as_str(),
+            message: format!("stream transform panicked: {}", panic_message(&*p)),
+        })
+    }
+
     /// The thread's watchers for one step; empty when nobody watches.
     fn live_step(&self, step: u32) -> LiveStep<'_> {
         let map = self.sh.store.lock();
@@ -936,11 +1024,14 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     async fn step(&self, step: u32, route: &Route, overlay: &Overlay) -> Result<Transition, Fail> {
         let agent = &self.sh.agent;
         let (anchor, incarnation) = {
-            let map = self.sh.store.lock();
-            let rec = map.get(self.thread).ok_or_else(|| Fail {
+            let mut map = self.sh.store.lock();
+            let rec = map.get_mut(self.thread).ok_or_else(|| Fail {
                 phase: "resolve_model_context",
                 message: StoreError::NoThread(self.thread.to_string()).to_string(),
             })?;
+            // A steering message stored before this anchor is taken by this
+            // step; only one that arrives later makes the step hand over (A4).
+            rec.pending_steer = None;
             (rec.last_seq(), rec.incarnation)
         };
         let history = History::new(
@@ -959,6 +1050,9 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         // Episode overlay after the resolver (M5); it lives for this episode only (P8).
         let context_len = messages.len();
         let mut replaced = overlay.replaces();
+        // Hooks may have reshaped the context; such a context is paired again
+        // before it is sent (H6). The runtime's own derivation already is.
+        let mut reshaped = self.handles(Phase::ResolveModelContext) || !overlay.is_empty();
         overlay.apply(&mut messages);
 
         let mut step_route = route.clone();
@@ -976,8 +1070,12 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 .await?;
             let StepDecision::Continue(p) = decision;
             replaced |= p.replace_model_messages.is_some();
+            reshaped |= p.replace_model_messages.is_some() || !p.append_model_messages.is_empty();
             step_route.apply(&p.route);
             p.apply_messages(&mut messages);
+        }
+        if reshaped {
+            messages = pair_tool_calls(messages);
         }
         self.emit(|| EventKind::PrepareModelStep {
             step,
@@ -985,12 +1083,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             messages: messages.len(),
         });
 
-        let tools: Vec<ToolSpec> = agent
-            .tools
-            .iter()
-            .filter(|t| self.offered_tool(&step_route, &t.spec().name).is_some())
-            .map(|t| t.spec().clone())
-            .collect();
+        let tools = offered(&self.sh.tool_specs, &step_route);
         let request = ModelRequest {
             run_id: self.run.to_string(),
             step,
@@ -999,11 +1092,12 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             tools,
             messages,
             timeout_ms: None,
+            registered: self.sh.tool_specs.clone(),
         };
         let counts = SentCounts {
             context: if replaced { 0 } else { context_len },
         };
-        let mut stream = self.call_model(step, &request, counts).await?;
+        let (mut stream, attempt_route) = self.call_model(step, &request, counts).await?;
 
         // The provider stream through the canonical transforms (S1, L7):
         // their output alone is stored, released live and reused as context.
@@ -1142,8 +1236,9 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 let mut pai = self.meta(Producer::Lifecycle, Some(step));
                 pai.outcome = Some(a.outcome);
                 pai.reason = Some(a.reason.clone());
-                let stages = self.canonical(StreamKind::Replacement, Some(step))?;
-                (transform_parts(stages, a.replacement.clone()), pai)
+                let parts =
+                    self.finished(StreamKind::Replacement, Some(step), a.replacement.clone())?;
+                (parts, pai)
             }
         };
         let mut message = Message {
@@ -1171,7 +1266,8 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         let results = if calls.is_empty() {
             Vec::new()
         } else {
-            self.tools(step, &request.route, &calls).await?
+            // Calls are checked against the route of the attempt that answered (P6).
+            self.tools(step, &attempt_route, &calls).await?
         };
 
         let decision = if self.handles(Phase::AfterStep) {

@@ -11,7 +11,7 @@ use crate::scenario::RequestExpect;
 use crate::world::ModelCallRecord;
 
 /// Every oracle, by the name scenarios use in `oracle = "..."`.
-pub const ORACLES: &[&str] = &["phase_grammar", "T1", "H1", "M1", "S3", "request"];
+pub const ORACLES: &[&str] = &["phase_grammar", "T1", "H1", "H6", "M1", "S3", "request"];
 
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,31 +78,51 @@ pub fn s3_nothing_unredacted(o: &Observed<'_>) -> Vec<Violation> {
             });
         }
     };
+    // Each text part on its own: a tool call ends a text run (the redactor
+    // flushes at it), so text on either side of a call is judged apart.
     for t in o.threads {
         for m in t.messages.iter().filter(|m| m.role == Role::Assistant) {
-            flag(
-                m.pai.run_id.as_deref(),
-                format!("stored message #{}", m.seq),
-                &m.text(),
-            );
+            for p in &m.parts {
+                if let pai_runtime::Part::Text { text } = p {
+                    flag(
+                        m.pai.run_id.as_deref(),
+                        format!("stored message #{}", m.seq),
+                        text,
+                    );
+                }
+            }
         }
     }
-    let mut per_step: BTreeMap<(&str, &str, u32), String> = BTreeMap::new();
+    // Live text runs: consecutive deltas of one step, ended by any other part.
+    let mut runs: Vec<(&str, &str, u32, String)> = Vec::new();
+    let mut open: BTreeMap<&str, usize> = BTreeMap::new();
     for (name, e) in o.live {
-        if let LiveEvent::Part {
-            run_id,
-            step,
-            part: pai_runtime::StreamPart::TextDelta(t),
-            ..
+        let LiveEvent::Part {
+            run_id, step, part, ..
         } = e
-        {
-            per_step
-                .entry((name.as_str(), run_id.as_str(), *step))
-                .or_default()
-                .push_str(t);
+        else {
+            continue;
+        };
+        match part {
+            pai_runtime::StreamPart::TextDelta(t) => {
+                let current = open
+                    .get(name.as_str())
+                    .copied()
+                    .filter(|&i| runs[i].1 == run_id.as_str() && runs[i].2 == *step);
+                match current {
+                    Some(i) => runs[i].3.push_str(t),
+                    None => {
+                        open.insert(name.as_str(), runs.len());
+                        runs.push((name.as_str(), run_id.as_str(), *step, t.clone()));
+                    }
+                }
+            }
+            _ => {
+                open.remove(name.as_str());
+            }
         }
     }
-    for ((name, run, step), text) in &per_step {
+    for (name, run, step, text) in &runs {
         flag(
             Some(run),
             format!("watcher {name}'s live text of step {step}"),
@@ -116,19 +136,55 @@ pub fn s3_nothing_unredacted(o: &Observed<'_>) -> Vec<Violation> {
             .iter()
             .filter(|m| m.role == Role::Assistant)
         {
-            let text: String = m
-                .content
-                .iter()
-                .filter_map(|c| match c {
-                    ModelContent::Text { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect();
-            flag(
-                Some(&c.request.run_id),
-                format!("model context of step {}", c.request.step),
-                &text,
-            );
+            for part in &m.content {
+                if let ModelContent::Text { text } = part {
+                    flag(
+                        Some(&c.request.run_id),
+                        format!("model context of step {}", c.request.step),
+                        text,
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
+/// SPEC H6: in every model context sent, each tool call has exactly one
+/// result after it (paired by order, as providers may reuse ids) and no
+/// result lacks its call.
+pub fn h6_pairing(calls: &[ModelCallRecord]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for c in calls {
+        let mut open: Vec<&str> = Vec::new();
+        let mut problem = None;
+        for m in &c.request.messages {
+            for part in &m.content {
+                match part {
+                    ModelContent::ToolCall { call_id, .. } => open.push(call_id),
+                    ModelContent::ToolResult { call_id, .. } => {
+                        match open.iter().position(|o| *o == call_id.as_str()) {
+                            Some(k) => {
+                                open.remove(k);
+                            }
+                            None => {
+                                problem = Some(format!("result {call_id} has no call before it"))
+                            }
+                        }
+                    }
+                    ModelContent::Text { .. } => {}
+                }
+            }
+        }
+        if let Some(first) = open.first() {
+            problem.get_or_insert_with(|| format!("call {first} has no result"));
+        }
+        if let Some(p) = problem {
+            out.push(Violation {
+                oracle: "H6",
+                run: Some(c.request.run_id.clone()),
+                message: format!("model context of step {}: {p}", c.request.step),
+            });
         }
     }
     out
@@ -144,6 +200,7 @@ pub fn check(
     out.extend(t1_policy_before_tools(events));
     out.extend(h1_versions(events, threads));
     out.extend(m1_anchored_context(events, threads, calls));
+    out.extend(h6_pairing(calls));
     out.extend(requests(calls));
     out
 }

@@ -541,6 +541,18 @@ pub fn render(p: &Parts<'_>) -> String {
                 LiveEvent::Committed { at, version } => {
                     format!("{at:>6}ms {name} refresh: version {version}")
                 }
+                LiveEvent::RunEnded {
+                    at,
+                    run_id,
+                    status,
+                    outcome,
+                    reason,
+                } => format!(
+                    "{at:>6}ms {name} {run_id} ended status={} outcome={} reason={}",
+                    status.as_str(),
+                    outcome.as_str(),
+                    opt(reason)
+                ),
             };
             let _ = writeln!(out, "{line}");
         }
