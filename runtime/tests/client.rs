@@ -160,3 +160,95 @@ fn building_without_a_clock_is_an_error() {
         .unwrap_err();
     assert_eq!(err.to_string(), "the runtime needs a clock");
 }
+
+mod steering {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use pai_runtime::{
+        Agent, BoxStream, Clock, FinishReason, HookCx, HookFuture, HookResult, LanguageModel,
+        Lifecycle, Millis, ModelError, ModelMap, ModelRequest, Phase, Phases, ReadyStream, Role,
+        RunDecision, RunInput, Runtime, StreamPart,
+    };
+
+    use crate::common::CountingIds;
+
+    /// Tokio's (paused) time as the runtime's clock.
+    struct TokioClock(tokio::time::Instant);
+    impl Clock for TokioClock {
+        fn now(&self) -> Millis {
+            self.0.elapsed().as_millis() as Millis
+        }
+        fn sleep(&self, ms: Millis) -> HookFuture<'static, ()> {
+            HookFuture::new(tokio::time::sleep(Duration::from_millis(ms)))
+        }
+    }
+
+    /// A prepare_run that takes 10ms (an async policy lookup).
+    struct SlowPrepare;
+    impl Lifecycle<()> for SlowPrepare {
+        fn phases(&self) -> Phases {
+            Phases::only(Phase::PrepareRun)
+        }
+        fn prepare_run<'a>(
+            &'a self,
+            _: &'a HookCx<'_, ()>,
+            _: &'a RunInput<'_>,
+        ) -> HookFuture<'a, HookResult<RunDecision>> {
+            HookFuture::new(async {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                Ok(RunDecision::default())
+            })
+        }
+    }
+
+    #[derive(Default)]
+    struct Counting {
+        calls: AtomicUsize,
+        last_users: Mutex<usize>,
+    }
+    impl LanguageModel for Counting {
+        fn stream<'a>(
+            &'a self,
+            r: &'a ModelRequest,
+        ) -> HookFuture<'a, Result<BoxStream, ModelError>> {
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            *self.last_users.lock().unwrap() =
+                r.messages.iter().filter(|m| m.role == Role::User).count();
+            let parts = vec![
+                StreamPart::TextDelta("ok".into()),
+                StreamPart::Finish(FinishReason::Stop),
+            ];
+            HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
+        }
+    }
+
+    /// SPEC A4: a steer stored before a step's anchor is taken by that step,
+    /// once; it does not also make the step hand over to another episode.
+    #[tokio::test(start_paused = true)]
+    async fn a4_a_steer_before_the_anchor_is_taken_once() {
+        let model = Arc::new(Counting::default());
+        let agent =
+            Agent::new("a", "m").lifecycle(pai_runtime::compose(vec![Box::new(SlowPrepare)]));
+        let rt = Runtime::builder(agent, ())
+            .models(ModelMap::new().with("m", model.clone()))
+            .clock(Arc::new(TokioClock(tokio::time::Instant::now())))
+            .ids(Arc::new(CountingIds::default()))
+            .build()
+            .unwrap();
+        let t = rt.client("u").thread("t");
+        t.send("Answer in English.").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        t.steer("Answer in French.").await.unwrap();
+        let state = t.wait_until_idle().await.unwrap();
+        assert_eq!(model.calls.load(Ordering::Relaxed), 1, "one model step");
+        assert_eq!(
+            *model.last_users.lock().unwrap(),
+            2,
+            "the step saw the steer"
+        );
+        assert_eq!(state.runs.len(), 1, "no second run");
+        assert_eq!(state.messages.len(), 3);
+    }
+}
