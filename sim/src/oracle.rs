@@ -11,7 +11,16 @@ use crate::scenario::RequestExpect;
 use crate::world::ModelCallRecord;
 
 /// Every oracle, by the name scenarios use in `oracle = "..."`.
-pub const ORACLES: &[&str] = &["phase_grammar", "T1", "H1", "H6", "M1", "S3", "request"];
+pub const ORACLES: &[&str] = &[
+    "phase_grammar",
+    "T1",
+    "H1",
+    "H6",
+    "M1",
+    "S3",
+    "X3",
+    "request",
+];
 
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,6 +199,48 @@ pub fn h6_pairing(calls: &[ModelCallRecord]) -> Vec<Violation> {
     out
 }
 
+/// SPEC X3: whatever failed along the way, every message the log says was
+/// committed is still stored, and stored messages keep strictly rising
+/// sequence numbers.
+pub fn x3_nothing_committed_is_lost(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
+    let stored: BTreeMap<(&str, &str), ()> = threads
+        .iter()
+        .flat_map(|t| {
+            t.messages
+                .iter()
+                .map(move |m| ((t.id.as_str(), m.id.as_str()), ()))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for e in events {
+        let id = match &e.kind {
+            EventKind::Admitted { trigger: m }
+            | EventKind::Steered { message: m }
+            | EventKind::Respond { message: m, .. }
+            | EventKind::CommitStep { message: m, .. }
+            | EventKind::CommitToolResults { message: m, .. } => m,
+            _ => continue,
+        };
+        if !stored.contains_key(&(e.thread_id.as_str(), id.as_str())) {
+            out.push(Violation {
+                oracle: "X3",
+                run: Some(e.run_id.clone()),
+                message: format!("committed message {id} is not stored any more"),
+            });
+        }
+    }
+    for t in threads {
+        if let Some(w) = t.messages.windows(2).find(|w| w[0].seq >= w[1].seq) {
+            out.push(Violation {
+                oracle: "X3",
+                run: None,
+                message: format!("thread {} stores #{} before #{}", t.id, w[0].seq, w[1].seq),
+            });
+        }
+    }
+    out
+}
+
 /// Runs the oracles that need no scenario knowledge.
 pub fn check(
     events: &[Event],
@@ -201,6 +252,7 @@ pub fn check(
     out.extend(h1_versions(events, threads));
     out.extend(m1_anchored_context(events, threads, calls));
     out.extend(h6_pairing(calls));
+    out.extend(x3_nothing_committed_is_lost(events, threads));
     out.extend(requests(calls));
     out
 }
@@ -522,4 +574,41 @@ pub fn h1_versions(events: &[Event], threads: &[StoredThread]) -> Vec<Violation>
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use pai_runtime::{Event, EventKind, StoredThread};
+
+    use super::*;
+
+    fn commit(message: &str) -> Event {
+        Event {
+            at: 0,
+            thread_id: "t".into(),
+            run_id: "r".into(),
+            kind: EventKind::CommitStep {
+                step: 0,
+                message: message.into(),
+                version: 2,
+            },
+        }
+    }
+
+    #[test]
+    fn x3_reports_a_committed_message_that_is_gone() {
+        let thread = StoredThread {
+            id: "t".into(),
+            agent: "a".into(),
+            owner: "o".into(),
+            incarnation: 1,
+            version: 2,
+            messages: vec![],
+            metadata: Default::default(),
+            runs: vec![],
+        };
+        let v = x3_nothing_committed_is_lost(&[commit("m2")], &[thread]);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].oracle, "X3");
+    }
 }

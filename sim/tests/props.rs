@@ -4,7 +4,9 @@
 //! and cancels arriving while steps and tools run, no step's context holds a
 //! message stored after that step's anchor (the M1 oracle, which runs with
 //! every other oracle on every run, the phase grammar and H1 among them), and
-//! every message sent is stored exactly once.
+//! every message sent is stored exactly once. Some generated runs carry a
+//! throwing tool and a hook that fails or panics mid-run; the X3 oracle then
+//! checks that nothing committed is lost.
 
 use std::collections::BTreeMap;
 
@@ -43,10 +45,11 @@ fn scenario(
             description: String::new(),
             latency_ms: tool_latency[i],
             requires: vec![],
-            output: Some(json!({ "tool": i })),
+            // tool1 throws: its error result must still be stored and paired.
+            output: (i == 0).then(|| json!({ "tool": i })),
             echo: false,
             fail: None,
-            throw: None,
+            throw: (i == 1).then(|| "tool1 is down".to_string()),
             panic: None,
         })
         .collect();
@@ -99,11 +102,20 @@ fn scenario(
             ..AgentSpec::default()
         },
         // A resolver that waits before it reads history, so messages arrive
-        // between the step's start and its read.
-        lifecycle: vec![HookSpec::SlowResolver {
+        // between the step's start and its read; and, for odd seeds, a hook
+        // that fails at step 2 (X3: failures lose nothing committed).
+        lifecycle: std::iter::once(HookSpec::SlowResolver {
             name: None,
             ms: resolver_ms,
-        }],
+        })
+        .chain((seed % 2 == 1).then(|| HookSpec::Fail {
+            name: None,
+            phase: pai_sim::PhaseName::AfterToolResult,
+            message: "planted failure".into(),
+            panic: seed % 4 == 3,
+            step: Some(2),
+        }))
+        .collect(),
         model: ModelSpec {
             turns,
             unavailable: false,
