@@ -293,7 +293,7 @@ mod attempts {
     };
 
     use super::*;
-    use crate::common::{CountingIds, StillClock};
+    use crate::common::{CountingIds, OneMoreStep, StillClock};
 
     /// Records the route of every attempt and answers with text.
     #[derive(Default)]
@@ -351,25 +351,6 @@ mod attempts {
                 AttemptPatch::default()
             };
             HookFuture::new(async move { Ok(next.call(patch).await?) })
-        }
-    }
-
-    /// Asks for one more step after step 0.
-    struct OneMoreStep;
-    impl Lifecycle<()> for OneMoreStep {
-        fn phases(&self) -> Phases {
-            Phases::only(Phase::AfterStep)
-        }
-        fn after_step<'a>(
-            &'a self,
-            _: &'a HookCx<'_, ()>,
-            i: &'a AfterStepInput<'_>,
-        ) -> HookFuture<'a, HookResult<AfterStepDecision>> {
-            HookFuture::ready(Ok(if i.step == 0 {
-                AfterStepDecision::NextStep
-            } else {
-                AfterStepDecision::Natural
-            }))
         }
     }
 

@@ -6,15 +6,15 @@
 use std::sync::{Arc, Mutex};
 
 use pai_runtime::{
-    AfterStepDecision, AfterStepInput, Agent, BoxStream, FinishReason, HookCx, HookFuture,
-    HookResult, LanguageModel, Lifecycle, LiveEvent, ModelContent, ModelError, ModelMap,
-    ModelRequest, Pattern, Phase, Phases, ReadyStream, Role, Runtime, StreamInput, StreamPart,
-    StreamTransform, compose, matches_any, patterns, redact, redact_text_deltas,
+    Agent, BoxStream, FinishReason, HookCx, HookFuture, LanguageModel, Lifecycle, LiveEvent,
+    ModelContent, ModelError, ModelMap, ModelRequest, Pattern, Phase, Phases, ReadyStream, Role,
+    Runtime, StreamInput, StreamPart, StreamTransform, compose, matches_any, patterns, redact,
+    redact_text_deltas,
 };
 use proptest::prelude::*;
 
 mod common;
-use common::{CountingIds, StillClock};
+use common::{CountingIds, OneMoreStep, StillClock};
 use proptest::test_runner::FileFailurePersistence;
 
 const FAMILY: &[&str] = &[
@@ -56,11 +56,11 @@ impl LanguageModel for Chunks {
     }
 }
 
-/// Canonical redaction, and one more step after step 0.
+/// Canonical redaction.
 struct Redact(Vec<Pattern>);
 impl Lifecycle<()> for Redact {
     fn phases(&self) -> Phases {
-        Phases::only(Phase::TransformStepStream).with(Phase::AfterStep)
+        Phases::only(Phase::TransformStepStream)
     }
     fn transform_step_stream(
         &self,
@@ -68,17 +68,6 @@ impl Lifecycle<()> for Redact {
         _: &StreamInput,
     ) -> Option<Box<dyn StreamTransform>> {
         Some(redact_text_deltas(self.0.clone(), REPLACEMENT))
-    }
-    fn after_step<'a>(
-        &'a self,
-        _: &'a HookCx<'_, ()>,
-        i: &'a AfterStepInput<'_>,
-    ) -> HookFuture<'a, HookResult<AfterStepDecision>> {
-        HookFuture::ready(Ok(if i.step == 0 {
-            AfterStepDecision::NextStep
-        } else {
-            AfterStepDecision::Natural
-        }))
     }
 }
 
@@ -95,7 +84,10 @@ fn run(pats: &[Pattern], chunks: Vec<String>) -> Seen {
         chunks,
         later_context: Mutex::new(Vec::new()),
     });
-    let agent = Agent::new("a", "m").lifecycle(compose(vec![Box::new(Redact(pats.to_vec()))]));
+    let agent = Agent::new("a", "m").lifecycle(compose(vec![
+        Box::new(Redact(pats.to_vec())),
+        Box::new(OneMoreStep),
+    ]));
     let rt = Runtime::builder(agent, ())
         .models(ModelMap::new().with("m", model.clone()))
         .clock(Arc::new(StillClock))

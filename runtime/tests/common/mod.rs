@@ -5,7 +5,10 @@
 
 use std::sync::Mutex;
 
-use pai_runtime::{Clock, HookFuture, IdKind, IdSource, Millis};
+use pai_runtime::{
+    AfterStepDecision, AfterStepInput, Clock, HookCx, HookFuture, HookResult, IdKind, IdSource,
+    Lifecycle, Millis, Phase, Phases,
+};
 
 /// Time that never passes; nothing driven with it may wait on a timer.
 pub struct StillClock;
@@ -28,5 +31,25 @@ impl IdSource for CountingIds {
         let mut n = self.0.lock().unwrap_or_else(|e| e.into_inner());
         *n += 1;
         format!("{}{n}", kind.prefix())
+    }
+}
+
+/// Asks for one more step after step 0, then lets the run end naturally.
+pub struct OneMoreStep;
+
+impl Lifecycle<()> for OneMoreStep {
+    fn phases(&self) -> Phases {
+        Phases::only(Phase::AfterStep)
+    }
+    fn after_step<'a>(
+        &'a self,
+        _: &'a HookCx<'_, ()>,
+        i: &'a AfterStepInput<'_>,
+    ) -> HookFuture<'a, HookResult<AfterStepDecision>> {
+        HookFuture::ready(Ok(if i.step == 0 {
+            AfterStepDecision::NextStep
+        } else {
+            AfterStepDecision::Natural
+        }))
     }
 }
