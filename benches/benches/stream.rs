@@ -6,10 +6,10 @@
 use std::sync::{Arc, Mutex};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use pai_runtime::text::patterns;
 use pai_runtime::{
-    Agent, BoxStream, FinishReason, HookCx, HookFuture, LanguageModel, Lifecycle, ModelError,
-    ModelMap, ModelRequest, Pattern, Phase, Phases, ReadyStream, Runtime, StreamInput, StreamPart,
-    StreamTransform, compose, patterns, redact_text_deltas,
+    Agent, BoxStream, FinishReason, HookFuture, LanguageModel, ModelError, ModelMap, ModelRequest,
+    Pattern, ReadyStream, Runtime, StreamPart, compose, redact_text_deltas,
 };
 use sha2::{Digest, Sha256};
 
@@ -67,24 +67,13 @@ impl LanguageModel for Prepared {
     }
 }
 
-struct Redact(Vec<Pattern>);
-impl Lifecycle<()> for Redact {
-    fn phases(&self) -> Phases {
-        Phases::only(Phase::TransformStepStream)
-    }
-    fn transform_step_stream(
-        &self,
-        _: &HookCx<'_, ()>,
-        _: &StreamInput,
-    ) -> Option<Box<dyn StreamTransform>> {
-        Some(redact_text_deltas(self.0.clone(), "[REDACTED]"))
-    }
-}
-
 /// One whole run: the provider streams the deltas, the canonical redactor
 /// transforms them, the step is assembled and committed. Returns the stored text.
 fn full_pipeline(rt: &tokio::runtime::Runtime, pats: &[Pattern], parts: Vec<StreamPart>) -> String {
-    let agent = Agent::new("w1", "m").lifecycle(compose(vec![Box::new(Redact(pats.to_vec()))]));
+    let agent = Agent::new("w1", "m").lifecycle(compose(vec![Box::new(common::redact(
+        pats.to_vec(),
+        "[REDACTED]",
+    ))]));
     let runtime = Runtime::builder(agent, ())
         .models(ModelMap::new().with("m", Arc::new(Prepared(Mutex::new(Some(parts))))))
         .clock(Arc::new(StillClock))

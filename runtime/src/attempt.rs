@@ -8,9 +8,9 @@ use std::task::{Context, Poll};
 
 use crate::clock::{Clock, Millis};
 use crate::context::{ContextLink, History};
+use crate::error::HookResult;
 use crate::event::EventKind;
 use crate::future::{HookFuture, guarded};
-use crate::lifecycle::HookResult;
 use crate::message::ModelMessage;
 use crate::model::{BoxStream, ModelError, ModelProvider, ModelRequest, PartStream, StreamPart};
 use crate::model_call::{AttemptPatch, ModelLink};

@@ -6,9 +6,10 @@ use std::fmt;
 use serde_json::{Map, Value};
 use tokio::sync::OnceCell;
 
+use crate::error::{FailureCell, HookError, HookResult};
 use crate::future::HookFuture;
-use crate::lifecycle::{FailureCell, HookError, HookResult};
-use crate::message::{Message, ModelMessage, to_model_messages};
+use crate::message::{Message, ModelMessage};
+use crate::model_view::to_model_messages;
 use crate::store::{Store, ThreadRec};
 
 /// A history read that the fence refused (SPEC M3, H5).
@@ -79,23 +80,23 @@ impl<'a> History<'a> {
     }
 
     fn read<T>(&self, f: impl FnOnce(&ThreadRec) -> T) -> Result<T, HistoryError> {
-        let map = self.store.lock();
-        let rec = map
-            .get(self.thread)
-            .ok_or_else(|| HistoryError::Gone(self.thread.to_string()))?;
-        if rec.incarnation != self.incarnation || rec.agent != self.agent {
-            return Err(HistoryError::Fenced {
-                thread: self.thread.to_string(),
-            });
-        }
-        Ok(f(rec))
+        self.store
+            .read(self.thread, |rec| {
+                if rec.incarnation() != self.incarnation || rec.agent() != self.agent {
+                    return Err(HistoryError::Fenced {
+                        thread: self.thread.to_string(),
+                    });
+                }
+                Ok(f(rec))
+            })
+            .unwrap_or_else(|_| Err(HistoryError::Gone(self.thread.to_string())))
     }
 
     /// Stored messages with sequence numbers in `from..=through`, clipped to the anchor.
     pub fn collect(&self, from: u64, through: u64) -> Result<Vec<Message>, HistoryError> {
         let through = through.min(self.anchor);
         self.read(|rec| {
-            rec.messages
+            rec.messages()
                 .iter()
                 .filter(|m| m.seq >= from && m.seq <= through)
                 .cloned()
@@ -113,7 +114,7 @@ impl<'a> History<'a> {
         let through = through.min(self.anchor);
         self.read(|rec| {
             to_model_messages(
-                rec.messages
+                rec.messages()
                     .iter()
                     .filter(|m| m.seq >= from && m.seq <= through),
             )
@@ -125,7 +126,7 @@ impl<'a> History<'a> {
     pub fn before(&self, cursor: Option<u64>, limit: usize) -> Result<HistoryPage, HistoryError> {
         let end = cursor.unwrap_or(self.anchor + 1).min(self.anchor + 1);
         self.read(|rec| {
-            let below: Vec<&Message> = rec.messages.iter().filter(|m| m.seq < end).collect();
+            let below: Vec<&Message> = rec.messages().iter().filter(|m| m.seq < end).collect();
             let start = below.len().saturating_sub(limit);
             let messages: Vec<Message> = below[start..].iter().map(|m| (*m).clone()).collect();
             let next_cursor = (start > 0)
@@ -143,11 +144,13 @@ impl<'a> History<'a> {
     /// belong to their own run and enter context when it starts (K1, A4).
     pub fn default_context(&self) -> Result<Vec<ModelMessage>, HistoryError> {
         self.read(|rec| {
-            to_model_messages(rec.messages.iter().filter(|m| {
+            to_model_messages(rec.messages().iter().filter(|m| {
                 m.seq <= self.anchor
-                    && !m.pai.run_id.as_ref().is_some_and(|r| {
-                        m.role == crate::message::Role::User && rec.queue.contains(r)
-                    })
+                    && !m
+                        .pai
+                        .run_id
+                        .as_ref()
+                        .is_some_and(|r| m.role == crate::message::Role::User && rec.is_queued(r))
             }))
         })
     }
@@ -180,12 +183,12 @@ impl ResolverThread<'_> {
 
     /// Server-written, client-readable thread metadata.
     pub fn metadata(&self) -> Result<Map<String, Value>, HistoryError> {
-        self.history.read(|rec| rec.metadata.clone())
+        self.history.read(|rec| rec.metadata().clone())
     }
 
     /// Server-only thread metadata.
     pub fn private_metadata(&self) -> Result<Map<String, Value>, HistoryError> {
-        self.history.read(|rec| rec.private_metadata.clone())
+        self.history.read(|rec| rec.private_metadata().clone())
     }
 }
 

@@ -2,35 +2,61 @@
 
 use serde_json::Value;
 
+use std::fmt;
+
 use crate::clock::Millis;
 use crate::lifecycle::{
-    AfterStepDecision, HookNote, ToolCallDecision, ToolResult, ToolResultDecision,
+    AfterStepDecision, HookNote, Phase, ToolCallDecision, ToolResult, ToolResultDecision,
 };
 use crate::message::Outcome;
 use crate::model::FinishReason;
 use crate::patch::Route;
+use crate::store::RunStatus;
 
-/// Lifecycle status of a run.
+/// Where a run was when it failed or was cancelled. `Display` gives the
+/// name the event log uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RunStatus {
-    Queued,
-    Running,
-    Waiting,
-    Completed,
-    Failed,
-    Cancelled,
+#[non_exhaustive]
+pub enum RunStage {
+    /// Inside a lifecycle phase (a hook, or the runtime's own part of it).
+    Phase(Phase),
+    /// Consuming the provider stream.
+    Stream,
+    /// Committing the assistant message of a step.
+    CommitStep,
+    /// Committing a `prepare_run` response.
+    Respond,
+    /// Joining a running tool.
+    Tool,
+    /// After a step's tool results were committed.
+    Tools,
+    /// Committing a step's tool results.
+    CommitToolResults,
+    /// Between two steps.
+    BetweenSteps,
+    /// The step loop itself (a bug in the runtime, caught).
+    Runtime,
 }
 
-impl RunStatus {
+impl RunStage {
     pub fn as_str(self) -> &'static str {
         match self {
-            RunStatus::Queued => "queued",
-            RunStatus::Running => "running",
-            RunStatus::Waiting => "waiting",
-            RunStatus::Completed => "completed",
-            RunStatus::Failed => "failed",
-            RunStatus::Cancelled => "cancelled",
+            RunStage::Phase(p) => p.as_str(),
+            RunStage::Stream => "stream",
+            RunStage::CommitStep => "commit_step",
+            RunStage::Respond => "respond",
+            RunStage::Tool => "tool",
+            RunStage::Tools => "tools",
+            RunStage::CommitToolResults => "commit_tool_results",
+            RunStage::BetweenSteps => "between steps",
+            RunStage::Runtime => "runtime",
         }
+    }
+}
+
+impl fmt::Display for RunStage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -175,13 +201,13 @@ pub enum EventKind {
         decision: AfterStepDecision,
         transition: Transition,
     },
-    /// The run failed inside `phase`; only the lease release and the end follow.
     /// The run was cancelled while in `phase`; only the lease release and the end follow.
     Cancelled {
-        phase: &'static str,
+        phase: RunStage,
     },
+    /// The run failed inside `phase`; only the lease release and the end follow.
     Failed {
-        phase: &'static str,
+        phase: RunStage,
         message: String,
     },
     LeaseReleased {

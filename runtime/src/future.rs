@@ -68,18 +68,8 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
 /// Calls `make` and drives the future it returns, turning a panic in either
 /// into `Err(message)` (SPEC X2).
 pub(crate) async fn guarded<'a, T>(make: impl FnOnce() -> HookFuture<'a, T>) -> Result<T, String> {
-    let mut fut = match catch_unwind(AssertUnwindSafe(make)) {
-        Ok(f) => f,
-        Err(p) => return Err(panic_message(&*p)),
-    };
-    std::future::poll_fn(move |cx| {
-        match catch_unwind(AssertUnwindSafe(|| Pin::new(&mut fut).poll(cx))) {
-            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
-            Ok(Poll::Pending) => Poll::Pending,
-            Err(p) => Poll::Ready(Err(panic_message(&*p))),
-        }
-    })
-    .await
+    let fut = catch_unwind(AssertUnwindSafe(make)).map_err(|p| panic_message(&*p))?;
+    catch_panic(fut).await
 }
 
 /// Drives `fut`, turning a panic while it is polled into `Err(message)`.

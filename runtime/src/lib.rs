@@ -1,14 +1,17 @@
 //! pai-runtime: the PAI agent runtime's lifecycle-hook model.
 //!
 //! An [`Agent`] has a model, instructions, [`Tool`]s and one [`Lifecycle`]
-//! (usually a [`compose`]d list of hooks). A [`Runtime`] drives runs on
-//! threads through the phases of SPEC §1, with time and ids injected through
-//! [`Clock`] and [`IdSource`], and reports what it does to an [`EventSink`].
+//! (usually a [`compose`]d list of hooks, often built from closures with the
+//! constructors in [`hook`]). A [`Runtime`] drives runs on threads through
+//! the phases of SPEC §1, with time and ids injected through [`Clock`] and
+//! [`IdSource`], and reports what it does to an [`EventSink`].
 
 mod agent;
 mod attempt;
+mod client;
 mod clock;
 mod context;
+mod error;
 mod event;
 mod future;
 mod lifecycle;
@@ -16,45 +19,68 @@ mod live;
 mod message;
 mod model;
 mod model_call;
+mod model_view;
 mod patch;
-mod runtime;
+mod process;
+mod shared;
+mod step_loop;
 mod stop;
 mod store;
-mod text;
+pub mod text;
 mod tool;
 mod transform;
 
+/// Single-phase hooks built from closures, in the spirit of [`tool_fn`]:
+///
+/// ```
+/// use pai_runtime::{AfterStepDecision, HookFuture, compose, hook};
+///
+/// let one_more = hook::after_step("one_more", |_cx, input| {
+///     HookFuture::ready(Ok(if input.step == 0 {
+///         AfterStepDecision::NextStep
+///     } else {
+///         AfterStepDecision::Natural
+///     }))
+/// });
+/// let lifecycle = compose::<()>(vec![Box::new(one_more)]);
+/// assert_eq!(lifecycle.len(), 1);
+/// ```
+pub mod hook {
+    pub use crate::lifecycle::from_fn::{
+        FnHook, after_step, after_tool_result, around_model_call, before_tool_call, on,
+        prepare_model_step, prepare_run, resolve_model_context, transform_step_stream,
+    };
+}
+
 pub use agent::Agent;
+pub use client::{
+    BuildError, Client, ClientError, Runtime, RuntimeBuilder, Sent, ThreadHandle, ThreadState,
+};
 pub use clock::{Clock, IdKind, IdSource, Millis};
 pub use context::{ContextInput, ContextNext, History, HistoryError, HistoryPage, ResolverThread};
-pub use event::{Event, EventKind, EventSink, RunStatus, Transition};
+pub use error::{HookError, HookResult};
+pub use event::{Event, EventKind, EventSink, RunStage, Transition};
 pub use future::HookFuture;
 pub use lifecycle::{
-    AfterStepDecision, AfterStepInput, Composed, HookCx, HookError, HookNote, HookResult,
-    Lifecycle, NoLifecycle, NoteDecision, Phase, Phases, Response, RunDecision, RunInput,
-    StepDecision, StepInput, StreamInput, StreamKind, ToolCallDecision, ToolCallInput, ToolResult,
-    ToolResultDecision, ToolResultInput, compose,
+    AfterStepDecision, AfterStepInput, Composed, HookCx, HookNote, Lifecycle, NoLifecycle,
+    NoteDecision, Phase, Phases, Response, RunDecision, RunInput, StepDecision, StepInput,
+    StreamInput, StreamKind, ToolCallDecision, ToolCallInput, ToolResult, ToolResultDecision,
+    ToolResultInput, compose,
 };
 pub use live::{LiveEvent, Watch};
 pub use message::{
-    MISSING_RESULT, Message, ModelContent, ModelMessage, Outcome, PaiMeta, Part, Producer,
-    ResultSource, Role, THROWN_TOOL_ERROR, ToolStatus, Visibility, model_visible_output,
-    pair_tool_calls, to_model_messages,
+    Message, ModelContent, ModelMessage, Outcome, PaiMeta, Part, Producer, ResultSource, Role,
+    ToolStatus, Visibility,
 };
 pub use model::{
     BoxStream, FinishReason, LanguageModel, ModelError, ModelMap, ModelProvider, ModelRequest,
     PartStream, ReadyStream, StreamPart,
 };
 pub use model_call::{AttemptPatch, ModelNext};
-pub use patch::{ModelSettings, Overlay, Patch, ProviderOptions, Route, RoutePatch, ToolChoice};
-pub use runtime::{
-    BuildError, Client, ClientError, Runtime, RuntimeBuilder, Sent, StoredThread, ThreadHandle,
-    ThreadState,
-};
-pub use store::{RunRecord, StoreError};
+pub use patch::{ModelSettings, Patch, ProviderOptions, Route, RoutePatch, ToolChoice};
+pub use store::{RunRecord, RunStatus, StoreError, StoredThread};
 pub use text::{
-    Pattern, PatternError, Verdict, guard_text, inspect_text_deltas, matches_any, patterns, redact,
-    redact_text_deltas,
+    Pattern, PatternError, Verdict, guard_text, inspect_text_deltas, redact_text_deltas,
 };
 pub use tool::{FnTool, Tool, ToolCx, ToolError, ToolOutcome, ToolSpec, tool_fn};
 pub use transform::{Abort, Emit, StreamTransform};

@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 use crate::clock::Millis;
-use crate::event::RunStatus;
 use crate::message::Outcome;
 use crate::model::StreamPart;
+use crate::store::RunStatus;
 use crate::transform::{Pipeline, StreamTransform};
 
 /// One thing a watcher sees.

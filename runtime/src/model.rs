@@ -111,6 +111,20 @@ pub trait LanguageModel: Send + Sync + 'static {
     ) -> HookFuture<'a, Result<BoxStream, ModelError>>;
 }
 
+/// The registered tools a route offers (all of them unless it names some).
+pub(crate) fn offered(registered: &[ToolSpec], route: &Route) -> Vec<ToolSpec> {
+    registered
+        .iter()
+        .filter(|t| {
+            route
+                .tools
+                .as_ref()
+                .is_none_or(|names| names.contains(&t.name))
+        })
+        .cloned()
+        .collect()
+}
+
 /// Resolves a route's model name to a model.
 pub trait ModelProvider: Send + Sync + 'static {
     fn model(&self, name: &str) -> Option<&dyn LanguageModel>;

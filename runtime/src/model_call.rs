@@ -3,8 +3,8 @@
 use std::fmt;
 
 use crate::clock::Millis;
+use crate::error::FailureCell;
 use crate::future::HookFuture;
-use crate::lifecycle::FailureCell;
 use crate::model::{BoxStream, ModelError, ModelRequest};
 use crate::patch::RoutePatch;
 
@@ -43,7 +43,7 @@ impl AttemptPatch {
         let mut next = request.clone();
         next.route.apply(&self.route);
         if self.route.tools.is_some() {
-            next.tools = crate::runtime::offered(&next.registered, &next.route);
+            next.tools = crate::model::offered(&next.registered, &next.route);
         }
         next.timeout_ms = match (request.timeout_ms, self.timeout_ms) {
             (Some(a), Some(b)) => Some(a.min(b)),

@@ -1,16 +1,19 @@
-//! The in-memory thread store: ordered messages, versions, leases, run records.
+//! Durable thread state (messages, versions, runs, the queue, the lease) and
+//! the in-memory store that holds it. Nothing here lives only in the process
+//! that drives a thread (stop signals, watchers, the driver task): that is
+//! `process.rs`. The thread record keeps its own invariants through methods;
+//! nothing outside this file writes its fields.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use serde_json::{Map, Value};
-use tokio::sync::watch;
 
-use crate::event::RunStatus;
 use crate::message::{Message, Outcome};
 
-/// A store write that could not be applied. Nothing changed.
+/// A store operation that could not be applied. Nothing changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     #[error("thread {0} does not exist")]
     NoThread(String),
@@ -20,11 +23,28 @@ pub enum StoreError {
     StaleLease { given: u64, current: u64 },
 }
 
-/// What watchers of a thread see change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ThreadSignal {
-    pub(crate) version: u64,
-    pub(crate) busy: bool,
+/// Lifecycle status of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunStatus {
+    Queued,
+    Running,
+    Waiting,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Queued => "queued",
+            RunStatus::Running => "running",
+            RunStatus::Waiting => "waiting",
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
 }
 
 /// A run as the store records it.
@@ -38,33 +58,8 @@ pub struct RunRecord {
     pub steps: u32,
 }
 
-pub(crate) struct ThreadRec {
-    pub(crate) agent: String,
-    pub(crate) owner: String,
-    pub(crate) incarnation: u64,
-    pub(crate) version: u64,
-    pub(crate) next_seq: u64,
-    pub(crate) messages: Vec<Message>,
-    pub(crate) metadata: Map<String, Value>,
-    pub(crate) private_metadata: Map<String, Value>,
-    /// The newest fencing token handed out; only grows.
-    pub(crate) fence: u64,
-    pub(crate) lease_holder: Option<String>,
-    pub(crate) runs: Vec<RunRecord>,
-    pub(crate) queue: VecDeque<String>,
-    pub(crate) driving: bool,
-    /// The run being driven now, and its stop signal.
-    pub(crate) active_run: Option<String>,
-    pub(crate) active_stop: Option<std::sync::Arc<crate::stop::StopSignal>>,
-    /// The newest steering message not yet taken by a step (SPEC A4).
-    pub(crate) pending_steer: Option<String>,
-    /// Live watchers of this thread (SPEC S2, H1).
-    pub(crate) watchers: Vec<crate::live::WatcherSlot>,
-    pub(crate) signal: watch::Sender<ThreadSignal>,
-}
-
 impl RunRecord {
-    pub(crate) fn queued(id: &str) -> RunRecord {
+    fn queued(id: &str) -> RunRecord {
         RunRecord {
             id: id.to_string(),
             status: RunStatus::Queued,
@@ -75,44 +70,68 @@ impl RunRecord {
     }
 }
 
+/// A thread as trusted server code sees it: every message, whatever its visibility.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredThread {
+    pub id: String,
+    pub agent: String,
+    pub owner: String,
+    pub incarnation: u64,
+    pub version: u64,
+    pub messages: Vec<Message>,
+    pub metadata: Map<String, Value>,
+    pub runs: Vec<RunRecord>,
+}
+
+/// What one commit did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Appended {
+    /// The thread's version after the commit.
+    pub(crate) version: u64,
+    /// The sequence number of the first message appended.
+    pub(crate) first_seq: u64,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RunEnd {
+    pub(crate) status: RunStatus,
+    pub(crate) outcome: Outcome,
+    pub(crate) reason: Option<String>,
+}
+
+/// The lease on a thread's current run (SPEC K2): the holder of the current
+/// episode, and the newest fencing token handed out, which only grows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Lease {
+    holder: Option<String>,
+    token: u64,
+}
+
+/// One thread's durable record.
+#[derive(Debug)]
+pub(crate) struct ThreadRec {
+    agent: String,
+    owner: String,
+    incarnation: u64,
+    version: u64,
+    next_seq: u64,
+    messages: Vec<Message>,
+    metadata: Map<String, Value>,
+    private_metadata: Map<String, Value>,
+    runs: Vec<RunRecord>,
+    /// Runs waiting for their turn, in arrival order (SPEC K1).
+    queue: VecDeque<String>,
+    /// The run being driven now, from its start to its end.
+    current: Option<String>,
+    lease: Lease,
+    /// The newest steering message not yet taken by a step (SPEC A4).
+    pending_steer: Option<String>,
+}
+
 impl ThreadRec {
-    fn publish(&self) {
-        let busy = self.driving || !self.queue.is_empty();
-        self.signal.send_replace(ThreadSignal {
-            version: self.version,
-            busy,
-        });
-    }
-
-    pub(crate) fn run_mut(&mut self, id: &str) -> Option<&mut RunRecord> {
-        self.runs.iter_mut().find(|r| r.id == id)
-    }
-
-    pub(crate) fn last_seq(&self) -> u64 {
-        self.next_seq - 1
-    }
-}
-
-#[derive(Default)]
-pub(crate) struct Store {
-    threads: Mutex<BTreeMap<String, ThreadRec>>,
-}
-
-impl Store {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, BTreeMap<String, ThreadRec>> {
-        // A panic while holding the lock cannot leave a half-applied commit:
-        // every commit mutates only after all its checks pass.
-        self.threads.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Returns the thread, creating it for `owner` if it does not exist.
-    pub(crate) fn open<'a>(
-        map: &'a mut BTreeMap<String, ThreadRec>,
-        id: &str,
-        agent: &str,
-        owner: &str,
-    ) -> Result<&'a mut ThreadRec, StoreError> {
-        let rec = map.entry(id.to_string()).or_insert_with(|| ThreadRec {
+    fn new(agent: &str, owner: &str) -> ThreadRec {
+        ThreadRec {
             agent: agent.to_string(),
             owner: owner.to_string(),
             incarnation: 1,
@@ -121,61 +140,315 @@ impl Store {
             messages: Vec::new(),
             metadata: Map::new(),
             private_metadata: Map::new(),
-            fence: 0,
-            lease_holder: None,
             runs: Vec::new(),
             queue: VecDeque::new(),
-            driving: false,
-            active_run: None,
-            active_stop: None,
+            current: None,
+            lease: Lease::default(),
             pending_steer: None,
-            watchers: Vec::new(),
-            signal: watch::channel(ThreadSignal {
-                version: 0,
-                busy: false,
-            })
-            .0,
-        });
-        if rec.owner != owner || rec.agent != agent {
+        }
+    }
+
+    /// Whether `owner` acting for `agent` may reach this thread (SPEC H4).
+    pub(crate) fn check_scope(&self, id: &str, owner: &str, agent: &str) -> Result<(), StoreError> {
+        if self.owner != owner || self.agent != agent {
             return Err(StoreError::Forbidden {
                 thread: id.to_string(),
             });
         }
-        Ok(rec)
+        Ok(())
     }
 
     /// Appends messages in one commit: sequence numbers assigned, version bumped
-    /// once (SPEC H1). With `fence`, the write is refused unless it carries the
-    /// thread's current lease token (SPEC K2).
-    pub(crate) fn commit(
-        rec: &mut ThreadRec,
-        fence: Option<u64>,
-        at: crate::clock::Millis,
+    /// once (SPEC H1). With `token`, the write is refused unless it carries the
+    /// thread's current lease token (SPEC K2); a refused write changes nothing.
+    pub(crate) fn append(
+        &mut self,
+        token: Option<u64>,
         messages: impl IntoIterator<Item = Message>,
-    ) -> Result<u64, StoreError> {
-        if let Some(token) = fence
-            && token != rec.fence
+    ) -> Result<Appended, StoreError> {
+        if let Some(given) = token
+            && given != self.lease.token
         {
             return Err(StoreError::StaleLease {
-                given: token,
-                current: rec.fence,
+                given,
+                current: self.lease.token,
             });
         }
+        let first_seq = self.next_seq;
         for mut m in messages {
-            m.seq = rec.next_seq;
-            rec.next_seq += 1;
-            rec.messages.push(m);
+            m.seq = self.next_seq;
+            self.next_seq += 1;
+            self.messages.push(m);
         }
-        rec.version += 1;
-        rec.publish();
-        if !rec.watchers.is_empty() {
-            crate::live::committed(&mut rec.watchers, at, rec.version);
-        }
-        Ok(rec.version)
+        self.version += 1;
+        Ok(Appended {
+            version: self.version,
+            first_seq,
+        })
     }
 
-    pub(crate) fn set_busy(rec: &mut ThreadRec, driving: bool) {
-        rec.driving = driving;
-        rec.publish();
+    /// Queues a new run behind the others (SPEC K1).
+    pub(crate) fn admit(&mut self, run: &str) {
+        self.runs.push(RunRecord::queued(run));
+        self.queue.push_back(run.to_string());
+    }
+
+    /// Takes the next queued run and makes it the current, running one.
+    pub(crate) fn start_next(&mut self) -> Option<String> {
+        let run = self.queue.pop_front()?;
+        if let Some(r) = self.run_mut(&run) {
+            r.status = RunStatus::Running;
+        }
+        self.current = Some(run.clone());
+        Some(run)
+    }
+
+    /// The run being driven now, if any.
+    pub(crate) fn current_run(&self) -> Option<&str> {
+        self.current.as_deref()
+    }
+
+    /// Whether `run` is waiting in the queue.
+    pub(crate) fn is_queued(&self, run: &str) -> bool {
+        self.queue.iter().any(|q| q == run)
+    }
+
+    /// Gives `run` the lease for a new episode; returns its fencing token,
+    /// newer than every token handed out before (SPEC K2).
+    pub(crate) fn acquire_lease(&mut self, run: &str) -> u64 {
+        self.lease.token += 1;
+        self.lease.holder = Some(run.to_string());
+        self.lease.token
+    }
+
+    /// Ends `run`'s episode: it no longer holds the lease.
+    pub(crate) fn release_lease(&mut self, run: &str) {
+        if self.lease.holder.as_deref() == Some(run) {
+            self.lease.holder = None;
+        }
+    }
+
+    /// Records a steering message for the current run's next step (SPEC A4).
+    pub(crate) fn steer(&mut self, message: &str) {
+        self.pending_steer = Some(message.to_string());
+    }
+
+    /// Takes the pending steering message, if any.
+    pub(crate) fn take_steer(&mut self) -> Option<String> {
+        self.pending_steer.take()
+    }
+
+    /// Whether a steering message waits for the next step.
+    pub(crate) fn has_steer(&self) -> bool {
+        self.pending_steer.is_some()
+    }
+
+    /// Counts one committed model step of `run`.
+    pub(crate) fn step_committed(&mut self, run: &str) {
+        if let Some(r) = self.run_mut(run) {
+            r.steps += 1;
+        }
+    }
+
+    /// Records how `run` ended; it is no longer current and holds no lease.
+    pub(crate) fn finish_run(&mut self, run: &str, end: &RunEnd) {
+        self.release_lease(run);
+        if let Some(r) = self.run_mut(run) {
+            r.status = end.status;
+            r.outcome = Some(end.outcome);
+            r.reason.clone_from(&end.reason);
+        }
+        if self.current.as_deref() == Some(run) {
+            self.current = None;
+        }
+    }
+
+    fn run_mut(&mut self, id: &str) -> Option<&mut RunRecord> {
+        self.runs.iter_mut().find(|r| r.id == id)
+    }
+
+    /// The newest sequence number stored: a step's anchor (SPEC M1).
+    pub(crate) fn last_seq(&self) -> u64 {
+        self.next_seq - 1
+    }
+
+    pub(crate) fn incarnation(&self) -> u64 {
+        self.incarnation
+    }
+
+    pub(crate) fn agent(&self) -> &str {
+        &self.agent
+    }
+
+    pub(crate) fn version(&self) -> u64 {
+        self.version
+    }
+
+    pub(crate) fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    pub(crate) fn runs(&self) -> &[RunRecord] {
+        &self.runs
+    }
+
+    pub(crate) fn metadata(&self) -> &Map<String, Value> {
+        &self.metadata
+    }
+
+    pub(crate) fn private_metadata(&self) -> &Map<String, Value> {
+        &self.private_metadata
+    }
+
+    /// The whole thread, as trusted server code sees it.
+    pub(crate) fn to_stored(&self, id: &str) -> StoredThread {
+        StoredThread {
+            id: id.to_string(),
+            agent: self.agent.clone(),
+            owner: self.owner.clone(),
+            incarnation: self.incarnation,
+            version: self.version,
+            messages: self.messages.clone(),
+            metadata: self.metadata.clone(),
+            runs: self.runs.clone(),
+        }
+    }
+}
+
+/// The in-memory store: every thread's durable record behind one lock.
+/// Every operation is one short critical section (one "transaction").
+#[derive(Debug, Default)]
+pub(crate) struct Store {
+    threads: Mutex<BTreeMap<String, ThreadRec>>,
+}
+
+impl Store {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, ThreadRec>> {
+        // A panic while holding the lock cannot leave a half-applied commit:
+        // every operation mutates only after all its checks pass.
+        self.threads.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Reads one thread.
+    pub(crate) fn read<T>(
+        &self,
+        id: &str,
+        f: impl FnOnce(&ThreadRec) -> T,
+    ) -> Result<T, StoreError> {
+        let map = self.lock();
+        let rec = map
+            .get(id)
+            .ok_or_else(|| StoreError::NoThread(id.to_string()))?;
+        Ok(f(rec))
+    }
+
+    /// Changes one existing thread.
+    pub(crate) fn write<T>(
+        &self,
+        id: &str,
+        f: impl FnOnce(&mut ThreadRec) -> T,
+    ) -> Result<T, StoreError> {
+        let mut map = self.lock();
+        let rec = map
+            .get_mut(id)
+            .ok_or_else(|| StoreError::NoThread(id.to_string()))?;
+        Ok(f(rec))
+    }
+
+    /// Changes one thread, creating it for `owner` and `agent` if it does not
+    /// exist; refused if it belongs to someone else (SPEC H4).
+    pub(crate) fn open<T>(
+        &self,
+        id: &str,
+        agent: &str,
+        owner: &str,
+        f: impl FnOnce(&mut ThreadRec) -> T,
+    ) -> Result<T, StoreError> {
+        let mut map = self.lock();
+        let rec = map
+            .entry(id.to_string())
+            .or_insert_with(|| ThreadRec::new(agent, owner));
+        rec.check_scope(id, owner, agent)?;
+        Ok(f(rec))
+    }
+
+    /// Ids of every stored thread, in order.
+    pub(crate) fn ids(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{PaiMeta, Part, Producer, Role, Visibility};
+
+    fn message(text: &str) -> Message {
+        Message {
+            id: text.to_string(),
+            seq: 0,
+            role: Role::User,
+            parts: vec![Part::text(text)],
+            visibility: Visibility::ALL,
+            pai: PaiMeta {
+                producer: Producer::User,
+                run_id: None,
+                step: None,
+                updated_at: 0,
+                outcome: None,
+                reason: None,
+            },
+        }
+    }
+
+    #[test]
+    fn k2_a_stale_token_changes_nothing() {
+        let mut rec = ThreadRec::new("a", "o");
+        let old = rec.acquire_lease("r1");
+        let new = rec.acquire_lease("r2");
+        assert!(new > old);
+        assert_eq!(
+            rec.append(Some(new), [message("x")]).map(|a| a.version),
+            Ok(1)
+        );
+        let refused = rec.append(Some(old), [message("y")]);
+        assert_eq!(
+            refused,
+            Err(StoreError::StaleLease {
+                given: old,
+                current: new
+            })
+        );
+        assert_eq!((rec.version(), rec.messages().len()), (1, 1));
+    }
+
+    #[test]
+    fn h1_one_version_per_commit_and_rising_sequence_numbers() {
+        let mut rec = ThreadRec::new("a", "o");
+        let first = rec.append(None, [message("a"), message("b")]).unwrap();
+        let second = rec.append(None, [message("c")]).unwrap();
+        assert_eq!((first.version, first.first_seq), (1, 1));
+        assert_eq!((second.version, second.first_seq), (2, 3));
+        assert_eq!(rec.last_seq(), 3);
+    }
+
+    #[test]
+    fn k1_runs_start_in_arrival_order_and_finish_clears_the_lease() {
+        let mut rec = ThreadRec::new("a", "o");
+        rec.admit("r1");
+        rec.admit("r2");
+        assert_eq!(rec.start_next().as_deref(), Some("r1"));
+        assert!(rec.is_queued("r2"));
+        rec.acquire_lease("r1");
+        let end = RunEnd {
+            status: RunStatus::Completed,
+            outcome: Outcome::Completed,
+            reason: None,
+        };
+        rec.finish_run("r1", &end);
+        assert_eq!(rec.current_run(), None);
+        assert_eq!(rec.lease.holder, None);
+        assert_eq!(rec.runs()[0].status, RunStatus::Completed);
+        assert_eq!(rec.start_next().as_deref(), Some("r2"));
     }
 }

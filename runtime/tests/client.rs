@@ -4,10 +4,9 @@
 use std::sync::Arc;
 
 use pai_runtime::{
-    Agent, BoxStream, ClientError, FinishReason, HookCx, HookFuture, HookResult, LanguageModel,
-    Lifecycle, ModelError, ModelMap, ModelRequest, Part, Phase, Phases, Producer, ReadyStream,
-    ResultSource, Role, Runtime, StoreError, StreamPart, ToolCallDecision, ToolCallInput,
-    ToolError, compose, tool_fn,
+    Agent, BoxStream, ClientError, FinishReason, HookFuture, LanguageModel, Lifecycle, ModelError,
+    ModelMap, ModelRequest, Part, Producer, ReadyStream, ResultSource, Role, Runtime, StoreError,
+    StreamPart, ToolCallDecision, ToolError, compose, hook, tool_fn,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -59,25 +58,16 @@ struct AddOut {
 }
 
 /// Rejects the `wipe` tool (T3).
-struct NoWipe;
-impl Lifecycle<()> for NoWipe {
-    fn phases(&self) -> Phases {
-        Phases::only(Phase::BeforeToolCall)
-    }
-    fn before_tool_call<'a>(
-        &'a self,
-        _: &'a HookCx<'_, ()>,
-        input: &'a ToolCallInput<'_>,
-    ) -> HookFuture<'a, HookResult<ToolCallDecision>> {
-        let d = if input.tool == "wipe" {
+fn no_wipe() -> impl Lifecycle<()> {
+    hook::before_tool_call("no_wipe", |_, input| {
+        HookFuture::ready(Ok(if input.tool == "wipe" {
             ToolCallDecision::Reject {
                 message: "wiping is not allowed".into(),
             }
         } else {
             ToolCallDecision::Continue
-        };
-        HookFuture::ready(Ok(d))
-    }
+        }))
+    })
 }
 
 fn runtime() -> Runtime<()> {
@@ -93,7 +83,7 @@ fn runtime() -> Runtime<()> {
             "wipes everything",
             |_cx, _: serde_json::Value| async move { Ok::<_, ToolError>(json!("wiped")) },
         ))
-        .lifecycle(compose(vec![Box::new(NoWipe)]));
+        .lifecycle(compose(vec![Box::new(no_wipe())]));
     Runtime::builder(agent, ())
         .models(ModelMap::new().with("mock", Arc::new(MockModel)))
         .clock(Arc::new(StillClock))
@@ -167,9 +157,9 @@ mod steering {
     use std::time::Duration;
 
     use pai_runtime::{
-        Agent, BoxStream, Clock, FinishReason, HookCx, HookFuture, HookResult, LanguageModel,
-        Lifecycle, Millis, ModelError, ModelMap, ModelRequest, Phase, Phases, ReadyStream, Role,
-        RunDecision, RunInput, Runtime, StreamPart,
+        Agent, BoxStream, Clock, FinishReason, HookFuture, LanguageModel, Lifecycle, Millis,
+        ModelError, ModelMap, ModelRequest, ReadyStream, Role, RunDecision, Runtime, StreamPart,
+        hook,
     };
 
     use crate::common::CountingIds;
@@ -186,21 +176,13 @@ mod steering {
     }
 
     /// A prepare_run that takes 10ms (an async policy lookup).
-    struct SlowPrepare;
-    impl Lifecycle<()> for SlowPrepare {
-        fn phases(&self) -> Phases {
-            Phases::only(Phase::PrepareRun)
-        }
-        fn prepare_run<'a>(
-            &'a self,
-            _: &'a HookCx<'_, ()>,
-            _: &'a RunInput<'_>,
-        ) -> HookFuture<'a, HookResult<RunDecision>> {
+    fn slow_prepare() -> impl Lifecycle<()> {
+        hook::prepare_run("slow_prepare", |_, _| {
             HookFuture::new(async {
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 Ok(RunDecision::default())
             })
-        }
+        })
     }
 
     #[derive(Default)]
@@ -230,7 +212,7 @@ mod steering {
     async fn a4_a_steer_before_the_anchor_is_taken_once() {
         let model = Arc::new(Counting::default());
         let agent =
-            Agent::new("a", "m").lifecycle(pai_runtime::compose(vec![Box::new(SlowPrepare)]));
+            Agent::new("a", "m").lifecycle(pai_runtime::compose(vec![Box::new(slow_prepare())]));
         let rt = Runtime::builder(agent, ())
             .models(ModelMap::new().with("m", model.clone()))
             .clock(Arc::new(TokioClock(tokio::time::Instant::now())))

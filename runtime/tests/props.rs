@@ -9,9 +9,9 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 use pai_runtime::{
-    AfterStepDecision, AfterStepInput, HookCx, HookFuture, HookResult, Lifecycle, Message,
-    ModelSettings, PaiMeta, Patch, Phase, Phases, Producer, Role, Route, RoutePatch, RunDecision,
-    RunInput, ToolChoice, Visibility, compose,
+    AfterStepDecision, AfterStepInput, HookCx, HookFuture, Lifecycle, Message, ModelSettings,
+    PaiMeta, Patch, Producer, Role, Route, RoutePatch, RunDecision, RunInput, ToolChoice,
+    Visibility, compose, hook,
 };
 use proptest::prelude::*;
 
@@ -145,35 +145,17 @@ fn route_patch() -> impl Strategy<Value = RoutePatch> {
 }
 
 /// A `prepare_run` hook that returns one fixed patch.
-struct PatchHook(RoutePatch);
-
-impl Lifecycle<()> for PatchHook {
-    fn phases(&self) -> Phases {
-        Phases::only(Phase::PrepareRun)
-    }
-    fn prepare_run<'a>(
-        &'a self,
-        _: &'a HookCx<'_, ()>,
-        _: &'a RunInput<'_>,
-    ) -> HookFuture<'a, HookResult<RunDecision>> {
-        HookFuture::ready(Ok(RunDecision::Continue(Patch::route(self.0.clone()))))
-    }
+fn patch_hook(p: RoutePatch) -> Box<dyn Lifecycle<()>> {
+    Box::new(hook::prepare_run("patch", move |_, _| {
+        HookFuture::ready(Ok(RunDecision::Continue(Patch::route(p.clone()))))
+    }))
 }
 
 /// An `after_step` hook that returns one fixed decision.
-struct StepHook(AfterStepDecision);
-
-impl Lifecycle<()> for StepHook {
-    fn phases(&self) -> Phases {
-        Phases::only(Phase::AfterStep)
-    }
-    fn after_step<'a>(
-        &'a self,
-        _: &'a HookCx<'_, ()>,
-        _: &'a AfterStepInput<'_>,
-    ) -> HookFuture<'a, HookResult<AfterStepDecision>> {
-        HookFuture::ready(Ok(self.0))
-    }
+fn step_hook(d: AfterStepDecision) -> Box<dyn Lifecycle<()>> {
+    Box::new(hook::after_step("decide", move |_, _| {
+        HookFuture::ready(Ok(d))
+    }))
 }
 
 fn message() -> Message {
@@ -195,10 +177,7 @@ fn message() -> Message {
 }
 
 fn joined_after_step(ds: &[AfterStepDecision]) -> AfterStepDecision {
-    let hooks: Vec<Box<dyn Lifecycle<()>>> = ds
-        .iter()
-        .map(|d| Box::new(StepHook(*d)) as Box<dyn Lifecycle<()>>)
-        .collect();
+    let hooks: Vec<Box<dyn Lifecycle<()>>> = ds.iter().map(|d| step_hook(*d)).collect();
     let composed = compose(hooks);
     let msg = message();
     let input = AfterStepInput {
@@ -234,11 +213,7 @@ proptest! {
     /// once, equals applying every hook's patch in order.
     #[test]
     fn l5_composed_patch_equals_patches_in_order(patches in prop::collection::vec(route_patch(), 0..6)) {
-        let hooks: Vec<Box<dyn Lifecycle<()>>> = patches
-            .iter()
-            .cloned()
-            .map(|p| Box::new(PatchHook(p)) as Box<dyn Lifecycle<()>>)
-            .collect();
+        let hooks: Vec<Box<dyn Lifecycle<()>>> = patches.iter().cloned().map(patch_hook).collect();
         let composed = compose(hooks);
         let base = Route::new("small");
         let input = RunInput { messages: &[], latest_user_message: None, route: &base };
@@ -289,11 +264,11 @@ mod attempts {
 
     use pai_runtime::{
         Agent, AttemptPatch, BoxStream, FinishReason, LanguageModel, ModelError, ModelMap,
-        ModelNext, ModelRequest, ReadyStream, Runtime, StepDecision, StepInput, StreamPart,
+        ModelRequest, ReadyStream, Runtime, StepDecision, StreamPart,
     };
 
     use super::*;
-    use crate::common::{CountingIds, OneMoreStep, StillClock};
+    use crate::common::{CountingIds, StillClock, one_more_step};
 
     /// Records the route of every attempt and answers with text.
     #[derive(Default)]
@@ -312,46 +287,31 @@ mod attempts {
         }
     }
 
-    struct StepPatch(RoutePatch);
-    impl Lifecycle<()> for StepPatch {
-        fn phases(&self) -> Phases {
-            Phases::only(Phase::PrepareModelStep)
-        }
-        fn prepare_model_step<'a>(
-            &'a self,
-            _: &'a HookCx<'_, ()>,
-            i: &'a StepInput<'_>,
-        ) -> HookFuture<'a, HookResult<StepDecision>> {
-            let p = if i.step == 0 {
-                Patch::route(self.0.clone())
+    /// A `prepare_model_step` hook that patches step 0 only.
+    fn step_patch(p: RoutePatch) -> Box<dyn Lifecycle<()>> {
+        Box::new(hook::prepare_model_step("step_patch", move |_, i| {
+            let patch = if i.step == 0 {
+                Patch::route(p.clone())
             } else {
                 Patch::default()
             };
-            HookFuture::ready(Ok(StepDecision::Continue(p)))
-        }
+            HookFuture::ready(Ok(StepDecision::Continue(patch)))
+        }))
     }
 
-    struct AttemptHook(RoutePatch);
-    impl Lifecycle<()> for AttemptHook {
-        fn phases(&self) -> Phases {
-            Phases::only(Phase::AroundModelCall)
-        }
-        fn around_model_call<'a>(
-            &'a self,
-            _: &'a HookCx<'_, ()>,
-            r: &'a ModelRequest,
-            next: ModelNext<'a>,
-        ) -> HookFuture<'a, HookResult<BoxStream>> {
+    /// An `around_model_call` hook that patches step 0's attempt only.
+    fn attempt_hook(p: RoutePatch) -> Box<dyn Lifecycle<()>> {
+        Box::new(hook::around_model_call("attempt", move |_, r, next| {
             let patch = if r.step == 0 {
                 AttemptPatch {
-                    route: self.0.clone(),
+                    route: p.clone(),
                     timeout_ms: None,
                 }
             } else {
                 AttemptPatch::default()
             };
             HookFuture::new(async move { Ok(next.call(patch).await?) })
-        }
+        }))
     }
 
     fn routes(
@@ -361,23 +321,10 @@ mod attempts {
     ) -> Vec<(u32, Route)> {
         let model = Arc::new(Recorder::default());
         let mut hooks: Vec<Box<dyn Lifecycle<()>>> = Vec::new();
-        hooks.extend(
-            run.iter()
-                .cloned()
-                .map(|p| Box::new(PatchHook(p)) as Box<dyn Lifecycle<()>>),
-        );
-        hooks.extend(
-            step.iter()
-                .cloned()
-                .map(|p| Box::new(StepPatch(p)) as Box<dyn Lifecycle<()>>),
-        );
-        hooks.extend(
-            attempt
-                .iter()
-                .cloned()
-                .map(|p| Box::new(AttemptHook(p)) as Box<dyn Lifecycle<()>>),
-        );
-        hooks.push(Box::new(OneMoreStep));
+        hooks.extend(run.iter().cloned().map(patch_hook));
+        hooks.extend(step.iter().cloned().map(step_patch));
+        hooks.extend(attempt.iter().cloned().map(attempt_hook));
+        hooks.push(Box::new(one_more_step()));
         let agent = Agent::new("a", "small").lifecycle(compose(hooks));
         let models = ModelMap::new()
             .with("small", model.clone())

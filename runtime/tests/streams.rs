@@ -5,16 +5,16 @@
 
 use std::sync::{Arc, Mutex};
 
+use pai_runtime::text::{matches_any, patterns, redact};
 use pai_runtime::{
-    Agent, BoxStream, FinishReason, HookCx, HookFuture, LanguageModel, Lifecycle, LiveEvent,
-    ModelContent, ModelError, ModelMap, ModelRequest, Pattern, Phase, Phases, ReadyStream, Role,
-    Runtime, StreamInput, StreamPart, StreamTransform, compose, matches_any, patterns, redact,
-    redact_text_deltas,
+    Agent, BoxStream, FinishReason, HookFuture, LanguageModel, LiveEvent, ModelContent, ModelError,
+    ModelMap, ModelRequest, Pattern, ReadyStream, Role, Runtime, StreamPart, StreamTransform,
+    compose, redact_text_deltas,
 };
 use proptest::prelude::*;
 
 mod common;
-use common::{CountingIds, OneMoreStep, StillClock};
+use common::{CountingIds, StillClock, one_more_step};
 use proptest::test_runner::FileFailurePersistence;
 
 const FAMILY: &[&str] = &[
@@ -56,21 +56,6 @@ impl LanguageModel for Chunks {
     }
 }
 
-/// Canonical redaction.
-struct Redact(Vec<Pattern>);
-impl Lifecycle<()> for Redact {
-    fn phases(&self) -> Phases {
-        Phases::only(Phase::TransformStepStream)
-    }
-    fn transform_step_stream(
-        &self,
-        _: &HookCx<'_, ()>,
-        _: &StreamInput,
-    ) -> Option<Box<dyn StreamTransform>> {
-        Some(redact_text_deltas(self.0.clone(), REPLACEMENT))
-    }
-}
-
 /// What one run shows: the stored step-0 text, the live text, and the
 /// assistant text the model saw later.
 struct Seen {
@@ -85,8 +70,8 @@ fn run(pats: &[Pattern], chunks: Vec<String>) -> Seen {
         later_context: Mutex::new(Vec::new()),
     });
     let agent = Agent::new("a", "m").lifecycle(compose(vec![
-        Box::new(Redact(pats.to_vec())),
-        Box::new(OneMoreStep),
+        Box::new(common::redact(pats.to_vec(), REPLACEMENT)),
+        Box::new(one_more_step()),
     ]));
     let rt = Runtime::builder(agent, ())
         .models(ModelMap::new().with("m", model.clone()))

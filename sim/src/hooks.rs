@@ -148,7 +148,7 @@ pub(crate) fn model_message(m: &MessageSpec) -> ModelMessage {
 
 /// A redaction stage; patterns were checked when the scenario loaded.
 pub(crate) fn redactor(patterns: &[String], replacement: &str) -> Box<dyn StreamTransform> {
-    let patterns = pai_runtime::patterns(patterns).unwrap_or_default();
+    let patterns = pai_runtime::text::patterns(patterns).unwrap_or_default();
     redact_text_deltas(patterns, replacement)
 }
 

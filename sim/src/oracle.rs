@@ -79,7 +79,7 @@ pub fn s3_nothing_unredacted(o: &Observed<'_>) -> Vec<Violation> {
     }
     let mut out = Vec::new();
     let mut flag = |run: Option<&str>, place: String, text: &str| {
-        if pai_runtime::matches_any(text, o.redacted) {
+        if pai_runtime::text::matches_any(text, o.redacted) {
             out.push(Violation {
                 oracle: "S3",
                 run: run.map(str::to_string),

@@ -179,7 +179,7 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
         .iter()
         .filter_map(|h| match h {
             crate::scenario::HookSpec::Redact { patterns, .. } => {
-                pai_runtime::patterns(patterns).ok()
+                pai_runtime::text::patterns(patterns).ok()
             }
             _ => None,
         })

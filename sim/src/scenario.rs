@@ -592,7 +592,7 @@ impl Scenario {
             }
             for l in &t.live {
                 if let TransformSpec::Redact { patterns, .. } = l {
-                    pai_runtime::patterns(patterns)
+                    pai_runtime::text::patterns(patterns)
                         .map_err(|e| format!("timeline[{i}].live: {e}"))?;
                 }
             }
@@ -614,7 +614,8 @@ impl Scenario {
         }
         for (i, h) in self.lifecycle.iter().enumerate() {
             if let HookSpec::Redact { patterns, .. } = h {
-                pai_runtime::patterns(patterns).map_err(|e| format!("lifecycle[{i}]: {e}"))?;
+                pai_runtime::text::patterns(patterns)
+                    .map_err(|e| format!("lifecycle[{i}]: {e}"))?;
             }
         }
         let mut seen = BTreeMap::new();

@@ -6,8 +6,8 @@
 use std::sync::Mutex;
 
 use pai_runtime::{
-    AfterStepDecision, AfterStepInput, Clock, HookCx, HookFuture, HookResult, IdKind, IdSource,
-    Lifecycle, Millis, Phase, Phases,
+    AfterStepDecision, Clock, HookFuture, IdKind, IdSource, Lifecycle, Millis, Pattern, hook,
+    redact_text_deltas,
 };
 
 /// Time that never passes; nothing driven with it may wait on a timer.
@@ -35,21 +35,19 @@ impl IdSource for CountingIds {
 }
 
 /// Asks for one more step after step 0, then lets the run end naturally.
-pub struct OneMoreStep;
-
-impl Lifecycle<()> for OneMoreStep {
-    fn phases(&self) -> Phases {
-        Phases::only(Phase::AfterStep)
-    }
-    fn after_step<'a>(
-        &'a self,
-        _: &'a HookCx<'_, ()>,
-        i: &'a AfterStepInput<'_>,
-    ) -> HookFuture<'a, HookResult<AfterStepDecision>> {
+pub fn one_more_step() -> impl Lifecycle<()> {
+    hook::after_step("one_more_step", |_, i| {
         HookFuture::ready(Ok(if i.step == 0 {
             AfterStepDecision::NextStep
         } else {
             AfterStepDecision::Natural
         }))
-    }
+    })
+}
+
+/// Canonical redaction of every stream with `replacement`.
+pub fn redact(patterns: Vec<Pattern>, replacement: &'static str) -> impl Lifecycle<()> {
+    hook::transform_step_stream("redact", move |_, _| {
+        Some(redact_text_deltas(patterns.clone(), replacement))
+    })
 }

@@ -1,0 +1,362 @@
+//! The client API: building a runtime, clients acting for an identity, and
+//! thread handles that send, steer, cancel, watch and read.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::agent::Agent;
+use crate::clock::{Clock, IdKind, IdSource};
+use crate::event::{EventKind, EventSink};
+use crate::live::Watch;
+use crate::message::{Message, PaiMeta, Part, Producer, Role, Visibility};
+use crate::model::ModelProvider;
+use crate::process::Process;
+use crate::shared::Shared;
+use crate::store::{RunRecord, Store, StoreError, StoredThread, ThreadRec};
+use crate::transform::StreamTransform;
+
+/// A runtime that is missing a required part.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    #[error("the runtime needs {0}")]
+    Missing(&'static str),
+}
+
+/// What a client call can fail with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Builds a [`Runtime`]; clock, ids and models are required.
+pub struct RuntimeBuilder<C> {
+    agent: Agent<C>,
+    context: C,
+    models: Option<Box<dyn ModelProvider>>,
+    clock: Option<Arc<dyn Clock>>,
+    ids: Option<Arc<dyn IdSource>>,
+    sink: Option<Arc<dyn EventSink>>,
+}
+
+impl<C: 'static> fmt::Debug for RuntimeBuilder<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RuntimeBuilder")
+            .field("agent", &self.agent)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: Send + Sync + 'static> RuntimeBuilder<C> {
+    pub fn models(mut self, models: impl ModelProvider) -> Self {
+        self.models = Some(Box::new(models));
+        self
+    }
+
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    pub fn ids(mut self, ids: Arc<dyn IdSource>) -> Self {
+        self.ids = Some(ids);
+        self
+    }
+
+    /// Where events go; without a sink, none are built.
+    pub fn events(mut self, sink: Arc<dyn EventSink>) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
+    pub fn build(self) -> Result<Runtime<C>, BuildError> {
+        Ok(Runtime {
+            shared: Arc::new(Shared {
+                tool_specs: self.agent.tools.iter().map(|t| t.spec().clone()).collect(),
+                agent: self.agent,
+                context: self.context,
+                models: self.models.ok_or(BuildError::Missing("a model provider"))?,
+                clock: self.clock.ok_or(BuildError::Missing("a clock"))?,
+                ids: self.ids.ok_or(BuildError::Missing("an id source"))?,
+                sink: self.sink,
+                store: Store::default(),
+                process: Process::default(),
+            }),
+        })
+    }
+}
+
+/// An in-process runtime for one agent. Cheap to clone.
+pub struct Runtime<C> {
+    shared: Arc<Shared<C>>,
+}
+
+impl<C> Clone for Runtime<C> {
+    fn clone(&self) -> Self {
+        Runtime {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<C: 'static> fmt::Debug for Runtime<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("agent", &self.shared.agent)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A thread as its client sees it: transcript-visible messages only.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadState {
+    pub id: String,
+    pub version: u64,
+    pub messages: Vec<Message>,
+    pub metadata: Map<String, Value>,
+    pub runs: Vec<RunRecord>,
+}
+
+/// What `send` created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    pub message_id: String,
+    pub run_id: String,
+}
+
+impl<C: Send + Sync + 'static> Runtime<C> {
+    /// Starts building a runtime for `agent` with the application's runtime context.
+    pub fn builder(agent: Agent<C>, context: C) -> RuntimeBuilder<C> {
+        RuntimeBuilder {
+            agent,
+            context,
+            models: None,
+            clock: None,
+            ids: None,
+            sink: None,
+        }
+    }
+
+    /// A client acting for `identity`.
+    pub fn client(&self, identity: impl Into<String>) -> Client<C> {
+        Client {
+            runtime: self.clone(),
+            identity: identity.into(),
+        }
+    }
+
+    /// Trusted read of a whole stored thread (not scoped to an identity).
+    pub fn inspect(&self, thread_id: &str) -> Option<StoredThread> {
+        self.shared
+            .store
+            .read(thread_id, |rec| rec.to_stored(thread_id))
+            .ok()
+    }
+
+    /// Ids of every stored thread, in order.
+    pub fn thread_ids(&self) -> Vec<String> {
+        self.shared.store.ids()
+    }
+}
+
+/// A client for one identity.
+pub struct Client<C> {
+    runtime: Runtime<C>,
+    identity: String,
+}
+
+impl<C> fmt::Debug for Client<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("identity", &self.identity)
+            .finish()
+    }
+}
+
+impl<C: Send + Sync + 'static> Client<C> {
+    pub fn thread(&self, id: impl Into<String>) -> ThreadHandle<C> {
+        ThreadHandle {
+            runtime: self.runtime.clone(),
+            identity: self.identity.clone(),
+            id: id.into(),
+        }
+    }
+
+    pub fn new_thread_id(&self) -> String {
+        self.runtime.shared.ids.next_id(IdKind::Thread)
+    }
+}
+
+/// One thread, reached through a client's identity (SPEC H4).
+pub struct ThreadHandle<C> {
+    runtime: Runtime<C>,
+    identity: String,
+    id: String,
+}
+
+impl<C> fmt::Debug for ThreadHandle<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ThreadHandle")
+            .field("identity", &self.identity)
+            .field("id", &self.id)
+            .finish()
+    }
+}
+
+/// What a submitted user message became.
+enum Submitted {
+    /// A new run, queued (SPEC K1).
+    Run { run: String },
+    /// A steering message for the active run (SPEC A4).
+    Steer { run: String },
+}
+
+impl<C: Send + Sync + 'static> ThreadHandle<C> {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn shared(&self) -> &Arc<Shared<C>> {
+        &self.runtime.shared
+    }
+
+    /// Reads the thread if this client's identity and agent may reach it (H4).
+    fn read_scoped<T>(&self, f: impl FnOnce(&ThreadRec) -> T) -> Result<T, ClientError> {
+        let agent = &self.shared().agent.name;
+        let out = self.shared().store.read(&self.id, |rec| {
+            rec.check_scope(&self.id, &self.identity, agent)
+                .map(|()| f(rec))
+        })??;
+        Ok(out)
+    }
+
+    /// Appends a user message and queues a run for it (SPEC K1: one active
+    /// run per thread, later runs wait in arrival order). Must be called inside
+    /// a Tokio runtime: the thread's runs are driven by a spawned task.
+    pub async fn send(&self, text: impl Into<String>) -> Result<Sent, ClientError> {
+        self.submit(text.into(), false)
+    }
+
+    /// Sends a steering message (SPEC A4): while a run is active, the message
+    /// is stored at once and taken by that run's next step instead of starting
+    /// a new run; with no active run it is an ordinary `send`.
+    pub async fn steer(&self, text: impl Into<String>) -> Result<Sent, ClientError> {
+        self.submit(text.into(), true)
+    }
+
+    /// Cancels the thread's active run, if any (SPEC T8): its model attempt
+    /// stops, running tools get cancelled results, and the run ends with
+    /// outcome cancelled. Returns the run id it cancelled.
+    pub fn cancel(&self) -> Result<Option<String>, ClientError> {
+        self.read_scoped(|_| ())?;
+        let stopped = self
+            .shared()
+            .process
+            .with(&self.id, |a| a.stop_current().map(str::to_string));
+        Ok(stopped)
+    }
+
+    /// Watches the thread live (SPEC S2): every step's canonical stream as it
+    /// is released, shaped by `live` transforms for this watcher only, and
+    /// one invalidation per commit (H1). Creates the thread if needed.
+    pub fn watch(&self, live: Vec<Box<dyn StreamTransform>>) -> Result<Watch, ClientError> {
+        let sh = self.shared();
+        let mut process = sh.process.lock();
+        sh.store
+            .open(&self.id, &sh.agent.name, &self.identity, |_| ())?;
+        let (slot, watch) = crate::live::watcher(live);
+        process
+            .entry(self.id.clone())
+            .or_default()
+            .watchers
+            .push(slot);
+        Ok(watch)
+    }
+
+    fn submit(&self, text: String, steer: bool) -> Result<Sent, ClientError> {
+        let sh = self.shared();
+        let message_id = sh.ids.next_id(IdKind::Message);
+        let now = sh.clock.now();
+        let user_message = |run_id: &str| Message {
+            id: message_id.clone(),
+            seq: 0,
+            role: Role::User,
+            parts: vec![Part::text(text.clone())],
+            visibility: Visibility::ALL,
+            pai: PaiMeta::new(Producer::User, Some(run_id), None, now),
+        };
+        // One critical section: a run admitted here is seen by the driver, or
+        // the driver has stopped and this call starts a new one.
+        let (submitted, start) = sh.commit_in(&self.id, |store, attached| {
+            let done = store.open(&self.id, &sh.agent.name, &self.identity, |rec| {
+                let (submitted, run) = match rec.current_run() {
+                    Some(active) if steer => {
+                        let run = active.to_string();
+                        (Submitted::Steer { run: run.clone() }, run)
+                    }
+                    _ => {
+                        let run = sh.ids.next_id(IdKind::Run);
+                        (Submitted::Run { run: run.clone() }, run)
+                    }
+                };
+                let appended = rec.append(None, [user_message(&run)])?;
+                match &submitted {
+                    Submitted::Steer { .. } => rec.steer(&message_id),
+                    Submitted::Run { run } => rec.admit(run),
+                }
+                Ok::<_, StoreError>((submitted, appended.version))
+            })??;
+            let (submitted, version) = done;
+            let start = matches!(submitted, Submitted::Run { .. }) && attached.claim_driver();
+            Ok(((submitted, start), version))
+        })?;
+        let run_id = match submitted {
+            Submitted::Steer { run } => {
+                sh.emit(&self.id, &run, || EventKind::Steered {
+                    message: message_id.clone(),
+                });
+                run
+            }
+            Submitted::Run { run } => {
+                sh.emit(&self.id, &run, || EventKind::Admitted {
+                    trigger: message_id.clone(),
+                });
+                if start {
+                    tokio::spawn(crate::step_loop::drive(sh.clone(), self.id.clone()));
+                }
+                run
+            }
+        };
+        Ok(Sent { message_id, run_id })
+    }
+
+    /// The thread as this client may see it.
+    pub fn state(&self) -> Result<ThreadState, ClientError> {
+        self.read_scoped(|rec| ThreadState {
+            id: self.id.clone(),
+            version: rec.version(),
+            messages: rec
+                .messages()
+                .iter()
+                .filter(|m| m.visibility.transcript)
+                .cloned()
+                .collect(),
+            metadata: rec.metadata().clone(),
+            runs: rec.runs().to_vec(),
+        })
+    }
+
+    /// Waits until no run is active or queued on the thread, then returns its state.
+    pub async fn wait_until_idle(&self) -> Result<ThreadState, ClientError> {
+        let sh = self.shared();
+        sh.store.read(&self.id, |_| ())?;
+        let mut driving = sh.process.with(&self.id, |a| a.driving());
+        // The sender lives as long as the runtime.
+        let _ = driving.wait_for(|d| !*d).await;
+        self.state()
+    }
+}

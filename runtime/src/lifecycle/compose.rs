@@ -1,0 +1,308 @@
+//! `compose(a, b, c)`: hooks as one lifecycle, with the orders of SPEC L5–L10.
+//! A phase is dispatched only to the hooks that handle it.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde_json::Value;
+
+use super::chain::{ContextChain, ModelChain, call, note};
+use super::decision::{
+    AfterStepDecision, NoteDecision, RunDecision, StepDecision, ToolCallDecision,
+    ToolResultDecision,
+};
+use super::hook::Lifecycle;
+use super::input::{
+    AfterStepInput, HookCx, RunInput, StepInput, StreamInput, StreamKind, ToolCallInput,
+    ToolResult, ToolResultInput,
+};
+use super::phase::{PHASES, Phase, Phases};
+use crate::context::{ContextInput, ContextNext};
+use crate::error::HookResult;
+use crate::future::HookFuture;
+use crate::message::ModelMessage;
+use crate::model::{BoxStream, ModelRequest};
+use crate::model_call::{AttemptPatch, ModelNext};
+use crate::patch::Patch;
+use crate::transform::{NoAbort, Pipeline, StreamTransform};
+
+/// Hooks composed into one lifecycle (SPEC L5–L10).
+pub struct Composed<C> {
+    hooks: Vec<Box<dyn Lifecycle<C>>>,
+    /// For each phase, the indices of the hooks that handle it.
+    by_phase: [Vec<usize>; PHASES],
+    phases: Phases,
+}
+
+impl<C: 'static> fmt::Debug for Composed<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.hooks.iter().map(|h| h.name()))
+            .finish()
+    }
+}
+
+/// Composes hooks in order: `compose(vec![a, b, c])`.
+pub fn compose<C: 'static>(hooks: Vec<Box<dyn Lifecycle<C>>>) -> Composed<C> {
+    let mut by_phase: [Vec<usize>; PHASES] = Default::default();
+    let mut phases = Phases::NONE;
+    for (i, h) in hooks.iter().enumerate() {
+        let p = h.phases();
+        for phase in Phase::ALL {
+            if p.contains(phase) {
+                by_phase[phase as usize].push(i);
+                phases = phases.with(phase);
+            }
+        }
+    }
+    Composed {
+        hooks,
+        by_phase,
+        phases,
+    }
+}
+
+impl<C> Composed<C> {
+    fn handlers(&self, phase: Phase) -> impl Iterator<Item = &dyn Lifecycle<C>> {
+        self.by_phase[phase as usize]
+            .iter()
+            .map(|&i| &*self.hooks[i])
+    }
+
+    pub fn len(&self) -> usize {
+        self.hooks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hooks.is_empty()
+    }
+}
+
+/// Folds one more hook's patch into the composed patch and the route the
+/// next hook sees (L5).
+fn fold(merged: &mut Option<Patch>, route: &mut Cow<'_, crate::patch::Route>, p: Patch) {
+    if !p.route.is_empty() {
+        route.to_mut().apply(&p.route);
+    }
+    match merged {
+        Some(m) => m.then(p),
+        None => *merged = Some(p),
+    }
+}
+
+impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
+    fn name(&self) -> &str {
+        "compose"
+    }
+
+    fn phases(&self) -> Phases {
+        self.phases
+    }
+
+    /// L5: in order; each hook sees the earlier patches; a respond stops the chain.
+    fn prepare_run<'a>(
+        &'a self,
+        cx: &'a HookCx<'_, C>,
+        input: &'a RunInput<'_>,
+    ) -> HookFuture<'a, HookResult<RunDecision>> {
+        HookFuture::new(async move {
+            let mut route = Cow::Borrowed(input.route);
+            let mut merged: Option<Patch> = None;
+            for hook in self.handlers(Phase::PrepareRun) {
+                let sub = RunInput {
+                    route: &route,
+                    ..*input
+                };
+                let decision = call(hook, || hook.prepare_run(cx, &sub)).await?;
+                note(cx, Phase::PrepareRun, hook.name(), || {
+                    NoteDecision::Run(decision.clone())
+                });
+                match decision {
+                    RunDecision::Respond(r) => return Ok(RunDecision::Respond(r)),
+                    RunDecision::Continue(p) if p.is_empty() => {}
+                    RunDecision::Continue(p) => fold(&mut merged, &mut route, p),
+                }
+            }
+            Ok(RunDecision::Continue(merged.unwrap_or_default()))
+        })
+    }
+
+    fn resolve_model_context<'a>(
+        &'a self,
+        cx: &'a HookCx<'_, C>,
+        input: &'a ContextInput<'_>,
+        next: ContextNext<'a>,
+    ) -> HookFuture<'a, HookResult<Vec<ModelMessage>>> {
+        HookFuture::new(async move {
+            let chain = ContextChain {
+                hooks: &self.hooks,
+                order: &self.by_phase[Phase::ResolveModelContext as usize],
+                cx,
+                input,
+                then: &next,
+                failure: next.failure(),
+            };
+            crate::context::ContextLink::resolve(&chain, None).await
+        })
+    }
+
+    /// L5: in order; each hook sees the route and messages the earlier
+    /// hooks' patches made.
+    fn prepare_model_step<'a>(
+        &'a self,
+        cx: &'a HookCx<'_, C>,
+        input: &'a StepInput<'_>,
+    ) -> HookFuture<'a, HookResult<StepDecision>> {
+        HookFuture::new(async move {
+            let mut route = Cow::Borrowed(input.route);
+            let mut messages = Cow::Borrowed(input.messages);
+            let mut merged: Option<Patch> = None;
+            for hook in self.handlers(Phase::PrepareModelStep) {
+                let sub = StepInput {
+                    step: input.step,
+                    route: &route,
+                    messages: &messages,
+                };
+                let decision = call(hook, || hook.prepare_model_step(cx, &sub)).await?;
+                note(cx, Phase::PrepareModelStep, hook.name(), || {
+                    NoteDecision::Step(decision.clone())
+                });
+                let StepDecision::Continue(p) = decision;
+                if p.is_empty() {
+                    continue;
+                }
+                if p.replace_model_messages.is_some() || !p.append_model_messages.is_empty() {
+                    p.apply_messages(messages.to_mut());
+                }
+                fold(&mut merged, &mut route, p);
+            }
+            Ok(StepDecision::Continue(merged.unwrap_or_default()))
+        })
+    }
+
+    fn around_model_call<'a>(
+        &'a self,
+        cx: &'a HookCx<'_, C>,
+        request: &'a ModelRequest,
+        next: ModelNext<'a>,
+    ) -> HookFuture<'a, HookResult<BoxStream>> {
+        HookFuture::new(async move {
+            let chain = ModelChain {
+                hooks: &self.hooks,
+                order: &self.by_phase[Phase::AroundModelCall as usize],
+                cx,
+                then: &next,
+                failure: next.failure(),
+            };
+            let stream =
+                crate::model_call::ModelLink::attempt(&chain, request, AttemptPatch::default())
+                    .await?;
+            Ok(stream)
+        })
+    }
+
+    /// L7: the stages of every hook, in order, as one pipeline.
+    fn transform_step_stream(
+        &self,
+        cx: &HookCx<'_, C>,
+        input: &StreamInput,
+    ) -> Option<Box<dyn StreamTransform>> {
+        let mut stages = Vec::new();
+        for hook in self.handlers(Phase::TransformStepStream) {
+            let stage = hook
+                .transform_step_stream(cx, input)
+                .map(|t| match input.kind {
+                    StreamKind::Model => t,
+                    StreamKind::Respond | StreamKind::Replacement => NoAbort::wrap(t),
+                });
+            note(cx, Phase::TransformStepStream, hook.name(), || {
+                NoteDecision::Transform {
+                    installed: stage.is_some(),
+                }
+            });
+            stages.extend(stage);
+        }
+        match stages.len() {
+            0 => None,
+            1 => stages.pop(),
+            _ => Some(Box::new(Pipeline::new(stages))),
+        }
+    }
+
+    /// L8: in order; a replaced input feeds the next hook; the first reject stops.
+    fn before_tool_call<'a>(
+        &'a self,
+        cx: &'a HookCx<'_, C>,
+        input: &'a ToolCallInput<'_>,
+    ) -> HookFuture<'a, HookResult<ToolCallDecision>> {
+        HookFuture::new(async move {
+            let mut replaced: Option<Value> = None;
+            for hook in self.handlers(Phase::BeforeToolCall) {
+                let sub = ToolCallInput {
+                    input: replaced.as_ref().unwrap_or(input.input),
+                    ..*input
+                };
+                let decision = call(hook, || hook.before_tool_call(cx, &sub)).await?;
+                note(cx, Phase::BeforeToolCall, hook.name(), || {
+                    NoteDecision::ToolCall(decision.clone())
+                });
+                match decision {
+                    ToolCallDecision::Continue => {}
+                    ToolCallDecision::ReplaceInput(v) => replaced = Some(v),
+                    reject @ ToolCallDecision::Reject { .. } => return Ok(reject),
+                }
+            }
+            Ok(replaced.map_or(ToolCallDecision::Continue, ToolCallDecision::ReplaceInput))
+        })
+    }
+
+    /// L9: in order; a replaced output feeds the next hook.
+    fn after_tool_result<'a>(
+        &'a self,
+        cx: &'a HookCx<'_, C>,
+        input: &'a ToolResultInput<'_>,
+    ) -> HookFuture<'a, HookResult<ToolResultDecision>> {
+        HookFuture::new(async move {
+            let mut current: Cow<'_, ToolResult> = Cow::Borrowed(input.result);
+            let mut replaced = false;
+            for hook in self.handlers(Phase::AfterToolResult) {
+                let sub = ToolResultInput {
+                    step: input.step,
+                    result: &current,
+                };
+                let decision = call(hook, || hook.after_tool_result(cx, &sub)).await?;
+                note(cx, Phase::AfterToolResult, hook.name(), || {
+                    NoteDecision::ToolResult(decision.clone())
+                });
+                if let ToolResultDecision::ReplaceOutput(v) = decision {
+                    current.to_mut().output = v;
+                    replaced = true;
+                }
+            }
+            Ok(if replaced {
+                ToolResultDecision::ReplaceOutput(current.into_owned().output)
+            } else {
+                ToolResultDecision::Continue
+            })
+        })
+    }
+
+    /// L10: every hook is asked; the strongest decision wins.
+    fn after_step<'a>(
+        &'a self,
+        cx: &'a HookCx<'_, C>,
+        input: &'a AfterStepInput<'_>,
+    ) -> HookFuture<'a, HookResult<AfterStepDecision>> {
+        HookFuture::new(async move {
+            let mut joined = AfterStepDecision::Natural;
+            for hook in self.handlers(Phase::AfterStep) {
+                let decision = call(hook, || hook.after_step(cx, input)).await?;
+                note(cx, Phase::AfterStep, hook.name(), || {
+                    NoteDecision::AfterStep(decision)
+                });
+                joined = joined.max(decision);
+            }
+            Ok(joined)
+        })
+    }
+}

@@ -1,0 +1,145 @@
+//! What hooks receive: the context every hook gets, and each phase's input.
+
+use std::fmt;
+
+use serde_json::Value;
+
+use super::decision::HookNote;
+use crate::clock::Millis;
+use crate::message::{Message, ModelMessage, ResultSource, ToolStatus};
+use crate::patch::Route;
+
+/// What every hook receives besides its phase input.
+pub struct HookCx<'a, C> {
+    /// The application's typed runtime context.
+    pub context: &'a C,
+    pub run_id: &'a str,
+    pub thread_id: &'a str,
+    /// Execution episode number, from 1.
+    pub episode: u32,
+    pub now: Millis,
+    pub(crate) trace: Option<&'a dyn HookTrace>,
+}
+
+impl<'a, C> HookCx<'a, C> {
+    /// A context for calling hooks outside the runtime (unit tests of hooks,
+    /// other drivers). Inner decisions of composed hooks are not traced.
+    pub fn new(
+        context: &'a C,
+        run_id: &'a str,
+        thread_id: &'a str,
+        episode: u32,
+        now: Millis,
+    ) -> Self {
+        HookCx {
+            context,
+            run_id,
+            thread_id,
+            episode,
+            now,
+            trace: None,
+        }
+    }
+
+    /// Reports an inner hook's decision, when someone listens.
+    pub(crate) fn note(&self, note: impl FnOnce() -> HookNote) {
+        if let Some(trace) = self.trace {
+            trace.note(note());
+        }
+    }
+}
+
+impl<C> fmt::Debug for HookCx<'_, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HookCx")
+            .field("run_id", &self.run_id)
+            .field("thread_id", &self.thread_id)
+            .field("episode", &self.episode)
+            .field("now", &self.now)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where composed hooks report each inner decision.
+pub(crate) trait HookTrace: Send + Sync {
+    fn note(&self, note: HookNote);
+}
+
+/// What a canonical stream carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamKind {
+    /// A model step's provider stream.
+    Model,
+    /// A `prepare_run` response (SPEC L12).
+    Respond,
+    /// An abort's replacement parts (SPEC S4).
+    Replacement,
+}
+
+/// Input of `transform_step_stream`.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamInput {
+    /// The model step, for model streams.
+    pub step: Option<u32>,
+    pub kind: StreamKind,
+}
+
+/// Input of `prepare_run`.
+#[derive(Debug)]
+pub struct RunInput<'a> {
+    /// The thread's stored messages at episode start.
+    pub messages: &'a [Message],
+    /// The newest user message, if any.
+    pub latest_user_message: Option<&'a Message>,
+    /// The episode route with earlier hooks' patches applied.
+    pub route: &'a Route,
+}
+
+/// Input of `prepare_model_step`.
+#[derive(Debug)]
+pub struct StepInput<'a> {
+    /// Step number within the run, from 0.
+    pub step: u32,
+    /// The step route with earlier hooks' patches applied.
+    pub route: &'a Route,
+    /// The messages the step would send: resolved context, episode overlay and
+    /// earlier hooks' step patches.
+    pub messages: &'a [ModelMessage],
+}
+
+/// Input of `before_tool_call`.
+#[derive(Debug)]
+pub struct ToolCallInput<'a> {
+    pub step: u32,
+    pub call_id: &'a str,
+    pub tool: &'a str,
+    /// The input, as replaced by earlier hooks.
+    pub input: &'a Value,
+}
+
+/// A final tool result as hooks see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    pub call_id: String,
+    pub tool: String,
+    pub status: ToolStatus,
+    pub source: ResultSource,
+    pub output: Value,
+}
+
+/// Input of `after_tool_result`.
+#[derive(Debug)]
+pub struct ToolResultInput<'a> {
+    pub step: u32,
+    /// The result, with earlier hooks' replacements applied.
+    pub result: &'a ToolResult,
+}
+
+/// Input of `after_step`.
+#[derive(Debug)]
+pub struct AfterStepInput<'a> {
+    pub step: u32,
+    /// The assembled, committed assistant message. Read-only (SPEC A1).
+    pub message: &'a Message,
+    pub tool_results: &'a [ToolResult],
+}

@@ -1,0 +1,90 @@
+//! The phases a hook can handle, and sets of them.
+
+use std::fmt;
+
+/// A lifecycle phase that hooks can handle, in step order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Phase {
+    PrepareRun,
+    ResolveModelContext,
+    PrepareModelStep,
+    AroundModelCall,
+    TransformStepStream,
+    BeforeToolCall,
+    AfterToolResult,
+    AfterStep,
+}
+
+/// How many phases there are.
+pub(crate) const PHASES: usize = 8;
+
+impl Phase {
+    pub const ALL: [Phase; PHASES] = [
+        Phase::PrepareRun,
+        Phase::ResolveModelContext,
+        Phase::PrepareModelStep,
+        Phase::AroundModelCall,
+        Phase::TransformStepStream,
+        Phase::BeforeToolCall,
+        Phase::AfterToolResult,
+        Phase::AfterStep,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::PrepareRun => "prepare_run",
+            Phase::ResolveModelContext => "resolve_model_context",
+            Phase::PrepareModelStep => "prepare_model_step",
+            Phase::AroundModelCall => "around_model_call",
+            Phase::TransformStepStream => "transform_step_stream",
+            Phase::BeforeToolCall => "before_tool_call",
+            Phase::AfterToolResult => "after_tool_result",
+            Phase::AfterStep => "after_step",
+        }
+    }
+
+    const fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The set of phases a hook handles. Composition dispatches a phase only to
+/// the hooks whose set contains it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Phases(u8);
+
+impl Phases {
+    pub const NONE: Phases = Phases(0);
+    pub const ALL: Phases = Phases(0b1111_1111);
+
+    pub const fn only(phase: Phase) -> Phases {
+        Phases(phase.bit())
+    }
+
+    pub const fn with(self, phase: Phase) -> Phases {
+        Phases(self.0 | phase.bit())
+    }
+
+    pub const fn contains(self, phase: Phase) -> bool {
+        self.0 & phase.bit() != 0
+    }
+}
+
+impl fmt::Debug for Phases {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set()
+            .entries(
+                Phase::ALL
+                    .iter()
+                    .filter(|p| self.contains(**p))
+                    .map(|p| p.as_str()),
+            )
+            .finish()
+    }
+}

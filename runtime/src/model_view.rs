@@ -1,0 +1,350 @@
+//! The model-facing view of stored messages: context-visible messages only,
+//! thrown tool errors redacted (SPEC T5), and every tool call paired with
+//! exactly one result after it (H6).
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::message::{Message, ModelContent, ModelMessage, Part, ResultSource, Role, ToolStatus};
+
+/// What the model sees in place of a thrown tool error's detail (SPEC T5).
+pub(crate) const THROWN_TOOL_ERROR: &str = "The tool failed with an internal error.";
+
+/// Derives the model context from stored messages: context-visible messages in
+/// order, each part converted to what the model may see, then paired
+/// ([`pair_tool_calls`]).
+pub(crate) fn to_model_messages<'a>(
+    messages: impl IntoIterator<Item = &'a Message>,
+) -> Vec<ModelMessage> {
+    let converted = messages
+        .into_iter()
+        .filter(|m| m.visibility.context)
+        .filter_map(|m| {
+            let content: Vec<ModelContent> = m
+                .parts
+                .iter()
+                .map(|p| match p {
+                    Part::Text { text } => ModelContent::Text { text: text.clone() },
+                    Part::ToolCall {
+                        call_id,
+                        tool,
+                        input,
+                    } => ModelContent::ToolCall {
+                        call_id: call_id.clone(),
+                        tool: tool.clone(),
+                        input: input.clone(),
+                    },
+                    Part::ToolResult {
+                        call_id,
+                        tool,
+                        status,
+                        source,
+                        output,
+                    } => ModelContent::ToolResult {
+                        call_id: call_id.clone(),
+                        tool: tool.clone(),
+                        output: model_visible_output(*status, *source, output),
+                        is_error: *status == ToolStatus::Error,
+                    },
+                })
+                .collect();
+            (!content.is_empty()).then_some(ModelMessage {
+                role: m.role,
+                content,
+            })
+        })
+        .collect();
+    pair_tool_calls(converted)
+}
+
+/// What a call that never got a result is answered with.
+pub(crate) const MISSING_RESULT: &str = "The tool call did not complete.";
+
+/// Makes a model context well paired (SPEC H6), whatever history rewrites,
+/// windows, cancellations or failures came before:
+/// - each tool call is answered by the first unused result with its id after
+///   it (so providers that reuse ids are paired by order); a call with none
+///   gets a synthetic error result right after its message;
+/// - a result with no open call before it is dropped;
+/// - a message that arrived while calls waited for their results (a steering
+///   or concurrent user message) moves after those results, so each result
+///   follows its call.
+pub(crate) fn pair_tool_calls(messages: Vec<ModelMessage>) -> Vec<ModelMessage> {
+    let answered = answered_calls(&messages);
+    let mut pairing = Pairing {
+        out: Vec::with_capacity(messages.len()),
+        waiting: Vec::new(),
+        deferred: Vec::new(),
+    };
+    for (mi, m) in messages.into_iter().enumerate() {
+        pairing.message(mi, m, &answered);
+    }
+    let mut out = pairing.out;
+    out.append(&mut pairing.deferred);
+    out
+}
+
+/// The calls (message index, content index) that have a result later on:
+/// each result answers the earliest open call with its id.
+fn answered_calls(messages: &[ModelMessage]) -> BTreeSet<(usize, usize)> {
+    let mut answered = BTreeSet::new();
+    let mut open: Vec<(usize, usize, &str)> = Vec::new();
+    for (mi, m) in messages.iter().enumerate() {
+        for (ci, c) in m.content.iter().enumerate() {
+            match c {
+                ModelContent::ToolCall { call_id, .. } => open.push((mi, ci, call_id)),
+                ModelContent::ToolResult { call_id, .. } => {
+                    if let Some(k) = open.iter().position(|(_, _, id)| *id == call_id.as_str()) {
+                        let (cm, cc, _) = open.remove(k);
+                        answered.insert((cm, cc));
+                    }
+                }
+                ModelContent::Text { .. } => {}
+            }
+        }
+    }
+    answered
+}
+
+/// The paired context being built.
+struct Pairing {
+    out: Vec<ModelMessage>,
+    /// Answered calls whose results have not come yet.
+    waiting: Vec<String>,
+    /// Messages that arrived while calls waited; they follow the results.
+    deferred: Vec<ModelMessage>,
+}
+
+impl Pairing {
+    fn message(&mut self, mi: usize, m: ModelMessage, answered: &BTreeSet<(usize, usize)>) {
+        let mut content = Vec::with_capacity(m.content.len());
+        let mut missing = Vec::new();
+        let mut pairs = false;
+        for (ci, c) in m.content.into_iter().enumerate() {
+            match c {
+                ModelContent::ToolCall {
+                    call_id,
+                    tool,
+                    input,
+                } => {
+                    pairs = true;
+                    if answered.contains(&(mi, ci)) {
+                        self.waiting.push(call_id.clone());
+                    } else {
+                        missing.push((call_id.clone(), tool.clone()));
+                    }
+                    content.push(ModelContent::ToolCall {
+                        call_id,
+                        tool,
+                        input,
+                    });
+                }
+                ModelContent::ToolResult { ref call_id, .. } => {
+                    let Some(k) = self.waiting.iter().position(|w| w == call_id) else {
+                        continue;
+                    };
+                    self.waiting.remove(k);
+                    pairs = true;
+                    content.push(c);
+                }
+                text => content.push(text),
+            }
+        }
+        if !content.is_empty() {
+            let message = ModelMessage {
+                role: m.role,
+                content,
+            };
+            if !self.waiting.is_empty() && !pairs {
+                self.deferred.push(message);
+                return;
+            }
+            self.out.push(message);
+        }
+        if !missing.is_empty() {
+            self.out.push(missing_results(missing));
+        }
+        if self.waiting.is_empty() {
+            self.out.append(&mut self.deferred);
+        }
+    }
+}
+
+/// Synthetic error results for calls that never got one.
+fn missing_results(missing: Vec<(String, String)>) -> ModelMessage {
+    ModelMessage {
+        role: Role::Tool,
+        content: missing
+            .into_iter()
+            .map(|(call_id, tool)| ModelContent::ToolResult {
+                call_id,
+                tool,
+                output: Value::String(MISSING_RESULT.into()),
+                is_error: true,
+            })
+            .collect(),
+    }
+}
+
+/// What the model sees of one result (SPEC T5): outputs and deliberate failures
+/// verbatim, thrown errors replaced by a fixed message.
+pub(crate) fn model_visible_output(
+    status: ToolStatus,
+    source: ResultSource,
+    output: &Value,
+) -> Value {
+    match (status, source) {
+        (ToolStatus::Error, ResultSource::Throw) => Value::String(THROWN_TOOL_ERROR.into()),
+        _ => output.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{PaiMeta, Producer, Visibility};
+
+    fn msg(seq: u64, role: Role, parts: Vec<Part>, visibility: Visibility) -> Message {
+        Message {
+            id: format!("m{seq}"),
+            seq,
+            role,
+            parts,
+            visibility,
+            pai: PaiMeta {
+                producer: Producer::User,
+                run_id: None,
+                step: None,
+                updated_at: 0,
+                outcome: None,
+                reason: None,
+            },
+        }
+    }
+
+    #[test]
+    fn hidden_messages_stay_out_of_model_context() {
+        let m = [
+            msg(1, Role::User, vec![Part::text("hi")], Visibility::ALL),
+            msg(
+                2,
+                Role::Assistant,
+                vec![Part::text("note")],
+                Visibility {
+                    transcript: true,
+                    context: false,
+                },
+            ),
+        ];
+        let out = to_model_messages(&m);
+        assert_eq!(out, vec![ModelMessage::user("hi")]);
+    }
+
+    #[test]
+    fn dangling_tool_call_gets_a_synthetic_error_result() {
+        let call = Part::ToolCall {
+            call_id: "c1".into(),
+            tool: "t".into(),
+            input: Value::Null,
+        };
+        let m = [msg(1, Role::Assistant, vec![call], Visibility::ALL)];
+        let out = to_model_messages(&m);
+        assert_eq!(out.len(), 2);
+        assert!(matches!(
+            &out[1].content[0],
+            ModelContent::ToolResult { call_id, is_error: true, .. } if call_id == "c1"
+        ));
+    }
+
+    #[test]
+    fn a_message_stored_between_a_call_and_its_result_follows_the_result() {
+        let call = Part::ToolCall {
+            call_id: "c1".into(),
+            tool: "t".into(),
+            input: Value::Null,
+        };
+        let result = Part::ToolResult {
+            call_id: "c1".into(),
+            tool: "t".into(),
+            status: ToolStatus::Output,
+            source: ResultSource::Tool,
+            output: Value::from(1),
+        };
+        let m = [
+            msg(1, Role::User, vec![Part::text("q")], Visibility::ALL),
+            msg(2, Role::Assistant, vec![call], Visibility::ALL),
+            msg(3, Role::User, vec![Part::text("steer")], Visibility::ALL),
+            msg(4, Role::Tool, vec![result], Visibility::ALL),
+        ];
+        let roles: Vec<Role> = to_model_messages(&m).iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool, Role::User]);
+    }
+
+    #[test]
+    fn h6_reused_call_ids_pair_by_order() {
+        let call = |id: &str| Part::ToolCall {
+            call_id: id.into(),
+            tool: "t".into(),
+            input: Value::Null,
+        };
+        let result = |id: &str| Part::ToolResult {
+            call_id: id.into(),
+            tool: "t".into(),
+            status: ToolStatus::Output,
+            source: ResultSource::Tool,
+            output: Value::from(1),
+        };
+        let m = [
+            msg(1, Role::Assistant, vec![call("call_0")], Visibility::ALL),
+            msg(2, Role::Tool, vec![result("call_0")], Visibility::ALL),
+            msg(3, Role::Assistant, vec![call("call_0")], Visibility::ALL),
+            msg(4, Role::User, vec![Part::text("next")], Visibility::ALL),
+        ];
+        let out = to_model_messages(&m);
+        let roles: Vec<Role> = out.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::Assistant,
+                Role::Tool,
+                Role::Assistant,
+                Role::Tool,
+                Role::User
+            ]
+        );
+        assert!(matches!(
+            &out[3].content[0],
+            ModelContent::ToolResult { is_error: true, .. }
+        ));
+    }
+
+    #[test]
+    fn h6_a_window_that_cut_the_call_drops_its_result() {
+        let out = pair_tool_calls(vec![
+            ModelMessage {
+                role: Role::Tool,
+                content: vec![ModelContent::ToolResult {
+                    call_id: "c".into(),
+                    tool: "t".into(),
+                    output: Value::Null,
+                    is_error: false,
+                }],
+            },
+            ModelMessage::user("hi"),
+        ]);
+        assert_eq!(out, vec![ModelMessage::user("hi")]);
+    }
+
+    #[test]
+    fn thrown_errors_are_redacted_for_the_model() {
+        let v = model_visible_output(
+            ToolStatus::Error,
+            ResultSource::Throw,
+            &Value::String("db password wrong".into()),
+        );
+        assert_eq!(v, Value::String(THROWN_TOOL_ERROR.into()));
+        let v = model_visible_output(ToolStatus::Error, ResultSource::Fail, &Value::from(3));
+        assert_eq!(v, Value::from(3));
+    }
+}

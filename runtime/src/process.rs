@@ -1,0 +1,92 @@
+//! What lives only in the process that drives a thread, never in the store:
+//! whether a driver task is draining its queue, the current run's stop
+//! signal, and its live watchers. A store shared by several workers holds
+//! none of this.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::watch;
+
+use crate::live::WatcherSlot;
+use crate::stop::StopSignal;
+
+/// One thread as this process has it attached.
+#[derive(Debug)]
+pub(crate) struct Attached {
+    /// `true` while a driver task drains the thread's queue; clients wait
+    /// for it to turn `false` (idle).
+    driving: watch::Sender<bool>,
+    /// The current run and its stop signal (SPEC T8).
+    stop: Option<(String, Arc<StopSignal>)>,
+    /// Live watchers (SPEC S2, H1).
+    pub(crate) watchers: Vec<WatcherSlot>,
+}
+
+impl Default for Attached {
+    fn default() -> Self {
+        Attached {
+            driving: watch::channel(false).0,
+            stop: None,
+            watchers: Vec::new(),
+        }
+    }
+}
+
+impl Attached {
+    /// Marks the thread driven; returns `true` if no driver ran before, so
+    /// the caller must start one.
+    pub(crate) fn claim_driver(&mut self) -> bool {
+        !self.driving.send_replace(true)
+    }
+
+    /// The driver found the queue empty and stopped.
+    pub(crate) fn release_driver(&mut self) {
+        self.driving.send_replace(false);
+    }
+
+    /// A receiver that sees the driver flag change.
+    pub(crate) fn driving(&self) -> watch::Receiver<bool> {
+        self.driving.subscribe()
+    }
+
+    /// A fresh stop signal for `run`, now the current run.
+    pub(crate) fn start_run(&mut self, run: &str) -> Arc<StopSignal> {
+        let stop = Arc::new(StopSignal::new());
+        self.stop = Some((run.to_string(), stop.clone()));
+        stop
+    }
+
+    /// Forgets `run`'s stop signal.
+    pub(crate) fn end_run(&mut self, run: &str) {
+        if self.stop.as_ref().is_some_and(|(r, _)| r == run) {
+            self.stop = None;
+        }
+    }
+
+    /// Stops the current run, if this process drives one; returns its id.
+    pub(crate) fn stop_current(&self) -> Option<&str> {
+        let (run, stop) = self.stop.as_ref()?;
+        stop.trigger();
+        Some(run)
+    }
+}
+
+/// Every thread this process has attached, by id.
+#[derive(Debug, Default)]
+pub(crate) struct Process {
+    threads: Mutex<BTreeMap<String, Attached>>,
+}
+
+impl Process {
+    /// Locks the process side. Lock order: the process before the store, so
+    /// a commit and its watcher notices happen in one critical section (H1).
+    pub(crate) fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Attached>> {
+        self.threads.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` on a thread's process side, attaching it first if needed.
+    pub(crate) fn with<T>(&self, thread: &str, f: impl FnOnce(&mut Attached) -> T) -> T {
+        f(self.lock().entry(thread.to_string()).or_default())
+    }
+}

@@ -1,0 +1,163 @@
+//! The per-thread driver (SPEC K1, L3): one task drains a thread's run queue,
+//! one run at a time; each run is one or more episodes, each under a fresh
+//! lease (K2). Queue admission, leases and wake-ups happen here, whatever
+//! hooks the agent has.
+
+use std::sync::Arc;
+
+use tracing::Instrument;
+
+use super::episode::EpisodeEnd;
+use super::exec::Exec;
+use crate::clock::IdKind;
+use crate::event::{EventKind, RunStage};
+use crate::future::catch_panic;
+use crate::live::LiveEvent;
+use crate::message::Outcome;
+use crate::shared::Shared;
+use crate::stop::StopSignal;
+use crate::store::{RunEnd, RunStatus};
+
+/// Drains a thread's run queue, one run at a time, then lets the thread go idle.
+pub(crate) async fn drive<C: Send + Sync + 'static>(sh: Arc<Shared<C>>, thread: String) {
+    while let Some((run, stop)) = next_run(&sh, &thread) {
+        let span = tracing::info_span!("run", run_id = %run, thread_id = %thread);
+        let ran = catch_panic(run_one(&sh, &thread, &run, &stop).instrument(span)).await;
+        if let Err(panic) = ran {
+            // A bug in the runtime itself (user code is guarded where it is
+            // called): the run fails and the thread stays usable.
+            tracing::error!(run_id = %run, panic = %panic, "the step loop panicked");
+            recover(&sh, &thread, &run, panic);
+        }
+    }
+}
+
+/// The next queued run, now current, with its stop signal; `None` (and the
+/// driver released, in the same critical section as admission) when the
+/// queue is empty.
+fn next_run<C>(sh: &Shared<C>, thread: &str) -> Option<(String, Arc<StopSignal>)> {
+    let mut process = sh.process.lock();
+    let attached = process.entry(thread.to_string()).or_default();
+    match sh.store.write(thread, |rec| rec.start_next()) {
+        Ok(Some(run)) => {
+            let stop = attached.start_run(&run);
+            Some((run, stop))
+        }
+        _ => {
+            attached.release_driver();
+            None
+        }
+    }
+}
+
+/// Drives one run through its episodes, then records how it ended.
+async fn run_one<C: Send + Sync + 'static>(
+    sh: &Shared<C>,
+    thread: &str,
+    run: &str,
+    stop: &StopSignal,
+) {
+    let mut next_step = 0;
+    let mut episode = 0;
+    let end = loop {
+        episode += 1;
+        let Ok(token) = sh.store.write(thread, |rec| rec.acquire_lease(run)) else {
+            // The thread is gone: nothing is left to act on.
+            return;
+        };
+        sh.emit(thread, run, || EventKind::LeaseAcquired { episode, token });
+        let exec = Exec {
+            sh,
+            thread,
+            run,
+            episode,
+            token,
+            stop,
+        };
+        let ended = exec
+            .episode(&mut next_step)
+            .instrument(tracing::info_span!("episode", episode))
+            .await;
+        let ended = ended.unwrap_or_else(|fail| {
+            // Whatever stopped the episode, a stopped run ends cancelled (T8).
+            if stop.is_set() {
+                sh.emit(thread, run, || EventKind::Cancelled { phase: fail.stage });
+                return EpisodeEnd::Run(RunEnd {
+                    status: RunStatus::Cancelled,
+                    outcome: Outcome::Cancelled,
+                    reason: Some("cancelled by the client".to_string()),
+                });
+            }
+            tracing::warn!(phase = %fail.stage, message = %fail.message, "run failed");
+            sh.emit(thread, run, || EventKind::Failed {
+                phase: fail.stage,
+                message: fail.message.clone(),
+            });
+            EpisodeEnd::Run(failed(fail.message))
+        });
+        let _ = sh.store.write(thread, |rec| rec.release_lease(run));
+        sh.emit(thread, run, || EventKind::LeaseReleased { episode });
+        match ended {
+            EpisodeEnd::Run(end) => break end,
+            EpisodeEnd::Steer => {}
+        }
+    };
+    finish(sh, thread, run, &end);
+}
+
+fn failed(reason: String) -> RunEnd {
+    RunEnd {
+        status: RunStatus::Failed,
+        outcome: Outcome::Failed,
+        reason: Some(reason),
+    }
+}
+
+/// Records how a run ended and tells its watchers. A steering message that
+/// arrived too late for this run starts the next one (A4).
+fn finish<C>(sh: &Shared<C>, thread: &str, run: &str, end: &RunEnd) {
+    let leftover = {
+        let mut process = sh.process.lock();
+        let attached = process.entry(thread.to_string()).or_default();
+        attached.end_run(run);
+        let at = sh.clock.now();
+        crate::live::tell(&mut attached.watchers, || LiveEvent::RunEnded {
+            at,
+            run_id: run.to_string(),
+            status: end.status,
+            outcome: end.outcome,
+            reason: end.reason.clone(),
+        });
+        sh.store
+            .write(thread, |rec| {
+                rec.finish_run(run, end);
+                let steer = rec.take_steer()?;
+                let next = sh.ids.next_id(IdKind::Run);
+                rec.admit(&next);
+                Some((next, steer))
+            })
+            .ok()
+            .flatten()
+    };
+    sh.emit(thread, run, || EventKind::Ended {
+        status: end.status,
+        outcome: end.outcome,
+        reason: end.reason.clone(),
+    });
+    if let Some((next, trigger)) = leftover {
+        sh.emit(thread, &next, || EventKind::Admitted { trigger });
+    }
+}
+
+/// After a panic in the step loop: the run fails, its lease is released,
+/// the log says so, and the run ends as any other does.
+fn recover<C>(sh: &Shared<C>, thread: &str, run: &str, panic: String) {
+    let reason = format!("runtime panicked: {panic}");
+    sh.emit(thread, run, || EventKind::Failed {
+        phase: RunStage::Runtime,
+        message: reason.clone(),
+    });
+    let _ = sh.store.write(thread, |rec| rec.release_lease(run));
+    sh.emit(thread, run, || EventKind::LeaseReleased { episode: 0 });
+    finish(sh, thread, run, &failed(reason));
+}

@@ -1,0 +1,146 @@
+//! `Exec`: one execution episode of one run, and what every stage of it
+//! shares: calling hooks (and skipping phases no hook handles), committing
+//! under the episode's lease, and reporting events.
+
+use tracing::Instrument;
+
+use crate::attempt::AttemptEvents;
+use crate::error::{FailureCell, HookResult};
+use crate::event::{EventKind, RunStage};
+use crate::future::{HookFuture, guarded};
+use crate::lifecycle::{HookCx, HookNote, HookTrace, Lifecycle, Phase};
+use crate::message::{Message, PaiMeta, Producer};
+use crate::shared::Shared;
+use crate::stop::StopSignal;
+use crate::store::Appended;
+
+/// Why an episode stopped early: where, and the message.
+#[derive(Debug)]
+pub(super) struct Fail {
+    pub(super) stage: RunStage,
+    pub(super) message: String,
+}
+
+impl Fail {
+    pub(super) fn new(stage: RunStage, message: impl Into<String>) -> Fail {
+        Fail {
+            stage,
+            message: message.into(),
+        }
+    }
+
+    pub(super) fn phase(phase: Phase, message: impl Into<String>) -> Fail {
+        Fail::new(RunStage::Phase(phase), message)
+    }
+}
+
+/// One execution episode of one run.
+pub(super) struct Exec<'a, C> {
+    pub(super) sh: &'a Shared<C>,
+    pub(super) thread: &'a str,
+    pub(super) run: &'a str,
+    pub(super) episode: u32,
+    /// The episode's fencing token: every write carries it (SPEC K2).
+    pub(super) token: u64,
+    pub(super) stop: &'a StopSignal,
+}
+
+impl<C: Send + Sync + 'static> HookTrace for Exec<'_, C> {
+    fn note(&self, note: HookNote) {
+        self.emit(|| EventKind::Hook(note));
+    }
+}
+
+impl<C: Send + Sync + 'static> AttemptEvents for Exec<'_, C> {
+    fn event(&self, kind: Box<dyn FnOnce() -> EventKind + '_>) {
+        self.emit(kind);
+    }
+}
+
+impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
+    pub(super) fn lifecycle(&self) -> &'a dyn Lifecycle<C> {
+        &*self.sh.agent.lifecycle
+    }
+
+    /// Whether some hook handles `phase`; if none does, the runtime's default
+    /// applies and no hook is called (nor anything built for it).
+    pub(super) fn handles(&self, phase: Phase) -> bool {
+        self.sh.agent.lifecycle.phases().contains(phase)
+    }
+
+    pub(super) fn emit(&self, kind: impl FnOnce() -> EventKind) {
+        self.sh.emit(self.thread, self.run, kind);
+    }
+
+    pub(super) fn cx(&self) -> HookCx<'_, C> {
+        HookCx {
+            context: &self.sh.context,
+            run_id: self.run,
+            thread_id: self.thread,
+            episode: self.episode,
+            now: self.sh.clock.now(),
+            trace: self.sh.sink.as_ref().map(|_| self as &dyn HookTrace),
+        }
+    }
+
+    /// The one way a decision phase is asked: the composed hook if it handles
+    /// `phase`, else the phase's default decision. An error or a panic in
+    /// the hook fails the run (SPEC L4, X2).
+    pub(super) async fn decide<I, T: Default>(
+        &self,
+        phase: Phase,
+        input: &I,
+        call: impl for<'c> FnOnce(
+            &'c dyn Lifecycle<C>,
+            &'c HookCx<'c, C>,
+            &'c I,
+        ) -> HookFuture<'c, HookResult<T>>,
+    ) -> Result<T, Fail> {
+        if !self.handles(phase) {
+            return Ok(T::default());
+        }
+        let cx = self.cx();
+        let lifecycle = self.lifecycle();
+        self.hook(phase, || call(lifecycle, &cx, input)).await
+    }
+
+    /// Runs a hook call; an error or a panic fails the run (SPEC L4, X2).
+    pub(super) async fn hook<'f, T>(
+        &self,
+        phase: Phase,
+        make: impl FnOnce() -> HookFuture<'f, HookResult<T>>,
+    ) -> Result<T, Fail> {
+        let span = tracing::debug_span!("phase", name = phase.as_str());
+        match guarded(make).instrument(span).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(Fail::phase(phase, e.message)),
+            Err(panic) => Err(Fail::phase(phase, format!("hook panicked: {panic}"))),
+        }
+    }
+
+    /// The outcome of an onion phase: a hook failure recorded anywhere inside
+    /// it wins over whatever the outermost hook returned (SPEC L4).
+    pub(super) fn settle<T>(
+        phase: Phase,
+        failure: &FailureCell,
+        out: Result<T, Fail>,
+    ) -> Result<T, Fail> {
+        match failure.take() {
+            Some(e) => Err(Fail::phase(phase, e.message)),
+            None => out,
+        }
+    }
+
+    /// Provenance for a message this run writes now.
+    pub(super) fn meta(&self, producer: Producer, step: Option<u32>) -> PaiMeta {
+        PaiMeta::new(producer, Some(self.run), step, self.sh.clock.now())
+    }
+
+    /// Commits messages under the episode's lease (SPEC K2); a refused write
+    /// fails the run in `stage`.
+    pub(super) fn commit(&self, stage: RunStage, messages: Vec<Message>) -> Result<Appended, Fail> {
+        self.sh
+            .commit(self.thread, Some(self.token), messages)
+            .map_err(|e| Fail::new(stage, e.to_string()))
+    }
+}

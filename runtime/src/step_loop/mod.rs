@@ -1,0 +1,14 @@
+//! The step loop (SPEC §1, L2): the per-thread driver drains the run queue;
+//! a run is one or more episodes; an episode is `prepare_run` and steps; a
+//! step is resolve, prepare, call, stream, commit, tools, `after_step`, and a
+//! transition decided by one pure function.
+
+mod driver;
+mod episode;
+mod exec;
+mod step;
+mod stream;
+mod tools;
+mod transition;
+
+pub(crate) use driver::drive;

@@ -1,0 +1,346 @@
+//! One step (SPEC L2): take the anchor, resolve the context, prepare the
+//! request, call the model, consume the stream, commit, run the tools, ask
+//! `after_step`, decide the transition.
+
+use std::sync::Mutex;
+use std::sync::atomic::AtomicU32;
+
+use super::exec::{Exec, Fail};
+use super::stream::{Consumed, consume};
+use super::tools::Call;
+use super::transition::{StepEnd, transition};
+use crate::attempt::{AttemptEvents, DefaultLeaf, ProviderAttempt, SentCounts};
+use crate::clock::IdKind;
+use crate::context::{ContextInput, ContextNext, History, ResolverThread};
+use crate::error::FailureCell;
+use crate::event::{EventKind, RunStage, Transition};
+use crate::lifecycle::{AfterStepInput, Phase, StepDecision, StepInput, StreamKind, ToolResult};
+use crate::message::{Message, ModelMessage, Part, Producer, Role, Visibility};
+use crate::model::{BoxStream, ModelRequest, offered};
+use crate::model_call::{AttemptPatch, ModelNext};
+use crate::model_view::pair_tool_calls;
+use crate::patch::{Overlay, Route};
+use crate::transform::Abort;
+
+/// The request a step sends, and how many of its messages the resolver gave.
+struct Prepared {
+    request: ModelRequest,
+    counts: SentCounts,
+}
+
+impl<C: Send + Sync + 'static> Exec<'_, C> {
+    /// One step of the episode with `route` and `overlay` as its defaults (P5).
+    pub(super) async fn step(
+        &self,
+        step: u32,
+        route: &Route,
+        overlay: &Overlay,
+    ) -> Result<Transition, Fail> {
+        let history = self.take_anchor()?;
+        let context = self.resolve_context(step, &history).await?;
+        let prepared = self.prepare(step, route, overlay, context).await?;
+        let (stream, answered) = self.call_model(step, &prepared).await?;
+        let (consumed, calls) = self.consume(step, stream).await?;
+        let abort = consumed.abort;
+        let message = self.commit_step(step, consumed.parts, abort.as_ref())?;
+        let results = if calls.is_empty() {
+            Vec::new()
+        } else {
+            // Calls are checked against the route of the attempt that answered (P6).
+            self.tools(step, &answered, &calls).await?
+        };
+        self.after_step(step, &message, &results, abort.as_ref(), !calls.is_empty())
+            .await
+    }
+
+    /// The step's anchor (M1): history reads never go past the newest message
+    /// stored now. A steering message stored before the anchor is taken by
+    /// this step; only one that arrives later makes the step hand over (A4).
+    fn take_anchor(&self) -> Result<History<'_>, Fail> {
+        let (anchor, incarnation) = self
+            .sh
+            .store
+            .write(self.thread, |rec| {
+                rec.take_steer();
+                (rec.last_seq(), rec.incarnation())
+            })
+            .map_err(|e| Fail::phase(Phase::ResolveModelContext, e.to_string()))?;
+        Ok(History::new(
+            &self.sh.store,
+            self.thread,
+            &self.sh.agent.name,
+            incarnation,
+            anchor,
+        ))
+    }
+
+    /// `resolve_model_context`: the composed resolver onion over the default
+    /// leaf (L6, M1–M4). A hook failure anywhere in the onion fails the run.
+    async fn resolve_context(
+        &self,
+        step: u32,
+        history: &History<'_>,
+    ) -> Result<Vec<ModelMessage>, Fail> {
+        let phase = Phase::ResolveModelContext;
+        let traced = self.handles(phase) && self.sh.sink.is_some();
+        let leaf = DefaultLeaf {
+            step,
+            history,
+            events: traced.then_some(self as &dyn AttemptEvents),
+        };
+        let messages = if self.handles(phase) {
+            let thread = ResolverThread { history };
+            let input = ContextInput {
+                step,
+                history,
+                thread: &thread,
+            };
+            let failure = FailureCell::default();
+            let cx = self.cx();
+            let next = ContextNext::new(&leaf, None, &failure);
+            let out = self
+                .hook(phase, || {
+                    self.lifecycle().resolve_model_context(&cx, &input, next)
+                })
+                .await;
+            Self::settle(phase, &failure, out)?
+        } else {
+            let leaf = crate::context::ContextLink::resolve(&leaf, None).await;
+            leaf.map_err(|e| Fail::phase(phase, e.message))?
+        };
+        self.emit(|| EventKind::ResolveModelContext {
+            step,
+            anchor: history.anchor(),
+            messages: messages.len(),
+        });
+        Ok(messages)
+    }
+
+    /// The episode overlay after the resolver (M5, P8), then
+    /// `prepare_model_step` (L5, P5): the request this step sends.
+    async fn prepare(
+        &self,
+        step: u32,
+        route: &Route,
+        overlay: &Overlay,
+        mut messages: Vec<ModelMessage>,
+    ) -> Result<Prepared, Fail> {
+        let context_len = messages.len();
+        let mut replaced = overlay.replaces();
+        // Hooks may have reshaped the context; such a context is paired again
+        // before it is sent (H6). The runtime's own derivation already is.
+        let mut reshaped = self.handles(Phase::ResolveModelContext) || !overlay.is_empty();
+        overlay.apply(&mut messages);
+        let mut step_route = route.clone();
+        let input = StepInput {
+            step,
+            route: &step_route,
+            messages: &messages,
+        };
+        let StepDecision::Continue(p) = self
+            .decide(Phase::PrepareModelStep, &input, |l, cx, i| {
+                l.prepare_model_step(cx, i)
+            })
+            .await?;
+        replaced |= p.replace_model_messages.is_some();
+        reshaped |= p.replace_model_messages.is_some() || !p.append_model_messages.is_empty();
+        step_route.apply(&p.route);
+        p.apply_messages(&mut messages);
+        if reshaped {
+            messages = pair_tool_calls(messages);
+        }
+        self.emit(|| EventKind::PrepareModelStep {
+            step,
+            route: step_route.clone(),
+            messages: messages.len(),
+        });
+        let request = ModelRequest {
+            run_id: self.run.to_string(),
+            step,
+            tools: offered(&self.sh.tool_specs, &step_route),
+            route: step_route,
+            instructions: self.sh.agent.instructions.clone(),
+            messages,
+            timeout_ms: None,
+            registered: self.sh.tool_specs.clone(),
+        };
+        let counts = SentCounts {
+            context: if replaced { 0 } else { context_len },
+        };
+        Ok(Prepared { request, counts })
+    }
+
+    /// `around_model_call`: the composed onion over provider attempts (L6,
+    /// P6, P7). Returns the stream the step consumes and the route of the
+    /// attempt that answered.
+    async fn call_model(&self, step: u32, prepared: &Prepared) -> Result<(BoxStream, Route), Fail> {
+        let phase = Phase::AroundModelCall;
+        let request = &prepared.request;
+        let leaf = ProviderAttempt {
+            step,
+            counts: prepared.counts,
+            models: &*self.sh.models,
+            clock: &*self.sh.clock,
+            events: self,
+            stop: self.stop,
+            attempts: AtomicU32::new(0),
+            answered: Mutex::new(None),
+        };
+        let stream = if self.handles(phase) {
+            let failure = FailureCell::default();
+            let cx = self.cx();
+            let next = ModelNext::new(&leaf, request, &failure);
+            let out = self
+                .hook(phase, || {
+                    self.lifecycle().around_model_call(&cx, request, next)
+                })
+                .await;
+            Self::settle(phase, &failure, out)?
+        } else {
+            let attempt =
+                crate::model_call::ModelLink::attempt(&leaf, request, AttemptPatch::default());
+            attempt
+                .await
+                .map_err(|e| Fail::phase(phase, e.to_string()))?
+        };
+        let answered = leaf
+            .answered
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner());
+        Ok((stream, answered.unwrap_or_else(|| request.route.clone())))
+    }
+
+    /// The provider stream through the canonical transforms (S1, L7): their
+    /// output alone is stored, released live and reused as context. Returns
+    /// it with the tool calls it asked for (none after an abort, S4).
+    async fn consume(&self, step: u32, stream: BoxStream) -> Result<(Consumed, Vec<Call>), Fail> {
+        let stages = self.canonical(StreamKind::Model, Some(step))?;
+        let live = self.live_step(step);
+        let consumed = consume(stream, stages, &live, &*self.sh.clock).await;
+        let calls = match consumed.abort {
+            Some(_) => Vec::new(),
+            None => tool_calls(&consumed.parts),
+        };
+        self.emit(|| EventKind::Stream {
+            step,
+            deltas: consumed.deltas,
+            chars: consumed.chars,
+            tool_calls: calls.len(),
+            finish: consumed.finish,
+            error: consumed.error.clone(),
+            aborted: consumed.abort.as_ref().map(|a| a.reason.clone()),
+        });
+        if let Some(panic) = &consumed.stage_panic {
+            return Err(Fail::phase(
+                Phase::TransformStepStream,
+                format!("stream transform panicked: {panic}"),
+            ));
+        }
+        if let Some(e) = &consumed.error {
+            return Err(Fail::new(RunStage::Stream, format!("provider error: {e}")));
+        }
+        Ok((consumed, calls))
+    }
+
+    /// Commits the step's canonical parts, or an abort's replacement (S4),
+    /// itself passed through fresh canonical transforms (L12).
+    fn commit_step(
+        &self,
+        step: u32,
+        parts: Vec<Part>,
+        abort: Option<&Abort>,
+    ) -> Result<Message, Fail> {
+        let (parts, pai) = match abort {
+            None => (parts, self.meta(Producer::Model, Some(step))),
+            Some(a) => {
+                let mut pai = self.meta(Producer::Lifecycle, Some(step));
+                pai.outcome = Some(a.outcome);
+                pai.reason = Some(a.reason.clone());
+                let parts =
+                    self.finished(StreamKind::Replacement, Some(step), a.replacement.clone())?;
+                (parts, pai)
+            }
+        };
+        let mut message = Message {
+            id: self.sh.ids.next_id(IdKind::Message),
+            seq: 0,
+            role: Role::Assistant,
+            parts,
+            visibility: Visibility::ALL,
+            pai,
+        };
+        let appended = self.commit(RunStage::CommitStep, vec![message.clone()])?;
+        message.seq = appended.first_seq;
+        let _ = self
+            .sh
+            .store
+            .write(self.thread, |rec| rec.step_committed(self.run));
+        self.emit(|| EventKind::CommitStep {
+            step,
+            message: message.id.clone(),
+            version: appended.version,
+        });
+        Ok(message)
+    }
+
+    /// `after_step` (A1, L10), then the transition (A2, A3). A steering
+    /// message the transition hands over to is taken now (A4).
+    async fn after_step(
+        &self,
+        step: u32,
+        message: &Message,
+        tool_results: &[ToolResult],
+        abort: Option<&Abort>,
+        tool_calls: bool,
+    ) -> Result<Transition, Fail> {
+        let input = AfterStepInput {
+            step,
+            message,
+            tool_results,
+        };
+        let decision = self
+            .decide(Phase::AfterStep, &input, |l, cx, i| l.after_step(cx, i))
+            .await?;
+        let steering = self
+            .sh
+            .store
+            .read(self.thread, |rec| rec.has_steer())
+            .unwrap_or(false);
+        let transition = transition(&StepEnd {
+            decision,
+            abort: abort.map(|a| (a.outcome, a.reason.as_str())),
+            steering,
+            tool_calls,
+            step,
+            max_steps: self.sh.agent.max_steps,
+        });
+        if transition == Transition::Steer {
+            let _ = self.sh.store.write(self.thread, |rec| rec.take_steer());
+        }
+        self.emit(|| EventKind::AfterStep {
+            step,
+            decision,
+            transition: transition.clone(),
+        });
+        Ok(transition)
+    }
+}
+
+/// The tool calls among a step's assembled parts, in order.
+fn tool_calls(parts: &[Part]) -> Vec<Call> {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::ToolCall {
+                call_id,
+                tool,
+                input,
+            } => Some(Call {
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                input: input.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
+}

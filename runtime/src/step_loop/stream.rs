@@ -1,0 +1,209 @@
+//! The canonical stream of a step (SPEC S1, L7): the provider's parts through
+//! the canonical stages, released to watchers and assembled into the parts
+//! that are stored. Also the same stages over finished parts (a `respond` or
+//! an abort's replacement, L12, S4).
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::task::Poll;
+
+use super::exec::{Exec, Fail};
+use crate::clock::Clock;
+use crate::event::RunStage;
+use crate::future::panic_message;
+use crate::lifecycle::{Phase, StreamInput, StreamKind};
+use crate::live::LiveStep;
+use crate::message::Part;
+use crate::model::{BoxStream, FinishReason, StreamPart};
+use crate::transform::{Abort, Assembler, NoAbort, Pipeline, StreamTransform, transform_parts};
+
+/// Parts are handled synchronously inside one poll, as many as are ready (at
+/// most this many, then the task yields), so a ready stream costs one poll
+/// and one panic guard per batch, not per part.
+const BATCH: usize = 1024;
+
+/// What consuming one provider stream gave.
+#[derive(Debug, Default)]
+pub(super) struct Consumed {
+    /// The canonical parts, assembled.
+    pub(super) parts: Vec<Part>,
+    pub(super) deltas: usize,
+    pub(super) chars: usize,
+    pub(super) finish: Option<FinishReason>,
+    /// The provider failed mid-stream (or the stream panicked).
+    pub(super) error: Option<String>,
+    /// A canonical stage aborted the stream (S4).
+    pub(super) abort: Option<Abort>,
+    /// A canonical stage panicked.
+    pub(super) stage_panic: Option<String>,
+}
+
+/// Mutable state of one consumption, shared by the poll loop and the finish.
+struct Consuming<'s> {
+    pipeline: Pipeline,
+    live: &'s LiveStep<'s>,
+    assembled: Assembler,
+    out: Consumed,
+    in_stage: bool,
+}
+
+impl Consuming<'_> {
+    /// One part through the canonical stages; `true` once a stage aborted.
+    fn push(&mut self, part: StreamPart, at: u64) -> bool {
+        if let StreamPart::TextDelta(d) = &part {
+            self.out.deltas += 1;
+            self.out.chars += d.chars().count();
+        }
+        let (live, assembled) = (self.live, &mut self.assembled);
+        self.in_stage = true;
+        let aborted = self.pipeline.push(part, &mut |p| {
+            live.send(at, &p);
+            assembled.push(p);
+        });
+        self.in_stage = false;
+        self.out.abort = aborted;
+        self.out.abort.is_some()
+    }
+
+    /// The provider's stream ended: the stages flush what they held back.
+    fn finish(&mut self, at: u64) {
+        let (live, assembled, pipeline) = (self.live, &mut self.assembled, &mut self.pipeline);
+        let flushed = catch_unwind(AssertUnwindSafe(|| {
+            pipeline.finish(&mut |p| {
+                live.send(at, &p);
+                assembled.push(p);
+            })
+        }));
+        match flushed {
+            Ok(a) => self.out.abort = a,
+            Err(p) => self.out.stage_panic = Some(panic_message(&*p)),
+        }
+    }
+}
+
+/// Consumes `stream` through `stages`, releasing each canonical part to the
+/// step's watchers as it comes (S1, S2).
+pub(super) async fn consume(
+    mut stream: BoxStream,
+    stages: Vec<Box<dyn StreamTransform>>,
+    live: &LiveStep<'_>,
+    clock: &dyn Clock,
+) -> Consumed {
+    let mut c = Consuming {
+        pipeline: Pipeline::new(stages),
+        live,
+        assembled: Assembler::default(),
+        out: Consumed::default(),
+        in_stage: false,
+    };
+    std::future::poll_fn(|cx| {
+        let batch = catch_unwind(AssertUnwindSafe(|| {
+            for _ in 0..BATCH {
+                let part = match stream.poll_next(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(None) => return Poll::Ready(()),
+                    Poll::Ready(Some(StreamPart::Finish(r))) => {
+                        c.out.finish = Some(r);
+                        continue;
+                    }
+                    Poll::Ready(Some(StreamPart::Error(e))) => {
+                        c.out.error = Some(e);
+                        return Poll::Ready(());
+                    }
+                    Poll::Ready(Some(part)) => part,
+                };
+                let at = if live.watchers.is_empty() {
+                    0
+                } else {
+                    clock.now()
+                };
+                if c.push(part, at) {
+                    return Poll::Ready(());
+                }
+            }
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }));
+        batch.unwrap_or_else(|p| {
+            let msg = panic_message(&*p);
+            if c.in_stage {
+                c.out.stage_panic = Some(msg);
+            } else {
+                c.out.error = Some(format!("model stream panicked: {msg}"));
+            }
+            Poll::Ready(())
+        })
+    })
+    .await;
+    drop(stream);
+    if c.out.error.is_none() && c.out.abort.is_none() && c.out.stage_panic.is_none() {
+        c.finish(clock.now());
+    }
+    live.end(clock.now(), c.out.abort.as_ref().map(|a| a.reason.as_str()));
+    c.out.parts = c.assembled.into_parts();
+    c.out
+}
+
+impl<C: Send + Sync + 'static> Exec<'_, C> {
+    /// The canonical stages for one stream (L7): the lifecycle's stage, if
+    /// any. Finished parts cannot be aborted away (`NoAbort`).
+    pub(super) fn canonical(
+        &self,
+        kind: StreamKind,
+        step: Option<u32>,
+    ) -> Result<Vec<Box<dyn StreamTransform>>, Fail> {
+        if !self.handles(Phase::TransformStepStream) {
+            return Ok(Vec::new());
+        }
+        let cx = self.cx();
+        let input = StreamInput { step, kind };
+        let stage = catch_unwind(AssertUnwindSafe(|| {
+            self.lifecycle().transform_step_stream(&cx, &input)
+        }))
+        .map_err(|p| {
+            Fail::phase(
+                Phase::TransformStepStream,
+                format!("hook panicked: {}", panic_message(&*p)),
+            )
+        })?;
+        Ok(stage
+            .map(|t| match kind {
+                StreamKind::Model => t,
+                StreamKind::Respond | StreamKind::Replacement => NoAbort::wrap(t),
+            })
+            .into_iter()
+            .collect())
+    }
+
+    /// Finished parts (a response or a replacement) through fresh canonical
+    /// stages; a panic there fails the run (X2).
+    pub(super) fn finished(
+        &self,
+        kind: StreamKind,
+        step: Option<u32>,
+        parts: Vec<Part>,
+    ) -> Result<Vec<Part>, Fail> {
+        let stages = self.canonical(kind, step)?;
+        catch_unwind(AssertUnwindSafe(|| transform_parts(stages, parts))).map_err(|p| {
+            Fail::new(
+                RunStage::Phase(Phase::TransformStepStream),
+                format!("stream transform panicked: {}", panic_message(&*p)),
+            )
+        })
+    }
+
+    /// The thread's watchers for one step; empty when nobody watches.
+    pub(super) fn live_step(&self, step: u32) -> LiveStep<'_> {
+        let watchers = self
+            .sh
+            .process
+            .lock()
+            .get(self.thread)
+            .map(|a| a.watchers.clone())
+            .unwrap_or_default();
+        LiveStep {
+            watchers,
+            run_id: self.run,
+            step,
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! A step's tool calls (SPEC T1–T5, T8): every `before_tool_call` first, then
+//! ready tools in parallel, every final result through `after_tool_result`,
+//! results committed in call order.
+
+use std::future::Future as _;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::task::{JoinError, JoinSet};
+use tracing::Instrument;
+
+use super::exec::{Exec, Fail};
+use crate::event::{EventKind, RunStage};
+use crate::future::guarded;
+use crate::lifecycle::{
+    Phase, ToolCallDecision, ToolCallInput, ToolResult, ToolResultDecision, ToolResultInput,
+};
+use crate::message::{Message, Part, Producer, ResultSource, Role, ToolStatus, Visibility};
+use crate::model_view::THROWN_TOOL_ERROR;
+use crate::patch::Route;
+use crate::tool::{Tool, ToolCx, ToolOutcome};
+
+/// One tool call the model asked for.
+#[derive(Debug)]
+pub(super) struct Call {
+    pub(super) call_id: String,
+    pub(super) tool: String,
+    pub(super) input: Value,
+}
+
+impl Call {
+    /// A final result for this call that never ran (or was cut short).
+    fn error(&self, source: ResultSource, output: Value) -> ToolResult {
+        ToolResult {
+            call_id: self.call_id.clone(),
+            tool: self.tool.clone(),
+            status: ToolStatus::Error,
+            source,
+            output,
+        }
+    }
+}
+
+/// A call the policy let through to a registered tool.
+type Ready = (usize, Arc<dyn Tool>, Value);
+
+/// What a finished tool task returns: its call's index and its outcome (or panic).
+type Finished = (usize, Result<ToolOutcome, String>);
+
+/// A tool's outcome as a final result, and a thrown error's detail for the
+/// logs only (T5).
+fn outcome_result(call: &Call, out: Result<ToolOutcome, String>) -> (ToolResult, Option<String>) {
+    let thrown = || Value::String(THROWN_TOOL_ERROR.into());
+    let (status, source, output, detail) = match out {
+        Ok(ToolOutcome::Output(v)) => (ToolStatus::Output, ResultSource::Tool, v, None),
+        Ok(ToolOutcome::Fail(v)) => (ToolStatus::Error, ResultSource::Fail, v, None),
+        Ok(ToolOutcome::Throw(m)) => (ToolStatus::Error, ResultSource::Throw, thrown(), Some(m)),
+        Ok(ToolOutcome::InvalidInput(m)) => (
+            ToolStatus::Error,
+            ResultSource::InvalidInput,
+            Value::String(format!("invalid input: {m}")),
+            None,
+        ),
+        Err(panic) => (
+            ToolStatus::Error,
+            ResultSource::Throw,
+            thrown(),
+            Some(format!("panicked: {panic}")),
+        ),
+    };
+    let result = ToolResult {
+        call_id: call.call_id.clone(),
+        tool: call.tool.clone(),
+        status,
+        source,
+        output,
+    };
+    (result, detail)
+}
+
+impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
+    /// Runs one step's tool calls and commits their results; returns the
+    /// final results in call order. `route` is the answering attempt's (P6).
+    pub(super) async fn tools(
+        &self,
+        step: u32,
+        route: &Route,
+        calls: &[Call],
+    ) -> Result<Vec<ToolResult>, Fail> {
+        let (ready, early) = self.policy(step, route, calls).await?;
+        let mut running = self.start(step, calls, ready);
+        // Calls that never ran are final already: they reach after_tool_result first (T4).
+        let mut finals: Vec<Option<ToolResult>> = vec![None; calls.len()];
+        for (i, result) in early.into_iter().enumerate() {
+            if let Some(r) = result {
+                finals[i] = Some(self.after_tool_result(step, r).await?);
+            }
+        }
+        self.collect(step, calls, &mut running, &mut finals).await?;
+        let finals: Vec<ToolResult> = finals.into_iter().flatten().collect();
+        self.commit_results(step, &finals)?;
+        if self.stop.is_set() {
+            return Err(Fail::new(RunStage::Tools, "stopped"));
+        }
+        Ok(finals)
+    }
+
+    /// `before_tool_call` for every call before any tool starts (T1): the
+    /// calls that may run, and the results of those that may not (T3).
+    async fn policy(
+        &self,
+        step: u32,
+        route: &Route,
+        calls: &[Call],
+    ) -> Result<(Vec<Ready>, Vec<Option<ToolResult>>), Fail> {
+        let mut ready = Vec::new();
+        let mut early = vec![None; calls.len()];
+        for (i, c) in calls.iter().enumerate() {
+            let input = ToolCallInput {
+                step,
+                call_id: &c.call_id,
+                tool: &c.tool,
+                input: &c.input,
+            };
+            let decision = self
+                .decide(Phase::BeforeToolCall, &input, |l, cx, i| {
+                    l.before_tool_call(cx, i)
+                })
+                .await?;
+            self.emit(|| EventKind::BeforeToolCall {
+                step,
+                call_id: c.call_id.clone(),
+                tool: c.tool.clone(),
+                decision: decision.clone(),
+            });
+            let input = match decision {
+                ToolCallDecision::Reject { message } => {
+                    early[i] = Some(c.error(ResultSource::Rejected, Value::String(message)));
+                    continue;
+                }
+                ToolCallDecision::ReplaceInput(v) => v,
+                ToolCallDecision::Continue => c.input.clone(),
+            };
+            match self.offered_tool(route, &c.tool) {
+                Some(tool) => ready.push((i, tool.clone(), input)),
+                None => {
+                    let msg = format!("tool {} is not available in this step", c.tool);
+                    early[i] = Some(c.error(ResultSource::UnknownTool, Value::String(msg)));
+                }
+            }
+        }
+        Ok((ready, early))
+    }
+
+    /// Starts the ready tools in parallel (T2), each guarded against panics.
+    fn start(&self, step: u32, calls: &[Call], ready: Vec<Ready>) -> JoinSet<Finished> {
+        let mut running = JoinSet::new();
+        for (i, tool, input) in ready {
+            let c = &calls[i];
+            self.emit(|| EventKind::ToolStart {
+                step,
+                call_id: c.call_id.clone(),
+                tool: c.tool.clone(),
+                input: input.clone(),
+            });
+            let cx = ToolCx {
+                run_id: self.run.to_string(),
+                call_id: c.call_id.clone(),
+                idempotency_key: format!("{}/{}", self.run, c.call_id),
+            };
+            let span = tracing::info_span!("tool", call_id = %c.call_id, tool = %c.tool);
+            running
+                .spawn(async move { (i, guarded(|| tool.call(cx, input)).await) }.instrument(span));
+        }
+        running
+    }
+
+    /// Waits for the running tools in the order they finish. If the run is
+    /// stopped first, the rest are cancelled and their cancelled results
+    /// reach `after_tool_result` and the store (T8, T4, H6).
+    async fn collect(
+        &self,
+        step: u32,
+        calls: &[Call],
+        running: &mut JoinSet<Finished>,
+        finals: &mut [Option<ToolResult>],
+    ) -> Result<(), Fail> {
+        while let Some(joined) = self.next_tool(running).await {
+            let Some(joined) = joined else {
+                running.abort_all();
+                return self.cancel_rest(step, calls, finals).await;
+            };
+            let (i, out) =
+                joined.map_err(|e| Fail::new(RunStage::Tool, format!("tool task failed: {e}")))?;
+            let (result, detail) = outcome_result(&calls[i], out);
+            if let Some(d) = &detail {
+                tracing::warn!(call_id = %result.call_id, tool = %result.tool, detail = %d, "tool threw");
+            }
+            self.emit(|| EventKind::ToolEnd {
+                step,
+                result: result.clone(),
+                detail,
+            });
+            finals[i] = Some(self.after_tool_result(step, result).await?);
+        }
+        Ok(())
+    }
+
+    /// Every call still without a final result gets a cancelled one (T8).
+    async fn cancel_rest(
+        &self,
+        step: u32,
+        calls: &[Call],
+        finals: &mut [Option<ToolResult>],
+    ) -> Result<(), Fail> {
+        for (i, c) in calls.iter().enumerate() {
+            if finals[i].is_some() {
+                continue;
+            }
+            let text = "The run was cancelled before the tool finished.";
+            let result = c.error(ResultSource::Cancelled, Value::String(text.into()));
+            self.emit(|| EventKind::ToolEnd {
+                step,
+                result: result.clone(),
+                detail: None,
+            });
+            finals[i] = Some(self.after_tool_result(step, result).await?);
+        }
+        Ok(())
+    }
+
+    /// The next tool to finish: `None` when none is left, `Some(None)` when
+    /// the run was stopped first.
+    async fn next_tool(
+        &self,
+        running: &mut JoinSet<Finished>,
+    ) -> Option<Option<Result<Finished, JoinError>>> {
+        if running.is_empty() {
+            return None;
+        }
+        let mut stop = self.stop.wait();
+        let mut joined = std::pin::pin!(running.join_next());
+        std::future::poll_fn(|cx| {
+            if std::pin::Pin::new(&mut stop).poll(cx).is_ready() {
+                return std::task::Poll::Ready(Some(None));
+            }
+            joined.as_mut().poll(cx).map(|j| j.map(Some))
+        })
+        .await
+    }
+
+    /// `after_tool_result` over one final result (T4, L9); a replacement is
+    /// what is stored and what the model sees (T5).
+    async fn after_tool_result(
+        &self,
+        step: u32,
+        mut result: ToolResult,
+    ) -> Result<ToolResult, Fail> {
+        let input = ToolResultInput {
+            step,
+            result: &result,
+        };
+        let decision = self
+            .decide(Phase::AfterToolResult, &input, |l, cx, i| {
+                l.after_tool_result(cx, i)
+            })
+            .await?;
+        if let ToolResultDecision::ReplaceOutput(v) = &decision {
+            result.output = v.clone();
+        }
+        self.emit(|| EventKind::AfterToolResult {
+            step,
+            call_id: result.call_id.clone(),
+            decision,
+        });
+        Ok(result)
+    }
+
+    /// Commits the step's results, in call order, as one tool message (T2).
+    fn commit_results(&self, step: u32, finals: &[ToolResult]) -> Result<(), Fail> {
+        let id = self.sh.ids.next_id(crate::clock::IdKind::Message);
+        let parts = finals
+            .iter()
+            .map(|r| Part::ToolResult {
+                call_id: r.call_id.clone(),
+                tool: r.tool.clone(),
+                status: r.status,
+                source: r.source,
+                output: r.output.clone(),
+            })
+            .collect();
+        let message = Message {
+            id: id.clone(),
+            seq: 0,
+            role: Role::Tool,
+            parts,
+            visibility: Visibility::ALL,
+            pai: self.meta(Producer::Tool, Some(step)),
+        };
+        let appended = self.commit(RunStage::CommitToolResults, vec![message])?;
+        self.emit(|| EventKind::CommitToolResults {
+            step,
+            message: id,
+            version: appended.version,
+        });
+        Ok(())
+    }
+
+    /// The registered tool `name`, if the route offers it (P3, P6).
+    fn offered_tool(&self, route: &Route, name: &str) -> Option<&'a Arc<dyn Tool>> {
+        if let Some(allowed) = &route.tools
+            && !allowed.iter().any(|a| a == name)
+        {
+            return None;
+        }
+        self.sh.agent.tools.iter().find(|t| t.spec().name == name)
+    }
+}
