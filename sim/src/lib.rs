@@ -1,12 +1,16 @@
 //! pai-sim: runs scenario files against pai-runtime deterministically, checks
 //! invariant oracles on every run, and renders transcripts for snapshots.
 //!
-//! The path from file to snapshot: [`Scenario::load`] → [`simulate`] (seeded
-//! rng, virtual clock, scripted model and tools, the built-in hook library) →
-//! [`Report`] (transcript + oracle violations) → [`snapshot`] files.
+//! The path from file to snapshot: [`Scenario::load`] (parse, then check
+//! once into the model the simulator runs) → [`simulate`] (seeded rng,
+//! virtual clock, scripted model and tools, the built-in [`hooks`] library)
+//! → one observed value → oracles and transcript → [`Report`] →
+//! [`snapshot`] files.
 
-mod hooks;
+mod format;
+pub mod hooks;
 mod oracle;
+mod planted;
 mod run;
 mod scenario;
 pub mod snapshot;
@@ -14,13 +18,14 @@ mod suite;
 mod transcript;
 mod world;
 
-pub use hooks::{PLANTED_PANIC, SimContext, quiet_planted_panics};
-pub use oracle::{ORACLES, Violation};
+pub use format::diff;
+pub use oracle::Violation;
+pub use planted::{PLANTED_PANIC, quiet_planted_panics};
 pub use run::{Report, SimError, VIRTUAL_TIME_LIMIT_MS, check, replay_command, simulate, verdict};
 pub use scenario::{
-    Action, AfterStepSpec, AgentSpec, Expect, FaultSpec, HookLevel, HookSpec, MessageRole,
-    MessageSpec, ModelSpec, PhaseName, RequestExpect, Scenario, ScenarioError, TimelineEntry,
-    ToolCallSpec, ToolSpec, TurnSpec,
+    Action, AgentDef, AgentSpec, Behaviour, CheckError, EventName, Expect, Expectation, FaultSpec,
+    FieldPath, HookDef, ModelSpec, Moment, OracleId, RequestExpect, Scenario, ScenarioError,
+    ScenarioSpec, Segment, TimelineEntry, ToolCallSpec, ToolDef, ToolSpec, TurnSpec,
 };
-pub use suite::{CaseResult, SnapshotMode, discover, load_all, run_case, table};
+pub use suite::{CaseResult, CaseStatus, SnapshotMode, discover, load_all, run_case, table};
 pub use world::Rng;

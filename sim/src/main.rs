@@ -96,31 +96,44 @@ fn run(
     if selected.is_empty() {
         anyhow::bail!("no scenario matched");
     }
-    let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "0" && v != "false");
-    let mode = match (update, in_ci) {
-        (true, _) => SnapshotMode::Update,
-        (false, true) => SnapshotMode::CheckReadOnly,
-        (false, false) => SnapshotMode::Check,
-    };
+    let mode = snapshot_mode(update);
     let mut cases = Vec::new();
     let mut stdout = std::io::stdout().lock();
     for (path, s) in selected {
         let case = pai_sim::run_case(path, s, seed, mode);
         if case.failed() {
-            writeln!(stdout, "FAIL {} ({})", case.name, path.display())?;
-            for p in &case.problems {
-                writeln!(stdout, "  {}", p.replace('\n', "\n  "))?;
-            }
-            writeln!(stdout, "  replay: {}", case.replay())?;
-            writeln!(stdout)?;
+            report_failure(&mut stdout, &case)?;
         }
         cases.push(case);
     }
     write!(stdout, "{}", pai_sim::table(&cases))?;
-    let failed = cases.iter().any(|c| c.failed());
-    Ok(if failed {
+    Ok(if cases.iter().any(|c| c.failed()) {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Whether snapshots are compared, left pending or written: with `CI` set,
+/// nothing is written unless asked.
+fn snapshot_mode(update: bool) -> SnapshotMode {
+    let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "0" && v != "false");
+    match (update, in_ci) {
+        (true, _) => SnapshotMode::Update,
+        (false, true) => SnapshotMode::CheckReadOnly,
+        (false, false) => SnapshotMode::Check,
+    }
+}
+
+/// A failed case: what went wrong, and the command that replays it (D2).
+fn report_failure(
+    out: &mut impl std::io::Write,
+    case: &pai_sim::CaseResult,
+) -> std::io::Result<()> {
+    writeln!(out, "FAIL {} ({})", case.name, case.path.display())?;
+    for p in &case.problems {
+        writeln!(out, "  {}", p.replace('\n', "\n  "))?;
+    }
+    writeln!(out, "  replay: {}", case.replay())?;
+    writeln!(out)
 }

@@ -1,29 +1,19 @@
 //! One deterministic run of a scenario: seeded rng, virtual clock, runtime,
-//! timeline, oracles, transcript.
+//! timeline; then, after the run, the oracles and the transcript over one
+//! observed value.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pai_runtime::{Agent, Event, Runtime, compose};
+use pai_runtime::{Agent, Clock as _, Event, LiveEvent, Runtime, StoredThread, Watch, compose};
 
 use crate::hooks::{self, SimContext};
-use crate::oracle::{self, Violation};
-use crate::scenario::{Action, Expect, FaultSpec, Scenario};
+use crate::oracle::{self, Observed, Violation};
+use crate::scenario::{Action, EventName, Expectation, FaultSpec, Scenario};
 use crate::transcript;
 use crate::world::{
-    CallLog, Recorder, Rng, ScriptedModel, ScriptedProvider, ScriptedTool, SimIds, VirtualClock,
+    Recorder, Rng, ScriptedProvider, ScriptedTool, SharedProvider, SimIds, VirtualClock,
 };
-
-/// The provider handed to the runtime; the simulator keeps its own handle to
-/// read the scripts afterwards.
-#[derive(Debug)]
-struct SharedProvider(Arc<ScriptedProvider>);
-
-impl pai_runtime::ModelProvider for SharedProvider {
-    fn model(&self, name: &str) -> Option<&dyn pai_runtime::LanguageModel> {
-        pai_runtime::ModelProvider::model(&*self.0, name)
-    }
-}
 
 /// Virtual time after which a scenario that has not gone idle is stopped (a liveness bound).
 pub const VIRTUAL_TIME_LIMIT_MS: u64 = 3_600_000;
@@ -45,7 +35,7 @@ pub struct Report {
     pub virtual_ms: u64,
     pub violations: Vec<Violation>,
     /// Every stored thread at the end, as trusted code sees it.
-    pub threads: Vec<pai_runtime::StoredThread>,
+    pub threads: Vec<StoredThread>,
 }
 
 /// Runs `scenario` with `seed` on a fresh single-threaded Tokio runtime with
@@ -59,36 +49,28 @@ pub fn simulate(scenario: &Scenario, seed: u64) -> Result<Report, SimError> {
     rt.block_on(simulate_in(scenario, seed))
 }
 
-async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
+/// The simulated world of one run, and the runtime living in it.
+struct World {
+    runtime: Runtime<SimContext>,
+    clock: Arc<VirtualClock>,
+    recorder: Arc<Recorder>,
+    provider: Arc<ScriptedProvider>,
+}
+
+fn world(s: &Scenario, seed: u64) -> Result<World, SimError> {
     let rng = Arc::new(Mutex::new(Rng::new(seed)));
     let clock = Arc::new(VirtualClock::new());
     let ids = Arc::new(SimIds::new(rng));
     let recorder = Arc::new(Recorder::default());
-    let log: CallLog = Arc::default();
-    let script = |name: &str, spec| {
-        Arc::new(ScriptedModel::new(
-            name,
-            spec,
-            ids.clone(),
-            clock.clone(),
-            log.clone(),
-        ))
-    };
-    let provider = Arc::new(ScriptedProvider {
-        default: script("default", &s.model),
-        by_name: s
-            .models
-            .iter()
-            .map(|(name, spec)| (name.clone(), script(name, spec)))
-            .collect(),
-    });
+    let provider = Arc::new(ScriptedProvider::new(&s.model, &s.models, &ids, &clock));
     let mut agent = Agent::new(s.agent.name.clone(), s.agent.model.clone())
         .instructions(s.agent.instructions.clone())
         .max_steps(s.agent.max_steps);
     for t in &s.agent.tools {
         agent = agent.tool(Arc::new(ScriptedTool::new(t.clone())));
     }
-    let agent = agent.lifecycle(compose(hooks::build(&s.lifecycle)));
+    let hooks = s.hooks.iter().map(|h| h.spec.build(&h.name)).collect();
+    let agent = agent.lifecycle(compose(hooks));
     let context = SimContext {
         docs: s.docs.clone(),
     };
@@ -99,66 +81,76 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
         .events(recorder.clone())
         .build()
         .map_err(|e| SimError::Setup(e.to_string()))?;
+    Ok(World {
+        runtime,
+        clock,
+        recorder,
+        provider,
+    })
+}
 
-    let mut timeline = s.timeline.clone();
-    timeline.sort_by_key(|t| t.at);
+/// Plays the timeline: each client action at its virtual time, then waits
+/// until every thread touched is idle. What it noted and the watches it
+/// opened stay with the caller even if the time limit cuts it short.
+async fn play(
+    s: &Scenario,
+    rt: &Runtime<SimContext>,
+    notes: &mut Vec<String>,
+    watches: &mut Vec<(String, Watch)>,
+) {
     let start = tokio::time::Instant::now();
+    let mut touched: Vec<(String, String)> = Vec::new();
+    for m in &s.timeline {
+        tokio::time::sleep_until(start + Duration::from_millis(m.at)).await;
+        let thread = rt.client(m.client.clone()).thread(m.thread.clone());
+        let done = match &m.action {
+            Action::Send(text) => thread.send(text).await.map(drop),
+            Action::Steer(text) => thread.steer(text).await.map(drop),
+            Action::Cancel => thread.cancel().map(drop),
+            Action::Watch { name, live } => thread
+                .watch(hooks::live_stages(live))
+                .map(|w| watches.push((name.clone(), w))),
+        };
+        if let Err(e) = done {
+            notes.push(format!(
+                "at {}ms {} could not act on {}: {e}",
+                m.at, m.client, m.thread
+            ));
+            continue;
+        }
+        let key = (m.client.clone(), m.thread.clone());
+        if !touched.contains(&key) {
+            touched.push(key);
+        }
+    }
+    for (client, thread) in touched {
+        let _ = rt.client(client).thread(thread).wait_until_idle().await;
+    }
+}
+
+async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
+    let w = world(s, seed)?;
     let mut notes = Vec::new();
-    let mut watches: Vec<(String, pai_runtime::Watch)> = Vec::new();
-    let drive = async {
-        let mut touched: Vec<(String, String)> = Vec::new();
-        for entry in &timeline {
-            tokio::time::sleep_until(start + Duration::from_millis(entry.at)).await;
-            let thread = runtime
-                .client(entry.client.clone())
-                .thread(entry.thread.clone());
-            let done = match entry.action() {
-                Action::Send(text) => thread.send(text).await.map(drop),
-                Action::Steer(text) => thread.steer(text).await.map(drop),
-                Action::Cancel => thread.cancel().map(drop),
-                Action::Watch(name, live) => thread
-                    .watch(hooks::live_stages(live))
-                    .map(|w| watches.push((name.to_string(), w))),
-            };
-            if let Err(e) = done {
-                notes.push(format!(
-                    "at {}ms {} could not act on {}: {e}",
-                    entry.at, entry.client, entry.thread
-                ));
-                continue;
-            }
-            let key = (entry.client.clone(), entry.thread.clone());
-            if !touched.contains(&key) {
-                touched.push(key);
-            }
-        }
-        for (client, thread) in touched {
-            let _ = runtime
-                .client(client)
-                .thread(thread)
-                .wait_until_idle()
-                .await;
-        }
-    };
     let limit = Duration::from_millis(VIRTUAL_TIME_LIMIT_MS);
-    if tokio::time::timeout(limit, drive).await.is_err() {
+    let mut watches = Vec::new();
+    let played = tokio::time::timeout(limit, play(s, &w.runtime, &mut notes, &mut watches)).await;
+    if played.is_err() {
         notes.push(format!(
             "stopped: not idle after {VIRTUAL_TIME_LIMIT_MS}ms of virtual time"
         ));
     }
-    use pai_runtime::Clock as _;
-    let virtual_ms = clock.now();
-
-    let mut events = recorder.take();
+    let virtual_ms = w.clock.now();
+    let mut events = w.recorder.take();
     for fault in &s.faults {
         notes.push(plant(&mut events, fault));
     }
-    let threads: Vec<_> = runtime
+    let threads: Vec<_> = w
+        .runtime
         .thread_ids()
         .iter()
-        .filter_map(|id| runtime.inspect(id))
+        .filter_map(|id| w.runtime.inspect(id))
         .collect();
-    for m in provider.scripts() {
+    for m in w.provider.scripts() {
         let unused = m.unused_turns();
         if unused > 0 {
             notes.push(format!(
@@ -167,76 +159,63 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
             ));
         }
     }
-    let calls = log.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let mut live = Vec::new();
-    for (name, watch) in &mut watches {
-        while let Some(e) = watch.try_next() {
-            live.push((name.clone(), e));
-        }
-    }
-    let redacted: Vec<pai_runtime::Pattern> = s
-        .lifecycle
-        .iter()
-        .filter_map(|h| match h {
-            crate::scenario::HookSpec::Redact { patterns, .. } => {
-                pai_runtime::text::patterns(patterns).ok()
-            }
-            _ => None,
-        })
-        .flatten()
-        .collect();
-    let violations = oracle::check_all(&oracle::Observed {
-        events: &events,
-        threads: &threads,
-        calls: &calls,
-        live: &live,
-        redacted: &redacted,
-    });
-    let transcript = transcript::render(&transcript::Parts {
+    let calls = w.provider.calls();
+    let live = drain(&mut watches);
+    let observed = Observed {
         scenario: s,
         seed,
         events: &events,
-        calls: &calls,
         threads: &threads,
-        violations: &violations,
-        notes: &notes,
+        calls: &calls,
         live: &live,
-    });
+    };
+    let verdicts = oracle::check_all(&observed);
+    let transcript = transcript::render(&observed, &verdicts, &notes);
     Ok(Report {
         transcript,
         steps: threads.iter().flat_map(|t| &t.runs).map(|r| r.steps).sum(),
         virtual_ms,
-        violations,
+        violations: verdicts.violations,
         threads,
     })
 }
 
+/// Everything the watchers received, watcher by watcher.
+fn drain(watches: &mut [(String, Watch)]) -> Vec<(String, LiveEvent)> {
+    let mut live = Vec::new();
+    for (name, watch) in watches {
+        while let Some(e) = watch.try_next() {
+            live.push((name.clone(), e));
+        }
+    }
+    live
+}
+
 /// Applies one planted fault to the observed events; returns a note saying what it did.
 fn plant(events: &mut Vec<Event>, fault: &FaultSpec) -> String {
+    let first = |name: EventName| events.iter().position(|e| EventName::of(&e.kind) == name);
     match fault {
-        FaultSpec::Drop { event } => match events.iter().position(|e| e.kind.name() == event) {
+        FaultSpec::Drop { event } => match first(*event) {
             Some(i) => {
                 events.remove(i);
                 format!("planted fault: dropped the first {event} event")
             }
             None => format!("planted fault: no {event} event to drop"),
         },
-        FaultSpec::SwapWithPrevious { event } => {
-            match events.iter().position(|e| e.kind.name() == event) {
-                Some(i) if i > 0 => {
-                    events.swap(i - 1, i);
-                    format!("planted fault: moved the first {event} event one place earlier")
-                }
-                _ => format!("planted fault: no {event} event to move"),
+        FaultSpec::SwapWithPrevious { event } => match first(*event) {
+            Some(i) if i > 0 => {
+                events.swap(i - 1, i);
+                format!("planted fault: moved the first {event} event one place earlier")
             }
-        }
+            _ => format!("planted fault: no {event} event to move"),
+        },
     }
 }
 
 /// Whether a report meets its scenario's expectation (SPEC D5).
 pub fn verdict(s: &Scenario, report: &Report) -> Result<(), String> {
     match s.expect {
-        Expect::Pass => match report.violations.first() {
+        Expectation::Pass => match report.violations.first() {
             None => Ok(()),
             Some(v) => Err(format!(
                 "oracle {} reported a violation (run {}): {}",
@@ -245,8 +224,7 @@ pub fn verdict(s: &Scenario, report: &Report) -> Result<(), String> {
                 v.message
             )),
         },
-        Expect::Violation => {
-            let oracle = s.oracle.as_deref().unwrap_or("?");
+        Expectation::Violation(oracle) => {
             if report.violations.iter().any(|v| v.oracle == oracle) {
                 Ok(())
             } else {
@@ -265,15 +243,13 @@ pub fn check(s: &Scenario, seed: u64) -> Result<(Report, Vec<String>), SimError>
     let second = simulate(s, seed)?;
     let mut problems = Vec::new();
     if first.transcript != second.transcript {
-        problems.push(format!(
-            "D4: two runs with seed {seed} differ:\n{}",
-            crate::snapshot::diff(
-                &first.transcript,
-                &second.transcript,
-                "first run",
-                "second run"
-            )
-        ));
+        let d = crate::format::diff(
+            &first.transcript,
+            &second.transcript,
+            "first run",
+            "second run",
+        );
+        problems.push(format!("D4: two runs with seed {seed} differ:\n{d}"));
     }
     if let Err(e) = verdict(s, &first) {
         problems.push(e);

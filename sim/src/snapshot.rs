@@ -99,15 +99,6 @@ pub fn same(a: &str, b: &str) -> bool {
     a.trim_end().replace("\r\n", "\n") == b.trim_end().replace("\r\n", "\n")
 }
 
-/// A unified diff of two transcripts.
-pub fn diff(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
-    similar::TextDiff::from_lines(old, new)
-        .unified_diff()
-        .context_radius(3)
-        .header(old_name, new_name)
-        .to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

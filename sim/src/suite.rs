@@ -69,6 +69,33 @@ pub enum SnapshotMode {
     Update,
 }
 
+/// How one scenario fared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaseStatus {
+    /// It met its expectation and matched its snapshot.
+    Ok,
+    /// It met its expectation; its snapshot was (re)written.
+    Updated,
+    /// Something failed; see the case's problems.
+    Fail,
+}
+
+impl CaseStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CaseStatus::Ok => "ok",
+            CaseStatus::Updated => "updated",
+            CaseStatus::Fail => "FAIL",
+        }
+    }
+}
+
+impl std::fmt::Display for CaseStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One scenario's result.
 #[derive(Debug, Clone)]
 pub struct CaseResult {
@@ -78,8 +105,7 @@ pub struct CaseResult {
     pub seed: u64,
     pub steps: u32,
     pub virtual_ms: u64,
-    /// `ok`, `updated`, `FAIL`.
-    pub result: &'static str,
+    pub status: CaseStatus,
     pub problems: Vec<String>,
 }
 
@@ -108,14 +134,14 @@ pub fn run_case(
         seed,
         steps: 0,
         virtual_ms: 0,
-        result: "ok",
+        status: CaseStatus::Ok,
         problems: Vec::new(),
     };
     let (report, problems) = match check(s, seed) {
         Ok(r) => r,
         Err(e) => {
             case.problems.push(e.to_string());
-            case.result = "FAIL";
+            case.status = CaseStatus::Fail;
             return case;
         }
     };
@@ -128,7 +154,7 @@ pub fn run_case(
         }
     }
     if case.failed() {
-        case.result = "FAIL";
+        case.status = CaseStatus::Fail;
     }
     case
 }
@@ -157,7 +183,7 @@ fn compare_snapshot(
         if pending.exists() {
             std::fs::remove_file(&pending)?;
         }
-        case.result = "updated";
+        case.status = CaseStatus::Updated;
         return Ok(());
     }
     let wrote = if mode == SnapshotMode::Check {
@@ -176,7 +202,7 @@ fn compare_snapshot(
         Some(old) => case.problems.push(format!(
             "transcript differs from {}{wrote}:\n{}",
             file.display(),
-            snapshot::diff(&old, transcript, "snapshot", "this run")
+            crate::format::diff(&old, transcript, "snapshot", "this run")
         )),
     }
     Ok(())
@@ -193,7 +219,7 @@ pub fn table(cases: &[CaseResult]) -> String {
                 c.rules.join(","),
                 c.steps.to_string(),
                 format!("{}ms", c.virtual_ms),
-                c.result.to_string(),
+                c.status.to_string(),
             ]
         })
         .collect();

@@ -10,8 +10,9 @@
 
 use std::collections::BTreeMap;
 
+use pai_sim::hooks::{Fail, HookSpec, PhaseName, SlowResolver};
 use pai_sim::{
-    AgentSpec, Expect, HookSpec, ModelSpec, Scenario, TimelineEntry, ToolCallSpec, ToolSpec,
+    AgentSpec, Expect, ModelSpec, Scenario, ScenarioSpec, TimelineEntry, ToolCallSpec, ToolSpec,
     TurnSpec,
 };
 use proptest::prelude::*;
@@ -42,15 +43,11 @@ fn scenario(
     let tools = (0..2)
         .map(|i| ToolSpec {
             name: format!("tool{i}"),
-            description: String::new(),
             latency_ms: tool_latency[i],
-            requires: vec![],
             // tool1 throws: its error result must still be stored and paired.
             output: (i == 0).then(|| json!({ "tool": i })),
-            echo: false,
-            fail: None,
             throw: (i == 1).then(|| "tool1 is down".to_string()),
-            panic: None,
+            ..ToolSpec::default()
         })
         .collect();
     let turns = turns
@@ -79,17 +76,14 @@ fn scenario(
             let text = Some(format!("message {i}"));
             TimelineEntry {
                 at: a.at,
-                client: "alice".into(),
-                thread: "main".into(),
                 send: if a.kind == 0 { text.clone() } else { None },
                 steer: if a.kind == 1 { text } else { None },
                 cancel: a.kind == 2,
-                watch: None,
-                live: vec![],
+                ..TimelineEntry::default()
             }
         })
         .collect();
-    Scenario {
+    let spec = ScenarioSpec {
         name: "generated".into(),
         rules: vec!["M1".into(), "A4".into()],
         description: None,
@@ -104,16 +98,18 @@ fn scenario(
         // A resolver that waits before it reads history, so messages arrive
         // between the step's start and its read; and, for odd seeds, a hook
         // that fails at step 2 (X3: failures lose nothing committed).
-        lifecycle: std::iter::once(HookSpec::SlowResolver {
+        lifecycle: std::iter::once(HookSpec::SlowResolver(SlowResolver {
             name: None,
             ms: resolver_ms,
-        })
-        .chain((seed % 2 == 1).then(|| HookSpec::Fail {
-            name: None,
-            phase: pai_sim::PhaseName::AfterToolResult,
-            message: "planted failure".into(),
-            panic: seed % 4 == 3,
-            step: Some(2),
+        }))
+        .chain((seed % 2 == 1).then(|| {
+            HookSpec::Fail(Fail {
+                name: None,
+                phase: PhaseName::AfterToolResult,
+                message: "planted failure".into(),
+                panic: seed % 4 == 3,
+                step: Some(2),
+            })
         }))
         .collect(),
         model: ModelSpec {
@@ -124,7 +120,8 @@ fn scenario(
         docs: BTreeMap::new(),
         timeline,
         faults: vec![],
-    }
+    };
+    Scenario::from_spec(spec).expect("a generated scenario is well formed")
 }
 
 fn turn() -> impl Strategy<Value = Turn> {

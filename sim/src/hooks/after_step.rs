@@ -1,0 +1,44 @@
+//! `after_step`: decides the step transition (SPEC A1–A3, L10).
+
+use pai_runtime::{AfterStepDecision, HookFuture, hook};
+use serde::{Deserialize, Serialize};
+
+use super::shared::{SimHook, applies_at};
+
+/// What an `after_step` hook decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AfterStepSpec {
+    Natural,
+    NextStep,
+    Complete,
+}
+
+/// Decide the step transition, at every step or at `step` only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AfterStep {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub decision: AfterStepSpec,
+    #[serde(default)]
+    pub step: Option<u32>,
+}
+
+impl AfterStep {
+    pub(super) fn build(&self, name: &str) -> SimHook {
+        let decision = match self.decision {
+            AfterStepSpec::Natural => AfterStepDecision::Natural,
+            AfterStepSpec::NextStep => AfterStepDecision::NextStep,
+            AfterStepSpec::Complete => AfterStepDecision::Complete,
+        };
+        let only = self.step;
+        Box::new(hook::after_step(name, move |_, input| {
+            HookFuture::ready(Ok(if applies_at(only, input.step) {
+                decision
+            } else {
+                AfterStepDecision::Natural
+            }))
+        }))
+    }
+}

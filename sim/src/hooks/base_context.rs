@@ -1,0 +1,30 @@
+//! `base_context`: a resolver that runs the inner hooks over its own messages
+//! instead of the stored history (`next.with_base`, SPEC M2).
+
+use pai_runtime::{HookFuture, hook};
+use serde::{Deserialize, Serialize};
+
+use super::shared::{MessageSpec, SimHook};
+
+/// Resolver: run the inner hooks over these messages instead of the stored history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BaseContext {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub messages: Vec<MessageSpec>,
+}
+
+impl BaseContext {
+    pub(super) fn build(&self, name: &str) -> SimHook {
+        let base: Vec<_> = self
+            .messages
+            .iter()
+            .map(MessageSpec::model_message)
+            .collect();
+        Box::new(hook::resolve_model_context(name, move |_, _, next| {
+            let base = base.clone();
+            HookFuture::new(async move { next.with_base(base).await })
+        }))
+    }
+}

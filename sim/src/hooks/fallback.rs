@@ -1,0 +1,33 @@
+//! `fallback`: when an attempt fails before its stream exists, try once more
+//! on another model, a fresh route (SPEC P1, P6, P7).
+
+use pai_runtime::{AttemptPatch, HookError, HookFuture, ModelError, hook};
+use serde::{Deserialize, Serialize};
+
+use super::shared::SimHook;
+
+/// Model call: on a provider failure before the stream, retry with model `to`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fallback {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub to: String,
+}
+
+impl Fallback {
+    pub(super) fn build(&self, name: &str) -> SimHook {
+        let to = self.to.clone();
+        Box::new(hook::around_model_call(name, move |_, _, next| {
+            let to = to.clone();
+            HookFuture::new(async move {
+                match next.call(AttemptPatch::default()).await {
+                    Ok(stream) => Ok(stream),
+                    // A hook failure inside is not the provider's: let it fail the run.
+                    Err(ModelError::Hook(m)) => Err(HookError::new(m)),
+                    Err(_) => Ok(next.call(AttemptPatch::model(to)).await?),
+                }
+            })
+        }))
+    }
+}

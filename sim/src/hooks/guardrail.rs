@@ -1,0 +1,41 @@
+//! `guardrail`: the seed's prompt-injection guard. `prepare_run` responds
+//! instead of running (SPEC L12) when the latest user text contains a phrase.
+
+use pai_runtime::{HookFuture, Outcome, Part, Response, RunDecision, hook};
+use serde::{Deserialize, Serialize};
+
+use super::shared::SimHook;
+
+/// Respond instead of running when the latest user text contains
+/// `contains` (case-insensitive).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Guardrail {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub contains: String,
+    pub outcome: Outcome,
+    #[serde(default)]
+    pub reason: Option<String>,
+    pub text: String,
+}
+
+impl Guardrail {
+    pub(super) fn build(&self, name: &str) -> SimHook {
+        let me = self.clone();
+        Box::new(hook::prepare_run(name, move |_, input| {
+            let latest = input
+                .latest_user_message
+                .map(|m| m.text().to_lowercase())
+                .unwrap_or_default();
+            if !latest.contains(&me.contains.to_lowercase()) {
+                return HookFuture::ready(Ok(RunDecision::default()));
+            }
+            HookFuture::ready(Ok(RunDecision::Respond(Response {
+                outcome: me.outcome,
+                reason: me.reason.clone(),
+                parts: vec![Part::text(me.text.clone())],
+            })))
+        }))
+    }
+}

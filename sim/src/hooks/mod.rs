@@ -1,0 +1,158 @@
+//! The built-in hook library. Each `[[lifecycle]]` entry of a scenario is one
+//! hook; each hook lives in its own file with its configuration (the part of
+//! the scenario format it owns) and handles exactly one phase.
+
+mod after_step;
+mod base_context;
+mod fail;
+mod fallback;
+mod guardrail;
+mod history_probe;
+mod rag;
+mod recent_window;
+mod redact;
+mod reject_tool;
+mod replace_messages;
+mod replace_tool_input;
+mod replace_tool_output;
+mod resolve_twice;
+mod route;
+mod shared;
+mod slow_resolver;
+mod stages;
+mod stream_guard;
+mod system_message;
+mod timeout;
+mod uppercase;
+
+use serde::{Deserialize, Serialize};
+
+pub use after_step::{AfterStep, AfterStepSpec};
+pub use base_context::BaseContext;
+pub use fail::{Fail, PhaseName};
+pub use fallback::Fallback;
+pub use guardrail::Guardrail;
+pub use history_probe::HistoryProbe;
+pub use rag::Rag;
+pub use recent_window::RecentWindow;
+pub use redact::Redact;
+pub use reject_tool::RejectTool;
+pub use replace_messages::ReplaceMessages;
+pub use replace_tool_input::ReplaceToolInput;
+pub use replace_tool_output::ReplaceToolOutput;
+pub use resolve_twice::ResolveTwice;
+pub use route::{Route, RouteLevel};
+pub use shared::{MessageRole, MessageSpec, SimContext, SimHook};
+pub use slow_resolver::SlowResolver;
+pub(crate) use stages::live_stages;
+pub use stages::{RedactPattern, TransformSpec};
+pub use stream_guard::StreamGuard;
+pub use system_message::{MessageLevel, SystemMessage};
+pub use timeout::Timeout;
+pub use uppercase::Uppercase;
+
+/// One `[[lifecycle]]` entry: the hook named by `hook = "..."` and its fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "hook", rename_all = "snake_case")]
+pub enum HookSpec {
+    SystemMessage(SystemMessage),
+    Route(Route),
+    ReplaceMessages(ReplaceMessages),
+    Rag(Rag),
+    RecentWindow(RecentWindow),
+    SlowResolver(SlowResolver),
+    ResolveTwice(ResolveTwice),
+    BaseContext(BaseContext),
+    HistoryProbe(HistoryProbe),
+    Fallback(Fallback),
+    Timeout(Timeout),
+    Redact(Redact),
+    Uppercase(Uppercase),
+    StreamGuard(StreamGuard),
+    RejectTool(RejectTool),
+    ReplaceToolInput(ReplaceToolInput),
+    ReplaceToolOutput(ReplaceToolOutput),
+    AfterStep(AfterStep),
+    Guardrail(Guardrail),
+    Fail(Fail),
+}
+
+impl HookSpec {
+    /// The hook's kind, as `hook = "..."` names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            HookSpec::SystemMessage(_) => "system_message",
+            HookSpec::Route(_) => "route",
+            HookSpec::ReplaceMessages(_) => "replace_messages",
+            HookSpec::Rag(_) => "rag",
+            HookSpec::RecentWindow(_) => "recent_window",
+            HookSpec::SlowResolver(_) => "slow_resolver",
+            HookSpec::ResolveTwice(_) => "resolve_twice",
+            HookSpec::BaseContext(_) => "base_context",
+            HookSpec::HistoryProbe(_) => "history_probe",
+            HookSpec::Fallback(_) => "fallback",
+            HookSpec::Timeout(_) => "timeout",
+            HookSpec::Redact(_) => "redact",
+            HookSpec::Uppercase(_) => "uppercase",
+            HookSpec::StreamGuard(_) => "stream_guard",
+            HookSpec::RejectTool(_) => "reject_tool",
+            HookSpec::ReplaceToolInput(_) => "replace_tool_input",
+            HookSpec::ReplaceToolOutput(_) => "replace_tool_output",
+            HookSpec::AfterStep(_) => "after_step",
+            HookSpec::Guardrail(_) => "guardrail",
+            HookSpec::Fail(_) => "fail",
+        }
+    }
+
+    /// The name the entry gives itself, if any.
+    pub fn given_name(&self) -> Option<&str> {
+        match self {
+            HookSpec::SystemMessage(h) => h.name.as_deref(),
+            HookSpec::Route(h) => h.name.as_deref(),
+            HookSpec::ReplaceMessages(h) => h.name.as_deref(),
+            HookSpec::Rag(h) => h.name.as_deref(),
+            HookSpec::RecentWindow(h) => h.name.as_deref(),
+            HookSpec::SlowResolver(h) => h.name.as_deref(),
+            HookSpec::ResolveTwice(h) => h.name.as_deref(),
+            HookSpec::BaseContext(h) => h.name.as_deref(),
+            HookSpec::HistoryProbe(h) => h.name.as_deref(),
+            HookSpec::Fallback(h) => h.name.as_deref(),
+            HookSpec::Timeout(h) => h.name.as_deref(),
+            HookSpec::Redact(h) => h.name.as_deref(),
+            HookSpec::Uppercase(h) => h.name.as_deref(),
+            HookSpec::StreamGuard(h) => h.name.as_deref(),
+            HookSpec::RejectTool(h) => h.name.as_deref(),
+            HookSpec::ReplaceToolInput(h) => h.name.as_deref(),
+            HookSpec::ReplaceToolOutput(h) => h.name.as_deref(),
+            HookSpec::AfterStep(h) => h.name.as_deref(),
+            HookSpec::Guardrail(h) => h.name.as_deref(),
+            HookSpec::Fail(h) => h.name.as_deref(),
+        }
+    }
+
+    /// The hook this entry builds, named `name` in the event log.
+    pub fn build(&self, name: &str) -> SimHook {
+        match self {
+            HookSpec::SystemMessage(h) => h.build(name),
+            HookSpec::Route(h) => h.build(name),
+            HookSpec::ReplaceMessages(h) => h.build(name),
+            HookSpec::Rag(h) => h.build(name),
+            HookSpec::RecentWindow(h) => h.build(name),
+            HookSpec::SlowResolver(h) => h.build(name),
+            HookSpec::ResolveTwice(h) => h.build(name),
+            HookSpec::BaseContext(h) => h.build(name),
+            HookSpec::HistoryProbe(h) => h.build(name),
+            HookSpec::Fallback(h) => h.build(name),
+            HookSpec::Timeout(h) => h.build(name),
+            HookSpec::Redact(h) => h.build(name),
+            HookSpec::Uppercase(h) => h.build(name),
+            HookSpec::StreamGuard(h) => h.build(name),
+            HookSpec::RejectTool(h) => h.build(name),
+            HookSpec::ReplaceToolInput(h) => h.build(name),
+            HookSpec::ReplaceToolOutput(h) => h.build(name),
+            HookSpec::AfterStep(h) => h.build(name),
+            HookSpec::Guardrail(h) => h.build(name),
+            HookSpec::Fail(h) => h.build(name),
+        }
+    }
+}

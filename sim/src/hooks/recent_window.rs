@@ -1,0 +1,29 @@
+//! `recent_window`: a resolver that keeps the last `last` messages of the
+//! downstream context (the seed's moving window; SPEC L6, H6).
+
+use pai_runtime::{HookFuture, hook};
+use serde::{Deserialize, Serialize};
+
+use super::shared::SimHook;
+
+/// Resolver: keep only the last `last` messages of the downstream context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecentWindow {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub last: usize,
+}
+
+impl RecentWindow {
+    pub(super) fn build(&self, name: &str) -> SimHook {
+        let last = self.last;
+        Box::new(hook::resolve_model_context(name, move |_, _, next| {
+            HookFuture::new(async move {
+                let mut all = next.run().await?;
+                let keep = all.len().saturating_sub(last);
+                Ok(all.split_off(keep))
+            })
+        }))
+    }
+}

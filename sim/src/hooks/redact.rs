@@ -1,0 +1,28 @@
+//! `redact`: canonical redaction of every stream (SPEC S1, S3, L12), correct
+//! for every chunking.
+
+use pai_runtime::hook;
+use serde::{Deserialize, Serialize};
+
+use super::shared::SimHook;
+use super::stages::{RedactPattern, redactor};
+
+/// Canonical redaction: `patterns` (a literal prefix and an optional
+/// trailing `[class]+`) become `replacement`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Redact {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub patterns: Vec<RedactPattern>,
+    pub replacement: String,
+}
+
+impl Redact {
+    pub(super) fn build(&self, name: &str) -> SimHook {
+        let me = self.clone();
+        Box::new(hook::transform_step_stream(name, move |_, _| {
+            Some(redactor(&me.patterns, &me.replacement))
+        }))
+    }
+}

@@ -1,0 +1,47 @@
+//! `replace_tool_input`: replaces one tool's input before it runs (SPEC L8).
+
+use pai_runtime::{HookFuture, ToolCallDecision, hook};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::shared::SimHook;
+
+/// Replace a named tool's input before it runs. With `merge = true`, the
+/// fields of `input` are merged into the input this hook receives, which
+/// shows that each hook sees the previous hook's replacement (SPEC L8).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplaceToolInput {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub tool: String,
+    pub input: Value,
+    #[serde(default)]
+    pub merge: bool,
+}
+
+impl ReplaceToolInput {
+    fn replace(&self, received: &Value) -> Value {
+        if !self.merge {
+            return self.input.clone();
+        }
+        let mut next = received.clone();
+        if let (Some(into), Some(from)) = (next.as_object_mut(), self.input.as_object()) {
+            for (k, v) in from {
+                into.insert(k.clone(), v.clone());
+            }
+        }
+        next
+    }
+
+    pub(super) fn build(&self, name: &str) -> SimHook {
+        let me = self.clone();
+        Box::new(hook::before_tool_call(name, move |_, input| {
+            HookFuture::ready(Ok(if input.tool == me.tool {
+                ToolCallDecision::ReplaceInput(me.replace(input.input))
+            } else {
+                ToolCallDecision::Continue
+            }))
+        }))
+    }
+}

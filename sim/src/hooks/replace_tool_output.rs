@@ -1,0 +1,45 @@
+//! `replace_tool_output`: replaces one tool's result before the model sees it
+//! (SPEC T4, T5, L9).
+
+use pai_runtime::{HookFuture, ToolResultDecision, hook};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::shared::SimHook;
+
+/// Replace a named tool's output: with `output`, or by removing `remove`
+/// fields from the output this hook receives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplaceToolOutput {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub tool: String,
+    #[serde(default)]
+    pub output: Option<Value>,
+    #[serde(default)]
+    pub remove: Vec<String>,
+}
+
+impl ReplaceToolOutput {
+    fn replace(&self, received: &Value) -> Value {
+        let mut next = self.output.clone().unwrap_or_else(|| received.clone());
+        if let Some(obj) = next.as_object_mut() {
+            for field in &self.remove {
+                obj.remove(field);
+            }
+        }
+        next
+    }
+
+    pub(super) fn build(&self, name: &str) -> SimHook {
+        let me = self.clone();
+        Box::new(hook::after_tool_result(name, move |_, input| {
+            HookFuture::ready(Ok(if input.result.tool == me.tool {
+                ToolResultDecision::ReplaceOutput(me.replace(&input.result.output))
+            } else {
+                ToolResultDecision::Continue
+            }))
+        }))
+    }
+}

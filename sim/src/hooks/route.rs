@@ -1,0 +1,91 @@
+//! `route`: a sparse route patch at run level (episode defaults), step level
+//! (one step, P5) or attempt level (one provider attempt, P6).
+
+use pai_runtime::{
+    AttemptPatch, HookFuture, ModelSettings, Patch, ProviderOptions, RoutePatch, RunDecision,
+    StepDecision, ToolChoice, hook,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::shared::{SimHook, applies_at};
+
+/// Where a route hook applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RouteLevel {
+    /// `prepare_run`: the episode's defaults.
+    Run,
+    /// `prepare_model_step`: one step.
+    Step,
+    /// `around_model_call`: one provider attempt (SPEC P6).
+    Attempt,
+}
+
+/// Patch the route at run, step or attempt level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub at: RouteLevel,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub settings: ModelSettings,
+    #[serde(default)]
+    pub provider_options: ProviderOptions,
+    #[serde(default)]
+    pub provider_tools: Option<Vec<Value>>,
+    #[serde(default)]
+    pub tool_choice: Option<ToolChoice>,
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    /// Only at this step (step and attempt level).
+    #[serde(default)]
+    pub step: Option<u32>,
+}
+
+impl Route {
+    fn patch(&self) -> RoutePatch {
+        RoutePatch {
+            model: self.model.clone(),
+            settings: self.settings.clone(),
+            provider_options: self.provider_options.clone(),
+            provider_tools: self.provider_tools.clone(),
+            tool_choice: self.tool_choice.clone(),
+            tools: self.tools.clone(),
+        }
+    }
+
+    pub(super) fn build(&self, name: &str) -> SimHook {
+        let patch = self.patch();
+        let only = self.step;
+        match self.at {
+            RouteLevel::Run => Box::new(hook::prepare_run(name, move |_, _| {
+                HookFuture::ready(Ok(RunDecision::Continue(Patch::route(patch.clone()))))
+            })),
+            RouteLevel::Step => Box::new(hook::prepare_model_step(name, move |_, input| {
+                let p = if applies_at(only, input.step) {
+                    Patch::route(patch.clone())
+                } else {
+                    Patch::default()
+                };
+                HookFuture::ready(Ok(StepDecision::Continue(p)))
+            })),
+            RouteLevel::Attempt => {
+                Box::new(hook::around_model_call(name, move |_, request, next| {
+                    let attempt = AttemptPatch {
+                        route: if applies_at(only, request.step) {
+                            patch.clone()
+                        } else {
+                            RoutePatch::default()
+                        },
+                        timeout_ms: None,
+                    };
+                    HookFuture::new(async move { Ok(next.call(attempt).await?) })
+                }))
+            }
+        }
+    }
+}

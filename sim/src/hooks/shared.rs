@@ -1,0 +1,72 @@
+//! What the hooks of the library share: the runtime context they run with,
+//! the hook type, scenario-written messages and small helpers.
+
+use std::collections::BTreeMap;
+
+use pai_runtime::{Lifecycle, ModelContent, ModelMessage, Role};
+use serde::{Deserialize, Serialize};
+
+/// The runtime context scenarios run with.
+#[derive(Debug, Clone, Default)]
+pub struct SimContext {
+    /// The scenario's `[docs]`: keyword → text, for the `rag` hook.
+    pub docs: BTreeMap<String, String>,
+}
+
+/// A hook of the scenario library, as one `[[lifecycle]]` entry.
+pub type SimHook = Box<dyn Lifecycle<SimContext>>;
+
+/// A model-facing message written in a scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageSpec {
+    pub role: MessageRole,
+    pub text: String,
+}
+
+/// Roles a scenario may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageRole {
+    System,
+    User,
+    Assistant,
+}
+
+impl MessageSpec {
+    /// The message as the model sees it.
+    pub(crate) fn model_message(&self) -> ModelMessage {
+        ModelMessage {
+            role: match self.role {
+                MessageRole::System => Role::System,
+                MessageRole::User => Role::User,
+                MessageRole::Assistant => Role::Assistant,
+            },
+            content: vec![ModelContent::Text {
+                text: self.text.clone(),
+            }],
+        }
+    }
+}
+
+/// The text of the newest user message among model messages.
+pub(super) fn latest_user_text(messages: &[ModelMessage]) -> Option<String> {
+    messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User)
+        .map(|m| {
+            m.content
+                .iter()
+                .filter_map(|c| match c {
+                    ModelContent::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect()
+        })
+}
+
+/// Whether a hook limited to `only` applies at `step`.
+pub(super) fn applies_at(only: Option<u32>, step: u32) -> bool {
+    only.is_none_or(|s| s == step)
+}

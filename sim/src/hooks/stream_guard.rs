@@ -1,0 +1,52 @@
+//! `stream_guard`: a guardrail on the model's output. It aborts the step with
+//! a replacement, outcome and reason (SPEC S4) once the text so far contains
+//! a phrase; buffering, it releases nothing before it has judged (S5).
+
+use pai_runtime::{Abort, Outcome, Part, Verdict, guard_text, hook, inspect_text_deltas};
+use serde::{Deserialize, Serialize};
+
+use super::shared::SimHook;
+
+/// Abort the step with `replacement` when the text so far contains
+/// `contains` (case-insensitive). With `buffer = true` nothing is released
+/// before the whole text is judged (S5); otherwise each delta is released at
+/// once (S4: released chunks stay released).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamGuard {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub contains: String,
+    #[serde(default)]
+    pub buffer: bool,
+    pub outcome: Outcome,
+    pub reason: String,
+    pub replacement: String,
+}
+
+impl StreamGuard {
+    pub(super) fn build(&self, name: &str) -> SimHook {
+        let me = self.clone();
+        Box::new(hook::transform_step_stream(name, move |_, _| {
+            let needle = me.contains.to_lowercase();
+            let abort = Abort {
+                reason: me.reason.clone(),
+                outcome: me.outcome,
+                replacement: vec![Part::text(me.replacement.clone())],
+            };
+            Some(if me.buffer {
+                guard_text(move |text, _done| {
+                    if text.to_lowercase().contains(&needle) {
+                        Verdict::Abort(abort.clone())
+                    } else {
+                        Verdict::Hold
+                    }
+                })
+            } else {
+                inspect_text_deltas(move |text| {
+                    text.to_lowercase().contains(&needle).then(|| abort.clone())
+                })
+            })
+        }))
+    }
+}

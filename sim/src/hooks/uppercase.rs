@@ -1,0 +1,24 @@
+//! `uppercase`: a canonical stage that upper-cases text, to show that the
+//! order of stages matters (SPEC L7).
+
+use pai_runtime::{StreamTransform, hook};
+use serde::{Deserialize, Serialize};
+
+use super::shared::SimHook;
+use super::stages::UppercaseStage;
+
+/// A canonical stage that upper-cases text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Uppercase {
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+impl Uppercase {
+    pub(super) fn build(&self, name: &str) -> SimHook {
+        Box::new(hook::transform_step_stream(name, |_, _| {
+            Some(Box::new(UppercaseStage) as Box<dyn StreamTransform>)
+        }))
+    }
+}

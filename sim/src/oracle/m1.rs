@@ -1,0 +1,63 @@
+//! SPEC M1: no step's context holds a message stored after the step started.
+
+use std::collections::BTreeMap;
+
+use pai_runtime::{Event, EventKind, ModelContent, Role, StoredThread};
+
+use super::observed::Violation;
+use crate::scenario::OracleId;
+use crate::world::ModelCallRecord;
+
+/// SPEC M1: no step's context holds a stored message appended after the
+/// step started. Every user text a request carries that matches a stored user
+/// message must match one at or below that step's anchor.
+pub(super) fn check(
+    events: &[Event],
+    threads: &[StoredThread],
+    calls: &[ModelCallRecord],
+) -> Vec<Violation> {
+    let mut anchors: BTreeMap<(&str, u32), (&str, u64)> = BTreeMap::new();
+    for e in events {
+        if let EventKind::ResolveModelContext { step, anchor, .. } = &e.kind {
+            anchors.insert((e.run_id.as_str(), *step), (e.thread_id.as_str(), *anchor));
+        }
+    }
+    let mut first_seq: BTreeMap<(&str, String), u64> = BTreeMap::new();
+    for t in threads {
+        for m in &t.messages {
+            if m.role == Role::User {
+                first_seq.entry((t.id.as_str(), m.text())).or_insert(m.seq);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for c in calls {
+        let r = &c.request;
+        let Some(&(thread, anchor)) = anchors.get(&(r.run_id.as_str(), r.step)) else {
+            continue;
+        };
+        for m in r.messages.iter().filter(|m| m.role == Role::User) {
+            let text: String = m
+                .content
+                .iter()
+                .filter_map(|c| match c {
+                    ModelContent::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            if let Some(&seq) = first_seq.get(&(thread, text.clone()))
+                && seq > anchor
+            {
+                out.push(Violation {
+                    oracle: OracleId::M1,
+                    run: Some(r.run_id.clone()),
+                    message: format!(
+                        "step {} saw message #{seq} ({text:?}) above its anchor #{anchor}",
+                        r.step
+                    ),
+                });
+            }
+        }
+    }
+    out
+}

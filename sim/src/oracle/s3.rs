@@ -1,0 +1,116 @@
+//! SPEC S3: with canonical redaction installed, no assistant message stored,
+//! no text a watcher received, and no assistant text sent back to the model
+//! matches a redaction pattern. (User messages are the user's own text.)
+
+use std::collections::BTreeMap;
+
+use pai_runtime::{LiveEvent, ModelContent, Part, Pattern, Role, StreamPart};
+
+use super::observed::{Observed, Violation};
+use crate::hooks::HookSpec;
+use crate::scenario::OracleId;
+
+/// A text to judge: its run, where it was seen, and the text.
+type Seen = (Option<String>, String, String);
+
+pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
+    let patterns = redacted(o);
+    if patterns.is_empty() {
+        return Vec::new();
+    }
+    let mut seen = stored(o);
+    seen.extend(live(o));
+    seen.extend(sent(o));
+    seen.into_iter()
+        .filter(|(_, _, text)| pai_runtime::text::matches_any(text, &patterns))
+        .map(|(run, place, text)| Violation {
+            oracle: OracleId::S3,
+            run,
+            message: format!("{place} holds unredacted text {text:?}"),
+        })
+        .collect()
+}
+
+/// The patterns of the scenario's canonical redaction hooks.
+fn redacted(o: &Observed<'_>) -> Vec<Pattern> {
+    o.scenario
+        .hooks
+        .iter()
+        .filter_map(|h| match &h.spec {
+            HookSpec::Redact(r) => Some(r.patterns.iter().map(|p| p.pattern().clone())),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+/// Every stored assistant text part. Each part on its own: a tool call ends
+/// a text run (the redactor flushes at it), so text on either side of a call
+/// is judged apart.
+fn stored(o: &Observed<'_>) -> Vec<Seen> {
+    let mut out = Vec::new();
+    for t in o.threads {
+        for m in t.messages.iter().filter(|m| m.role == Role::Assistant) {
+            for p in &m.parts {
+                if let Part::Text { text } = p {
+                    let place = format!("stored message #{}", m.seq);
+                    out.push((m.pai.run_id.clone(), place, text.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Live text runs: consecutive deltas of one step a watcher received, ended
+/// by any other part.
+fn live(o: &Observed<'_>) -> Vec<Seen> {
+    let mut runs: Vec<(&str, &str, u32, String)> = Vec::new();
+    let mut open: BTreeMap<&str, usize> = BTreeMap::new();
+    for (name, e) in o.live {
+        let LiveEvent::Part {
+            run_id, step, part, ..
+        } = e
+        else {
+            continue;
+        };
+        let StreamPart::TextDelta(t) = part else {
+            open.remove(name.as_str());
+            continue;
+        };
+        let current = open
+            .get(name.as_str())
+            .copied()
+            .filter(|&i| runs[i].1 == run_id.as_str() && runs[i].2 == *step);
+        match current {
+            Some(i) => runs[i].3.push_str(t),
+            None => {
+                open.insert(name.as_str(), runs.len());
+                runs.push((name.as_str(), run_id.as_str(), *step, t.clone()));
+            }
+        }
+    }
+    runs.into_iter()
+        .map(|(name, run, step, text)| {
+            let place = format!("watcher {name}'s live text of step {step}");
+            (Some(run.to_string()), place, text)
+        })
+        .collect()
+}
+
+/// Every assistant text the model was sent back as context.
+fn sent(o: &Observed<'_>) -> Vec<Seen> {
+    let mut out = Vec::new();
+    for c in o.calls {
+        let r = &c.request;
+        for m in r.messages.iter().filter(|m| m.role == Role::Assistant) {
+            for part in &m.content {
+                if let ModelContent::Text { text } = part {
+                    let place = format!("model context of step {}", r.step);
+                    out.push((Some(r.run_id.clone()), place, text.clone()));
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,35 @@
+//! SPEC T1: every `before_tool_call` of a step finishes before any of its tools starts.
+
+use std::collections::BTreeMap;
+
+use pai_runtime::{Event, EventKind};
+
+use super::observed::Violation;
+use crate::scenario::OracleId;
+
+/// SPEC T1: within one step, no tool starts before every `before_tool_call`
+/// of that step has finished.
+pub(super) fn check(events: &[Event]) -> Vec<Violation> {
+    let mut started: BTreeMap<(&str, u32), &str> = BTreeMap::new();
+    let mut out = Vec::new();
+    for e in events {
+        match &e.kind {
+            EventKind::ToolStart { step, call_id, .. } => {
+                started.entry((e.run_id.as_str(), *step)).or_insert(call_id);
+            }
+            EventKind::BeforeToolCall { step, call_id, .. } => {
+                if let Some(first) = started.get(&(e.run_id.as_str(), *step)) {
+                    out.push(Violation {
+                        oracle: OracleId::T1,
+                        run: Some(e.run_id.clone()),
+                        message: format!(
+                            "before_tool_call for {call_id} ran after tool {first} had started (step {step})"
+                        ),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}

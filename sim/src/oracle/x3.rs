@@ -1,0 +1,87 @@
+//! SPEC X3: whatever failed, nothing committed is lost or reordered.
+
+use std::collections::BTreeMap;
+
+use pai_runtime::{Event, EventKind, StoredThread};
+
+use super::observed::Violation;
+use crate::scenario::OracleId;
+
+/// SPEC X3: whatever failed along the way, every message the log says was
+/// committed is still stored, and stored messages keep strictly rising
+/// sequence numbers.
+pub(super) fn check(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
+    let stored: BTreeMap<(&str, &str), ()> = threads
+        .iter()
+        .flat_map(|t| {
+            t.messages
+                .iter()
+                .map(move |m| ((t.id.as_str(), m.id.as_str()), ()))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for e in events {
+        let id = match &e.kind {
+            EventKind::Admitted { trigger: m }
+            | EventKind::Steered { message: m }
+            | EventKind::Respond { message: m, .. }
+            | EventKind::CommitStep { message: m, .. }
+            | EventKind::CommitToolResults { message: m, .. } => m,
+            _ => continue,
+        };
+        if !stored.contains_key(&(e.thread_id.as_str(), id.as_str())) {
+            out.push(Violation {
+                oracle: OracleId::X3,
+                run: Some(e.run_id.clone()),
+                message: format!("committed message {id} is not stored any more"),
+            });
+        }
+    }
+    for t in threads {
+        if let Some(w) = t.messages.windows(2).find(|w| w[0].seq >= w[1].seq) {
+            out.push(Violation {
+                oracle: OracleId::X3,
+                run: None,
+                message: format!("thread {} stores #{} before #{}", t.id, w[0].seq, w[1].seq),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use pai_runtime::{Event, EventKind, StoredThread};
+
+    use super::*;
+
+    fn commit(message: &str) -> Event {
+        Event {
+            at: 0,
+            thread_id: "t".into(),
+            run_id: "r".into(),
+            kind: EventKind::CommitStep {
+                step: 0,
+                message: message.into(),
+                version: 2,
+            },
+        }
+    }
+
+    #[test]
+    fn x3_reports_a_committed_message_that_is_gone() {
+        let thread = StoredThread {
+            id: "t".into(),
+            agent: "a".into(),
+            owner: "o".into(),
+            incarnation: 1,
+            version: 2,
+            messages: vec![],
+            metadata: Default::default(),
+            runs: vec![],
+        };
+        let v = check(&[commit("m2")], &[thread]);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].oracle, OracleId::X3);
+    }
+}

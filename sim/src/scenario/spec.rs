@@ -1,0 +1,270 @@
+//! The scenario format as written: serde types for TOML (written by people)
+//! and JSON (the same model). `Scenario::from_spec` checks a spec once into
+//! the model the simulator runs.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use pai_runtime::{ModelSettings, ProviderOptions};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::names::{EventName, OracleId};
+use crate::hooks::{HookSpec, TransformSpec};
+
+/// What a scenario run must show (SPEC D5).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expect {
+    /// Every oracle stays quiet.
+    #[default]
+    Pass,
+    /// The oracle named by `oracle` reports a violation.
+    Violation,
+}
+
+impl fmt::Display for Expect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Expect::Pass => "pass",
+            Expect::Violation => "violation",
+        })
+    }
+}
+
+/// A whole scenario file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioSpec {
+    pub name: String,
+    /// SPEC rule ids this scenario checks.
+    pub rules: Vec<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    #[serde(default)]
+    pub expect: Expect,
+    /// With `expect = "violation"`: the oracle that must report it.
+    #[serde(default)]
+    pub oracle: Option<OracleId>,
+    #[serde(default)]
+    pub agent: AgentSpec,
+    #[serde(default)]
+    pub lifecycle: Vec<HookSpec>,
+    /// The default script: answers any model name without its own script.
+    #[serde(default)]
+    pub model: ModelSpec,
+    /// Scripts per model name (so routing is visible).
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelSpec>,
+    /// Documents for the `rag` hook: keyword → text.
+    #[serde(default)]
+    pub docs: BTreeMap<String, String>,
+    pub timeline: Vec<TimelineEntry>,
+    /// Planted faults in the observed event stream (SPEC D5).
+    #[serde(default)]
+    pub faults: Vec<FaultSpec>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    #[serde(default = "default_agent_name")]
+    pub name: String,
+    #[serde(default = "default_model")]
+    pub model: String,
+    #[serde(default)]
+    pub instructions: String,
+    #[serde(default = "default_max_steps")]
+    pub max_steps: u32,
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
+}
+
+impl Default for AgentSpec {
+    fn default() -> Self {
+        AgentSpec {
+            name: default_agent_name(),
+            model: default_model(),
+            instructions: String::new(),
+            max_steps: default_max_steps(),
+            tools: Vec::new(),
+        }
+    }
+}
+
+fn default_agent_name() -> String {
+    "assistant".into()
+}
+fn default_model() -> String {
+    "small".into()
+}
+fn default_max_steps() -> u32 {
+    8
+}
+
+/// A scripted tool. Exactly one behaviour: `output`, `echo`, `fail`, `throw` or `panic`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Virtual milliseconds the tool takes.
+    #[serde(default)]
+    pub latency_ms: u64,
+    /// Input fields the tool requires; a call without them gets a typed invalid-input error (X2).
+    #[serde(default)]
+    pub requires: Vec<String>,
+    #[serde(default)]
+    pub output: Option<Value>,
+    /// Return the call's input as the output.
+    #[serde(default)]
+    pub echo: bool,
+    /// Fail deliberately with this value (SPEC T5 `fail`).
+    #[serde(default)]
+    pub fail: Option<Value>,
+    /// Raise an error with this detail (SPEC T5 `throw`).
+    #[serde(default)]
+    pub throw: Option<String>,
+    /// Panic with this message.
+    #[serde(default)]
+    pub panic: Option<String>,
+}
+
+/// A scripted model: its turns answer its calls in order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    #[serde(default)]
+    pub turns: Vec<TurnSpec>,
+    /// Every call fails at once: the model is down.
+    #[serde(default)]
+    pub unavailable: bool,
+}
+
+/// One scripted answer of a model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnSpec {
+    /// Text deltas, in order.
+    #[serde(default)]
+    pub text: Vec<String>,
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCallSpec>,
+    /// Virtual milliseconds before the stream exists.
+    #[serde(default)]
+    pub latency_ms: u64,
+    /// The provider fails before the stream starts.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Virtual milliseconds before each text delta.
+    #[serde(default)]
+    pub delta_ms: u64,
+    /// The provider fails mid-stream, after this turn's text deltas.
+    #[serde(default)]
+    pub stream_error: Option<String>,
+    /// What the request answered by this turn must contain; a mismatch is a
+    /// violation of the `request` oracle that shows the difference.
+    #[serde(default)]
+    pub expect: Option<RequestExpect>,
+}
+
+/// Expected parts of a model request. Only the fields given are compared.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestExpect {
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub settings: Option<ModelSettings>,
+    #[serde(default)]
+    pub provider_options: Option<ProviderOptions>,
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    /// Every message, as the transcript prints it: `user: "hi"`.
+    #[serde(default)]
+    pub messages: Option<Vec<String>>,
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// One tool call of a scripted turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCallSpec {
+    pub tool: String,
+    #[serde(default = "empty_object")]
+    pub input: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+/// One client action at a virtual time. Exactly one of `send`, `steer`,
+/// `cancel` and `watch`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimelineEntry {
+    /// Virtual milliseconds from the start.
+    #[serde(default)]
+    pub at: u64,
+    #[serde(default = "default_client")]
+    pub client: String,
+    #[serde(default = "default_thread")]
+    pub thread: String,
+    /// Send this text as a user message (a new run, queued behind an active one).
+    #[serde(default)]
+    pub send: Option<String>,
+    /// Steer the active run with this text (SPEC A4); a `send` when none is active.
+    #[serde(default)]
+    pub steer: Option<String>,
+    /// Cancel the thread's active run (SPEC T8).
+    #[serde(default)]
+    pub cancel: bool,
+    /// Start watching the thread live under this name (SPEC S2).
+    #[serde(default)]
+    pub watch: Option<String>,
+    /// With `watch`: the watcher's own live transforms, in order.
+    #[serde(default)]
+    pub live: Vec<TransformSpec>,
+}
+
+impl Default for TimelineEntry {
+    /// Nothing yet, at time 0, by the default client on the default thread.
+    fn default() -> Self {
+        TimelineEntry {
+            at: 0,
+            client: default_client(),
+            thread: default_thread(),
+            send: None,
+            steer: None,
+            cancel: false,
+            watch: None,
+            live: Vec::new(),
+        }
+    }
+}
+
+fn default_client() -> String {
+    "alice".into()
+}
+fn default_thread() -> String {
+    "main".into()
+}
+
+/// A planted fault in the event stream the oracles observe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FaultSpec {
+    /// Remove the first event with this name.
+    Drop { event: EventName },
+    /// Swap the first event with this name with the event before it.
+    SwapWithPrevious { event: EventName },
+}

@@ -1,0 +1,232 @@
+//! One runtime event as one transcript line (without its time and run).
+//! One exhaustive match, so a new event kind cannot go unrendered; each arm
+//! is one line or one helper.
+
+use std::fmt::Write as _;
+
+use pai_runtime::{
+    EventKind, FinishReason, HookNote, Millis, NoteDecision, Route, RunDecision, StepDecision,
+    ToolResult, Transition,
+};
+
+use crate::format::{
+    json, opt, patch, quoted, result, route, tool_call_decision, tool_result_decision,
+};
+
+pub(super) fn event(kind: &EventKind) -> String {
+    match kind {
+        EventKind::Admitted { trigger } => format!("admit trigger={trigger}"),
+        EventKind::Steered { message } => format!("steered by {message} (taken at the next step)"),
+        EventKind::ContextLeaf { base, messages, .. } => {
+            let leaf = if *base {
+                "base from next(base)"
+            } else {
+                "stored history"
+            };
+            format!("  · context leaf: {leaf} ({messages} messages)")
+        }
+        EventKind::AttemptFailed { attempt, error, .. } => {
+            format!("attempt_failed attempt={attempt} error={}", quoted(error))
+        }
+        EventKind::LeaseAcquired { episode, token } => {
+            format!("lease_acquired episode={episode} token={token}")
+        }
+        EventKind::Hook(n) => note(n),
+        EventKind::PrepareRun { route: r, overlay } => {
+            format!("prepare_run route {{{}}} overlay=+{overlay}", route(r))
+        }
+        EventKind::Respond {
+            outcome,
+            reason,
+            message,
+            version,
+        } => {
+            let (o, r) = (outcome.as_str(), opt(reason));
+            format!("respond outcome={o} reason={r} commit {message} v{version}")
+        }
+        EventKind::ResolveModelContext {
+            step,
+            anchor,
+            messages,
+        } => format!("resolve_model_context step={step} anchor=#{anchor} messages={messages}"),
+        EventKind::PrepareModelStep {
+            step,
+            route: r,
+            messages,
+        } => format!(
+            "prepare_model_step step={step} route {{{}}} messages={messages}",
+            route(r)
+        ),
+        EventKind::ModelCall {
+            step,
+            attempt,
+            route: r,
+            context,
+            overlay,
+            messages,
+            tools,
+            timeout_ms,
+        } => model_call(
+            *step,
+            *attempt,
+            r,
+            (*context, *overlay, *messages),
+            tools,
+            *timeout_ms,
+        ),
+        EventKind::Stream {
+            step,
+            deltas,
+            chars,
+            tool_calls,
+            finish,
+            error,
+            aborted,
+        } => stream(
+            *step,
+            (*deltas, *chars, *tool_calls),
+            *finish,
+            error,
+            aborted,
+        ),
+        EventKind::CommitStep {
+            step,
+            message,
+            version,
+        } => format!("commit_step step={step} commit {message} v{version}"),
+        EventKind::BeforeToolCall {
+            call_id,
+            tool,
+            decision,
+            ..
+        } => format!(
+            "before_tool_call {call_id} {tool} -> {}",
+            tool_call_decision(decision)
+        ),
+        EventKind::ToolStart {
+            call_id,
+            tool,
+            input,
+            ..
+        } => format!("tool_start {call_id} {tool} {}", json(input)),
+        EventKind::ToolEnd {
+            result: r, detail, ..
+        } => tool_end(r, detail),
+        EventKind::AfterToolResult {
+            call_id, decision, ..
+        } => format!(
+            "after_tool_result {call_id} -> {}",
+            tool_result_decision(decision)
+        ),
+        EventKind::CommitToolResults {
+            step,
+            message,
+            version,
+        } => format!("commit_tool_results step={step} commit {message} v{version}"),
+        EventKind::AfterStep {
+            step,
+            decision,
+            transition: t,
+        } => format!(
+            "after_step step={step} decision={} -> {}",
+            decision.as_str(),
+            transition(t)
+        ),
+        EventKind::Failed { phase, message } => format!("failed in {phase}: {}", quoted(message)),
+        EventKind::Cancelled { phase } => format!("cancelled in {phase}"),
+        EventKind::LeaseReleased { episode } => format!("lease_released episode={episode}"),
+        EventKind::Ended {
+            status,
+            outcome,
+            reason,
+        } => {
+            let (s, o, r) = (status.as_str(), outcome.as_str(), opt(reason));
+            format!("end status={s} outcome={o} reason={r}")
+        }
+    }
+}
+
+/// One hook's decision inside a composition.
+fn note(note: &HookNote) -> String {
+    let d = match &note.decision {
+        NoteDecision::Run(RunDecision::Continue(p)) => patch(p),
+        NoteDecision::Run(RunDecision::Respond(r)) => {
+            format!(
+                "respond outcome={} reason={}",
+                r.outcome.as_str(),
+                opt(&r.reason)
+            )
+        }
+        NoteDecision::Step(StepDecision::Continue(p)) => patch(p),
+        NoteDecision::ToolCall(d) => tool_call_decision(d),
+        NoteDecision::ToolResult(d) => tool_result_decision(d),
+        NoteDecision::AfterStep(d) => d.as_str().into(),
+        NoteDecision::Context { messages } => format!("{messages} messages"),
+        NoteDecision::ModelCall { error: None } => "stream".into(),
+        NoteDecision::ModelCall { error: Some(e) } => format!("error {}", quoted(e)),
+        NoteDecision::Transform { installed: true } => "stage".into(),
+        NoteDecision::Transform { installed: false } => "none".into(),
+    };
+    format!("  · {} {} -> {d}", note.phase.as_str(), note.hook)
+}
+
+/// One provider attempt; `counts` are context, overlay and sent messages.
+fn model_call(
+    step: u32,
+    attempt: u32,
+    r: &Route,
+    (context, overlay, sent): (usize, usize, usize),
+    tools: &[String],
+    timeout_ms: Option<Millis>,
+) -> String {
+    let mut s = format!(
+        "around_model_call step={step} attempt={attempt} route {{{}}} context={context} overlay={overlay} sent={sent} tools=[{}]",
+        route(r),
+        tools.join(",")
+    );
+    if let Some(t) = timeout_ms {
+        let _ = write!(s, " timeout={t}ms");
+    }
+    s
+}
+
+/// A consumed provider stream; `counts` are deltas, characters and tool calls.
+fn stream(
+    step: u32,
+    (deltas, chars, tool_calls): (usize, usize, usize),
+    finish: Option<FinishReason>,
+    error: &Option<String>,
+    aborted: &Option<String>,
+) -> String {
+    let mut s = format!("stream step={step} deltas={deltas} chars={chars} tool_calls={tool_calls}");
+    if let Some(f) = finish {
+        let _ = write!(s, " finish={}", f.as_str());
+    }
+    if let Some(e) = error {
+        let _ = write!(s, " error={}", quoted(e));
+    }
+    if let Some(a) = aborted {
+        let _ = write!(s, " aborted={}", quoted(a));
+    }
+    s
+}
+
+fn tool_end(r: &ToolResult, detail: &Option<String>) -> String {
+    let mut s = format!("tool_end {} {} {}", r.call_id, r.tool, result(r));
+    if let Some(d) = detail {
+        let _ = write!(s, " detail={}", quoted(d));
+    }
+    s
+}
+
+fn transition(t: &Transition) -> String {
+    match t {
+        Transition::NextStep => "next_step".to_string(),
+        Transition::Steer => "steer (new episode)".to_string(),
+        Transition::Aborted { outcome, reason } => {
+            format!("end: aborted outcome={} reason={reason}", outcome.as_str())
+        }
+        Transition::Complete { reason: None } => "complete".to_string(),
+        Transition::Complete { reason: Some(r) } => format!("complete ({r})"),
+    }
+}

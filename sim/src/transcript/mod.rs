@@ -1,0 +1,207 @@
+//! The transcript: a plain-text story of one run with a stable layout, made
+//! to be read in a snapshot diff. Rendered from the same observed value the
+//! oracles judge, and their verdicts.
+
+mod event;
+
+use std::fmt::Write as _;
+
+use pai_runtime::{LiveEvent, Message, Part, ToolResult};
+
+use crate::format::{json, model_message, opt, quoted, result, role, route, stream_part};
+use crate::oracle::{Observed, Verdicts};
+use event::event;
+
+fn message(out: &mut String, m: &Message) {
+    let vis = match (m.visibility.transcript, m.visibility.context) {
+        (true, true) => "transcript+context",
+        (true, false) => "transcript only",
+        (false, true) => "context only",
+        (false, false) => "hidden",
+    };
+    let producer = serde_json::to_value(m.pai.producer).unwrap_or_default();
+    let _ = write!(
+        out,
+        "#{} {} {} by {} [{vis}] t={}ms",
+        m.seq,
+        m.id,
+        role(m.role),
+        producer.as_str().unwrap_or("?"),
+        m.pai.updated_at
+    );
+    if let Some(r) = &m.pai.run_id {
+        let _ = write!(out, " run={r}");
+    }
+    if let Some(s) = m.pai.step {
+        let _ = write!(out, " step={s}");
+    }
+    if let Some(o) = m.pai.outcome {
+        let _ = write!(out, " outcome={}", o.as_str());
+    }
+    if let Some(r) = &m.pai.reason {
+        let _ = write!(out, " reason={r}");
+    }
+    out.push('\n');
+    for p in &m.parts {
+        match p {
+            Part::Text { text } => {
+                let _ = writeln!(out, "    text {}", quoted(text));
+            }
+            Part::ToolCall {
+                call_id,
+                tool,
+                input,
+            } => {
+                let _ = writeln!(out, "    tool_call {call_id} {tool} {}", json(input));
+            }
+            Part::ToolResult {
+                call_id,
+                tool,
+                status,
+                source,
+                output,
+            } => {
+                let r = ToolResult {
+                    call_id: call_id.clone(),
+                    tool: tool.clone(),
+                    status: *status,
+                    source: *source,
+                    output: output.clone(),
+                };
+                let _ = writeln!(out, "    tool_result {call_id} {tool} {}", result(&r));
+            }
+        }
+    }
+}
+
+/// Renders the whole transcript of one run.
+pub(crate) fn render(o: &Observed<'_>, verdicts: &Verdicts, notes: &[String]) -> String {
+    let mut out = String::new();
+    let s = o.scenario;
+    let _ = writeln!(out, "scenario: {}", s.name);
+    let _ = writeln!(out, "rules: {}", s.rules.join(", "));
+    let _ = writeln!(out, "seed: {}", o.seed);
+    let _ = writeln!(out, "expect: {}", s.expect);
+    out.push_str("\n== events ==\n");
+    for e in o.events {
+        let _ = writeln!(out, "{:>6}ms {} {}", e.at, e.run_id, event(&e.kind));
+    }
+    calls(&mut out, o, verdicts);
+    for t in o.threads {
+        let _ = writeln!(
+            out,
+            "\n== thread {} (agent {}, owner {}, incarnation {}, version {}) ==",
+            t.id, t.agent, t.owner, t.incarnation, t.version
+        );
+        for m in &t.messages {
+            message(&mut out, m);
+        }
+        out.push_str("runs:\n");
+        for r in &t.runs {
+            let _ = writeln!(
+                out,
+                "    {} {} outcome={} reason={} steps={}",
+                r.id,
+                r.status.as_str(),
+                r.outcome.map_or("-", |o| o.as_str()),
+                opt(&r.reason),
+                r.steps
+            );
+        }
+    }
+    live(&mut out, o.live);
+    out.push_str("\n== oracles ==\n");
+    if verdicts.violations.is_empty() {
+        out.push_str("all quiet\n");
+    }
+    for v in &verdicts.violations {
+        let run = v.run.as_deref().unwrap_or("-");
+        let _ = writeln!(out, "VIOLATION {} run={run}: {}", v.oracle, v.message);
+    }
+    for n in notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+/// Every model call with the request it carried.
+fn calls(out: &mut String, o: &Observed<'_>, verdicts: &Verdicts) {
+    out.push_str("\n== model calls ==\n");
+    if o.calls.is_empty() {
+        out.push_str("(none)\n");
+    }
+    for (i, c) in o.calls.iter().enumerate() {
+        let r = &c.request;
+        let _ = writeln!(
+            out,
+            "call {} at {}ms run={} step={} script={} {} route {{{}}}",
+            i + 1,
+            c.at,
+            r.run_id,
+            r.step,
+            c.script,
+            c.answer,
+            route(&r.route)
+        );
+        if let Some(t) = r.timeout_ms {
+            let _ = writeln!(out, "    timeout {t}ms");
+        }
+        if let Some((_, m)) = verdicts.mismatches.iter().find(|(k, _)| *k == i) {
+            let _ = writeln!(out, "    EXPECT MISMATCH {}", m.replace('\n', "\n    "));
+        }
+        let tools: Vec<&str> = r.tools.iter().map(|t| t.name.as_str()).collect();
+        let _ = writeln!(out, "    tools [{}]", tools.join(","));
+        if !r.instructions.is_empty() {
+            let _ = writeln!(out, "    instructions {}", quoted(&r.instructions));
+        }
+        for m in &r.messages {
+            let _ = writeln!(out, "    {}", model_message(m));
+        }
+    }
+}
+
+/// What each watcher received, if anybody watched.
+fn live(out: &mut String, live: &[(String, LiveEvent)]) {
+    if live.is_empty() {
+        return;
+    }
+    out.push_str("\n== live ==\n");
+    for (name, e) in live {
+        let line = match e {
+            LiveEvent::Part {
+                at,
+                run_id,
+                step,
+                part,
+            } => format!(
+                "{at:>6}ms {name} {run_id} step={step} {}",
+                stream_part(part)
+            ),
+            LiveEvent::Aborted {
+                at,
+                run_id,
+                step,
+                reason,
+            } => format!(
+                "{at:>6}ms {name} {run_id} step={step} aborted {}",
+                quoted(reason)
+            ),
+            LiveEvent::Committed { at, version } => {
+                format!("{at:>6}ms {name} refresh: version {version}")
+            }
+            LiveEvent::RunEnded {
+                at,
+                run_id,
+                status,
+                outcome,
+                reason,
+            } => format!(
+                "{at:>6}ms {name} {run_id} ended status={} outcome={} reason={}",
+                status.as_str(),
+                outcome.as_str(),
+                opt(reason)
+            ),
+        };
+        let _ = writeln!(out, "{line}");
+    }
+}

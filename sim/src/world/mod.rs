@@ -1,0 +1,16 @@
+//! The simulated world the runtime runs in: one seeded rng, the virtual
+//! clock, ids from both, the scripted model and tools, and the recorder of
+//! events. The world only records; it never judges what it sees.
+
+mod clock;
+mod lock;
+mod model;
+mod recorder;
+mod seeded;
+mod tool;
+
+pub use clock::VirtualClock;
+pub use model::{Answer, ModelCallRecord, ScriptName, ScriptedProvider, SharedProvider};
+pub use recorder::Recorder;
+pub use seeded::{Rng, SimIds};
+pub use tool::ScriptedTool;

@@ -1,0 +1,271 @@
+//! Scripted models: each model name answers its calls with its own turns, in
+//! order (or the default script's); every call is recorded as it came.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use pai_runtime::{
+    BoxStream, Clock, FinishReason, HookFuture, IdKind, IdSource, LanguageModel, Millis,
+    ModelError, ModelProvider, ModelRequest, PartStream, StreamPart,
+};
+
+use super::clock::VirtualClock;
+use super::lock::lock;
+use super::seeded::SimIds;
+use crate::scenario::{ModelSpec, TurnSpec};
+
+/// How a script answered one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// With its turn number `n` (from 1).
+    Turn(usize),
+    /// The model is down (`unavailable = true`).
+    Unavailable,
+    /// The script had no turn left.
+    Exhausted,
+}
+
+impl fmt::Display for Answer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Answer::Turn(n) => write!(f, "turn {n}"),
+            Answer::Unavailable => f.write_str("unavailable"),
+            Answer::Exhausted => f.write_str("exhausted"),
+        }
+    }
+}
+
+/// Which script answered a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScriptName {
+    /// The default script (`[[model.turns]]`).
+    Default,
+    /// The script of this model name (`[models.<name>]`).
+    Model(String),
+}
+
+impl fmt::Display for ScriptName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScriptName::Default => f.write_str("default"),
+            ScriptName::Model(name) => f.write_str(name),
+        }
+    }
+}
+
+/// One model call as a scripted model received it.
+#[derive(Debug, Clone)]
+pub struct ModelCallRecord {
+    pub at: Millis,
+    pub request: ModelRequest,
+    /// Which script answered.
+    pub script: ScriptName,
+    pub answer: Answer,
+}
+
+/// Every model call of a run, in order, across scripts.
+pub type CallLog = Arc<Mutex<Vec<ModelCallRecord>>>;
+
+/// A scripted model: its turns answer its calls in order.
+pub struct ScriptedModel {
+    script: ScriptName,
+    turns: Mutex<VecDeque<(usize, TurnSpec)>>,
+    unavailable: bool,
+    ids: Arc<SimIds>,
+    clock: Arc<VirtualClock>,
+    log: CallLog,
+}
+
+impl fmt::Debug for ScriptedModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptedModel")
+            .field("script", &self.script)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ScriptedModel {
+    fn new(
+        script: ScriptName,
+        spec: &ModelSpec,
+        ids: Arc<SimIds>,
+        clock: Arc<VirtualClock>,
+        log: CallLog,
+    ) -> ScriptedModel {
+        ScriptedModel {
+            script,
+            turns: Mutex::new(
+                spec.turns
+                    .iter()
+                    .cloned()
+                    .enumerate()
+                    .map(|(i, t)| (i + 1, t))
+                    .collect(),
+            ),
+            unavailable: spec.unavailable,
+            ids,
+            clock,
+            log,
+        }
+    }
+
+    /// Scripted turns the run never used.
+    pub fn unused_turns(&self) -> usize {
+        lock(&self.turns).len()
+    }
+
+    pub fn script(&self) -> &ScriptName {
+        &self.script
+    }
+
+    fn record(&self, request: &ModelRequest, answer: Answer) {
+        lock(&self.log).push(ModelCallRecord {
+            at: self.clock.now(),
+            request: request.clone(),
+            script: self.script.clone(),
+            answer,
+        });
+    }
+
+    /// The stream of one turn, after its latency.
+    async fn play(&self, turn: TurnSpec) -> Result<BoxStream, ModelError> {
+        if turn.latency_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(turn.latency_ms)).await;
+        }
+        if let Some(e) = turn.error {
+            return Err(ModelError::Provider(e));
+        }
+        let mut parts: VecDeque<StreamPart> =
+            turn.text.into_iter().map(StreamPart::TextDelta).collect();
+        if let Some(e) = turn.stream_error {
+            parts.push_back(StreamPart::Error(e));
+        } else {
+            let has_calls = !turn.tool_calls.is_empty();
+            for call in turn.tool_calls {
+                parts.push_back(StreamPart::ToolCall {
+                    call_id: self.ids.next_id(IdKind::ToolCall),
+                    tool: call.tool,
+                    input: call.input,
+                });
+            }
+            parts.push_back(StreamPart::Finish(if has_calls {
+                FinishReason::ToolCalls
+            } else {
+                FinishReason::Stop
+            }));
+        }
+        Ok(Box::new(ScriptedStream {
+            parts,
+            delta_ms: turn.delta_ms,
+            sleep: None,
+        }) as BoxStream)
+    }
+}
+
+impl LanguageModel for ScriptedModel {
+    fn stream<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> HookFuture<'a, Result<BoxStream, ModelError>> {
+        if self.unavailable {
+            self.record(request, Answer::Unavailable);
+            let model = &request.route.model;
+            return HookFuture::ready(Err(ModelError::Provider(format!(
+                "model {model} is unavailable"
+            ))));
+        }
+        let Some((n, turn)) = lock(&self.turns).pop_front() else {
+            self.record(request, Answer::Exhausted);
+            return HookFuture::ready(Err(ModelError::Provider(format!(
+                "script {} exhausted: the model was called more often than the scenario scripts",
+                self.script
+            ))));
+        };
+        self.record(request, Answer::Turn(n));
+        HookFuture::new(self.play(turn))
+    }
+}
+
+/// A scripted provider stream: text deltas may each wait `delta_ms`.
+struct ScriptedStream {
+    parts: VecDeque<StreamPart>,
+    delta_ms: u64,
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl PartStream for ScriptedStream {
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<StreamPart>> {
+        if self.delta_ms > 0 && matches!(self.parts.front(), Some(StreamPart::TextDelta(_))) {
+            let ms = self.delta_ms;
+            let sleep = self
+                .sleep
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep(Duration::from_millis(ms))));
+            if sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            self.sleep = None;
+        }
+        Poll::Ready(self.parts.pop_front())
+    }
+}
+
+/// Serves each model name its own script, or the default script, and keeps
+/// the log of every call.
+#[derive(Debug)]
+pub struct ScriptedProvider {
+    default: ScriptedModel,
+    by_name: BTreeMap<String, ScriptedModel>,
+    log: CallLog,
+}
+
+impl ScriptedProvider {
+    pub fn new(
+        default: &ModelSpec,
+        by_name: &BTreeMap<String, ModelSpec>,
+        ids: &Arc<SimIds>,
+        clock: &Arc<VirtualClock>,
+    ) -> ScriptedProvider {
+        let log = CallLog::default();
+        let script =
+            |name, spec| ScriptedModel::new(name, spec, ids.clone(), clock.clone(), log.clone());
+        ScriptedProvider {
+            default: script(ScriptName::Default, default),
+            by_name: by_name
+                .iter()
+                .map(|(name, spec)| (name.clone(), script(ScriptName::Model(name.clone()), spec)))
+                .collect(),
+            log,
+        }
+    }
+
+    /// Every script, default first.
+    pub fn scripts(&self) -> impl Iterator<Item = &ScriptedModel> {
+        std::iter::once(&self.default).chain(self.by_name.values())
+    }
+
+    /// Every call so far, in order.
+    pub fn calls(&self) -> Vec<ModelCallRecord> {
+        lock(&self.log).clone()
+    }
+}
+
+impl ModelProvider for ScriptedProvider {
+    fn model(&self, name: &str) -> Option<&dyn LanguageModel> {
+        Some(self.by_name.get(name).unwrap_or(&self.default))
+    }
+}
+
+/// The provider handed to the runtime; the simulator keeps its own handle to
+/// read the scripts afterwards.
+#[derive(Debug)]
+pub struct SharedProvider(pub Arc<ScriptedProvider>);
+
+impl ModelProvider for SharedProvider {
+    fn model(&self, name: &str) -> Option<&dyn LanguageModel> {
+        self.0.model(name)
+    }
+}

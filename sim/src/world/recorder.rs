@@ -1,0 +1,24 @@
+//! Records every runtime event in order.
+
+use std::sync::Mutex;
+
+use pai_runtime::{Event, EventSink};
+
+use super::lock::lock;
+
+#[derive(Debug, Default)]
+pub struct Recorder {
+    events: Mutex<Vec<Event>>,
+}
+
+impl Recorder {
+    pub fn take(&self) -> Vec<Event> {
+        std::mem::take(&mut *lock(&self.events))
+    }
+}
+
+impl EventSink for Recorder {
+    fn record(&self, event: Event) {
+        lock(&self.events).push(event);
+    }
+}
