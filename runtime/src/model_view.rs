@@ -212,14 +212,7 @@ mod tests {
             role,
             parts,
             visibility,
-            pai: PaiMeta {
-                producer: Producer::User,
-                run_id: None,
-                step: None,
-                updated_at: 0,
-                outcome: None,
-                reason: None,
-            },
+            pai: PaiMeta::new(Producer::User, None, None, 0),
         }
     }
 

@@ -390,14 +390,7 @@ mod tests {
             role: Role::User,
             parts: vec![Part::text(text)],
             visibility: Visibility::ALL,
-            pai: PaiMeta {
-                producer: Producer::User,
-                run_id: None,
-                step: None,
-                updated_at: 0,
-                outcome: None,
-                reason: None,
-            },
+            pai: PaiMeta::new(Producer::User, None, None, 0),
         }
     }
 

@@ -148,10 +148,10 @@ pub fn run_case(
     case.steps = report.steps;
     case.virtual_ms = report.virtual_ms;
     case.problems = problems;
-    if seed == s.seed {
-        if let Err(e) = compare_snapshot(path, &report.transcript, mode, &mut case) {
-            case.problems.push(format!("snapshot io: {e}"));
-        }
+    if seed == s.seed
+        && let Err(e) = compare_snapshot(path, &report.transcript, mode, &mut case)
+    {
+        case.problems.push(format!("snapshot io: {e}"));
     }
     if case.failed() {
         case.status = CaseStatus::Fail;

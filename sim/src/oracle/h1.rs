@@ -68,16 +68,15 @@ pub(super) fn watchers(live: &[(String, LiveEvent)]) -> Vec<Violation> {
     let mut last: BTreeMap<&str, u64> = BTreeMap::new();
     let mut out = Vec::new();
     for (name, e) in live {
-        if let LiveEvent::Committed { version, .. } = e {
-            if let Some(prev) = last.insert(name.as_str(), *version)
-                && *version != prev + 1
-            {
-                out.push(Violation {
-                    oracle: OracleId::H1,
-                    run: None,
-                    message: format!("watcher {name} was told version {version} after {prev}"),
-                });
-            }
+        if let LiveEvent::Committed { version, .. } = e
+            && let Some(prev) = last.insert(name.as_str(), *version)
+            && *version != prev + 1
+        {
+            out.push(Violation {
+                oracle: OracleId::H1,
+                run: None,
+                message: format!("watcher {name} was told version {version} after {prev}"),
+            });
         }
     }
     out
