@@ -11,13 +11,13 @@ use super::tools::Call;
 use super::transition::{StepEnd, transition};
 use crate::attempt::{AttemptEvents, DefaultLeaf, ProviderAttempt, SentCounts};
 use crate::clock::IdKind;
-use crate::context::{ContextInput, ContextNext, History, ResolverThread};
+use crate::context::{ContextInput, ContextLink, ContextNext, History, ResolverThread};
 use crate::error::FailureCell;
 use crate::event::{EventKind, RunStage, Transition};
 use crate::lifecycle::{AfterStepInput, Phase, StepDecision, StepInput, StreamKind, ToolResult};
 use crate::message::{Message, ModelMessage, Part, Producer, Role, Visibility};
 use crate::model::{BoxStream, ModelRequest, offered};
-use crate::model_call::{AttemptPatch, ModelNext};
+use crate::model_call::{AttemptPatch, ModelLink, ModelNext};
 use crate::model_view::pair_tool_calls;
 use crate::patch::{Overlay, Route};
 use crate::transform::Abort;
@@ -105,8 +105,8 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 .await;
             Self::settle(phase, &failure, out)?
         } else {
-            let leaf = crate::context::ContextLink::resolve(&leaf, None).await;
-            leaf.map_err(|e| Fail::phase(phase, e.message))?
+            let stored = ContextLink::resolve(&leaf, None).await;
+            stored.map_err(|e| Fail::phase(phase, e.message))?
         };
         self.emit(|| EventKind::ResolveModelContext {
             step,
@@ -197,8 +197,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 .await;
             Self::settle(phase, &failure, out)?
         } else {
-            let attempt =
-                crate::model_call::ModelLink::attempt(&leaf, request, AttemptPatch::default());
+            let attempt = ModelLink::attempt(&leaf, request, AttemptPatch::default());
             attempt
                 .await
                 .map_err(|e| Fail::phase(phase, e.to_string()))?
