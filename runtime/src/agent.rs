@@ -63,9 +63,11 @@ impl<C: 'static> Agent<C> {
         self
     }
 
-    /// Steps per run before the run completes with reason `max_steps` (SPEC A2). At least 1.
+    /// Steps per run before the run completes with reason `max_steps` (SPEC
+    /// A2). It must be at least 1: a runtime for an agent with a limit of 0
+    /// is refused when it is built ([`crate::BuildError::MaxSteps`]).
     pub fn max_steps(mut self, n: u32) -> Self {
-        self.max_steps = n.max(1);
+        self.max_steps = n;
         self
     }
 

@@ -10,11 +10,15 @@ use crate::agent::Agent;
 use crate::clock::{Clock, IdKind, IdSource};
 use crate::event::{EventKind, EventSink};
 use crate::live::Watch;
+use crate::message::Outcome;
 use crate::message::{Message, PaiMeta, Part, Producer, Role, Visibility};
 use crate::model::ModelProvider;
 use crate::process::Process;
 use crate::shared::Shared;
-use crate::store::{RunRecord, Store, StoreError, StoredThread, ThreadRec};
+use crate::store::{
+    CancelMiss, CancelTarget, RunEnd, RunRecord, RunStatus, Store, StoreError, StoredThread,
+    ThreadRec,
+};
 use crate::transform::StreamTransform;
 
 /// A runtime that is missing a required part.
@@ -23,6 +27,9 @@ use crate::transform::StreamTransform;
 pub enum BuildError {
     #[error("the runtime needs {0}")]
     Missing(&'static str),
+    /// An agent must be allowed at least one step per run (SPEC A2).
+    #[error("agent {agent}: max_steps must be at least 1")]
+    MaxSteps { agent: String },
 }
 
 /// What a client call can fail with.
@@ -31,6 +38,15 @@ pub enum BuildError {
 pub enum ClientError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A cancel found no active or queued run on the thread (SPEC K6).
+    #[error("thread {thread} has no active or queued run to cancel")]
+    NoRun { thread: String },
+    /// A cancel named a run that is not a run of this thread.
+    #[error("thread {thread} has no run {run}")]
+    NoSuchRun { thread: String, run: String },
+    /// A cancel named a run that has already ended.
+    #[error("run {run} has already ended")]
+    RunEnded { run: String },
 }
 
 /// Builds a [`Runtime`]; clock, ids and models are required.
@@ -74,6 +90,11 @@ impl<C: Send + Sync + 'static> RuntimeBuilder<C> {
     }
 
     pub fn build(self) -> Result<Runtime<C>, BuildError> {
+        if self.agent.max_steps == 0 {
+            return Err(BuildError::MaxSteps {
+                agent: self.agent.name.clone(),
+            });
+        }
         Ok(Runtime {
             shared: Arc::new(Shared {
                 tool_specs: self.agent.tools.iter().map(|t| t.spec().clone()).collect(),
@@ -248,16 +269,57 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
         self.submit(text.into(), true)
     }
 
-    /// Cancels the thread's active run, if any (SPEC T8): its model attempt
-    /// stops, running tools get cancelled results, and the run ends with
-    /// outcome cancelled. Returns the run id it cancelled.
-    pub fn cancel(&self) -> Result<Option<String>, ClientError> {
-        self.read_scoped(|_| ())?;
-        let stopped = self
-            .shared()
-            .process
-            .with(&self.id, |a| a.stop_current().map(str::to_string));
-        Ok(stopped)
+    /// Cancels the thread's current run (SPEC K6, T8): the active run (its
+    /// model attempt stops, running tools get cancelled results, and it ends
+    /// with outcome cancelled), or else the oldest queued run, which then
+    /// never starts. Returns the run it reached; a thread with no run to
+    /// cancel is an error, so a cancel is never silently lost.
+    pub fn cancel(&self) -> Result<String, ClientError> {
+        self.cancel_target(None)
+    }
+
+    /// Cancels the run `run_id` of this thread (SPEC K6), active or queued.
+    /// A run that has ended, or is not this thread's, is an error.
+    pub fn cancel_run(&self, run_id: &str) -> Result<String, ClientError> {
+        self.cancel_target(Some(run_id))
+    }
+
+    fn cancel_target(&self, run: Option<&str>) -> Result<String, ClientError> {
+        let sh = self.shared();
+        let mut process = sh.process.lock();
+        let attached = process.entry(self.id.clone()).or_default();
+        let agent = &sh.agent.name;
+        let reached = sh.store.write(&self.id, |rec| {
+            rec.check_scope(&self.id, &self.identity, agent)?;
+            Ok::<_, ClientError>(rec.cancel(run))
+        })??;
+        let miss = |m| match m {
+            CancelMiss::NoRun => ClientError::NoRun {
+                thread: self.id.clone(),
+            },
+            CancelMiss::Unknown(run) => ClientError::NoSuchRun {
+                thread: self.id.clone(),
+                run,
+            },
+            CancelMiss::Ended(run) => ClientError::RunEnded { run },
+        };
+        match reached.map_err(miss)? {
+            CancelTarget::Active(run) => {
+                attached.stop(&run);
+                Ok(run)
+            }
+            CancelTarget::Queued(run) => {
+                let end = RunEnd {
+                    status: RunStatus::Cancelled,
+                    outcome: Outcome::Cancelled,
+                    reason: Some("cancelled while queued".to_string()),
+                };
+                sh.run_ended(attached, &run, &end);
+                drop(process);
+                sh.emit(&self.id, &run, || EventKind::ended(&end));
+                Ok(run)
+            }
+        }
     }
 
     /// Watches the thread live (SPEC S2): every step's canonical stream as it
@@ -306,7 +368,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
                 let appended = rec.append(None, [user_message(&run)])?;
                 match &submitted {
                     Submitted::Steer { .. } => rec.steer(&message_id),
-                    Submitted::Run { run } => rec.admit(run),
+                    Submitted::Run { run } => rec.admit(run, &message_id),
                 }
                 Ok::<_, StoreError>((submitted, appended.version))
             })??;

@@ -144,14 +144,11 @@ impl<'a> History<'a> {
     /// belong to their own run and enter context when it starts (K1, A4).
     pub fn default_context(&self) -> Result<Vec<ModelMessage>, HistoryError> {
         self.read(|rec| {
-            to_model_messages(rec.messages().iter().filter(|m| {
-                m.seq <= self.anchor
-                    && !m
-                        .pai
-                        .run_id
-                        .as_ref()
-                        .is_some_and(|r| m.role == crate::message::Role::User && rec.is_queued(r))
-            }))
+            to_model_messages(
+                rec.messages()
+                    .iter()
+                    .filter(|m| m.seq <= self.anchor && !rec.is_queued_message(m)),
+            )
         })
     }
 }

@@ -11,7 +11,7 @@ use crate::lifecycle::{
 use crate::message::Outcome;
 use crate::model::FinishReason;
 use crate::patch::Route;
-use crate::store::RunStatus;
+use crate::store::{RunEnd, RunStatus};
 
 /// Where a run was when it failed or was cancelled. `Display` gives the
 /// name the event log uses.
@@ -34,6 +34,8 @@ pub enum RunStage {
     CommitToolResults,
     /// Between two steps.
     BetweenSteps,
+    /// At the end of an episode, before the run ended or took a steer.
+    EpisodeEnd,
     /// The step loop itself (a bug in the runtime, caught).
     Runtime,
 }
@@ -49,6 +51,7 @@ impl RunStage {
             RunStage::Tools => "tools",
             RunStage::CommitToolResults => "commit_tool_results",
             RunStage::BetweenSteps => "between steps",
+            RunStage::EpisodeEnd => "episode end",
             RunStage::Runtime => "runtime",
         }
     }
@@ -104,10 +107,12 @@ pub enum EventKind {
     },
     /// One hook's decision inside a composed lifecycle.
     Hook(HookNote),
-    /// `prepare_run` finished; the episode route and overlay size.
+    /// `prepare_run` finished: the episode route, the overlay size, and the
+    /// run's newest user message that `prepare_run` was given (SPEC L1).
     PrepareRun {
         route: Route,
         overlay: usize,
+        latest_user: Option<String>,
     },
     /// `prepare_run` responded; the response was committed.
     Respond {
@@ -221,6 +226,15 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// The `end` event of a run that ended so.
+    pub(crate) fn ended(end: &RunEnd) -> EventKind {
+        EventKind::Ended {
+            status: end.status,
+            outcome: end.outcome,
+            reason: end.reason.clone(),
+        }
+    }
+
     /// The event's name in the phase grammar.
     pub fn name(&self) -> &'static str {
         match self {

@@ -1,15 +1,12 @@
 //! The model-facing view of stored messages: context-visible messages only,
-//! thrown tool errors redacted (SPEC T5), and every tool call paired with
-//! exactly one result after it (H6).
+//! each result as stored (a thrown error is stored redacted, SPEC T5), and
+//! every tool call paired with exactly one result after it (H6).
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::message::{Message, ModelContent, ModelMessage, Part, ResultSource, Role, ToolStatus};
-
-/// What the model sees in place of a thrown tool error's detail (SPEC T5).
-pub(crate) const THROWN_TOOL_ERROR: &str = "The tool failed with an internal error.";
+use crate::message::{Message, ModelContent, ModelMessage, Part, Role, ToolStatus};
 
 /// Derives the model context from stored messages: context-visible messages in
 /// order, each part converted to what the model may see, then paired
@@ -39,12 +36,12 @@ pub(crate) fn to_model_messages<'a>(
                         call_id,
                         tool,
                         status,
-                        source,
+                        source: _,
                         output,
                     } => ModelContent::ToolResult {
                         call_id: call_id.clone(),
                         tool: tool.clone(),
-                        output: model_visible_output(*status, *source, output),
+                        output: output.clone(),
                         is_error: *status == ToolStatus::Error,
                     },
                 })
@@ -187,23 +184,10 @@ fn missing_results(missing: Vec<(String, String)>) -> ModelMessage {
     }
 }
 
-/// What the model sees of one result (SPEC T5): outputs and deliberate failures
-/// verbatim, thrown errors replaced by a fixed message.
-pub(crate) fn model_visible_output(
-    status: ToolStatus,
-    source: ResultSource,
-    output: &Value,
-) -> Value {
-    match (status, source) {
-        (ToolStatus::Error, ResultSource::Throw) => Value::String(THROWN_TOOL_ERROR.into()),
-        _ => output.clone(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{PaiMeta, Producer, Visibility};
+    use crate::message::{PaiMeta, Producer, ResultSource, Visibility};
 
     fn msg(seq: u64, role: Role, parts: Vec<Part>, visibility: Visibility) -> Message {
         Message {
@@ -329,15 +313,32 @@ mod tests {
         assert_eq!(out, vec![ModelMessage::user("hi")]);
     }
 
+    /// SPEC T5: the model reads the stored result as it is. A thrown error
+    /// is stored redacted already; a hook's replacement of it (T4, L9) is
+    /// what the model reads, not the fixed message.
     #[test]
-    fn thrown_errors_are_redacted_for_the_model() {
-        let v = model_visible_output(
-            ToolStatus::Error,
-            ResultSource::Throw,
-            &Value::String("db password wrong".into()),
-        );
-        assert_eq!(v, Value::String(THROWN_TOOL_ERROR.into()));
-        let v = model_visible_output(ToolStatus::Error, ResultSource::Fail, &Value::from(3));
-        assert_eq!(v, Value::from(3));
+    fn t5_the_model_reads_the_stored_result_even_a_replaced_throw() {
+        let call = Part::ToolCall {
+            call_id: "c1".into(),
+            tool: "t".into(),
+            input: Value::Null,
+        };
+        let replaced = Part::ToolResult {
+            call_id: "c1".into(),
+            tool: "t".into(),
+            status: ToolStatus::Error,
+            source: ResultSource::Throw,
+            output: Value::String("The lookup service is down; try later.".into()),
+        };
+        let m = [
+            msg(1, Role::Assistant, vec![call], Visibility::ALL),
+            msg(2, Role::Tool, vec![replaced], Visibility::ALL),
+        ];
+        let out = to_model_messages(&m);
+        assert!(matches!(
+            &out[1].content[0],
+            ModelContent::ToolResult { output, is_error: true, .. }
+                if *output == Value::String("The lookup service is down; try later.".into())
+        ));
     }
 }

@@ -64,11 +64,13 @@ impl Attached {
         }
     }
 
-    /// Stops the current run, if this process drives one; returns its id.
-    pub(crate) fn stop_current(&self) -> Option<&str> {
-        let (run, stop) = self.stop.as_ref()?;
-        stop.trigger();
-        Some(run)
+    /// Sets `run`'s stop signal, if this process drives it.
+    pub(crate) fn stop(&self, run: &str) {
+        if let Some((current, stop)) = &self.stop
+            && current == run
+        {
+            stop.trigger();
+        }
     }
 }
 

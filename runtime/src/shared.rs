@@ -7,10 +7,11 @@ use std::sync::Arc;
 use crate::agent::Agent;
 use crate::clock::{Clock, IdSource};
 use crate::event::{Event, EventKind, EventSink};
+use crate::live::LiveEvent;
 use crate::message::Message;
 use crate::model::ModelProvider;
 use crate::process::{Attached, Process};
-use crate::store::{Appended, Store, StoreError};
+use crate::store::{Appended, RunEnd, Store, StoreError};
 use crate::tool::ToolSpec;
 
 pub(crate) struct Shared<C> {
@@ -37,6 +38,20 @@ impl<C> Shared<C> {
                 kind: kind(),
             });
         }
+    }
+
+    /// Tells a thread's watchers that `run` ended (a run's status is not a
+    /// commit, so they hear it here).
+    pub(crate) fn run_ended(&self, attached: &mut Attached, run: &str, end: &RunEnd) {
+        attached.end_run(run);
+        let at = self.clock.now();
+        crate::live::tell(&mut attached.watchers, || LiveEvent::RunEnded {
+            at,
+            run_id: run.to_string(),
+            status: end.status,
+            outcome: end.outcome,
+            reason: end.reason.clone(),
+        });
     }
 
     /// Appends messages to a thread in one commit (under `token` for a run's

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 
-use crate::message::{Message, Outcome};
+use crate::message::{Message, Outcome, Role};
 
 /// A store operation that could not be applied. Nothing changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -56,18 +56,41 @@ pub struct RunRecord {
     pub reason: Option<String>,
     /// Model steps committed.
     pub steps: u32,
+    /// The user message that started the run.
+    pub trigger: String,
 }
 
 impl RunRecord {
-    fn queued(id: &str) -> RunRecord {
+    fn queued(id: &str, trigger: &str) -> RunRecord {
         RunRecord {
             id: id.to_string(),
             status: RunStatus::Queued,
             outcome: None,
             reason: None,
             steps: 0,
+            trigger: trigger.to_string(),
         }
     }
+}
+
+/// What a cancel reached (SPEC K6).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CancelTarget {
+    /// The run being driven: its stop signal must be set.
+    Active(String),
+    /// A run still queued: it is cancelled in the store and never starts.
+    Queued(String),
+}
+
+/// Why a cancel reached no run (SPEC K6: a cancel is never silently lost).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CancelMiss {
+    /// The thread has no active or queued run.
+    NoRun,
+    /// The named run is not a run of this thread.
+    Unknown(String),
+    /// The named run has already ended.
+    Ended(String),
 }
 
 /// A thread as trusted server code sees it: every message, whatever its visibility.
@@ -187,10 +210,41 @@ impl ThreadRec {
         })
     }
 
-    /// Queues a new run behind the others (SPEC K1).
-    pub(crate) fn admit(&mut self, run: &str) {
-        self.runs.push(RunRecord::queued(run));
+    /// Queues a new run, started by message `trigger`, behind the others (SPEC K1).
+    pub(crate) fn admit(&mut self, run: &str, trigger: &str) {
+        self.runs.push(RunRecord::queued(run, trigger));
         self.queue.push_back(run.to_string());
+    }
+
+    /// The run a cancel reaches (SPEC K6): the named run, or else the current
+    /// run, or else the oldest queued run. A queued run is cancelled here, at
+    /// once: it never starts.
+    pub(crate) fn cancel(&mut self, run: Option<&str>) -> Result<CancelTarget, CancelMiss> {
+        let target = match run {
+            Some(r) => r.to_string(),
+            None => self
+                .current
+                .clone()
+                .or_else(|| self.queue.front().cloned())
+                .ok_or(CancelMiss::NoRun)?,
+        };
+        if self.current.as_deref() == Some(target.as_str()) {
+            return Ok(CancelTarget::Active(target));
+        }
+        if let Some(k) = self.queue.iter().position(|q| *q == target) {
+            self.queue.remove(k);
+            let end = RunEnd {
+                status: RunStatus::Cancelled,
+                outcome: Outcome::Cancelled,
+                reason: Some("cancelled while queued".to_string()),
+            };
+            self.finish_run(&target, &end);
+            return Ok(CancelTarget::Queued(target));
+        }
+        match self.runs.iter().any(|r| r.id == target) {
+            true => Err(CancelMiss::Ended(target)),
+            false => Err(CancelMiss::Unknown(target)),
+        }
     }
 
     /// Takes the next queued run and makes it the current, running one.
@@ -208,9 +262,30 @@ impl ThreadRec {
         self.current.as_deref()
     }
 
-    /// Whether `run` is waiting in the queue.
-    pub(crate) fn is_queued(&self, run: &str) -> bool {
-        self.queue.iter().any(|q| q == run)
+    /// Whether `m` is the user message of a run still queued (stored for it,
+    /// or the steer that will start it): it belongs to that run and enters
+    /// context (and `prepare_run`) only when that run starts (K1, L1).
+    pub(crate) fn is_queued_message(&self, m: &Message) -> bool {
+        if m.role != Role::User {
+            return false;
+        }
+        let queued = |run: &str| self.queue.iter().any(|q| q == run);
+        m.pai.run_id.as_deref().is_some_and(queued)
+            || self.runs.iter().any(|r| r.trigger == m.id && queued(&r.id))
+    }
+
+    /// The newest user message that belongs to `run` (SPEC L1): the one that
+    /// started it, or a steer stored for it. Never one of a run queued behind.
+    pub(crate) fn latest_user_of(&self, run: &str) -> Option<&Message> {
+        let trigger = self
+            .runs
+            .iter()
+            .find(|r| r.id == run)
+            .map(|r| r.trigger.as_str());
+        self.messages.iter().rev().find(|m| {
+            m.role == Role::User
+                && (m.pai.run_id.as_deref() == Some(run) || Some(m.id.as_str()) == trigger)
+        })
     }
 
     /// Gives `run` the lease for a new episode; returns its fencing token,
@@ -381,7 +456,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{PaiMeta, Part, Producer, Role, Visibility};
+    use crate::message::{PaiMeta, Part, Producer, Visibility};
 
     fn message(text: &str) -> Message {
         Message {
@@ -428,10 +503,10 @@ mod tests {
     #[test]
     fn k1_runs_start_in_arrival_order_and_finish_clears_the_lease() {
         let mut rec = ThreadRec::new("a", "o");
-        rec.admit("r1");
-        rec.admit("r2");
+        rec.admit("r1", "m1");
+        rec.admit("r2", "m2");
         assert_eq!(rec.start_next().as_deref(), Some("r1"));
-        assert!(rec.is_queued("r2"));
+        assert_eq!(rec.queue.front().map(String::as_str), Some("r2"));
         rec.acquire_lease("r1");
         let end = RunEnd {
             status: RunStatus::Completed,
@@ -443,5 +518,107 @@ mod tests {
         assert_eq!(rec.lease.holder, None);
         assert_eq!(rec.runs()[0].status, RunStatus::Completed);
         assert_eq!(rec.start_next().as_deref(), Some("r2"));
+    }
+
+    fn user(id: &str, run: &str) -> Message {
+        let mut m = message(id);
+        m.pai.run_id = Some(run.to_string());
+        m
+    }
+
+    /// SPEC L1: a run's latest user message is its own (its trigger or a
+    /// steer stored for it), never the message of a run queued behind it;
+    /// and a queued run's messages, its trigger included, wait for it (K1).
+    #[test]
+    fn l1_latest_user_message_belongs_to_the_run() {
+        let mut rec = ThreadRec::new("a", "o");
+        rec.append(None, [user("m1", "r1")]).unwrap();
+        rec.admit("r1", "m1");
+        rec.start_next();
+        rec.append(None, [user("m2", "r2"), user("m3", "r3")])
+            .unwrap();
+        rec.admit("r2", "m2");
+        rec.admit("r3", "m3");
+        rec.append(None, [user("s1", "r1")]).unwrap();
+        assert_eq!(rec.latest_user_of("r1").map(|m| m.id.as_str()), Some("s1"));
+        assert_eq!(rec.latest_user_of("r2").map(|m| m.id.as_str()), Some("m2"));
+        assert!(rec.is_queued_message(&rec.messages()[1]));
+        assert!(
+            !rec.is_queued_message(&rec.messages()[3]),
+            "r1's steer is r1's"
+        );
+        // A steer left over when r1 ends starts r4: it is r4's until r4 starts.
+        rec.admit("r4", "s1");
+        assert!(rec.is_queued_message(&rec.messages()[3]));
+        assert_eq!(rec.latest_user_of("r4").map(|m| m.id.as_str()), Some("s1"));
+    }
+
+    /// SPEC K6: a cancel reaches the current run, else the oldest queued
+    /// one (which then never starts), else says there is none.
+    #[test]
+    fn k6_cancel_reaches_the_current_or_a_queued_run() {
+        let mut rec = ThreadRec::new("a", "o");
+        assert_eq!(rec.cancel(None), Err(CancelMiss::NoRun));
+        rec.admit("r1", "m1");
+        rec.admit("r2", "m2");
+        assert_eq!(rec.cancel(None), Ok(CancelTarget::Queued("r1".into())));
+        assert_eq!(rec.runs()[0].status, RunStatus::Cancelled);
+        assert_eq!(rec.start_next().as_deref(), Some("r2"));
+        assert_eq!(rec.cancel(None), Ok(CancelTarget::Active("r2".into())));
+        assert_eq!(rec.cancel(Some("r1")), Err(CancelMiss::Ended("r1".into())));
+        assert_eq!(
+            rec.cancel(Some("r9")),
+            Err(CancelMiss::Unknown("r9".into()))
+        );
+    }
+
+    /// SPEC K2 (property): for any interleaving of lease acquisitions and
+    /// writes with any token handed out so far, a write lands exactly when
+    /// it carries the newest token; a refused write changes nothing.
+    mod k2_property {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            Acquire,
+            /// Write with the i-th token handed out (modulo their number).
+            Write(usize),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![Just(Op::Acquire), (0usize..8).prop_map(Op::Write)]
+        }
+
+        proptest! {
+            #[test]
+            fn k2_only_the_newest_token_writes(ops in prop::collection::vec(op(), 1..40)) {
+                let mut rec = ThreadRec::new("a", "o");
+                let mut tokens: Vec<u64> = Vec::new();
+                for (i, op) in ops.iter().enumerate() {
+                    match op {
+                        Op::Acquire => {
+                            let t = rec.acquire_lease(&format!("r{i}"));
+                            prop_assert!(tokens.last().is_none_or(|last| t > *last), "tokens only grow");
+                            tokens.push(t);
+                        }
+                        Op::Write(k) if !tokens.is_empty() => {
+                            let token = tokens[k % tokens.len()];
+                            let before = (rec.version(), rec.messages().len());
+                            let newest = *tokens.last().expect("some token");
+                            let wrote = rec.append(Some(token), [message("w")]);
+                            if token == newest {
+                                prop_assert_eq!(wrote.map(|a| a.version), Ok(before.0 + 1));
+                            } else {
+                                prop_assert!(wrote.is_err());
+                                prop_assert_eq!((rec.version(), rec.messages().len()), before);
+                            }
+                        }
+                        Op::Write(_) => {}
+                    }
+                }
+            }
+        }
     }
 }

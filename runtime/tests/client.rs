@@ -151,6 +151,20 @@ fn building_without_a_clock_is_an_error() {
     assert_eq!(err.to_string(), "the runtime needs a clock");
 }
 
+/// SPEC A2: an agent with a step limit of 0 is refused when it is built;
+/// it never runs a step.
+#[test]
+fn a2_a_limit_of_zero_steps_is_refused_at_build() {
+    let agent: Agent<()> = Agent::new("a", "m").max_steps(0);
+    let err = Runtime::builder(agent, ())
+        .models(ModelMap::new())
+        .clock(Arc::new(StillClock))
+        .ids(Arc::new(CountingIds::default()))
+        .build()
+        .unwrap_err();
+    assert_eq!(err, pai_runtime::BuildError::MaxSteps { agent: "a".into() });
+}
+
 mod steering {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};

@@ -4,8 +4,9 @@
 use std::fmt::Write as _;
 
 use pai_runtime::{
-    ModelContent, ModelMessage, ModelSettings, Patch, ProviderOptions, Role, Route, RoutePatch,
-    StreamPart, ToolCallDecision, ToolChoice, ToolResult, ToolResultDecision, ToolStatus,
+    AttemptPatch, ModelContent, ModelMessage, ModelSettings, Patch, ProviderOptions, Role, Route,
+    RoutePatch, StreamPart, ToolCallDecision, ToolChoice, ToolResult, ToolResultDecision,
+    ToolStatus,
 };
 use serde_json::Value;
 
@@ -77,6 +78,21 @@ pub(crate) fn route_patch(p: &RoutePatch) -> String {
         p.tool_choice.as_ref(),
         p.tools.as_ref(),
     )
+}
+
+/// An attempt patch: its route patch and timeout (`-` when empty).
+pub(crate) fn attempt_patch(p: &AttemptPatch) -> String {
+    let mut words = route_patch(&p.route);
+    if let Some(t) = p.timeout_ms {
+        if !words.is_empty() {
+            words.push(' ');
+        }
+        let _ = write!(words, "timeout={t}ms");
+    }
+    if words.is_empty() {
+        words.push('-');
+    }
+    words
 }
 
 /// `continue route {...}, replace_messages[2], append system: "x"`

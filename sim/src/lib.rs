@@ -7,6 +7,7 @@
 //! → one observed value → oracles and transcript → [`Report`] →
 //! [`snapshot`] files.
 
+mod faults;
 mod format;
 pub mod hooks;
 mod oracle;
@@ -23,9 +24,10 @@ pub use oracle::Violation;
 pub use planted::{PLANTED_PANIC, quiet_planted_panics};
 pub use run::{Report, SimError, VIRTUAL_TIME_LIMIT_MS, check, replay_command, simulate, verdict};
 pub use scenario::{
-    Action, AgentDef, AgentSpec, Behaviour, CheckError, EventName, Expect, Expectation, FaultSpec,
-    FieldPath, HookDef, ModelSpec, Moment, OracleId, RequestExpect, Scenario, ScenarioError,
-    ScenarioSpec, Segment, TimelineEntry, ToolCallSpec, ToolDef, ToolSpec, TurnSpec,
+    Action, AgentDef, AgentSpec, Behaviour, CancelRun, CancelSpec, CheckError, EventName, Expect,
+    Expectation, FaultSpec, FieldPath, HookDef, ModelSpec, Moment, OracleId, RequestExpect,
+    Scenario, ScenarioError, ScenarioSpec, Segment, TimelineEntry, ToolCallSpec, ToolDef, ToolSpec,
+    TurnSpec,
 };
 pub use suite::{CaseResult, CaseStatus, SnapshotMode, discover, load_all, run_case, table};
 pub use world::Rng;

@@ -2,17 +2,20 @@
 //! timeline; then, after the run, the oracles and the transcript over one
 //! observed value.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pai_runtime::{Agent, Clock as _, Event, LiveEvent, Runtime, StoredThread, Watch, compose};
+use pai_runtime::{Agent, Clock as _, LiveEvent, Runtime, StoredThread, Watch, compose};
 
-use crate::hooks::{self, SimContext};
-use crate::oracle::{self, Observed, Violation};
-use crate::scenario::{Action, EventName, Expectation, FaultSpec, Scenario};
+use crate::faults;
+use crate::hooks::{self, HistoryRead, SimContext};
+use crate::oracle::{self, Observations, Violation};
+use crate::scenario::{Action, Expectation, Scenario};
 use crate::transcript;
 use crate::world::{
-    Recorder, Rng, ScriptedProvider, ScriptedTool, SharedProvider, SimIds, VirtualClock,
+    ActionRecord, Recorder, Rng, ScriptedProvider, ScriptedTool, SharedProvider, SimIds,
+    VirtualClock,
 };
 
 /// Virtual time after which a scenario that has not gone idle is stopped (a liveness bound).
@@ -52,6 +55,8 @@ pub fn simulate(scenario: &Scenario, seed: u64) -> Result<Report, SimError> {
 /// The simulated world of one run, and the runtime living in it.
 struct World {
     runtime: Runtime<SimContext>,
+    /// What history probes read, recorded as they read it.
+    reads: Arc<Mutex<Vec<HistoryRead>>>,
     clock: Arc<VirtualClock>,
     recorder: Arc<Recorder>,
     provider: Arc<ScriptedProvider>,
@@ -71,8 +76,10 @@ fn world(s: &Scenario, seed: u64) -> Result<World, SimError> {
     }
     let hooks = s.hooks.iter().map(|h| h.spec.build(&h.name)).collect();
     let agent = agent.lifecycle(compose(hooks));
+    let reads = Arc::new(Mutex::new(Vec::new()));
     let context = SimContext {
         docs: s.docs.clone(),
+        reads: reads.clone(),
     };
     let runtime = Runtime::builder(agent, context)
         .models(SharedProvider(provider.clone()))
@@ -83,73 +90,115 @@ fn world(s: &Scenario, seed: u64) -> Result<World, SimError> {
         .map_err(|e| SimError::Setup(e.to_string()))?;
     Ok(World {
         runtime,
+        reads,
         clock,
         recorder,
         provider,
     })
 }
 
-/// Plays the timeline: each client action at its virtual time, then waits
-/// until every thread touched is idle. What it noted and the watches it
-/// opened stay with the caller even if the time limit cuts it short.
-async fn play(
-    s: &Scenario,
-    rt: &Runtime<SimContext>,
-    notes: &mut Vec<String>,
-    watches: &mut Vec<(String, Watch)>,
-) {
+/// What playing the timeline leaves behind, even if the time limit cuts it short.
+#[derive(Debug, Default)]
+struct Played {
+    notes: Vec<String>,
+    watches: Vec<(String, Watch)>,
+    actions: Vec<ActionRecord>,
+}
+
+/// Plays the timeline: each client action at its virtual time, recorded with
+/// the runtime's answer; then waits until every thread touched is idle.
+async fn play(s: &Scenario, w: &World, played: &mut Played) {
     let start = tokio::time::Instant::now();
     let mut touched: Vec<(String, String)> = Vec::new();
-    for m in &s.timeline {
+    // Run ids of each thread's sends, in order, for `cancel = { run = N }`.
+    let mut sends: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (i, m) in s.timeline.iter().enumerate() {
         tokio::time::sleep_until(start + Duration::from_millis(m.at)).await;
-        let thread = rt.client(m.client.clone()).thread(m.thread.clone());
-        let done = match &m.action {
-            Action::Send(text) => thread.send(text).await.map(drop),
-            Action::Steer(text) => thread.steer(text).await.map(drop),
-            Action::Cancel => thread.cancel().map(drop),
+        let thread = w.runtime.client(m.client.clone()).thread(m.thread.clone());
+        let outcome = match &m.action {
+            Action::Send(text) => thread.send(text).await.map(|sent| {
+                sends
+                    .entry(&m.thread)
+                    .or_default()
+                    .push(sent.run_id.clone());
+                Some(sent.run_id)
+            }),
+            Action::Steer(text) => thread.steer(text).await.map(|sent| Some(sent.run_id)),
+            Action::Cancel(None) => thread.cancel().map(Some),
+            Action::Cancel(Some(n)) => {
+                match sends.get(m.thread.as_str()).and_then(|r| r.get(n - 1)) {
+                    Some(run) => thread.cancel_run(run).map(Some),
+                    None => Err(pai_runtime::ClientError::NoRun {
+                        thread: format!("{} (it has no send #{n} yet)", m.thread),
+                    }),
+                }
+            }
             Action::Watch { name, live } => thread
                 .watch(hooks::live_stages(live))
-                .map(|w| watches.push((name.clone(), w))),
+                .map(|w| played.watches.push((name.clone(), w)))
+                .map(|()| None),
         };
-        if let Err(e) = done {
-            notes.push(format!(
+        let outcome = outcome.map_err(|e| e.to_string());
+        if let Err(e) = &outcome {
+            let note = format!(
                 "at {}ms {} could not act on {}: {e}",
                 m.at, m.client, m.thread
-            ));
-            continue;
+            );
+            played.notes.push(note);
         }
+        played.actions.push(ActionRecord {
+            moment: i,
+            at: m.at,
+            after_event: w.recorder.len(),
+            outcome,
+        });
         let key = (m.client.clone(), m.thread.clone());
         if !touched.contains(&key) {
             touched.push(key);
         }
     }
     for (client, thread) in touched {
-        let _ = rt.client(client).thread(thread).wait_until_idle().await;
+        let _ = w
+            .runtime
+            .client(client)
+            .thread(thread)
+            .wait_until_idle()
+            .await;
     }
 }
 
 async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
     let w = world(s, seed)?;
-    let mut notes = Vec::new();
     let limit = Duration::from_millis(VIRTUAL_TIME_LIMIT_MS);
-    let mut watches = Vec::new();
-    let played = tokio::time::timeout(limit, play(s, &w.runtime, &mut notes, &mut watches)).await;
-    if played.is_err() {
+    let mut played = Played::default();
+    let in_time = tokio::time::timeout(limit, play(s, &w, &mut played)).await;
+    let Played {
+        mut notes,
+        mut watches,
+        actions,
+    } = played;
+    if in_time.is_err() {
         notes.push(format!(
             "stopped: not idle after {VIRTUAL_TIME_LIMIT_MS}ms of virtual time"
         ));
     }
     let virtual_ms = w.clock.now();
-    let mut events = w.recorder.take();
+    let mut obs = Observations {
+        events: w.recorder.take(),
+        threads: w
+            .runtime
+            .thread_ids()
+            .iter()
+            .filter_map(|id| w.runtime.inspect(id))
+            .collect(),
+        calls: w.provider.calls(),
+        live: drain(&mut watches),
+        actions,
+        reads: w.reads.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+    };
     for fault in &s.faults {
-        notes.push(plant(&mut events, fault));
+        notes.push(faults::plant(fault, &mut obs));
     }
-    let threads: Vec<_> = w
-        .runtime
-        .thread_ids()
-        .iter()
-        .filter_map(|id| w.runtime.inspect(id))
-        .collect();
     for m in w.provider.scripts() {
         let unused = m.unused_turns();
         if unused > 0 {
@@ -159,24 +208,20 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
             ));
         }
     }
-    let calls = w.provider.calls();
-    let live = drain(&mut watches);
-    let observed = Observed {
-        scenario: s,
-        seed,
-        events: &events,
-        threads: &threads,
-        calls: &calls,
-        live: &live,
-    };
+    let observed = obs.view(s, seed);
     let verdicts = oracle::check_all(&observed);
     let transcript = transcript::render(&observed, &verdicts, &notes);
     Ok(Report {
         transcript,
-        steps: threads.iter().flat_map(|t| &t.runs).map(|r| r.steps).sum(),
+        steps: obs
+            .threads
+            .iter()
+            .flat_map(|t| &t.runs)
+            .map(|r| r.steps)
+            .sum(),
         virtual_ms,
         violations: verdicts.violations,
-        threads,
+        threads: obs.threads,
     })
 }
 
@@ -189,27 +234,6 @@ fn drain(watches: &mut [(String, Watch)]) -> Vec<(String, LiveEvent)> {
         }
     }
     live
-}
-
-/// Applies one planted fault to the observed events; returns a note saying what it did.
-fn plant(events: &mut Vec<Event>, fault: &FaultSpec) -> String {
-    let first = |name: EventName| events.iter().position(|e| EventName::of(&e.kind) == name);
-    match fault {
-        FaultSpec::Drop { event } => match first(*event) {
-            Some(i) => {
-                events.remove(i);
-                format!("planted fault: dropped the first {event} event")
-            }
-            None => format!("planted fault: no {event} event to drop"),
-        },
-        FaultSpec::SwapWithPrevious { event } => match first(*event) {
-            Some(i) if i > 0 => {
-                events.swap(i - 1, i);
-                format!("planted fault: moved the first {event} event one place earlier")
-            }
-            _ => format!("planted fault: no {event} event to move"),
-        },
-    }
 }
 
 /// Whether a report meets its scenario's expectation (SPEC D5).

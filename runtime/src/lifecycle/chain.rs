@@ -97,6 +97,8 @@ pub(super) struct ModelChain<'a, C> {
     pub(super) cx: &'a HookCx<'a, C>,
     pub(super) then: &'a dyn ModelLink,
     pub(super) failure: &'a FailureCell,
+    /// The hook whose `next` this chain is (`None` for the whole onion).
+    pub(super) caller: Option<&'a str>,
 }
 
 impl<C> Clone for ModelChain<'_, C> {
@@ -113,6 +115,13 @@ impl<C: Send + Sync + 'static> ModelLink for ModelChain<'_, C> {
         patch: AttemptPatch,
     ) -> HookFuture<'s, Result<BoxStream, ModelError>> {
         HookFuture::new(async move {
+            if let Some(caller) = self.caller {
+                note(self.cx, Phase::AroundModelCall, caller, || {
+                    NoteDecision::Next {
+                        patch: patch.clone(),
+                    }
+                });
+            }
             let Some((&i, rest)) = self.order.split_first() else {
                 return self.then.attempt(request, patch).await;
             };
@@ -120,6 +129,7 @@ impl<C: Send + Sync + 'static> ModelLink for ModelChain<'_, C> {
             let effective = patch.apply(request);
             let inner = ModelChain {
                 order: rest,
+                caller: Some(hook.name()),
                 ..*self
             };
             let next = ModelNext::new(&inner, &effective, self.failure);

@@ -193,6 +193,7 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
                 cx,
                 then: &next,
                 failure: next.failure(),
+                caller: None,
             };
             let stream =
                 crate::model_call::ModelLink::attempt(&chain, request, AttemptPatch::default())

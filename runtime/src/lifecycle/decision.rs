@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::phase::Phase;
 use crate::message::{Outcome, Part};
+use crate::model_call::AttemptPatch;
 use crate::patch::Patch;
 
 /// A terminal response from `prepare_run` (SPEC L12).
@@ -102,6 +103,11 @@ pub enum NoteDecision {
     /// A resolver returned this many messages.
     Context {
         messages: usize,
+    },
+    /// An `around_model_call` hook called its `next` with this patch: one
+    /// provider attempt, or the next hook in (SPEC P6).
+    Next {
+        patch: AttemptPatch,
     },
     /// An `around_model_call` hook returned a stream, or this error.
     ModelCall {

@@ -87,9 +87,11 @@ pub struct StreamInput {
 /// Input of `prepare_run`.
 #[derive(Debug)]
 pub struct RunInput<'a> {
-    /// The thread's stored messages at episode start.
+    /// The thread's stored messages at episode start, without the messages of
+    /// runs still queued behind this one.
     pub messages: &'a [Message],
-    /// The newest user message, if any.
+    /// The newest user message of this run (SPEC L1): the one that started
+    /// it, or a steer it took. Never a message of another run.
     pub latest_user_message: Option<&'a Message>,
     /// The episode route with earlier hooks' patches applied.
     pub route: &'a Route,

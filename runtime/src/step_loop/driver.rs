@@ -8,11 +8,10 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 use super::episode::EpisodeEnd;
-use super::exec::Exec;
+use super::exec::{Exec, Fail};
 use crate::clock::IdKind;
 use crate::event::{EventKind, RunStage};
 use crate::future::catch_panic;
-use crate::live::LiveEvent;
 use crate::message::Outcome;
 use crate::shared::Shared;
 use crate::stop::StopSignal;
@@ -78,23 +77,7 @@ async fn run_one<C: Send + Sync + 'static>(
             .episode(&mut next_step)
             .instrument(tracing::info_span!("episode", episode))
             .await;
-        let ended = ended.unwrap_or_else(|fail| {
-            // Whatever stopped the episode, a stopped run ends cancelled (T8).
-            if stop.is_set() {
-                sh.emit(thread, run, || EventKind::Cancelled { phase: fail.stage });
-                return EpisodeEnd::Run(RunEnd {
-                    status: RunStatus::Cancelled,
-                    outcome: Outcome::Cancelled,
-                    reason: Some("cancelled by the client".to_string()),
-                });
-            }
-            tracing::warn!(phase = %fail.stage, message = %fail.message, "run failed");
-            sh.emit(thread, run, || EventKind::Failed {
-                phase: fail.stage,
-                message: fail.message.clone(),
-            });
-            EpisodeEnd::Run(failed(fail.message))
-        });
+        let ended = settle(sh, thread, run, stop, ended);
         let _ = sh.store.write(thread, |rec| rec.release_lease(run));
         sh.emit(thread, run, || EventKind::LeaseReleased { episode });
         match ended {
@@ -103,6 +86,37 @@ async fn run_one<C: Send + Sync + 'static>(
         }
     };
     finish(sh, thread, run, &end);
+}
+
+/// How an episode's outcome ends the run. A failure fails it (L4). A run
+/// whose stop was set before it ended ends cancelled (T8, K6), whether it
+/// failed, completed or was about to take a steer in a new episode.
+fn settle<C>(
+    sh: &Shared<C>,
+    thread: &str,
+    run: &str,
+    stop: &StopSignal,
+    ended: Result<EpisodeEnd, Fail>,
+) -> EpisodeEnd {
+    let stage = match ended {
+        Ok(end) if !stop.is_set() => return end,
+        Ok(_) => RunStage::EpisodeEnd,
+        Err(fail) if stop.is_set() => fail.stage,
+        Err(fail) => {
+            tracing::warn!(phase = %fail.stage, message = %fail.message, "run failed");
+            sh.emit(thread, run, || EventKind::Failed {
+                phase: fail.stage,
+                message: fail.message.clone(),
+            });
+            return EpisodeEnd::Run(failed(fail.message));
+        }
+    };
+    sh.emit(thread, run, || EventKind::Cancelled { phase: stage });
+    EpisodeEnd::Run(RunEnd {
+        status: RunStatus::Cancelled,
+        outcome: Outcome::Cancelled,
+        reason: Some("cancelled by the client".to_string()),
+    })
 }
 
 fn failed(reason: String) -> RunEnd {
@@ -119,31 +133,19 @@ fn finish<C>(sh: &Shared<C>, thread: &str, run: &str, end: &RunEnd) {
     let leftover = {
         let mut process = sh.process.lock();
         let attached = process.entry(thread.to_string()).or_default();
-        attached.end_run(run);
-        let at = sh.clock.now();
-        crate::live::tell(&mut attached.watchers, || LiveEvent::RunEnded {
-            at,
-            run_id: run.to_string(),
-            status: end.status,
-            outcome: end.outcome,
-            reason: end.reason.clone(),
-        });
+        sh.run_ended(attached, run, end);
         sh.store
             .write(thread, |rec| {
                 rec.finish_run(run, end);
                 let steer = rec.take_steer()?;
                 let next = sh.ids.next_id(IdKind::Run);
-                rec.admit(&next);
+                rec.admit(&next, &steer);
                 Some((next, steer))
             })
             .ok()
             .flatten()
     };
-    sh.emit(thread, run, || EventKind::Ended {
-        status: end.status,
-        outcome: end.outcome,
-        reason: end.reason.clone(),
-    });
+    sh.emit(thread, run, || EventKind::ended(end));
     if let Some((next, trigger)) = leftover {
         sh.emit(thread, &next, || EventKind::Admitted { trigger });
     }

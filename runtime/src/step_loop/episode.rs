@@ -26,16 +26,19 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     pub(super) async fn episode(&self, next_step: &mut u32) -> Result<EpisodeEnd, Fail> {
         let mut route = Route::new(self.sh.agent.model.clone());
         let mut overlay = Overlay::default();
-        match self.prepare_run(&route).await? {
+        let (messages, latest) = self.run_messages();
+        match self.prepare_run(&route, &messages, latest).await? {
             RunDecision::Respond(r) => return self.respond(r).map(EpisodeEnd::Run),
             RunDecision::Continue(p) => {
                 route.apply(&p.route);
                 overlay.push(&p);
             }
         }
+        let latest_user = latest.map(|i| messages[i].id.clone());
         self.emit(|| EventKind::PrepareRun {
             route: route.clone(),
             overlay: overlay.appended(),
+            latest_user,
         });
         loop {
             if self.stop.is_set() {
@@ -52,20 +55,39 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         }
     }
 
-    /// `prepare_run` (L1, L5) over the thread's stored messages.
-    async fn prepare_run(&self, route: &Route) -> Result<RunDecision, Fail> {
-        // Reading the whole thread is only worth it when a hook will look.
-        let messages = if self.handles(Phase::PrepareRun) {
-            self.sh
-                .store
-                .read(self.thread, |rec| rec.messages().to_vec())
-                .unwrap_or_default()
-        } else {
-            Vec::new()
-        };
+    /// What `prepare_run` sees of the thread (L1): its stored messages at
+    /// episode start without those of runs queued behind this one, and the
+    /// index of this run's newest user message among them. Without a hook
+    /// to read them, only that message is copied (for the event log).
+    fn run_messages(&self) -> (Vec<Message>, Option<usize>) {
+        let all = self.handles(Phase::PrepareRun);
+        let read = self.sh.store.read(self.thread, |rec| {
+            let latest = rec.latest_user_of(self.run);
+            let messages: Vec<Message> = match (all, latest) {
+                (true, _) => {
+                    let visible = rec.messages().iter().filter(|m| !rec.is_queued_message(m));
+                    visible.cloned().collect()
+                }
+                (false, Some(m)) => vec![m.clone()],
+                (false, None) => Vec::new(),
+            };
+            (messages, latest.map(|m| m.seq))
+        });
+        let (messages, latest) = read.unwrap_or_default();
+        let index = latest.and_then(|seq| messages.iter().position(|m| m.seq == seq));
+        (messages, index)
+    }
+
+    /// `prepare_run` (L1, L5): continue with a run patch, or respond.
+    async fn prepare_run(
+        &self,
+        route: &Route,
+        messages: &[Message],
+        latest: Option<usize>,
+    ) -> Result<RunDecision, Fail> {
         let input = RunInput {
-            messages: &messages,
-            latest_user_message: messages.iter().rev().find(|m| m.role == Role::User),
+            messages,
+            latest_user_message: latest.map(|i| &messages[i]),
             route,
         };
         self.decide(Phase::PrepareRun, &input, |l, cx, i| l.prepare_run(cx, i))

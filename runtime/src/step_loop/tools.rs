@@ -16,9 +16,12 @@ use crate::lifecycle::{
     Phase, ToolCallDecision, ToolCallInput, ToolResult, ToolResultDecision, ToolResultInput,
 };
 use crate::message::{Message, Part, Producer, ResultSource, Role, ToolStatus, Visibility};
-use crate::model_view::THROWN_TOOL_ERROR;
 use crate::patch::Route;
 use crate::tool::{Tool, ToolCx, ToolOutcome};
+
+/// What is stored (and what the model reads) in place of a thrown tool
+/// error's detail, which goes to logs only (SPEC T5).
+const THROWN_TOOL_ERROR: &str = "The tool failed with an internal error.";
 
 /// One tool call the model asked for.
 #[derive(Debug)]

@@ -2,8 +2,8 @@
 //! X2): the run must fail, and nothing its step had not committed is stored.
 
 use pai_runtime::{
-    AfterStepDecision, AttemptPatch, HookError, HookFuture, HookResult, RunDecision, StepDecision,
-    ToolCallDecision, ToolResultDecision, hook,
+    AfterStepDecision, AttemptPatch, HookError, HookFuture, HookResult, Phase, RunDecision,
+    StepDecision, ToolCallDecision, ToolResultDecision, hook,
 };
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +21,21 @@ pub enum PhaseName {
     BeforeToolCall,
     AfterToolResult,
     AfterStep,
+}
+
+impl PhaseName {
+    /// The runtime's phase of this name.
+    pub fn phase(self) -> Phase {
+        match self {
+            PhaseName::PrepareRun => Phase::PrepareRun,
+            PhaseName::ResolveModelContext => Phase::ResolveModelContext,
+            PhaseName::PrepareModelStep => Phase::PrepareModelStep,
+            PhaseName::AroundModelCall => Phase::AroundModelCall,
+            PhaseName::BeforeToolCall => Phase::BeforeToolCall,
+            PhaseName::AfterToolResult => Phase::AfterToolResult,
+            PhaseName::AfterStep => Phase::AfterStep,
+        }
+    }
 }
 
 /// Fail (or panic) in a phase, at every step or at `step` only.

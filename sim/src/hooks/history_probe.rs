@@ -1,39 +1,61 @@
-//! `history_probe`: a resolver that reports what the history view reads
-//! (SPEC M3) as one more system message: `collect`, `model_messages` and
-//! `before` pages, all bounded by the step's anchor.
+//! `history_probe`: a resolver that reads the history view (SPEC M3), after
+//! an optional wait during which other messages may arrive (M1), records
+//! every read for the oracles, and reports the reads as one more system
+//! message: `collect`, `model_messages` and `before` pages.
 
-use pai_runtime::{ContextInput, HookFuture, HookResult, ModelMessage, hook};
+use std::time::Duration;
+
+use pai_runtime::{ContextInput, HookCx, HookFuture, HookResult, ModelMessage, hook};
 use serde::{Deserialize, Serialize};
 
-use super::shared::SimHook;
+use super::shared::{HistoryRead, SimContext, SimHook};
 
 fn default_page() -> usize {
     2
 }
 
-/// Resolver: report what the history view reads, as a system message.
+/// Resolver: read the history view, record and report what it returned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryProbe {
     #[serde(default)]
     pub name: Option<String>,
+    /// Page size of the `before` reads.
     #[serde(default = "default_page")]
     pub page: usize,
+    /// Virtual milliseconds to wait before reading.
+    #[serde(default)]
+    pub wait_ms: u64,
 }
 
-/// Every read of the history view, as one line.
-fn probe(input: &ContextInput<'_>, page: usize) -> HookResult<ModelMessage> {
+/// Every read of the history view, recorded, and as one line.
+fn probe(
+    cx: &HookCx<'_, SimContext>,
+    input: &ContextInput<'_>,
+    page: usize,
+) -> HookResult<ModelMessage> {
     let h = input.history;
     let anchor = h.anchor();
-    let all = h.collect(1, u64::MAX)?;
-    let seqs: Vec<String> = all.iter().map(|m| format!("#{}", m.seq)).collect();
+    let record = |read, seqs: Vec<u64>| {
+        let mut reads = cx.context.reads.lock().unwrap_or_else(|e| e.into_inner());
+        reads.push(HistoryRead {
+            run_id: cx.run_id.to_string(),
+            step: input.step,
+            anchor,
+            read,
+            seqs,
+        });
+    };
+    let all: Vec<u64> = h.collect(1, u64::MAX)?.iter().map(|m| m.seq).collect();
+    record("collect", all.clone());
     let tail = h.model_messages(anchor.saturating_sub(1).max(1), anchor)?;
     let mut pages = Vec::new();
     let mut cursor = None;
     for _ in 0..8 {
         let p = h.before(cursor, page)?;
-        let seqs: Vec<String> = p.messages.iter().map(|m| format!("#{}", m.seq)).collect();
-        pages.push(format!("[{}]", seqs.join(" ")));
+        let seqs: Vec<u64> = p.messages.iter().map(|m| m.seq).collect();
+        record("before", seqs.clone());
+        pages.push(format!("[{}]", hashes(&seqs)));
         match p.next_cursor {
             Some(c) => cursor = Some(c),
             None => break,
@@ -41,21 +63,33 @@ fn probe(input: &ContextInput<'_>, page: usize) -> HookResult<ModelMessage> {
     }
     Ok(ModelMessage::system(format!(
         "history anchor=#{anchor} collect(1..)={} model_messages(last two)={} before(pages of {page})={}",
-        seqs.join(" "),
+        hashes(&all),
         tail.len(),
         pages.join(" ")
     )))
 }
 
+/// `#1 #2 #3`
+fn hashes(seqs: &[u64]) -> String {
+    let words: Vec<String> = seqs.iter().map(|s| format!("#{s}")).collect();
+    words.join(" ")
+}
+
 impl HistoryProbe {
     pub(super) fn build(&self, name: &str) -> SimHook {
-        let page = self.page;
-        Box::new(hook::resolve_model_context(name, move |_, input, next| {
-            HookFuture::new(async move {
-                let mut out = next.run().await?;
-                out.push(probe(input, page)?);
-                Ok(out)
-            })
-        }))
+        let (page, wait) = (self.page, self.wait_ms);
+        Box::new(hook::resolve_model_context::<SimContext, _>(
+            name,
+            move |cx, input, next| {
+                HookFuture::new(async move {
+                    let mut out = next.run().await?;
+                    if wait > 0 {
+                        tokio::time::sleep(Duration::from_millis(wait)).await;
+                    }
+                    out.push(probe(cx, input, page)?);
+                    Ok(out)
+                })
+            },
+        ))
     }
 }

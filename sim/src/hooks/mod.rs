@@ -25,6 +25,7 @@ mod system_message;
 mod timeout;
 mod uppercase;
 
+use pai_runtime::Phase;
 use serde::{Deserialize, Serialize};
 
 pub use after_step::{AfterStep, AfterStepSpec};
@@ -42,7 +43,7 @@ pub use replace_tool_input::ReplaceToolInput;
 pub use replace_tool_output::ReplaceToolOutput;
 pub use resolve_twice::ResolveTwice;
 pub use route::{Route, RouteLevel};
-pub use shared::{MessageRole, MessageSpec, SimContext, SimHook};
+pub use shared::{HistoryRead, MessageRole, MessageSpec, SimContext, SimHook};
 pub use slow_resolver::SlowResolver;
 pub(crate) use stages::live_stages;
 pub use stages::{RedactPattern, TransformSpec};
@@ -127,6 +128,38 @@ impl HookSpec {
             HookSpec::AfterStep(h) => h.name.as_deref(),
             HookSpec::Guardrail(h) => h.name.as_deref(),
             HookSpec::Fail(h) => h.name.as_deref(),
+        }
+    }
+
+    /// The one phase the hook handles, as the library declares it.
+    pub fn phase(&self) -> Phase {
+        let level = |at: MessageLevel| match at {
+            MessageLevel::Run => Phase::PrepareRun,
+            MessageLevel::Step => Phase::PrepareModelStep,
+        };
+        match self {
+            HookSpec::SystemMessage(h) => level(h.at),
+            HookSpec::ReplaceMessages(h) => level(h.at),
+            HookSpec::Route(h) => match h.at {
+                RouteLevel::Run => Phase::PrepareRun,
+                RouteLevel::Step => Phase::PrepareModelStep,
+                RouteLevel::Attempt => Phase::AroundModelCall,
+            },
+            HookSpec::Rag(_) => Phase::PrepareModelStep,
+            HookSpec::RecentWindow(_)
+            | HookSpec::SlowResolver(_)
+            | HookSpec::ResolveTwice(_)
+            | HookSpec::BaseContext(_)
+            | HookSpec::HistoryProbe(_) => Phase::ResolveModelContext,
+            HookSpec::Fallback(_) | HookSpec::Timeout(_) => Phase::AroundModelCall,
+            HookSpec::Redact(_) | HookSpec::Uppercase(_) | HookSpec::StreamGuard(_) => {
+                Phase::TransformStepStream
+            }
+            HookSpec::RejectTool(_) | HookSpec::ReplaceToolInput(_) => Phase::BeforeToolCall,
+            HookSpec::ReplaceToolOutput(_) => Phase::AfterToolResult,
+            HookSpec::AfterStep(_) => Phase::AfterStep,
+            HookSpec::Guardrail(_) => Phase::PrepareRun,
+            HookSpec::Fail(h) => h.phase.phase(),
         }
     }
 

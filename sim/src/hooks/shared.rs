@@ -2,6 +2,7 @@
 //! the hook type, scenario-written messages and small helpers.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use pai_runtime::{Lifecycle, ModelContent, ModelMessage, Role};
 use serde::{Deserialize, Serialize};
@@ -11,6 +12,22 @@ use serde::{Deserialize, Serialize};
 pub struct SimContext {
     /// The scenario's `[docs]`: keyword → text, for the `rag` hook.
     pub docs: BTreeMap<String, String>,
+    /// Where history probes record what they read (SPEC M1, M3).
+    pub reads: Arc<Mutex<Vec<HistoryRead>>>,
+}
+
+/// One history read a hook made, as it made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryRead {
+    pub run_id: String,
+    pub step: u32,
+    /// The anchor the history view reported.
+    pub anchor: u64,
+    /// What the read was: `collect`, `model_messages`, `before`.
+    pub read: &'static str,
+    /// Sequence numbers of the stored messages it returned (for
+    /// `model_messages`, of the range it asked for, clipped by the view).
+    pub seqs: Vec<u64>,
 }
 
 /// A hook of the scenario library, as one `[[lifecycle]]` entry.

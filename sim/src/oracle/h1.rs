@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{Event, EventKind, LiveEvent, StoredThread};
 
-use super::observed::Violation;
-use crate::scenario::OracleId;
+use super::observed::{Observed, Violation};
+use crate::scenario::{Action, OracleId};
 
 /// SPEC H1: each commit bumps its thread's version by exactly one, so the
 /// versions the log reports rise strictly and the final version equals the
@@ -63,8 +63,10 @@ pub(super) fn versions(events: &[Event], threads: &[StoredThread]) -> Vec<Violat
 }
 
 /// SPEC H1 (watchers): each watcher gets one invalidation per commit, in
-/// version order: the versions it is told about rise by exactly one.
-pub(super) fn watchers(live: &[(String, LiveEvent)]) -> Vec<Violation> {
+/// version order: the versions it is told about rise by exactly one, up to
+/// its thread's final version.
+pub(super) fn watchers(o: &Observed<'_>) -> Vec<Violation> {
+    let live = o.live;
     let mut last: BTreeMap<&str, u64> = BTreeMap::new();
     let mut out = Vec::new();
     for (name, e) in live {
@@ -77,6 +79,24 @@ pub(super) fn watchers(live: &[(String, LiveEvent)]) -> Vec<Violation> {
                 run: None,
                 message: format!("watcher {name} was told version {version} after {prev}"),
             });
+        }
+    }
+    for (name, version) in last {
+        let thread = o.scenario.timeline.iter().find_map(|m| match &m.action {
+            Action::Watch { name: n, .. } if n == name => Some(m.thread.as_str()),
+            _ => None,
+        });
+        let final_version = o
+            .threads
+            .iter()
+            .find(|t| Some(t.id.as_str()) == thread)
+            .map(|t| t.version);
+        if final_version.is_some_and(|f| f != version) {
+            let message = format!(
+                "watcher {name} was last told version {version}; the thread ended at {}",
+                final_version.unwrap_or_default()
+            );
+            out.push(Violation::new(OracleId::H1, None, message));
         }
     }
     out

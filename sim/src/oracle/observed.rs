@@ -2,8 +2,9 @@
 
 use pai_runtime::{Event, LiveEvent, StoredThread};
 
+use crate::hooks::HistoryRead;
 use crate::scenario::{OracleId, Scenario};
-use crate::world::ModelCallRecord;
+use crate::world::{ActionRecord, ModelCallRecord};
 
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -11,6 +12,20 @@ pub struct Violation {
     pub oracle: OracleId,
     pub run: Option<String>,
     pub message: String,
+}
+
+impl Violation {
+    pub(super) fn new(
+        oracle: OracleId,
+        run: Option<&str>,
+        message: impl Into<String>,
+    ) -> Violation {
+        Violation {
+            oracle,
+            run: run.map(str::to_string),
+            message: message.into(),
+        }
+    }
 }
 
 /// Everything the oracles (and the transcript) observe of one run.
@@ -23,6 +38,38 @@ pub struct Observed<'a> {
     pub calls: &'a [ModelCallRecord],
     /// What each watcher received, in order.
     pub live: &'a [(String, LiveEvent)],
+    /// What the clients did and what the runtime answered.
+    pub actions: &'a [ActionRecord],
+    /// What history probes read, as they read it.
+    pub reads: &'a [HistoryRead],
+}
+
+/// What one run left behind, owned: the data an [`Observed`] view borrows.
+/// Planted faults edit it before anyone judges it.
+#[derive(Debug, Clone, Default)]
+pub struct Observations {
+    pub events: Vec<Event>,
+    pub threads: Vec<StoredThread>,
+    pub calls: Vec<ModelCallRecord>,
+    pub live: Vec<(String, LiveEvent)>,
+    pub actions: Vec<ActionRecord>,
+    pub reads: Vec<HistoryRead>,
+}
+
+impl Observations {
+    /// The view oracles and the transcript read.
+    pub fn view<'a>(&'a self, scenario: &'a Scenario, seed: u64) -> Observed<'a> {
+        Observed {
+            scenario,
+            seed,
+            events: &self.events,
+            threads: &self.threads,
+            calls: &self.calls,
+            live: &self.live,
+            actions: &self.actions,
+            reads: &self.reads,
+        }
+    }
 }
 
 /// What the oracles found.

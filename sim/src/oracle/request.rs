@@ -1,7 +1,9 @@
 //! The `expect` tables of scripted model turns: each request must carry what
 //! the turn that answered it expects. Only the fields given are compared.
 
-use pai_runtime::ModelRequest;
+use std::collections::BTreeMap;
+
+use pai_runtime::{ModelContent, ModelMessage, ModelRequest};
 
 use super::observed::{Observed, Violation};
 use crate::format::{diff, model_message};
@@ -76,7 +78,10 @@ fn mismatch(expect: &RequestExpect, request: &ModelRequest) -> Option<String> {
         field("timeout_ms", t.to_string(), got);
     }
     if let Some(m) = &expect.messages {
-        let got: Vec<String> = request.messages.iter().map(model_message).collect();
+        let got: Vec<String> = seed_free(&request.messages)
+            .iter()
+            .map(model_message)
+            .collect();
         if *m != got {
             let d = diff(
                 &(m.join("\n") + "\n"),
@@ -88,6 +93,31 @@ fn mismatch(expect: &RequestExpect, request: &ModelRequest) -> Option<String> {
         }
     }
     (!out.is_empty()).then(|| out.join("; "))
+}
+
+/// The messages with each tool call id replaced by `#n`, its order of first
+/// appearance in the request, so an expectation never spells a seeded id.
+fn seed_free(messages: &[ModelMessage]) -> Vec<ModelMessage> {
+    let mut ids: BTreeMap<String, String> = BTreeMap::new();
+    let mut placeholder = |id: &str| {
+        let n = ids.len() + 1;
+        ids.entry(id.to_string())
+            .or_insert_with(|| format!("#{n}"))
+            .clone()
+    };
+    let mut out = messages.to_vec();
+    for m in &mut out {
+        for c in &mut m.content {
+            match c {
+                ModelContent::ToolCall { call_id, .. }
+                | ModelContent::ToolResult { call_id, .. } => {
+                    *call_id = placeholder(call_id);
+                }
+                ModelContent::Text { .. } => {}
+            }
+        }
+    }
+    out
 }
 
 /// JSON text of a value, for comparing.

@@ -4,43 +4,30 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{LiveEvent, ModelContent, Part, Pattern, Role, StreamPart};
+use pai_runtime::{LiveEvent, ModelContent, Part, Role, StreamPart};
 
 use super::observed::{Observed, Violation};
-use crate::hooks::HookSpec;
+use super::reference::redactions;
 use crate::scenario::OracleId;
 
 /// A text to judge: its run, where it was seen, and the text.
 type Seen = (Option<String>, String, String);
 
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
-    let patterns = redacted(o);
-    if patterns.is_empty() {
+    let redactions = redactions(o.scenario);
+    if redactions.is_empty() {
         return Vec::new();
     }
     let mut seen = stored(o);
     seen.extend(live(o));
     seen.extend(sent(o));
     seen.into_iter()
-        .filter(|(_, _, text)| pai_runtime::text::matches_any(text, &patterns))
+        .filter(|(_, _, text)| redactions.iter().any(|r| r.regex.is_match(text)))
         .map(|(run, place, text)| Violation {
             oracle: OracleId::S3,
             run,
             message: format!("{place} holds unredacted text {text:?}"),
         })
-        .collect()
-}
-
-/// The patterns of the scenario's canonical redaction hooks.
-fn redacted(o: &Observed<'_>) -> Vec<Pattern> {
-    o.scenario
-        .hooks
-        .iter()
-        .filter_map(|h| match &h.spec {
-            HookSpec::Redact(r) => Some(r.patterns.iter().map(|p| p.pattern().clone())),
-            _ => None,
-        })
-        .flatten()
         .collect()
 }
 

@@ -9,7 +9,9 @@ use std::fmt;
 use serde_json::Value;
 
 use super::names::OracleId;
-use super::spec::{Expect, FaultSpec, ModelSpec, ScenarioSpec, TimelineEntry, ToolSpec};
+use super::spec::{
+    CancelRun, CancelSpec, Expect, FaultSpec, ModelSpec, ScenarioSpec, TimelineEntry, ToolSpec,
+};
 use crate::hooks::{HookSpec, TransformSpec};
 
 /// A scenario, checked.
@@ -106,7 +108,8 @@ pub struct Moment {
 pub enum Action {
     Send(String),
     Steer(String),
-    Cancel,
+    /// Cancel the thread's current run, or (`Some(n)`) the run of its n-th send.
+    Cancel(Option<usize>),
     Watch {
         name: String,
         live: Vec<TransformSpec>,
@@ -168,6 +171,13 @@ impl Scenario {
     /// Checks a spec into the model the simulator runs.
     pub fn from_spec(spec: ScenarioSpec) -> Result<Scenario, CheckError> {
         let expect = expectation(spec.expect, spec.oracle)?;
+        if spec.agent.max_steps == 0 {
+            let at = [Segment::Key("agent"), Segment::Key("max_steps")];
+            return fail(
+                &at,
+                "must be at least 1 (SPEC A2: a run may take one step or more)",
+            );
+        }
         let timeline = timeline(spec.timeline)?;
         let tools = tools(spec.agent.tools)?;
         let hooks = spec
@@ -181,6 +191,7 @@ impl Scenario {
                 spec,
             })
             .collect();
+        faults(&spec.faults)?;
         Ok(Scenario {
             name: spec.name,
             rules: spec.rules,
@@ -220,16 +231,33 @@ fn timeline(entries: Vec<TimelineEntry>) -> Result<Vec<Moment>, CheckError> {
         return fail(&[], "expected at least one [[timeline]] entry");
     }
     let mut out = Vec::with_capacity(entries.len());
+    let mut watchers = BTreeMap::new();
     for (i, t) in entries.into_iter().enumerate() {
         let at = [Segment::Key("timeline"), Segment::Index(i)];
         if !t.live.is_empty() && t.watch.is_none() {
             return fail(&at, "`live` goes with `watch`");
         }
-        let action = match (t.send, t.steer, t.cancel, t.watch) {
-            (Some(text), None, false, None) => Action::Send(text),
-            (None, Some(text), false, None) => Action::Steer(text),
-            (None, None, true, None) => Action::Cancel,
-            (None, None, false, Some(name)) => Action::Watch { name, live: t.live },
+        let cancel = match t.cancel {
+            CancelSpec::Current(false) => None,
+            CancelSpec::Current(true) => Some(None),
+            CancelSpec::Run(CancelRun { run: 0 }) => {
+                return fail(&at, "cancel = { run = N } counts sends from 1");
+            }
+            CancelSpec::Run(CancelRun { run }) => Some(Some(run)),
+        };
+        let action = match (t.send, t.steer, cancel, t.watch) {
+            (Some(text), None, None, None) => Action::Send(text),
+            (None, Some(text), None, None) => Action::Steer(text),
+            (None, None, Some(run), None) => Action::Cancel(run),
+            (None, None, None, Some(name)) => {
+                if let Some(j) = watchers.insert(name.clone(), i) {
+                    return fail(
+                        &at,
+                        format!("watcher {name:?} is already named by timeline[{j}]"),
+                    );
+                }
+                Action::Watch { name, live: t.live }
+            }
             _ => return fail(&at, "expected exactly one of send, steer, cancel, watch"),
         };
         out.push(Moment {
@@ -241,6 +269,36 @@ fn timeline(entries: Vec<TimelineEntry>) -> Result<Vec<Moment>, CheckError> {
     }
     out.sort_by_key(|m| m.at);
     Ok(out)
+}
+
+fn faults(faults: &[FaultSpec]) -> Result<(), CheckError> {
+    for (i, f) in faults.iter().enumerate() {
+        let at = [Segment::Key("faults"), Segment::Index(i)];
+        match f {
+            FaultSpec::EditMessage {
+                text,
+                reverse_parts,
+                delete,
+                ..
+            } if usize::from(text.is_some())
+                + usize::from(*reverse_parts)
+                + usize::from(*delete)
+                != 1 =>
+            {
+                return fail(
+                    &at,
+                    "edit_message needs exactly one of text, reverse_parts, delete",
+                );
+            }
+            FaultSpec::EditRequest {
+                append: None,
+                drop_message: None,
+                ..
+            } => return fail(&at, "edit_request needs append or drop_message"),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 fn tools(specs: Vec<ToolSpec>) -> Result<Vec<ToolDef>, CheckError> {

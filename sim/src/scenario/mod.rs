@@ -15,8 +15,8 @@ pub use checked::{
 };
 pub use names::{EventName, OracleId};
 pub use spec::{
-    AgentSpec, Expect, FaultSpec, ModelSpec, RequestExpect, ScenarioSpec, TimelineEntry,
-    ToolCallSpec, ToolSpec, TurnSpec,
+    AgentSpec, CancelRun, CancelSpec, Expect, FaultSpec, ModelSpec, RequestExpect, ScenarioSpec,
+    TimelineEntry, ToolCallSpec, ToolSpec, TurnSpec,
 };
 
 /// A scenario file that could not be loaded (SPEC X1).

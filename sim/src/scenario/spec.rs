@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::names::{EventName, OracleId};
-use crate::hooks::{HookSpec, TransformSpec};
+use crate::hooks::{HookSpec, MessageSpec, TransformSpec};
 
 /// What a scenario run must show (SPEC D5).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -225,9 +225,11 @@ pub struct TimelineEntry {
     /// Steer the active run with this text (SPEC A4); a `send` when none is active.
     #[serde(default)]
     pub steer: Option<String>,
-    /// Cancel the thread's active run (SPEC T8).
+    /// Cancel a run (SPEC K6, T8): `true` for the thread's current run (active,
+    /// else the oldest queued), or `{ run = N }` for the run of the thread's
+    /// N-th `send` (from 1).
     #[serde(default)]
-    pub cancel: bool,
+    pub cancel: CancelSpec,
     /// Start watching the thread live under this name (SPEC S2).
     #[serde(default)]
     pub watch: Option<String>,
@@ -245,10 +247,33 @@ impl Default for TimelineEntry {
             thread: default_thread(),
             send: None,
             steer: None,
-            cancel: false,
+            cancel: CancelSpec::default(),
             watch: None,
             live: Vec::new(),
         }
+    }
+}
+
+/// What a timeline entry cancels.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CancelSpec {
+    /// `cancel = true`: the thread's current run; `false`: nothing.
+    Current(bool),
+    /// `cancel = { run = N }`: the run of the thread's N-th send.
+    Run(CancelRun),
+}
+
+/// `cancel = { run = N }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CancelRun {
+    pub run: usize,
+}
+
+impl Default for CancelSpec {
+    fn default() -> Self {
+        CancelSpec::Current(false)
     }
 }
 
@@ -259,12 +284,85 @@ fn default_thread() -> String {
     "main".into()
 }
 
-/// A planted fault in the event stream the oracles observe.
+fn first() -> usize {
+    1
+}
+
+fn main_thread() -> String {
+    default_thread()
+}
+
+/// A planted fault (SPEC D5): a lie told to the oracles about one run, so a
+/// scenario can prove an oracle fires. Faults change only what the oracles
+/// (and the transcript) read, never the runtime. Events are named by kind
+/// and counted from 1 in log order (`nth`), so a fault means the same under
+/// every seed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum FaultSpec {
-    /// Remove the first event with this name.
-    Drop { event: EventName },
-    /// Swap the first event with this name with the event before it.
-    SwapWithPrevious { event: EventName },
+    /// Remove the `nth` event of this kind.
+    Drop {
+        event: EventName,
+        #[serde(default = "first")]
+        nth: usize,
+    },
+    /// Swap the `nth` event of this kind with the event before it.
+    SwapWithPrevious {
+        event: EventName,
+        #[serde(default = "first")]
+        nth: usize,
+    },
+    /// Repeat the `nth` event of this kind right after itself.
+    Duplicate {
+        event: EventName,
+        #[serde(default = "first")]
+        nth: usize,
+    },
+    /// Swap the places of the `a`-th and `b`-th events of this kind.
+    Swap {
+        event: EventName,
+        a: usize,
+        b: usize,
+    },
+    /// Swap what the `a`-th and `b`-th events of this kind say, leaving their
+    /// places, times and runs.
+    SwapPayloads {
+        event: EventName,
+        a: usize,
+        b: usize,
+    },
+    /// Change a stored message: its first text part (`text`), the order of
+    /// its parts (`reverse_parts`), or its very existence (`delete`).
+    EditMessage {
+        #[serde(default = "main_thread")]
+        thread: String,
+        seq: u64,
+        #[serde(default)]
+        text: Option<String>,
+        #[serde(default)]
+        reverse_parts: bool,
+        #[serde(default)]
+        delete: bool,
+    },
+    /// Change what the `call`-th model call was sent: add a message at the
+    /// end, or remove its `drop_message`-th message (from 1).
+    EditRequest {
+        call: usize,
+        #[serde(default)]
+        append: Option<MessageSpec>,
+        #[serde(default)]
+        drop_message: Option<usize>,
+    },
+    /// Remove the `nth` live event a watcher received.
+    DropLive {
+        watcher: String,
+        #[serde(default = "first")]
+        nth: usize,
+    },
+    /// Add a message past every anchor to the `nth` history read, as if
+    /// the read had gone past its step's anchor.
+    GrowRead {
+        #[serde(default = "first")]
+        nth: usize,
+    },
 }

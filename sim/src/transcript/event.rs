@@ -10,7 +10,8 @@ use pai_runtime::{
 };
 
 use crate::format::{
-    json, opt, patch, quoted, result, route, tool_call_decision, tool_result_decision,
+    attempt_patch, json, opt, patch, quoted, result, route, tool_call_decision,
+    tool_result_decision,
 };
 
 pub(super) fn event(kind: &EventKind) -> String {
@@ -32,8 +33,16 @@ pub(super) fn event(kind: &EventKind) -> String {
             format!("lease_acquired episode={episode} token={token}")
         }
         EventKind::Hook(n) => note(n),
-        EventKind::PrepareRun { route: r, overlay } => {
-            format!("prepare_run route {{{}}} overlay=+{overlay}", route(r))
+        EventKind::PrepareRun {
+            route: r,
+            overlay,
+            latest_user,
+        } => {
+            let latest = opt(latest_user);
+            format!(
+                "prepare_run route {{{}}} overlay=+{overlay} latest_user={latest}",
+                route(r)
+            )
         }
         EventKind::Respond {
             outcome,
@@ -162,6 +171,7 @@ fn note(note: &HookNote) -> String {
         NoteDecision::ToolResult(d) => tool_result_decision(d),
         NoteDecision::AfterStep(d) => d.as_str().into(),
         NoteDecision::Context { messages } => format!("{messages} messages"),
+        NoteDecision::Next { patch } => format!("next {{{}}}", attempt_patch(patch)),
         NoteDecision::ModelCall { error: None } => "stream".into(),
         NoteDecision::ModelCall { error: Some(e) } => format!("error {}", quoted(e)),
         NoteDecision::Transform { installed: true } => "stage".into(),

@@ -2,6 +2,7 @@
 //! clock, ids from both, the scripted model and tools, and the recorder of
 //! events. The world only records; it never judges what it sees.
 
+mod actions;
 mod clock;
 mod lock;
 mod model;
@@ -9,6 +10,7 @@ mod recorder;
 mod seeded;
 mod tool;
 
+pub use actions::ActionRecord;
 pub use clock::VirtualClock;
 pub use model::{Answer, ModelCallRecord, ScriptName, ScriptedProvider, SharedProvider};
 pub use recorder::Recorder;

@@ -12,6 +12,11 @@ pub struct Recorder {
 }
 
 impl Recorder {
+    /// How many events were recorded so far.
+    pub fn len(&self) -> usize {
+        lock(&self.events).len()
+    }
+
     pub fn take(&self) -> Vec<Event> {
         std::mem::take(&mut *lock(&self.events))
     }

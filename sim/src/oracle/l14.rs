@@ -1,8 +1,8 @@
-//! SPEC §1 (L14): every run's events follow the phase grammar.
+//! SPEC §1, L14: every run's events follow the phase grammar.
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, EventKind};
+use pai_runtime::{Event, EventKind, RunStatus};
 
 use super::observed::Violation;
 use crate::scenario::OracleId;
@@ -33,7 +33,8 @@ enum State {
 }
 
 /// SPEC §1: each run's events follow
-/// `admit (lease_acquired prepare_run (respond | step*) lease_released)+ end`
+/// `admit (lease_acquired prepare_run (respond | step*) lease_released)* end`,
+/// with no episode only for a run cancelled while queued (K6)
 /// (a steering message ends an episode and the next one continues the run),
 /// where a step is `resolve_model_context prepare_model_step (around_model_call
 /// attempt_failed?)+ stream commit_step tools? after_step` and tools is `before_tool_call+
@@ -45,7 +46,7 @@ pub(super) fn check(events: &[Event]) -> Vec<Violation> {
     let mut runs: BTreeMap<&str, (State, Option<u32>)> = BTreeMap::new();
     let mut out = Vec::new();
     let violation = |run: &str, message: String| Violation {
-        oracle: OracleId::PhaseGrammar,
+        oracle: OracleId::L14,
         run: Some(run.to_string()),
         message,
     };
@@ -121,6 +122,14 @@ fn next(state: State, kind: &EventKind) -> Option<State> {
         (_, EventKind::Failed { .. } | EventKind::Cancelled { .. }) if in_episode => Failed,
         (Ready | Responded | Failed, EventKind::LeaseReleased { .. }) => Released,
         (Released, EventKind::Ended { .. }) => Ended,
+        // A run cancelled while queued ends without an episode (K6).
+        (
+            Admitted,
+            EventKind::Ended {
+                status: RunStatus::Cancelled,
+                ..
+            },
+        ) => Ended,
         _ => return None,
     })
 }

@@ -1,0 +1,129 @@
+//! Planting faults (SPEC D5): each fault edits what the oracles and the
+//! transcript read of one run, never the runtime, and says what it did.
+
+use pai_runtime::Event;
+
+use crate::oracle::Observations;
+use crate::scenario::{EventName, FaultSpec};
+
+/// Applies one fault; returns the note the transcript shows.
+pub(crate) fn plant(fault: &FaultSpec, obs: &mut Observations) -> String {
+    let done = match fault {
+        FaultSpec::Drop { event, nth } => nth_of(&obs.events, *event, *nth).map(|i| {
+            obs.events.remove(i);
+            format!("dropped {event} #{nth}")
+        }),
+        FaultSpec::SwapWithPrevious { event, nth } => nth_of(&obs.events, *event, *nth)
+            .filter(|i| *i > 0)
+            .map(|i| {
+                obs.events.swap(i - 1, i);
+                format!("moved {event} #{nth} one place earlier")
+            }),
+        FaultSpec::Duplicate { event, nth } => nth_of(&obs.events, *event, *nth).map(|i| {
+            let copy = obs.events[i].clone();
+            obs.events.insert(i + 1, copy);
+            format!("repeated {event} #{nth}")
+        }),
+        FaultSpec::Swap { event, a, b } => pair(&obs.events, *event, *a, *b).map(|(i, j)| {
+            obs.events.swap(i, j);
+            format!("swapped the places of {event} #{a} and #{b}")
+        }),
+        FaultSpec::SwapPayloads { event, a, b } => {
+            pair(&obs.events, *event, *a, *b).map(|(i, j)| {
+                let ki = obs.events[i].kind.clone();
+                obs.events[i].kind = std::mem::replace(&mut obs.events[j].kind, ki);
+                format!("swapped what {event} #{a} and #{b} say")
+            })
+        }
+        FaultSpec::EditMessage { .. } => edit_message(fault, obs),
+        FaultSpec::EditRequest {
+            call,
+            append,
+            drop_message,
+        } => obs.calls.get_mut(call.wrapping_sub(1)).map(|c| {
+            let m = &mut c.request.messages;
+            if let Some(k) = drop_message.filter(|k| (1..=m.len()).contains(k)) {
+                m.remove(k - 1);
+            }
+            if let Some(a) = append {
+                m.push(a.model_message());
+            }
+            format!("edited what model call {call} was sent")
+        }),
+        FaultSpec::DropLive { watcher, nth } => {
+            let mine = obs
+                .live
+                .iter()
+                .enumerate()
+                .filter(|(_, (w, _))| w == watcher);
+            mine.map(|(i, _)| i).nth(nth.wrapping_sub(1)).map(|i| {
+                obs.live.remove(i);
+                format!("dropped live event #{nth} of watcher {watcher}")
+            })
+        }
+        FaultSpec::GrowRead { nth } => grow_read(obs, *nth),
+    };
+    format!(
+        "planted fault: {}",
+        done.unwrap_or_else(|| format!("{fault:?} found nothing to change"))
+    )
+}
+
+/// The index of the `nth` (from 1) event of a kind.
+fn nth_of(events: &[Event], name: EventName, nth: usize) -> Option<usize> {
+    let of_kind = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| EventName::of(&e.kind) == name);
+    of_kind.map(|(i, _)| i).nth(nth.checked_sub(1)?)
+}
+
+fn pair(events: &[Event], name: EventName, a: usize, b: usize) -> Option<(usize, usize)> {
+    Some((nth_of(events, name, a)?, nth_of(events, name, b)?))
+}
+
+fn edit_message(fault: &FaultSpec, obs: &mut Observations) -> Option<String> {
+    let FaultSpec::EditMessage {
+        thread,
+        seq,
+        text,
+        reverse_parts,
+        delete,
+    } = fault
+    else {
+        return None;
+    };
+    let t = obs.threads.iter_mut().find(|t| t.id == *thread)?;
+    let i = t.messages.iter().position(|m| m.seq == *seq)?;
+    if *delete {
+        t.messages.remove(i);
+        return Some(format!("deleted message #{seq}"));
+    }
+    let m = &mut t.messages[i];
+    if *reverse_parts {
+        m.parts.reverse();
+    }
+    if let Some(new) = text {
+        let slot = m.parts.iter_mut().find_map(|p| match p {
+            pai_runtime::Part::Text { text } => Some(text),
+            _ => None,
+        });
+        match slot {
+            Some(old) => *old = new.clone(),
+            None => m.parts.push(pai_runtime::Part::text(new.clone())),
+        }
+    }
+    Some(format!("edited message #{seq}"))
+}
+
+fn grow_read(obs: &mut Observations, nth: usize) -> Option<String> {
+    let newest = obs
+        .threads
+        .iter()
+        .flat_map(|t| &t.messages)
+        .map(|m| m.seq)
+        .max()?;
+    let read = obs.reads.get_mut(nth.checked_sub(1)?)?;
+    read.seqs.push(newest + 1);
+    Some(format!("history read #{nth} returned #{}", newest + 1))
+}

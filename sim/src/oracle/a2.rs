@@ -1,0 +1,26 @@
+//! SPEC A2: no run starts more steps than the agent's limit.
+
+use std::collections::BTreeMap;
+
+use pai_runtime::EventKind;
+
+use super::observed::{Observed, Violation};
+use crate::scenario::OracleId;
+
+pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
+    let limit = o.scenario.agent.max_steps;
+    let mut steps: BTreeMap<&str, u32> = BTreeMap::new();
+    for e in o.events {
+        if let EventKind::ResolveModelContext { .. } = e.kind {
+            *steps.entry(e.run_id.as_str()).or_default() += 1;
+        }
+    }
+    steps
+        .into_iter()
+        .filter(|(_, n)| *n > limit)
+        .map(|(run, n)| {
+            let message = format!("the run started {n} steps; its limit is {limit}");
+            Violation::new(OracleId::A2, Some(run), message)
+        })
+        .collect()
+}

@@ -1,0 +1,117 @@
+//! SPEC A2, A3: every step's transition is the one the precedence gives:
+//! an abort ends the run; then complete > steering > next_step > natural;
+//! naturally, tool results go on and a text-only step completes; a step
+//! that would go on at the limit completes with reason `max_steps`.
+
+use std::collections::BTreeMap;
+
+use pai_runtime::{AfterStepDecision, EventKind, Transition};
+
+use super::facts::{anchors, stored};
+use super::observed::{Observed, Violation};
+use crate::scenario::OracleId;
+
+/// What the oracle knows of a step when its `after_step` is logged.
+struct Seen<'a> {
+    aborted: Option<&'a str>,
+    tool_calls: bool,
+}
+
+pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
+    let anchor = anchors(o.events);
+    let seq_of = seqs(o);
+    let mut streams: BTreeMap<(&str, u32), Seen<'_>> = BTreeMap::new();
+    let mut steers: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for e in o.events {
+        let run = e.run_id.as_str();
+        match &e.kind {
+            EventKind::Steered { message } => {
+                steers
+                    .entry(run)
+                    .or_default()
+                    .extend(seq_of.get(message.as_str()));
+            }
+            EventKind::Stream {
+                step,
+                tool_calls,
+                aborted,
+                ..
+            } => {
+                let seen = Seen {
+                    aborted: aborted.as_deref(),
+                    tool_calls: *tool_calls > 0,
+                };
+                streams.insert((run, *step), seen);
+            }
+            EventKind::AfterStep {
+                step,
+                decision,
+                transition,
+            } => {
+                let Some(seen) = streams.get(&(run, *step)) else {
+                    continue;
+                };
+                let a = anchor.get(&(run, *step)).copied().unwrap_or(0);
+                let steering = steers
+                    .get(run)
+                    .is_some_and(|s| s.iter().any(|seq| *seq > a));
+                let want = expected(o, *step, *decision, seen, steering);
+                if !same(transition, &want) {
+                    let message = format!(
+                        "step {step} took {transition:?}; decision {decision:?}, tool calls {}, steering {steering}, limit {} give {want:?}",
+                        seen.tool_calls, o.scenario.agent.max_steps
+                    );
+                    out.push(Violation::new(OracleId::A3, Some(run), message));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Sequence numbers of stored messages, by id.
+fn seqs<'a>(o: &Observed<'a>) -> BTreeMap<&'a str, u64> {
+    stored(o.threads)
+        .into_iter()
+        .map(|((_, id), m)| (id, m.seq))
+        .collect()
+}
+
+/// The reference precedence.
+fn expected(
+    o: &Observed<'_>,
+    step: u32,
+    d: AfterStepDecision,
+    seen: &Seen<'_>,
+    steering: bool,
+) -> Transition {
+    if let Some(reason) = seen.aborted {
+        return Transition::Aborted {
+            outcome: pai_runtime::Outcome::Blocked,
+            reason: reason.to_string(),
+        };
+    }
+    let goes_on = match d {
+        AfterStepDecision::Complete => return Transition::Complete { reason: None },
+        _ if steering => Transition::Steer,
+        AfterStepDecision::NextStep => Transition::NextStep,
+        AfterStepDecision::Natural if seen.tool_calls => Transition::NextStep,
+        AfterStepDecision::Natural => return Transition::Complete { reason: None },
+    };
+    if step + 1 >= o.scenario.agent.max_steps {
+        return Transition::Complete {
+            reason: Some("max_steps".into()),
+        };
+    }
+    goes_on
+}
+
+/// Transitions compared; an abort's outcome is the abort's own.
+fn same(got: &Transition, want: &Transition) -> bool {
+    match (got, want) {
+        (Transition::Aborted { reason: a, .. }, Transition::Aborted { reason: b, .. }) => a == b,
+        _ => got == want,
+    }
+}

@@ -1,0 +1,123 @@
+//! SPEC A4: a steering message is taken exactly once: by the first step of
+//! its run that starts after it was stored (that step's context holds it),
+//! or, if the run ends first, by the one run its run's pending steers then
+//! start (the newest steer is that run's trigger; its context holds them
+//! all); never both.
+
+use std::collections::BTreeMap;
+
+use pai_runtime::{EventKind, ModelContent, Role, Transition};
+
+use super::facts::{anchors, stored};
+use super::observed::{Observed, Violation};
+use crate::scenario::OracleId;
+
+pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
+    let messages = stored(o.threads);
+    let anchor = anchors(o.events);
+    // (trigger, run) of every run admitted.
+    let triggers: Vec<(&str, &str)> = o
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Admitted { trigger } => Some((trigger.as_str(), e.run_id.as_str())),
+            _ => None,
+        })
+        .collect();
+    // Each run's steers, by sequence number, and where the log stored them.
+    let mut steers: Vec<(&str, &str, u64)> = Vec::new();
+    let mut stored_at: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, e) in o.events.iter().enumerate() {
+        if let EventKind::Steered { message } = &e.kind
+            && let Some(m) = messages.get(&(e.thread_id.as_str(), message.as_str()))
+        {
+            steers.push((e.run_id.as_str(), message.as_str(), m.seq));
+            stored_at.insert(message, i);
+        }
+    }
+    let mut out = Vec::new();
+    for &(run, id, seq) in &steers {
+        let text = messages
+            .iter()
+            .find(|((_, i), _)| *i == id)
+            .map(|(_, m)| m.text());
+        let text = text.unwrap_or_default();
+        let restarted = triggers.iter().filter(|(t, _)| *t == id).count();
+        // The run a later steer of the same run started, if any.
+        let leftover = steers
+            .iter()
+            .filter(|(r, _, s)| *r == run && *s >= seq)
+            .find_map(|(_, t, _)| triggers.iter().find(|(x, _)| x == t).map(|(_, l)| *l));
+        // The run handed over to a new episode for it (the episode may then
+        // have failed before its first step anchored).
+        let from = stored_at.get(id).copied().unwrap_or(0);
+        let handed_over = o.events[from..].iter().any(|e| {
+            e.run_id == run
+                && matches!(
+                    e.kind,
+                    EventKind::AfterStep {
+                        transition: Transition::Steer,
+                        ..
+                    }
+                )
+        });
+        let taker = first_step_after(&anchor, run, seq);
+        let problem = match (taker, leftover) {
+            _ if restarted > 1 => Some(format!("started {restarted} runs")),
+            _ if (taker.is_some() || handed_over) && restarted > 0 => {
+                Some("was taken by its run and also started a run".to_string())
+            }
+            (Some(step), _) if !sent(o, run, step, &text) => Some(format!(
+                "was not in the context of step {step}, the first after it"
+            )),
+            (None, None) if !handed_over => {
+                Some("was never taken: no step after it, and no run started".to_string())
+            }
+            (None, Some(l)) if !sent(o, l, 0, &text) => Some(format!(
+                "was not in the context of {l}, the run its run's steers started"
+            )),
+            _ => None,
+        };
+        if let Some(p) = problem {
+            let message = format!("steer #{seq} {p}");
+            out.push(Violation::new(OracleId::A4, Some(run), message));
+        }
+    }
+    out
+}
+
+/// The first step of `run` whose anchor is at or after `seq`.
+fn first_step_after(anchor: &BTreeMap<(&str, u32), u64>, run: &str, seq: u64) -> Option<u32> {
+    anchor
+        .iter()
+        .filter(|((r, _), a)| *r == run && **a >= seq)
+        .map(|((_, s), _)| *s)
+        .min()
+}
+
+/// Whether the first request of `run`'s `step` held a user message `text`.
+fn sent(o: &Observed<'_>, run: &str, step: u32, text: &str) -> bool {
+    let Some(c) = o
+        .calls
+        .iter()
+        .find(|c| c.request.run_id == run && c.request.step == step)
+    else {
+        // The step failed before its model call: nothing was sent to judge.
+        return true;
+    };
+    c.request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .any(|m| {
+            let t: String = m
+                .content
+                .iter()
+                .filter_map(|c| match c {
+                    ModelContent::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            t == text
+        })
+}

@@ -1,0 +1,117 @@
+//! SPEC K1: one active run per thread; runs start in arrival order; the
+//! message that starts a queued run waits for it: no step of another run
+//! sees it before that run starts.
+
+use std::collections::BTreeMap;
+
+use pai_runtime::{EventKind, ModelContent, Role};
+
+use super::facts::stored;
+
+use super::observed::{Observed, Violation};
+use crate::scenario::OracleId;
+
+pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
+    let mut out = order(o);
+    out.extend(queued_messages_wait(o));
+    out
+}
+
+fn order(o: &Observed<'_>) -> Vec<Violation> {
+    // Per thread: runs admitted and not yet started, in order; the active run.
+    let mut waiting: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut active: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut out = Vec::new();
+    for e in o.events {
+        let (thread, run) = (e.thread_id.as_str(), e.run_id.as_str());
+        match &e.kind {
+            EventKind::Admitted { .. } => waiting.entry(thread).or_default().push(run),
+            EventKind::LeaseAcquired { episode: 1, .. } => {
+                let queue = waiting.entry(thread).or_default();
+                if let Some(other) = active.get(thread) {
+                    let message = format!("started while {other} was still active");
+                    out.push(Violation::new(OracleId::K1, Some(run), message));
+                }
+                if queue.first() != Some(&run) {
+                    let message =
+                        format!("started before {:?}, which arrived first", queue.first());
+                    out.push(Violation::new(OracleId::K1, Some(run), message));
+                }
+                queue.retain(|r| *r != run);
+                active.insert(thread, run);
+            }
+            EventKind::Ended { .. } => {
+                waiting.entry(thread).or_default().retain(|r| *r != run);
+                if active.get(thread) == Some(&run) {
+                    active.remove(thread);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// No step's request holds the trigger of a run admitted but not started
+/// when the step anchored.
+fn queued_messages_wait(o: &Observed<'_>) -> Vec<Violation> {
+    let stored = stored(o.threads);
+    // Texts of stored user messages, and how often each occurs.
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    for m in stored.values().filter(|m| m.role == Role::User) {
+        *count.entry(m.text()).or_default() += 1;
+    }
+    // Runs admitted and not yet started, with their trigger's text.
+    let mut waiting: Vec<(&str, String)> = Vec::new();
+    let mut out = Vec::new();
+    for e in o.events {
+        let run = e.run_id.as_str();
+        match &e.kind {
+            EventKind::Admitted { trigger } => {
+                if let Some(m) = stored.get(&(e.thread_id.as_str(), trigger.as_str())) {
+                    waiting.push((run, m.text()));
+                }
+            }
+            EventKind::LeaseAcquired { .. } | EventKind::Ended { .. } => {
+                waiting.retain(|(r, _)| *r != run);
+            }
+            EventKind::ResolveModelContext { step, .. } => {
+                for (queued, text) in waiting
+                    .iter()
+                    .filter(|(r, t)| *r != run && count.get(t) == Some(&1))
+                {
+                    if user_texts(o, run, *step).any(|t| t == *text) {
+                        let message = format!(
+                            "step {step} saw {text:?}, the message of {queued}, which had not started"
+                        );
+                        out.push(Violation::new(OracleId::K1, Some(run), message));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The user texts a run's step sent, over all its attempts.
+fn user_texts<'a>(
+    o: &'a Observed<'_>,
+    run: &'a str,
+    step: u32,
+) -> impl Iterator<Item = String> + 'a {
+    o.calls
+        .iter()
+        .filter(move |c| c.request.run_id == run && c.request.step == step)
+        .flat_map(|c| &c.request.messages)
+        .filter(|m| m.role == Role::User)
+        .map(|m| {
+            m.content
+                .iter()
+                .filter_map(|c| match c {
+                    ModelContent::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect()
+        })
+}

@@ -1,0 +1,99 @@
+//! SPEC K6: a cancel reaches the run it names, or the thread's current run
+//! (active, just admitted or queued), and that run ends cancelled; a run
+//! cancelled while queued runs no phase; a cancel that finds no run says so,
+//! and only when there was none.
+
+use pai_runtime::{Event, EventKind, RunStatus};
+
+use super::observed::{Observed, Violation};
+use crate::scenario::{Action, OracleId};
+use crate::world::ActionRecord;
+
+pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for a in o.actions {
+        let m = &o.scenario.timeline[a.moment];
+        let Action::Cancel(named) = &m.action else {
+            continue;
+        };
+        let before = &o.events[..a.after_event.min(o.events.len())];
+        let named_run = named.and_then(|n| nth_send(o, &m.thread, n));
+        if named.is_some() && named_run.is_none() {
+            continue; // it named a send that never made a run: the runtime was not asked
+        }
+        let problem = match &a.outcome {
+            Ok(Some(run)) => reached(o.events, before, run, named_run.as_deref()),
+            Ok(None) => Some("the cancel reached no run and said nothing".to_string()),
+            Err(_) => missed(before, &m.thread, named_run.as_deref()),
+        };
+        if let Some(p) = problem {
+            out.push(Violation::new(
+                OracleId::K6,
+                None,
+                format!("cancel at {}ms: {p}", a.at),
+            ));
+        }
+    }
+    out
+}
+
+/// The run of the thread's `n`-th send, if it was admitted.
+fn nth_send(o: &Observed<'_>, thread: &str, n: usize) -> Option<String> {
+    let sends = o.actions.iter().filter(|a| {
+        let m = &o.scenario.timeline[a.moment];
+        m.thread == thread && matches!(m.action, Action::Send(_))
+    });
+    let record: &ActionRecord = sends.into_iter().nth(n - 1)?;
+    record.outcome.clone().ok().flatten()
+}
+
+/// A cancel that reached `run`: it was the run asked for, it ends
+/// cancelled, and if it had not started it never does.
+fn reached(all: &[Event], before: &[Event], run: &str, named: Option<&str>) -> Option<String> {
+    if let Some(n) = named
+        && n != run
+    {
+        return Some(format!("it named {n} but reached {run}"));
+    }
+    let of_run = |e: &&Event| e.run_id == run;
+    let status = all.iter().filter(of_run).find_map(|e| match &e.kind {
+        EventKind::Ended { status, .. } => Some(*status),
+        _ => None,
+    });
+    if status != Some(RunStatus::Cancelled) {
+        let s = status.map_or("never ended", |s| s.as_str());
+        return Some(format!("it reached {run}, which then ended {s}"));
+    }
+    let leased = |events: &[Event]| {
+        events
+            .iter()
+            .filter(of_run)
+            .any(|e| matches!(e.kind, EventKind::LeaseAcquired { .. }))
+    };
+    if !leased(before) && leased(all) {
+        return Some(format!("{run} was cancelled while queued, then started"));
+    }
+    None
+}
+
+/// A cancel that found no run: true only if no run it could reach was open.
+fn missed(before: &[Event], thread: &str, named: Option<&str>) -> Option<String> {
+    let mut open: Vec<&str> = Vec::new();
+    for e in before.iter().filter(|e| e.thread_id == thread) {
+        match &e.kind {
+            EventKind::Admitted { .. } => open.push(&e.run_id),
+            EventKind::Ended { .. } => open.retain(|r| *r != e.run_id),
+            _ => {}
+        }
+    }
+    let lost = match named {
+        Some(n) => open.contains(&n),
+        None => !open.is_empty(),
+    };
+    lost.then(|| {
+        format!(
+            "it found no run while {} was active or queued",
+            open.join(", ")
+        )
+    })
+}

@@ -1,0 +1,37 @@
+//! SPEC L1: `prepare_run` is given the newest user message of its own run
+//! (the one that started it, or a steer stored for it), never a message of
+//! a run queued behind it.
+
+use std::collections::BTreeMap;
+
+use pai_runtime::EventKind;
+
+use super::observed::{Observed, Violation};
+use crate::scenario::OracleId;
+
+pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
+    // Each run's own user messages, in the order they were stored.
+    let mut own: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for e in o.events {
+        let run = e.run_id.as_str();
+        match &e.kind {
+            EventKind::Admitted { trigger: m } | EventKind::Steered { message: m } => {
+                own.entry(run).or_default().push(m);
+            }
+            EventKind::PrepareRun { latest_user, .. } => {
+                let expected = own.get(run).and_then(|m| m.last()).copied();
+                if latest_user.as_deref() != expected {
+                    let got = latest_user.as_deref().unwrap_or("none");
+                    let message = format!(
+                        "prepare_run was given {got} as the latest user message; the run's own newest is {}",
+                        expected.unwrap_or("none")
+                    );
+                    out.push(Violation::new(OracleId::L1, Some(run), message));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}

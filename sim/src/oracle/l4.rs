@@ -1,0 +1,96 @@
+//! SPEC L4: a hook that fails (returns an error or panics) fails its run:
+//! the run ends failed with the hook's message, the hooks after it in that
+//! phase do not run, and nothing the run had not committed is stored.
+
+use std::collections::BTreeSet;
+
+use pai_runtime::{EventKind, RunStatus};
+
+use super::facts::{handlers, invocations};
+use super::observed::{Observed, Violation};
+use crate::scenario::OracleId;
+
+pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
+    let mut out = ended_failed(o);
+    out.extend(later_hooks_skipped(o));
+    out.extend(nothing_uncommitted_stored(o));
+    out
+}
+
+/// Each failed run ends failed, with the failure's message as its reason.
+fn ended_failed(o: &Observed<'_>) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for (i, e) in o.events.iter().enumerate() {
+        let EventKind::Failed { message, .. } = &e.kind else {
+            continue;
+        };
+        let end = o.events[i..].iter().find_map(|x| match &x.kind {
+            EventKind::Ended { status, reason, .. } if x.run_id == e.run_id => {
+                Some((*status, reason))
+            }
+            _ => None,
+        });
+        let ok = end.is_some_and(|(s, r)| s == RunStatus::Failed && r.as_deref() == Some(message));
+        if !ok {
+            let message = format!("the run failed with {message:?} but did not end failed with it");
+            out.push(Violation::new(OracleId::L4, Some(&e.run_id), message));
+        }
+    }
+    out
+}
+
+/// In a phase invocation that failed, only the hooks before the failing one
+/// reported a decision.
+fn later_hooks_skipped(o: &Observed<'_>) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for inv in invocations(o.events) {
+        if !matches!(inv.end.kind, EventKind::Failed { .. }) {
+            continue;
+        }
+        let names: Vec<&str> = inv.notes.iter().map(|n| n.hook.as_str()).collect();
+        let all = handlers(o.scenario, inv.phase);
+        if names.len() >= all.len() || all[..names.len()] != names[..] {
+            let message = format!(
+                "{} failed after hooks {names:?} decided; its hooks are {all:?}",
+                inv.phase
+            );
+            out.push(Violation::new(OracleId::L4, Some(&inv.end.run_id), message));
+        }
+    }
+    out
+}
+
+/// Every message stored for a run was committed by a commit the log shows.
+fn nothing_uncommitted_stored(o: &Observed<'_>) -> Vec<Violation> {
+    let committed: BTreeSet<(&str, &str)> = o
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Admitted { trigger: m }
+            | EventKind::Steered { message: m }
+            | EventKind::Respond { message: m, .. }
+            | EventKind::CommitStep { message: m, .. }
+            | EventKind::CommitToolResults { message: m, .. } => {
+                Some((e.thread_id.as_str(), m.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for t in o.threads {
+        for m in &t.messages {
+            if !committed.contains(&(t.id.as_str(), m.id.as_str())) {
+                let message = format!(
+                    "message #{} is stored but no commit in the log made it",
+                    m.seq
+                );
+                out.push(Violation::new(
+                    OracleId::L4,
+                    m.pai.run_id.as_deref(),
+                    message,
+                ));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,128 @@
+//! SPEC T5: a thrown tool error's detail goes to logs only: no request and
+//! no stored result carries it. A hook's replacement of a result (T4, L9) is
+//! what is stored and what the model reads, whatever the original source.
+
+use std::collections::BTreeMap;
+
+use pai_runtime::{EventKind, ModelContent, Part, ResultSource, ToolResultDecision};
+use serde_json::Value;
+
+use super::observed::{Observed, Violation};
+use crate::format::json;
+use crate::scenario::OracleId;
+
+pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
+    let mut out = hidden_details(o);
+    out.extend(replacements_read(o));
+    out
+}
+
+/// The text a thrown error's detail carries (a panic's message without its prefix).
+fn detail_text(detail: &str) -> &str {
+    detail.strip_prefix("panicked: ").unwrap_or(detail)
+}
+
+/// No request message and no stored result holds a thrown detail.
+fn hidden_details(o: &Observed<'_>) -> Vec<Violation> {
+    let details: Vec<(&str, &str)> = o
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolEnd {
+                result,
+                detail: Some(d),
+                ..
+            } if result.source == ResultSource::Throw && !detail_text(d).is_empty() => {
+                Some((e.run_id.as_str(), detail_text(d)))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (run, detail) in &details {
+        for c in o.calls {
+            let sent = c
+                .request
+                .messages
+                .iter()
+                .flat_map(|m| &m.content)
+                .any(|p| match p {
+                    ModelContent::Text { text } => text.contains(detail),
+                    ModelContent::ToolResult { output, .. } => json(output).contains(detail),
+                    ModelContent::ToolCall { .. } => false,
+                });
+            if sent {
+                let message = format!(
+                    "step {} was sent the thrown detail {detail:?}",
+                    c.request.step
+                );
+                out.push(Violation::new(OracleId::T5, Some(run), message));
+            }
+        }
+        let stored = o
+            .threads
+            .iter()
+            .flat_map(|t| &t.messages)
+            .flat_map(|m| &m.parts);
+        for p in stored {
+            if let Part::ToolResult { output, .. } = p
+                && json(output).contains(detail)
+            {
+                let message = format!("a stored result holds the thrown detail {detail:?}");
+                out.push(Violation::new(OracleId::T5, Some(run), message));
+            }
+        }
+    }
+    out
+}
+
+/// Where `after_tool_result` replaced a result, the stored result and every
+/// later request carry the replacement.
+fn replacements_read(o: &Observed<'_>) -> Vec<Violation> {
+    let mut replaced: BTreeMap<&str, (&str, &Value)> = BTreeMap::new();
+    for e in o.events {
+        if let EventKind::AfterToolResult {
+            call_id,
+            decision: ToolResultDecision::ReplaceOutput(v),
+            ..
+        } = &e.kind
+        {
+            replaced.insert(call_id, (&e.run_id, v));
+        }
+    }
+    let mut out = Vec::new();
+    let mut flag = |run: &str, place: String, got: &Value, want: &Value| {
+        if got != want {
+            let message = format!(
+                "{place} holds {} instead of the replacement {}",
+                json(got),
+                json(want)
+            );
+            out.push(Violation::new(OracleId::T5, Some(run), message));
+        }
+    };
+    for m in o.threads.iter().flat_map(|t| &t.messages) {
+        for p in &m.parts {
+            if let Part::ToolResult {
+                call_id, output, ..
+            } = p
+                && let Some((run, want)) = replaced.get(call_id.as_str())
+            {
+                flag(run, format!("stored result {call_id}"), output, want);
+            }
+        }
+    }
+    for c in o.calls {
+        for p in c.request.messages.iter().flat_map(|m| &m.content) {
+            if let ModelContent::ToolResult {
+                call_id, output, ..
+            } = p
+                && let Some((run, want)) = replaced.get(call_id.as_str())
+            {
+                let place = format!("the context of step {} for {call_id}", c.request.step);
+                flag(run, place, output, want);
+            }
+        }
+    }
+    out
+}

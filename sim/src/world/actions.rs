@@ -1,0 +1,17 @@
+//! What the clients did: each timeline action and what the runtime answered.
+
+use pai_runtime::Millis;
+
+/// One client action of the timeline and its answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActionRecord {
+    /// Its index in the scenario's (time-ordered) timeline.
+    pub moment: usize,
+    pub at: Millis,
+    /// How many events the runtime had recorded when the action returned:
+    /// the action happened after `events[..after_event]` and before the rest.
+    pub after_event: usize,
+    /// The run the action started, steered or cancelled (`None` for a
+    /// watch), or the error the client got.
+    pub outcome: Result<Option<String>, String>,
+}
