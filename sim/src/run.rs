@@ -239,15 +239,26 @@ fn drain(watches: &mut [(String, Watch)]) -> Vec<(String, LiveEvent)> {
 /// Whether a report meets its scenario's expectation (SPEC D5).
 pub fn verdict(s: &Scenario, report: &Report) -> Result<(), String> {
     match s.expect {
-        Expectation::Pass => match report.violations.first() {
-            None => Ok(()),
-            Some(v) => Err(format!(
-                "oracle {} reported a violation (run {}): {}",
-                v.oracle,
-                v.run.as_deref().unwrap_or("-"),
-                v.message
-            )),
-        },
+        Expectation::Pass if report.violations.is_empty() => Ok(()),
+        Expectation::Pass => {
+            const SHOWN: usize = 5;
+            let mut lines: Vec<String> = report
+                .violations
+                .iter()
+                .take(SHOWN)
+                .map(|v| {
+                    let run = v.run.as_deref().unwrap_or("-");
+                    format!(
+                        "oracle {} reported a violation (run {run}): {}",
+                        v.oracle, v.message
+                    )
+                })
+                .collect();
+            if report.violations.len() > SHOWN {
+                lines.push(format!("... and {} more", report.violations.len() - SHOWN));
+            }
+            Err(lines.join("\n"))
+        }
         Expectation::Violation(oracle) => {
             if report.violations.iter().any(|v| v.oracle == oracle) {
                 Ok(())

@@ -6,6 +6,8 @@
 //! random deltas (secrets across delta boundaries, multi-byte characters) or
 //! one or two parallel tool calls, canonical redaction, a history probe that
 //! waits before it reads (M1, M3: messages arrive meanwhile), sometimes a
+//! resolver that waits before the default context and a hook that only waits
+//! in some phase (moving when steers land: before or after an anchor), a
 //! hook that fails or panics in a random phase at a random step (L4, X3),
 //! and a timeline of sends, steers, cancels (of the current run, right after
 //! a send, or of a named queued run: K6) and watchers with live stages.
@@ -14,7 +16,8 @@
 use std::collections::BTreeMap;
 
 use pai_sim::hooks::{
-    Fail, HistoryProbe, HookSpec, PhaseName, Redact, RedactPattern, TransformSpec,
+    Delay, Fail, HistoryProbe, HookSpec, PhaseName, Redact, RedactPattern, SlowResolver,
+    TransformSpec,
 };
 use pai_sim::{
     AgentSpec, CancelRun, CancelSpec, Expect, ModelSpec, Scenario, ScenarioSpec, TimelineEntry,
@@ -78,6 +81,10 @@ struct Case {
     tools: Vec<(Behaviour, u64)>,
     turns: Vec<Turn>,
     probe_wait: u64,
+    /// A resolver that waits before it reads the default context.
+    slow_resolver: Option<u64>,
+    /// A hook that only waits, in a phase.
+    delay: Option<(PhaseName, u64)>,
     failing: Option<Failing>,
     actions: Vec<(u64, Act)>,
 }
@@ -201,6 +208,18 @@ fn hooks(c: &Case) -> Vec<HookSpec> {
             replacement: "[REDACTED]".into(),
         }),
     ];
+    out.extend(
+        c.slow_resolver
+            .map(|ms| HookSpec::SlowResolver(SlowResolver { name: None, ms })),
+    );
+    out.extend(c.delay.map(|(phase, ms)| {
+        HookSpec::Delay(Delay {
+            name: None,
+            phase,
+            ms,
+            step: None,
+        })
+    }));
     out.extend(c.failing.as_ref().map(|f| {
         HookSpec::Fail(Fail {
             name: None,
@@ -319,6 +338,8 @@ fn case() -> impl Strategy<Value = Case> {
             Just(tools),
             prop::collection::vec(turn_strategy(n), 1..14),
             0u64..40,
+            prop::option::of(0u64..30),
+            prop::option::of((phase(), 0u64..30)),
             prop::option::weighted(
                 0.4,
                 (phase(), 0u32..3, any::<bool>()).prop_map(|(phase, step, panic)| Failing {
@@ -329,14 +350,18 @@ fn case() -> impl Strategy<Value = Case> {
             ),
             prop::collection::vec((0u64..200, act()), 1..7),
         )
-            .prop_map(|(seed, tools, turns, probe_wait, failing, actions)| Case {
-                seed,
-                tools,
-                turns,
-                probe_wait,
-                failing,
-                actions,
-            })
+            .prop_map(
+                |(seed, tools, turns, probe_wait, slow_resolver, delay, failing, actions)| Case {
+                    seed,
+                    tools,
+                    turns,
+                    probe_wait,
+                    slow_resolver,
+                    delay,
+                    failing,
+                    actions,
+                },
+            )
     })
 }
 

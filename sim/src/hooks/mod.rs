@@ -4,6 +4,7 @@
 
 mod after_step;
 mod base_context;
+mod delay;
 mod fail;
 mod fallback;
 mod guardrail;
@@ -30,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 pub use after_step::{AfterStep, AfterStepSpec};
 pub use base_context::BaseContext;
+pub use delay::Delay;
 pub use fail::{Fail, PhaseName};
 pub use fallback::Fallback;
 pub use guardrail::Guardrail;
@@ -76,6 +78,7 @@ pub enum HookSpec {
     AfterStep(AfterStep),
     Guardrail(Guardrail),
     Fail(Fail),
+    Delay(Delay),
 }
 
 impl HookSpec {
@@ -102,6 +105,7 @@ impl HookSpec {
             HookSpec::AfterStep(_) => "after_step",
             HookSpec::Guardrail(_) => "guardrail",
             HookSpec::Fail(_) => "fail",
+            HookSpec::Delay(_) => "delay",
         }
     }
 
@@ -128,6 +132,7 @@ impl HookSpec {
             HookSpec::AfterStep(h) => h.name.as_deref(),
             HookSpec::Guardrail(h) => h.name.as_deref(),
             HookSpec::Fail(h) => h.name.as_deref(),
+            HookSpec::Delay(h) => h.name.as_deref(),
         }
     }
 
@@ -160,6 +165,7 @@ impl HookSpec {
             HookSpec::AfterStep(_) => Phase::AfterStep,
             HookSpec::Guardrail(_) => Phase::PrepareRun,
             HookSpec::Fail(h) => h.phase.phase(),
+            HookSpec::Delay(h) => h.phase.phase(),
         }
     }
 
@@ -186,6 +192,7 @@ impl HookSpec {
             HookSpec::AfterStep(h) => h.build(name),
             HookSpec::Guardrail(h) => h.build(name),
             HookSpec::Fail(h) => h.build(name),
+            HookSpec::Delay(h) => h.build(name),
         }
     }
 }

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{EventKind, ModelContent, Role, Transition};
+use pai_runtime::{EventKind, ModelContent, Phase, Role, RunStage, Transition};
 
 use super::facts::{anchors, stored};
 use super::observed::{Observed, Violation};
@@ -61,6 +61,11 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
                     }
                 )
         });
+        // Or a step began, took it, and failed (or was cancelled) before its
+        // context was resolved: the run took it and ended.
+        let failed_in_step = o.events[from..]
+            .iter()
+            .any(|e| e.run_id == run && in_step_end(&e.kind));
         let taker = first_step_after(&anchor, run, seq);
         let problem = match (taker, leftover) {
             _ if restarted > 1 => Some(format!("started {restarted} runs")),
@@ -70,7 +75,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             (Some(step), _) if !sent(o, run, step, &text) => Some(format!(
                 "was not in the context of step {step}, the first after it"
             )),
-            (None, None) if !handed_over => {
+            (None, None) if !handed_over && !failed_in_step => {
                 Some("was never taken: no step after it, and no run started".to_string())
             }
             (None, Some(l)) if !sent(o, l, 0, &text) => Some(format!(
@@ -83,7 +88,51 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             out.push(Violation::new(OracleId::A4, Some(run), message));
         }
     }
+    out.extend(hand_overs_need_a_steer(o, &steers, &anchor));
     out
+}
+
+/// A step hands over to a new episode only for a steer it did not take: one
+/// of its run's steers is above its anchor.
+fn hand_overs_need_a_steer(
+    o: &Observed<'_>,
+    steers: &[(&str, &str, u64)],
+    anchor: &BTreeMap<(&str, u32), u64>,
+) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for e in o.events {
+        let EventKind::AfterStep {
+            step,
+            transition: Transition::Steer,
+            ..
+        } = &e.kind
+        else {
+            continue;
+        };
+        let run = e.run_id.as_str();
+        let a = anchor.get(&(run, *step)).copied().unwrap_or(u64::MAX);
+        if !steers.iter().any(|(r, _, seq)| *r == run && *seq > a) {
+            let message =
+                format!("step {step} handed over for a steer, but every steer was already taken");
+            out.push(Violation::new(OracleId::A4, Some(run), message));
+        }
+    }
+    out
+}
+
+/// A failure or cancellation inside a step (after its anchor was taken).
+fn in_step_end(kind: &EventKind) -> bool {
+    let stage = match kind {
+        EventKind::Failed { phase, .. } | EventKind::Cancelled { phase } => *phase,
+        _ => return false,
+    };
+    match stage {
+        RunStage::Phase(p) => p != Phase::PrepareRun,
+        RunStage::BetweenSteps | RunStage::EpisodeEnd | RunStage::Respond | RunStage::Runtime => {
+            false
+        }
+        _ => true,
+    }
 }
 
 /// The first step of `run` whose anchor is at or after `seq`.

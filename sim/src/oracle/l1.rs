@@ -12,6 +12,10 @@ use crate::scenario::OracleId;
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     // Each run's own user messages, in the order they were stored.
     let mut own: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    // The run's newest own message when its episode began: `prepare_run`
+    // reads the thread then (a steer stored while it runs is the next
+    // step's to take).
+    let mut at_start: BTreeMap<&str, Option<&str>> = BTreeMap::new();
     let mut out = Vec::new();
     for e in o.events {
         let run = e.run_id.as_str();
@@ -19,8 +23,11 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             EventKind::Admitted { trigger: m } | EventKind::Steered { message: m } => {
                 own.entry(run).or_default().push(m);
             }
+            EventKind::LeaseAcquired { .. } => {
+                at_start.insert(run, own.get(run).and_then(|m| m.last()).copied());
+            }
             EventKind::PrepareRun { latest_user, .. } => {
-                let expected = own.get(run).and_then(|m| m.last()).copied();
+                let expected = at_start.get(run).copied().flatten();
                 if latest_user.as_deref() != expected {
                     let got = latest_user.as_deref().unwrap_or("none");
                     let message = format!(

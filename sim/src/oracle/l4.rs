@@ -4,14 +4,16 @@
 
 use std::collections::BTreeSet;
 
-use pai_runtime::{EventKind, RunStatus};
+use pai_runtime::{EventKind, NoteDecision, RunDecision, RunStatus, ToolCallDecision};
 
 use super::facts::{handlers, invocations};
 use super::observed::{Observed, Violation};
+use crate::hooks::HookSpec;
 use crate::scenario::OracleId;
 
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     let mut out = ended_failed(o);
+    out.extend(reached_failures_fail(o));
     out.extend(later_hooks_skipped(o));
     out.extend(nothing_uncommitted_stored(o));
     out
@@ -34,6 +36,63 @@ fn ended_failed(o: &Observed<'_>) -> Vec<Violation> {
         if !ok {
             let message = format!("the run failed with {message:?} but did not end failed with it");
             out.push(Violation::new(OracleId::L4, Some(&e.run_id), message));
+        }
+    }
+    out
+}
+
+/// The step a phase's own event names, if it names one.
+fn step_of(kind: &EventKind) -> Option<u32> {
+    match kind {
+        EventKind::PrepareModelStep { step, .. }
+        | EventKind::BeforeToolCall { step, .. }
+        | EventKind::AfterToolResult { step, .. }
+        | EventKind::AfterStep { step, .. } => Some(*step),
+        _ => None,
+    }
+}
+
+/// A scenario's failing hook that a phase invocation reached (every hook
+/// before it decided, none stopping the chain) ends that invocation failed:
+/// the run never goes on past it.
+fn reached_failures_fail(o: &Observed<'_>) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for inv in invocations(o.events) {
+        if matches!(
+            inv.end.kind,
+            EventKind::Failed { .. } | EventKind::Cancelled { .. }
+        ) {
+            continue;
+        }
+        let all = handlers(o.scenario, inv.phase);
+        let step = step_of(&inv.end.kind);
+        for (k, h) in o
+            .scenario
+            .hooks
+            .iter()
+            .filter(|h| h.spec.phase() == inv.phase)
+            .enumerate()
+        {
+            let HookSpec::Fail(f) = &h.spec else {
+                continue;
+            };
+            let at_step = f.step.is_none_or(|s| step.is_none_or(|t| s == t));
+            let before: Vec<&str> = inv.notes.iter().take(k).map(|n| n.hook.as_str()).collect();
+            let reached = inv.notes.len() >= k && before == all[..k];
+            let stopped = inv.notes.iter().take(k).any(|n| {
+                matches!(
+                    n.decision,
+                    NoteDecision::Run(RunDecision::Respond(_))
+                        | NoteDecision::ToolCall(ToolCallDecision::Reject { .. })
+                )
+            });
+            if at_step && reached && !stopped {
+                let message = format!(
+                    "hook {} fails in {}, was reached, and the run went on",
+                    h.name, inv.phase
+                );
+                out.push(Violation::new(OracleId::L4, Some(&inv.end.run_id), message));
+            }
         }
     }
     out

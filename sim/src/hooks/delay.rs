@@ -1,0 +1,90 @@
+//! `delay`: a hook that only waits, in any phase (like a slow policy
+//! service or a remote lookup), then takes the phase's default decision.
+//! It moves when things happen, so messages can arrive before a step's
+//! anchor (during `prepare_run`), after it, or while tools run.
+
+use std::time::Duration;
+
+use pai_runtime::{
+    AfterStepDecision, AttemptPatch, HookFuture, RunDecision, StepDecision, ToolCallDecision,
+    ToolResultDecision, hook,
+};
+use serde::{Deserialize, Serialize};
+
+use super::fail::PhaseName;
+use super::shared::{SimHook, applies_at};
+
+/// Wait `ms` virtual milliseconds in `phase`, at every step or at `step` only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Delay {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub phase: PhaseName,
+    pub ms: u64,
+    #[serde(default)]
+    pub step: Option<u32>,
+}
+
+/// `decision` after `ms` milliseconds (at once when `ms` is 0 or the step is not ours).
+fn after<T: Send + 'static>(
+    ms: u64,
+    decision: T,
+) -> HookFuture<'static, pai_runtime::HookResult<T>> {
+    if ms == 0 {
+        return HookFuture::ready(Ok(decision));
+    }
+    HookFuture::new(async move {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        Ok(decision)
+    })
+}
+
+impl Delay {
+    /// The wait at `step` (`None`: a phase without steps).
+    fn ms_at(&self, step: Option<u32>) -> u64 {
+        match step {
+            Some(s) if !applies_at(self.step, s) => 0,
+            _ => self.ms,
+        }
+    }
+
+    pub(super) fn build(&self, name: &str) -> SimHook {
+        let me = self.clone();
+        match self.phase {
+            PhaseName::PrepareRun => Box::new(hook::prepare_run(name, move |_, _| {
+                after(me.ms_at(None), RunDecision::default())
+            })),
+            PhaseName::ResolveModelContext => {
+                Box::new(hook::resolve_model_context(name, move |_, input, next| {
+                    let ms = me.ms_at(Some(input.step));
+                    HookFuture::new(async move {
+                        tokio::time::sleep(Duration::from_millis(ms)).await;
+                        next.run().await
+                    })
+                }))
+            }
+            PhaseName::PrepareModelStep => Box::new(hook::prepare_model_step(name, move |_, i| {
+                after(me.ms_at(Some(i.step)), StepDecision::default())
+            })),
+            PhaseName::AroundModelCall => {
+                Box::new(hook::around_model_call(name, move |_, request, next| {
+                    let ms = me.ms_at(Some(request.step));
+                    HookFuture::new(async move {
+                        tokio::time::sleep(Duration::from_millis(ms)).await;
+                        Ok(next.call(AttemptPatch::default()).await?)
+                    })
+                }))
+            }
+            PhaseName::BeforeToolCall => Box::new(hook::before_tool_call(name, move |_, i| {
+                after(me.ms_at(Some(i.step)), ToolCallDecision::Continue)
+            })),
+            PhaseName::AfterToolResult => Box::new(hook::after_tool_result(name, move |_, i| {
+                after(me.ms_at(Some(i.step)), ToolResultDecision::Continue)
+            })),
+            PhaseName::AfterStep => Box::new(hook::after_step(name, move |_, i| {
+                after(me.ms_at(Some(i.step)), AfterStepDecision::Natural)
+            })),
+        }
+    }
+}
