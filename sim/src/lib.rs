@@ -7,8 +7,10 @@
 //! → one observed value → oracles and transcript → [`Report`] →
 //! [`snapshot`] files.
 
+mod defaults;
 mod faults;
 mod format;
+pub mod fuzz;
 pub mod hooks;
 mod oracle;
 mod planted;

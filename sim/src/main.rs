@@ -8,6 +8,10 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use pai_sim::SnapshotMode;
 
+mod cli {
+    pub mod fuzz;
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "pai-sim",
@@ -21,6 +25,31 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Generate cases from a seed, run every oracle on each (twice), and
+    /// shrink each failure into a scenario file.
+    Fuzz {
+        /// How many cases (default 1000); with --time, the most to run.
+        #[arg(long)]
+        cases: Option<u64>,
+        /// Run until this much time has passed (`30s`, `10m`, `1h`).
+        #[arg(long)]
+        time: Option<String>,
+        /// The campaign's seed: the same seed and cases give the same cases.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Run only shard I of N (`2/4`): the union of all shards is the whole run.
+        #[arg(long, default_value = "1/1")]
+        shard: String,
+        /// Where shrunk failures are written.
+        #[arg(long, default_value = "fuzz-failures")]
+        out: PathBuf,
+        /// Go on after a failure.
+        #[arg(long)]
+        keep_going: bool,
+        /// `text` (default) or `json`.
+        #[arg(long, default_value = "text")]
+        format: String,
+    },
     /// Run scenario files and folders; compare each transcript with its snapshot.
     Run {
         /// Files or folders (default: scenarios/).
@@ -51,6 +80,30 @@ fn main() -> ExitCode {
 fn real_main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Fuzz {
+            cases,
+            time,
+            seed,
+            shard,
+            out,
+            keep_going,
+            format,
+        } => {
+            let json = match format.as_str() {
+                "json" => true,
+                "text" => false,
+                other => anyhow::bail!("--format {other}: expected text or json"),
+            };
+            cli::fuzz::run(cli::fuzz::Args {
+                cases,
+                time,
+                seed,
+                shard,
+                out,
+                keep_going,
+                json,
+            })
+        }
         Command::Run {
             paths,
             filter,

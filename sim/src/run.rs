@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pai_runtime::{Agent, Clock as _, LiveEvent, Runtime, StoredThread, Watch, compose};
+use pai_runtime::{
+    Agent, Clock as _, Event, EventKind, LiveEvent, RunStage, Runtime, StoredThread, Watch, compose,
+};
 
 use crate::faults;
 use crate::hooks::{self, HistoryRead, SimContext};
@@ -39,6 +41,12 @@ pub struct Report {
     pub violations: Vec<Violation>,
     /// Every stored thread at the end, as trusted code sees it.
     pub threads: Vec<StoredThread>,
+    /// The runtime's event log, as the oracles read it.
+    pub events: Vec<Event>,
+    /// The scenario was stopped at the virtual-time limit before it went idle.
+    pub limit_reached: bool,
+    /// The runtime's own step loop panicked (a runtime bug, caught).
+    pub runtime_panicked: bool,
 }
 
 /// Runs `scenario` with `seed` on a fresh single-threaded Tokio runtime with
@@ -211,6 +219,15 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
     let observed = obs.view(s, seed);
     let verdicts = oracle::check_all(&observed);
     let transcript = transcript::render(&observed, &verdicts, &notes);
+    let runtime_panicked = obs.events.iter().any(|e| {
+        matches!(
+            e.kind,
+            EventKind::Failed {
+                phase: RunStage::Runtime,
+                ..
+            }
+        )
+    });
     Ok(Report {
         transcript,
         steps: obs
@@ -222,6 +239,9 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
         virtual_ms,
         violations: verdicts.violations,
         threads: obs.threads,
+        events: obs.events,
+        limit_reached: in_time.is_err(),
+        runtime_panicked,
     })
 }
 

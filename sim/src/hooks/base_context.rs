@@ -10,7 +10,7 @@ use super::shared::{MessageSpec, SimHook};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BaseContext {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub messages: Vec<MessageSpec>,
 }

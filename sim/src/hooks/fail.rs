@@ -42,13 +42,13 @@ impl PhaseName {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Fail {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub phase: PhaseName,
     pub message: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
     pub panic: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<u32>,
 }
 

@@ -18,13 +18,13 @@ fn default_page() -> usize {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryProbe {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Page size of the `before` reads.
     #[serde(default = "default_page")]
     pub page: usize,
     /// Virtual milliseconds to wait before reading.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "crate::defaults::is_zero")]
     pub wait_ms: u64,
 }
 

@@ -12,7 +12,7 @@ use super::stages::{RedactPattern, redactor};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Redact {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub patterns: Vec<RedactPattern>,
     pub replacement: String,

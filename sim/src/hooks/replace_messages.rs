@@ -11,12 +11,12 @@ use super::system_message::MessageLevel;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReplaceMessages {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub at: MessageLevel,
     pub messages: Vec<MessageSpec>,
     /// Only at this step (step level only).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<u32>,
 }
 

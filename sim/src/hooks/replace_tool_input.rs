@@ -12,11 +12,11 @@ use super::shared::SimHook;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReplaceToolInput {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub tool: String,
     pub input: Value,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
     pub merge: bool,
 }
 

@@ -14,10 +14,10 @@ use super::shared::SimHook;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StreamGuard {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub contains: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
     pub buffer: bool,
     pub outcome: Outcome,
     pub reason: String,

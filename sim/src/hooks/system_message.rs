@@ -20,19 +20,19 @@ pub enum MessageLevel {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SystemMessage {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub at: MessageLevel,
     pub text: String,
     /// Only at this step (step level only).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<u32>,
     /// Only when the route this hook sees has this model: shows that a hook
     /// sees the earlier hooks' patches (SPEC L5).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub if_model: Option<String>,
     /// Append the latest user text to `text` (shows when an overlay was built).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
     pub with_latest_user: bool,
 }
 

@@ -10,6 +10,7 @@ use pai_runtime::{EventKind, ModelContent, Phase, Role, RunStage, Transition};
 
 use super::facts::{anchors, stored};
 use super::observed::{Observed, Violation};
+use crate::hooks::HookSpec;
 use crate::scenario::OracleId;
 
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
@@ -144,8 +145,23 @@ fn first_step_after(anchor: &BTreeMap<(&str, u32), u64>, run: &str, seq: u64) ->
         .min()
 }
 
-/// Whether the first request of `run`'s `step` held a user message `text`.
+/// Whether a hook chooses its own context (a window, a base, a replacement):
+/// then what a step sends is the hook's choice, not the stored history.
+fn reshaped(o: &Observed<'_>) -> bool {
+    o.scenario.hooks.iter().any(|h| {
+        matches!(
+            h.spec,
+            HookSpec::RecentWindow(_) | HookSpec::BaseContext(_) | HookSpec::ReplaceMessages(_)
+        )
+    })
+}
+
+/// Whether the first request of `run`'s `step` held a user message `text`
+/// (true when a hook chose the context, or the step sent nothing).
 fn sent(o: &Observed<'_>, run: &str, step: u32, text: &str) -> bool {
+    if reshaped(o) {
+        return true;
+    }
     let Some(c) = o
         .calls
         .iter()

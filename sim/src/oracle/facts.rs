@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use pai_runtime::{Event, EventKind, HookNote, Message, Phase, RunStage, StoredThread};
 
+use crate::hooks::HookSpec;
 use crate::scenario::Scenario;
 
 /// Stored messages by (thread, message id).
@@ -111,4 +112,19 @@ pub(super) fn handlers(s: &Scenario, phase: Phase) -> Vec<&str> {
         .filter(|h| h.spec.phase() == phase)
         .map(|h| h.name.as_str())
         .collect()
+}
+
+/// Texts a scenario's hooks write into model context themselves (a base,
+/// a replacement, a system message): application messages, not stored ones,
+/// so the oracles that match texts to stored messages leave them aside.
+pub(super) fn hook_written(s: &Scenario) -> Vec<&str> {
+    let mut out = Vec::new();
+    for h in &s.hooks {
+        match &h.spec {
+            HookSpec::BaseContext(b) => out.extend(b.messages.iter().map(|m| m.text.as_str())),
+            HookSpec::ReplaceMessages(r) => out.extend(r.messages.iter().map(|m| m.text.as_str())),
+            _ => {}
+        }
+    }
+    out
 }

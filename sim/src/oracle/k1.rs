@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use pai_runtime::{EventKind, ModelContent, Role};
 
-use super::facts::stored;
+use super::facts::{hook_written, stored};
 
 use super::observed::{Observed, Violation};
 use crate::scenario::OracleId;
@@ -56,6 +56,7 @@ fn order(o: &Observed<'_>) -> Vec<Violation> {
 /// when the step anchored.
 fn queued_messages_wait(o: &Observed<'_>) -> Vec<Violation> {
     let stored = stored(o.threads);
+    let written = hook_written(o.scenario);
     // Texts of stored user messages, and how often each occurs.
     let mut count: BTreeMap<String, usize> = BTreeMap::new();
     for m in stored.values().filter(|m| m.role == Role::User) {
@@ -76,10 +77,9 @@ fn queued_messages_wait(o: &Observed<'_>) -> Vec<Violation> {
                 waiting.retain(|(r, _)| *r != run);
             }
             EventKind::ResolveModelContext { step, .. } => {
-                for (queued, text) in waiting
-                    .iter()
-                    .filter(|(r, t)| *r != run && count.get(t) == Some(&1))
-                {
+                let unique =
+                    |t: &String| count.get(t) == Some(&1) && !written.contains(&t.as_str());
+                for (queued, text) in waiting.iter().filter(|(r, t)| *r != run && unique(t)) {
                     if user_texts(o, run, *step).any(|t| t == *text) {
                         let message = format!(
                             "step {step} saw {text:?}, the message of {queued}, which had not started"

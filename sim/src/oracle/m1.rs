@@ -2,20 +2,18 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, EventKind, ModelContent, Role, StoredThread};
+use pai_runtime::{EventKind, ModelContent, Role};
 
-use super::observed::Violation;
+use super::facts::hook_written;
+use super::observed::{Observed, Violation};
 use crate::scenario::OracleId;
-use crate::world::ModelCallRecord;
 
 /// SPEC M1: no step's context holds a stored message appended after the
 /// step started. Every user text a request carries that matches a stored user
 /// message must match one at or below that step's anchor.
-pub(super) fn check(
-    events: &[Event],
-    threads: &[StoredThread],
-    calls: &[ModelCallRecord],
-) -> Vec<Violation> {
+pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
+    let (events, threads, calls) = (o.events, o.threads, o.calls);
+    let written = hook_written(o.scenario);
     let mut anchors: BTreeMap<(&str, u32), (&str, u64)> = BTreeMap::new();
     for e in events {
         if let EventKind::ResolveModelContext { step, anchor, .. } = &e.kind {
@@ -47,6 +45,7 @@ pub(super) fn check(
                 .collect();
             if let Some(&seq) = first_seq.get(&(thread, text.clone()))
                 && seq > anchor
+                && !written.contains(&text.as_str())
             {
                 out.push(Violation {
                     oracle: OracleId::M1,

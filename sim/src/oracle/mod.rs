@@ -39,7 +39,7 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     let mut violations = l14::check(o.events);
     violations.extend(t1::check(o.events));
     violations.extend(h1::versions(o.events, o.threads));
-    violations.extend(m1::check(o.events, o.threads, o.calls));
+    violations.extend(m1::check(o));
     violations.extend(h6::check(o.calls));
     violations.extend(x3::check(o.events, o.threads));
     violations.extend(request::violations(o, &mismatches));

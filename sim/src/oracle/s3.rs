@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use pai_runtime::{LiveEvent, ModelContent, Part, Role, StreamPart};
 
+use super::facts::hook_written;
 use super::observed::{Observed, Violation};
 use super::reference::redactions;
 use crate::scenario::OracleId;
@@ -85,14 +86,18 @@ fn live(o: &Observed<'_>) -> Vec<Seen> {
         .collect()
 }
 
-/// Every assistant text the model was sent back as context.
+/// Every assistant text the model was sent back as context (but those the
+/// scenario's hooks wrote).
 fn sent(o: &Observed<'_>) -> Vec<Seen> {
+    let written = hook_written(o.scenario);
     let mut out = Vec::new();
     for c in o.calls {
         let r = &c.request;
         for m in r.messages.iter().filter(|m| m.role == Role::Assistant) {
             for part in &m.content {
-                if let ModelContent::Text { text } = part {
+                if let ModelContent::Text { text } = part
+                    && !written.contains(&text.as_str())
+                {
                     let place = format!("model context of step {}", r.step);
                     out.push((Some(r.run_id.clone()), place, text.clone()));
                 }

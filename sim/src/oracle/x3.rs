@@ -38,6 +38,14 @@ pub(super) fn check(events: &[Event], threads: &[StoredThread]) -> Vec<Violation
         }
     }
     for t in threads {
+        let mut ids = std::collections::BTreeSet::new();
+        if let Some(m) = t.messages.iter().find(|m| !ids.insert(m.id.as_str())) {
+            out.push(Violation {
+                oracle: OracleId::X3,
+                run: m.pai.run_id.clone(),
+                message: format!("thread {} stores message {} twice", t.id, m.id),
+            });
+        }
         if let Some(w) = t.messages.windows(2).find(|w| w[0].seq >= w[1].seq) {
             out.push(Violation {
                 oracle: OracleId::X3,

@@ -23,6 +23,12 @@ pub enum Expect {
     Violation,
 }
 
+impl Expect {
+    pub fn is_pass(&self) -> bool {
+        *self == Expect::Pass
+    }
+}
+
 impl fmt::Display for Expect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -39,31 +45,31 @@ pub struct ScenarioSpec {
     pub name: String,
     /// SPEC rule ids this scenario checks.
     pub rules: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     #[serde(default = "default_seed")]
     pub seed: u64,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Expect::is_pass")]
     pub expect: Expect,
     /// With `expect = "violation"`: the oracle that must report it.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oracle: Option<OracleId>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "AgentSpec::is_default")]
     pub agent: AgentSpec,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lifecycle: Vec<HookSpec>,
     /// The default script: answers any model name without its own script.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "ModelSpec::is_empty")]
     pub model: ModelSpec,
     /// Scripts per model name (so routing is visible).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub models: BTreeMap<String, ModelSpec>,
     /// Documents for the `rag` hook: keyword → text.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub docs: BTreeMap<String, String>,
     pub timeline: Vec<TimelineEntry>,
     /// Planted faults in the observed event stream (SPEC D5).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultSpec>,
 }
 
@@ -74,16 +80,28 @@ fn default_seed() -> u64 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentSpec {
-    #[serde(default = "default_agent_name")]
+    #[serde(
+        default = "default_agent_name",
+        skip_serializing_if = "is_default_agent_name"
+    )]
     pub name: String,
-    #[serde(default = "default_model")]
+    #[serde(default = "default_model", skip_serializing_if = "is_default_model")]
     pub model: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub instructions: String,
-    #[serde(default = "default_max_steps")]
+    #[serde(
+        default = "default_max_steps",
+        skip_serializing_if = "is_default_max_steps"
+    )]
     pub max_steps: u32,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolSpec>,
+}
+
+impl AgentSpec {
+    pub fn is_default(&self) -> bool {
+        *self == AgentSpec::default()
+    }
 }
 
 impl Default for AgentSpec {
@@ -96,6 +114,22 @@ impl Default for AgentSpec {
             tools: Vec::new(),
         }
     }
+}
+
+fn is_default_agent_name(s: &str) -> bool {
+    s == default_agent_name()
+}
+fn is_default_model(s: &str) -> bool {
+    s == default_model()
+}
+fn is_default_max_steps(n: &u32) -> bool {
+    *n == default_max_steps()
+}
+fn is_default_client(s: &str) -> bool {
+    s == default_client()
+}
+fn is_default_thread(s: &str) -> bool {
+    s == default_thread()
 }
 
 fn default_agent_name() -> String {
@@ -113,27 +147,27 @@ fn default_max_steps() -> u32 {
 #[serde(deny_unknown_fields)]
 pub struct ToolSpec {
     pub name: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     /// Virtual milliseconds the tool takes.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "crate::defaults::is_zero")]
     pub latency_ms: u64,
     /// Input fields the tool requires; a call without them gets a typed invalid-input error (X2).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<Value>,
     /// Return the call's input as the output.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
     pub echo: bool,
     /// Fail deliberately with this value (SPEC T5 `fail`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fail: Option<Value>,
     /// Raise an error with this detail (SPEC T5 `throw`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throw: Option<String>,
     /// Panic with this message.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub panic: Option<String>,
 }
 
@@ -141,11 +175,17 @@ pub struct ToolSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSpec {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub turns: Vec<TurnSpec>,
     /// Every call fails at once: the model is down.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
     pub unavailable: bool,
+}
+
+impl ModelSpec {
+    pub fn is_empty(&self) -> bool {
+        self.turns.is_empty() && !self.unavailable
+    }
 }
 
 /// One scripted answer of a model.
@@ -153,25 +193,25 @@ pub struct ModelSpec {
 #[serde(deny_unknown_fields)]
 pub struct TurnSpec {
     /// Text deltas, in order.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub text: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCallSpec>,
     /// Virtual milliseconds before the stream exists.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "crate::defaults::is_zero")]
     pub latency_ms: u64,
     /// The provider fails before the stream starts.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Virtual milliseconds before each text delta.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "crate::defaults::is_zero")]
     pub delta_ms: u64,
     /// The provider fails mid-stream, after this turn's text deltas.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_error: Option<String>,
     /// What the request answered by this turn must contain; a mismatch is a
     /// violation of the `request` oracle that shows the difference.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<RequestExpect>,
 }
 
@@ -179,18 +219,18 @@ pub struct TurnSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RequestExpect {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings: Option<ModelSettings>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_options: Option<ProviderOptions>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
     /// Every message, as the transcript prints it: `user: "hi"`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<Vec<String>>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
 }
 
@@ -213,28 +253,28 @@ fn empty_object() -> Value {
 #[serde(deny_unknown_fields)]
 pub struct TimelineEntry {
     /// Virtual milliseconds from the start.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "crate::defaults::is_zero")]
     pub at: u64,
-    #[serde(default = "default_client")]
+    #[serde(default = "default_client", skip_serializing_if = "is_default_client")]
     pub client: String,
-    #[serde(default = "default_thread")]
+    #[serde(default = "default_thread", skip_serializing_if = "is_default_thread")]
     pub thread: String,
     /// Send this text as a user message (a new run, queued behind an active one).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send: Option<String>,
     /// Steer the active run with this text (SPEC A4); a `send` when none is active.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steer: Option<String>,
     /// Cancel a run (SPEC K6, T8): `true` for the thread's current run (active,
     /// else the oldest queued), or `{ run = N }` for the run of the thread's
     /// N-th `send` (from 1).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "CancelSpec::is_none")]
     pub cancel: CancelSpec,
     /// Start watching the thread live under this name (SPEC S2).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch: Option<String>,
     /// With `watch`: the watcher's own live transforms, in order.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub live: Vec<TransformSpec>,
 }
 
@@ -269,6 +309,13 @@ pub enum CancelSpec {
 #[serde(deny_unknown_fields)]
 pub struct CancelRun {
     pub run: usize,
+}
+
+impl CancelSpec {
+    /// `cancel = false`: nothing to cancel.
+    pub fn is_none(&self) -> bool {
+        *self == CancelSpec::Current(false)
+    }
 }
 
 impl Default for CancelSpec {
@@ -337,20 +384,20 @@ pub enum FaultSpec {
         #[serde(default = "main_thread")]
         thread: String,
         seq: u64,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         text: Option<String>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
         reverse_parts: bool,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
         delete: bool,
     },
     /// Change what the `call`-th model call was sent: add a message at the
     /// end, or remove its `drop_message`-th message (from 1).
     EditRequest {
         call: usize,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         append: Option<MessageSpec>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         drop_message: Option<usize>,
     },
     /// Remove the `nth` live event a watcher received.

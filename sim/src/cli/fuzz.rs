@@ -1,0 +1,222 @@
+//! `pai-sim fuzz`: the command around `pai_sim::fuzz::Campaign`. Stdout gets
+//! a plain, stable report (the same for the same seed and cases); stderr
+//! gets progress and the rate, which depend on the machine.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use pai_sim::fuzz::{COVERAGE_KEYS, Campaign, Find, Summary, write_find};
+
+/// What the command was asked.
+#[derive(Debug)]
+pub struct Args {
+    pub cases: Option<u64>,
+    pub time: Option<String>,
+    pub seed: u64,
+    pub shard: String,
+    pub out: PathBuf,
+    pub keep_going: bool,
+    pub json: bool,
+}
+
+/// `10m`, `30s`, `1h`, `500ms`.
+fn duration(text: &str) -> anyhow::Result<Duration> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (n, unit) = text.split_at(split);
+    let n: u64 = n
+        .parse()
+        .with_context(|| format!("--time {text}: expected a number and a unit"))?;
+    Ok(match unit {
+        "ms" => Duration::from_millis(n),
+        "s" | "" => Duration::from_secs(n),
+        "m" => Duration::from_secs(n * 60),
+        "h" => Duration::from_secs(n * 3600),
+        _ => bail!("--time {text}: the unit is one of ms, s, m, h"),
+    })
+}
+
+/// `2/4` → (2, 4).
+fn shard(text: &str) -> anyhow::Result<(u64, u64)> {
+    let parsed = text
+        .split_once('/')
+        .and_then(|(i, n)| Some((i.parse().ok()?, n.parse().ok()?)));
+    match parsed {
+        Some((i, n)) if n >= 1 && (1..=n).contains(&i) => Ok((i, n)),
+        _ => bail!("--shard {text}: expected I/N with 1 <= I <= N"),
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let limit = args.time.as_deref().map(duration).transpose()?;
+    let campaign = Campaign {
+        seed: args.seed,
+        cases: if limit.is_some() {
+            args.cases
+        } else {
+            Some(args.cases.unwrap_or(1000))
+        },
+        shard: shard(&args.shard)?,
+        keep_going: args.keep_going,
+        shrink_budget: 2000,
+    };
+    let started = Instant::now();
+    let bar = progress(campaign.cases.map(|n| n / campaign.shard.1));
+    let summary = campaign.run(|s| {
+        if let Some(bar) = &bar {
+            bar.set_position(s.cases);
+            bar.set_message(format!("{} failed", s.finds.len()));
+        }
+        limit.is_none_or(|l| started.elapsed() < l)
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let files = summary
+        .finds
+        .iter()
+        .map(|f| {
+            write_find(
+                &args.out,
+                &f.shrunk,
+                &f.failure,
+                (args.seed, f.index, f.steps),
+            )
+        })
+        .collect::<std::io::Result<Vec<_>>>()
+        .context("writing shrunk failures")?;
+    let elapsed = started.elapsed().as_secs_f64().max(1e-9);
+    eprintln!(
+        "ran {} cases ({} runs) in {elapsed:.1}s: {:.0} cases/s",
+        summary.cases,
+        summary.cases * 2,
+        summary.cases as f64 / elapsed
+    );
+    let mut out = std::io::stdout().lock();
+    let written = if args.json {
+        writeln!(out, "{}", json(&args, &summary, &files))
+    } else {
+        write!(out, "{}", text(&args, campaign.shard, &summary, &files))
+    };
+    if let Err(e) = written
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return Err(e.into());
+    }
+    Ok(if summary.finds.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn progress(total: Option<u64>) -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = match total {
+        Some(n) => indicatif::ProgressBar::new(n),
+        None => indicatif::ProgressBar::new_spinner(),
+    };
+    let style = indicatif::ProgressStyle::with_template(
+        "{spinner} {pos}/{len} cases {per_sec} {msg} [{elapsed_precise}]",
+    );
+    if let Ok(style) = style {
+        bar.set_style(style);
+    }
+    Some(bar)
+}
+
+fn size(f: &Find) -> (usize, usize) {
+    let entries = |s: &pai_sim::ScenarioSpec| {
+        s.lifecycle.len() + s.agent.tools.len() + s.model.turns.len() + s.timeline.len()
+    };
+    (entries(&f.original), entries(&f.shrunk))
+}
+
+fn text(args: &Args, (i, n): (u64, u64), s: &Summary, files: &[PathBuf]) -> String {
+    let mut out = format!("pai-sim fuzz: seed {}, shard {i}/{n}\n", args.seed);
+    for (f, file) in s.finds.iter().zip(files) {
+        let (before, after) = size(f);
+        out.push_str(&format!(
+            "FAIL case {} (case seed {:#018x}): {}: {}\n  shrunk in {} steps, {before} -> {after} hooks, tools, turns and actions: {}\n  replay: pai-sim run {}\n",
+            f.index, f.case_seed, f.failure, f.message, f.steps, file.display(), file.display()
+        ));
+    }
+    out.push_str("\ncoverage (times reached):\n");
+    let width = COVERAGE_KEYS.iter().map(|k| k.len()).max().unwrap_or(0);
+    for k in COVERAGE_KEYS {
+        out.push_str(&format!("  {k:<width$}  {}\n", s.coverage.count(k)));
+    }
+    let blind = s.coverage.blind_spots();
+    if !blind.is_empty() {
+        out.push_str(&format!(
+            "blind spots (never reached): {}\n",
+            blind.join(", ")
+        ));
+    }
+    out.push_str(&format!(
+        "\n{} cases ({} runs), {} failed\n",
+        s.cases,
+        s.cases * 2,
+        s.finds.len()
+    ));
+    out
+}
+
+fn json(args: &Args, s: &Summary, files: &[PathBuf]) -> serde_json::Value {
+    let finds: Vec<serde_json::Value> = s
+        .finds
+        .iter()
+        .zip(files)
+        .map(|(f, file)| {
+            let (before, after) = size(f);
+            serde_json::json!({
+                "case": f.index,
+                "case_seed": f.case_seed,
+                "failure": f.failure.to_string(),
+                "rule": f.failure.rule(),
+                "message": f.message,
+                "shrink_steps": f.steps,
+                "entries": { "before": before, "after": after },
+                "file": path(file),
+            })
+        })
+        .collect();
+    let coverage: serde_json::Map<String, serde_json::Value> = COVERAGE_KEYS
+        .iter()
+        .map(|k| (k.to_string(), s.coverage.count(k).into()))
+        .collect();
+    serde_json::json!({
+        "seed": args.seed,
+        "shard": args.shard,
+        "cases": s.cases,
+        "runs": s.cases * 2,
+        "failures": finds,
+        "coverage": coverage,
+        "blind_spots": s.coverage.blind_spots(),
+    })
+}
+
+fn path(p: &Path) -> String {
+    p.display().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_shards_parse() {
+        assert_eq!(duration("10m").unwrap(), Duration::from_secs(600));
+        assert_eq!(duration("500ms").unwrap(), Duration::from_millis(500));
+        assert!(duration("ten").is_err());
+        assert_eq!(shard("2/4").unwrap(), (2, 4));
+        assert!(shard("5/4").is_err());
+        assert!(shard("0/4").is_err());
+    }
+}

@@ -1,0 +1,84 @@
+//! A fuzz campaign: the cases of one seed (or of one shard of them), each
+//! judged twice; failures shrunk; coverage summed.
+
+use super::case::case;
+use super::coverage::Coverage;
+use super::judge::{Failure, case_seed, evaluate, in_shard};
+use super::shrink::shrink;
+use crate::scenario::ScenarioSpec;
+
+/// What a campaign runs.
+#[derive(Debug, Clone)]
+pub struct Campaign {
+    pub seed: u64,
+    /// Case indices `0..cases` (those of this shard); `None` runs until the
+    /// caller says stop.
+    pub cases: Option<u64>,
+    /// This shard and the number of shards, from 1: `(1, 1)` is everything.
+    pub shard: (u64, u64),
+    /// Go on after a failure.
+    pub keep_going: bool,
+    /// At most this many candidate cases are run while shrinking one failure.
+    pub shrink_budget: usize,
+}
+
+/// One failing case, shrunk.
+#[derive(Debug, Clone)]
+pub struct Find {
+    pub index: u64,
+    pub case_seed: u64,
+    pub failure: Failure,
+    pub message: String,
+    pub original: ScenarioSpec,
+    pub shrunk: ScenarioSpec,
+    pub steps: usize,
+}
+
+/// What a campaign did.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Cases judged; each ran twice (D4).
+    pub cases: u64,
+    pub finds: Vec<Find>,
+    pub coverage: Coverage,
+}
+
+impl Campaign {
+    /// Runs the cases; `go_on` is asked before each case (a time budget, a
+    /// progress display) and may stop the campaign.
+    pub fn run(&self, mut go_on: impl FnMut(&Summary) -> bool) -> Summary {
+        let (shard, shards) = self.shard;
+        let mut summary = Summary::default();
+        // Bounded by `cases`, or by the caller's `go_on`.
+        for index in 0.. {
+            if self.cases.is_some_and(|n| index >= n) || !go_on(&summary) {
+                break;
+            }
+            if !in_shard(index, shard, shards) {
+                continue;
+            }
+            let case_seed = case_seed(self.seed, index);
+            let spec = case(case_seed);
+            let judged = evaluate(&spec);
+            summary.cases += 1;
+            summary.coverage.merge(&judged.coverage);
+            let Some(failure) = judged.failure else {
+                continue;
+            };
+            let (shrunk, steps) = shrink(&spec, &failure, self.shrink_budget);
+            summary.finds.push(Find {
+                index,
+                case_seed,
+                failure,
+                message: judged.message,
+                original: spec,
+                shrunk,
+                steps,
+            });
+            if !self.keep_going {
+                break;
+            }
+        }
+        summary
+    }
+}

@@ -1,0 +1,115 @@
+//! Judging one case: run it twice, and name the first way it failed.
+
+use std::fmt;
+
+use super::coverage::Coverage;
+use crate::run::simulate;
+use crate::scenario::{OracleId, Scenario, ScenarioSpec};
+use crate::world::Rng;
+
+/// Why a case failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// An oracle reported a violation.
+    Oracle(OracleId),
+    /// Two runs with one seed differed (D4).
+    Nondeterministic,
+    /// The runtime's own step loop panicked.
+    RuntimePanic,
+    /// The case was not idle at the virtual-time limit.
+    TimeLimit,
+    /// The case could not be built or run at all.
+    Error(String),
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Oracle(o) => write!(f, "oracle {o}"),
+            Failure::Nondeterministic => f.write_str("D4 (two runs differ)"),
+            Failure::RuntimePanic => f.write_str("runtime panic"),
+            Failure::TimeLimit => f.write_str("virtual-time limit"),
+            Failure::Error(e) => write!(f, "error: {e}"),
+        }
+    }
+}
+
+impl Failure {
+    /// The SPEC rule a written reproduction names.
+    pub fn rule(&self) -> &str {
+        match self {
+            Failure::Oracle(o) => o.as_str(),
+            Failure::Nondeterministic => "D4",
+            Failure::RuntimePanic | Failure::Error(_) => "X2",
+            Failure::TimeLimit => "L14",
+        }
+    }
+}
+
+/// What one case showed: its failure (if any), what the first run said
+/// about it, and the events of that run for coverage.
+#[derive(Debug, Clone)]
+pub struct Evaluation {
+    pub failure: Option<Failure>,
+    pub message: String,
+    pub coverage: Coverage,
+}
+
+/// The seed of case `index` of a campaign with `seed`.
+pub fn case_seed(seed: u64, index: u64) -> u64 {
+    Rng::new(seed ^ index.wrapping_mul(0xD1B5_4A32_D192_ED03)).next_u64()
+}
+
+/// Whether case `index` belongs to shard `shard` of `shards` (from 1).
+pub fn in_shard(index: u64, shard: u64, shards: u64) -> bool {
+    index % shards == shard - 1
+}
+
+/// Runs one case twice and judges it.
+pub fn evaluate(spec: &ScenarioSpec) -> Evaluation {
+    let failed = |failure, message: String| Evaluation {
+        failure: Some(failure),
+        message,
+        coverage: Coverage::default(),
+    };
+    let s = match Scenario::from_spec(spec.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            return failed(
+                Failure::Error(format!("an invalid case: {e}")),
+                String::new(),
+            );
+        }
+    };
+    let (first, second) = match (simulate(&s, s.seed), simulate(&s, s.seed)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return failed(Failure::Error(e.to_string()), String::new()),
+    };
+    let mut coverage = Coverage::default();
+    coverage.add(&first.events, &first.threads);
+    let (failure, message) = if first.transcript != second.transcript {
+        (
+            Some(Failure::Nondeterministic),
+            "two runs with one seed differ".to_string(),
+        )
+    } else if let Some(v) = first.violations.first() {
+        (Some(Failure::Oracle(v.oracle)), v.message.clone())
+    } else if first.runtime_panicked {
+        (
+            Some(Failure::RuntimePanic),
+            "the step loop panicked".to_string(),
+        )
+    } else if first.limit_reached {
+        (
+            Some(Failure::TimeLimit),
+            "not idle at the virtual-time limit".to_string(),
+        )
+    } else {
+        (None, String::new())
+    };
+    Evaluation {
+        failure,
+        message,
+        coverage,
+    }
+}

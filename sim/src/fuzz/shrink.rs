@@ -1,0 +1,106 @@
+//! Shrinking a failing case (issue: fuzz): smaller specs are tried one
+//! change at a time (a hook, tool, turn, delta, tool call or timeline entry
+//! less; a shorter text; a smaller latency), and kept while the same failure
+//! still shows. Every loop is bounded by a budget of runs.
+
+use super::judge::{Failure, evaluate};
+use crate::scenario::ScenarioSpec;
+
+/// The smallest spec found that fails the same way, and how many changes
+/// were kept. At most `budget` candidates are run (each twice).
+pub fn shrink(spec: &ScenarioSpec, failure: &Failure, budget: usize) -> (ScenarioSpec, usize) {
+    let mut best = spec.clone();
+    let mut kept = 0;
+    let mut tried = 0;
+    loop {
+        let mut progressed = false;
+        for candidate in candidates(&best) {
+            if tried >= budget {
+                return (best, kept);
+            }
+            tried += 1;
+            if evaluate(&candidate).failure.as_ref() == Some(failure) {
+                best = candidate;
+                kept += 1;
+                progressed = true;
+                break;
+            }
+        }
+        if !progressed {
+            return (best, kept);
+        }
+    }
+}
+
+/// Every spec one change smaller than `s`, the biggest changes first.
+fn candidates(s: &ScenarioSpec) -> Vec<ScenarioSpec> {
+    let mut out = Vec::new();
+    let mut with = |f: &dyn Fn(&mut ScenarioSpec)| {
+        let mut c = s.clone();
+        f(&mut c);
+        if c != *s {
+            out.push(c);
+        }
+    };
+    for i in 0..s.lifecycle.len() {
+        with(&|c| drop(c.lifecycle.remove(i)));
+    }
+    for i in 0..s.timeline.len() {
+        with(&|c| drop(c.timeline.remove(i)));
+    }
+    for i in 0..s.agent.tools.len() {
+        with(&|c| drop(c.agent.tools.remove(i)));
+    }
+    for name in s.models.keys() {
+        with(&|c| drop(c.models.remove(name)));
+    }
+    for i in 0..s.model.turns.len() {
+        with(&|c| drop(c.model.turns.remove(i)));
+    }
+    with(&|c| c.docs.clear());
+    with(&|c| c.agent.max_steps = c.agent.max_steps.saturating_sub(1).max(1));
+    turns(s, &mut with);
+    timeline_values(s, &mut with);
+    out
+}
+
+/// Smaller turns: fewer deltas and calls, no errors, no latency.
+fn turns(s: &ScenarioSpec, with: &mut impl FnMut(&dyn Fn(&mut ScenarioSpec))) {
+    for i in 0..s.model.turns.len() {
+        let t = &s.model.turns[i];
+        for j in 0..t.tool_calls.len() {
+            with(&|c| drop(c.model.turns[i].tool_calls.remove(j)));
+        }
+        if t.text.len() > 1 {
+            with(&|c| {
+                let joined = c.model.turns[i].text.concat();
+                c.model.turns[i].text = vec![joined];
+            });
+        }
+        for j in 0..t.text.len() {
+            with(&|c| drop(c.model.turns[i].text.remove(j)));
+        }
+        with(&|c| c.model.turns[i].error = None);
+        with(&|c| c.model.turns[i].stream_error = None);
+        with(&|c| c.model.turns[i].latency_ms = 0);
+        with(&|c| c.model.turns[i].delta_ms = 0);
+    }
+    for i in 0..s.agent.tools.len() {
+        with(&|c| c.agent.tools[i].latency_ms = 0);
+        with(&|c| c.agent.tools[i].requires.clear());
+    }
+}
+
+/// Smaller timeline values: earlier times, shorter texts.
+fn timeline_values(s: &ScenarioSpec, with: &mut impl FnMut(&dyn Fn(&mut ScenarioSpec))) {
+    for i in 0..s.timeline.len() {
+        with(&|c| c.timeline[i].at /= 2);
+        with(&|c| {
+            let e = &mut c.timeline[i];
+            for text in [&mut e.send, &mut e.steer].into_iter().flatten() {
+                let words: Vec<&str> = text.split(' ').collect();
+                *text = words[..words.len().div_ceil(2)].join(" ");
+            }
+        });
+    }
+}
