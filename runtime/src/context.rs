@@ -271,3 +271,27 @@ impl ContextLink for ContextNext<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SPEC M3, H5: every read is fenced to the owning agent and the
+    /// thread's incarnation; a thread that is gone says so.
+    #[test]
+    fn m3_reads_are_fenced_to_agent_and_incarnation() {
+        let store = Store::default();
+        store.open("t", "agent", "owner", |_| ()).unwrap();
+        let ok = History::new(&store, "t", "agent", 1, 0);
+        assert_eq!(ok.collect(1, 9), Ok(vec![]));
+        let fenced = HistoryError::Fenced { thread: "t".into() };
+        let other_agent = History::new(&store, "t", "intruder", 1, 0);
+        assert_eq!(other_agent.collect(1, 9), Err(fenced.clone()));
+        let old_incarnation = History::new(&store, "t", "agent", 2, 0);
+        assert_eq!(old_incarnation.before(None, 5), Err(fenced));
+        let gone = History::new(&store, "gone", "agent", 1, 0);
+        assert_eq!(gone.collect(1, 9), Err(HistoryError::Gone("gone".into())));
+        let thread = ResolverThread { history: &ok };
+        assert_eq!(thread.id(), "t");
+    }
+}

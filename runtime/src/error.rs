@@ -67,3 +67,20 @@ impl FailureCell {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A provider error passed through a hook stays recognizable, so an
+    /// outer hook may recover from it; a hook's own error is not one.
+    #[test]
+    fn provider_errors_are_told_apart_from_hook_errors() {
+        let passed = HookError::from(ModelError::Timeout(5));
+        assert_eq!(passed.model_error(), Some(&ModelError::Timeout(5)));
+        assert_eq!(passed.into_model_error(), Ok(ModelError::Timeout(5)));
+        let own = HookError::new("policy says no");
+        assert_eq!(own.model_error(), None);
+        assert_eq!(own.clone().into_model_error(), Err(own));
+    }
+}

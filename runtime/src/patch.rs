@@ -329,6 +329,45 @@ mod tests {
     }
 
     #[test]
+    fn emptiness_is_exact() {
+        assert!(ModelSettings::default().is_empty());
+        let warm = ModelSettings {
+            temperature: Some(0.5),
+            ..Default::default()
+        };
+        assert!(!warm.is_empty());
+        assert!(Patch::default().is_empty());
+        assert!(!Patch::append_system("x").is_empty());
+        assert!(
+            !Patch::route(RoutePatch {
+                settings: warm,
+                ..Default::default()
+            })
+            .is_empty()
+        );
+    }
+
+    /// SPEC P4, P8: the overlay records appends and replacements in order.
+    #[test]
+    fn p4_overlay_records_its_operations() {
+        let mut o = Overlay::default();
+        assert!(o.is_empty() && !o.replaces());
+        o.push(&Patch::default());
+        assert!(o.is_empty(), "an empty patch records nothing");
+        o.push(&Patch::append_system("a"));
+        assert!(!o.is_empty() && !o.replaces());
+        assert_eq!(o.appended(), 1);
+        o.push(&Patch {
+            replace_model_messages: Some(vec![ModelMessage::user("r")]),
+            ..Patch::default()
+        });
+        assert!(o.replaces());
+        let mut msgs = vec![ModelMessage::user("old")];
+        o.apply(&mut msgs);
+        assert_eq!(msgs, vec![ModelMessage::user("r")]);
+    }
+
+    #[test]
     fn p4_replace_then_append() {
         let mut msgs = vec![ModelMessage::user("old")];
         let p = Patch {

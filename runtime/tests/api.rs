@@ -1,0 +1,136 @@
+//! The runtime's public API where the scenario suite does not reach it:
+//! getters, awaiting a watch, nested compositions, overlays that the
+//! runtime must pair before sending.
+
+use std::sync::{Arc, Mutex};
+
+use pai_runtime::{
+    Agent, BoxStream, FinishReason, HookError, HookFuture, LanguageModel, LiveEvent, ModelContent,
+    ModelError, ModelMap, ModelMessage, ModelRequest, Patch, ReadyStream, Role, RunDecision,
+    RunStatus, Runtime, StreamPart, compose, hook,
+};
+use serde_json::Value;
+
+mod common;
+use common::{CountingIds, StillClock};
+
+/// Answers "ok" and keeps every request.
+#[derive(Default)]
+struct Recording(Mutex<Vec<ModelRequest>>);
+
+impl LanguageModel for Recording {
+    fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
+        self.0.lock().unwrap().push(r.clone());
+        let parts = vec![
+            StreamPart::TextDelta("ok".into()),
+            StreamPart::Finish(FinishReason::Stop),
+        ];
+        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
+    }
+}
+
+fn runtime(agent: Agent<()>, model: Arc<Recording>) -> Runtime<()> {
+    Runtime::builder(agent, ())
+        .models(ModelMap::new().with("m", model))
+        .clock(Arc::new(StillClock))
+        .ids(Arc::new(CountingIds::default()))
+        .build()
+        .expect("runtime")
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+#[test]
+fn names_and_ids_come_from_the_agent_and_the_id_source() {
+    let agent: Agent<()> = Agent::new("calc", "m");
+    assert_eq!(agent.name(), "calc");
+    let rt = runtime(agent, Arc::default());
+    let client = rt.client("alice");
+    assert_eq!(client.new_thread_id(), "thr1");
+    assert_eq!(client.thread("t9").id(), "t9");
+}
+
+/// SPEC S2, H1: a watcher awaiting `next` hears the run's parts and commits.
+#[test]
+fn s2_a_watch_can_be_awaited() {
+    let rt = runtime(Agent::new("a", "m"), Arc::default());
+    block_on(async {
+        let t = rt.client("u").thread("t");
+        let mut watch = t.watch(Vec::new()).unwrap();
+        t.send("hi").await.unwrap();
+        t.wait_until_idle().await.unwrap();
+        assert_eq!(
+            watch.next().await,
+            Some(LiveEvent::Committed { at: 0, version: 1 })
+        );
+        assert!(matches!(watch.next().await, Some(LiveEvent::Part { .. })));
+    });
+}
+
+/// SPEC L4, L6: a hook failure inside a nested composition's resolver fails
+/// the run, even though the outer resolver swallows what its `next` returned.
+#[test]
+fn l4_a_failure_deep_in_nested_compositions_still_fails_the_run() {
+    let failing = hook::resolve_model_context("failing", |_, _, _next| {
+        HookFuture::ready(Err(HookError::new("index unavailable")))
+    });
+    let swallowing = hook::resolve_model_context("swallowing", |_, _, next| {
+        HookFuture::new(async move { Ok(next.run().await.unwrap_or_default()) })
+    });
+    let inner = compose::<()>(vec![Box::new(failing)]);
+    let agent =
+        Agent::new("a", "m").lifecycle(compose(vec![Box::new(swallowing), Box::new(inner)]));
+    let model = Arc::new(Recording::default());
+    let rt = runtime(agent, model.clone());
+    let state = block_on(async {
+        let t = rt.client("u").thread("t");
+        t.send("hi").await.unwrap();
+        t.wait_until_idle().await.unwrap()
+    });
+    assert_eq!(state.runs[0].status, RunStatus::Failed);
+    assert_eq!(state.runs[0].reason.as_deref(), Some("index unavailable"));
+    assert!(
+        model.0.lock().unwrap().is_empty(),
+        "no model call after the failure"
+    );
+}
+
+/// SPEC H6, P4: a run patch may append any model-only message, even an
+/// assistant tool call; the context sent is paired all the same.
+#[test]
+fn h6_an_overlay_with_an_unanswered_call_is_paired_before_sending() {
+    let call = ModelMessage {
+        role: Role::Assistant,
+        content: vec![ModelContent::ToolCall {
+            call_id: "c1".into(),
+            tool: "lookup".into(),
+            input: Value::Null,
+        }],
+    };
+    let appends = hook::prepare_run("appends_a_call", move |_, _| {
+        let patch = Patch {
+            append_model_messages: vec![call.clone()],
+            ..Patch::default()
+        };
+        HookFuture::ready(Ok(RunDecision::Continue(patch)))
+    });
+    let agent = Agent::new("a", "m").lifecycle(compose(vec![Box::new(appends)]));
+    let model = Arc::new(Recording::default());
+    let rt = runtime(agent, model.clone());
+    block_on(async {
+        let t = rt.client("u").thread("t");
+        t.send("hi").await.unwrap();
+        t.wait_until_idle().await.unwrap();
+    });
+    let sent = &model.0.lock().unwrap()[0].messages;
+    let last = sent.last().expect("messages");
+    assert!(
+        matches!(&last.content[0], ModelContent::ToolResult { call_id, is_error: true, .. } if call_id == "c1"),
+        "{sent:?}"
+    );
+}
