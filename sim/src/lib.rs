@@ -31,5 +31,7 @@ pub use scenario::{
     Scenario, ScenarioError, ScenarioSpec, Segment, TimelineEntry, ToolCallSpec, ToolDef, ToolSpec,
     TurnSpec,
 };
-pub use suite::{CaseResult, CaseStatus, SnapshotMode, discover, load_all, run_case, table};
+pub use suite::{
+    CaseResult, CaseStatus, SnapshotMode, discover, load_all, orphans, run_case, table,
+};
 pub use world::Rng;

@@ -312,7 +312,9 @@ pub fn check(s: &Scenario, seed: u64) -> Result<(Report, Vec<String>), SimError>
     Ok((first, problems))
 }
 
-/// The one command that replays a scenario (SPEC D2).
+/// The one command that replays a scenario (SPEC D2), quoted for a shell.
 pub fn replay_command(path: &std::path::Path, seed: u64) -> String {
-    format!("pai-sim run {} --seed {seed}", path.display())
+    let shown = path.display().to_string();
+    let quoted = shlex::try_quote(&shown).map_or(shown.clone(), |q| q.into_owned());
+    format!("pai-sim run {quoted} --seed {seed}")
 }

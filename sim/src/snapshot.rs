@@ -4,63 +4,62 @@
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-/// The source insta records for scenario snapshots.
-pub const SOURCE: &str = "sim/tests/scenarios.rs";
+/// The source insta records for scenario snapshots (relative to the suite root).
+pub const SOURCE: &str = "tests/scenarios.rs";
 
-/// Snapshot name for a scenario path: its path below `scenarios/`, without the
-/// extension, `/` replaced by `__` (`scenarios/tools/parallel.toml` → `tools__parallel`).
-pub fn name_for(path: &Path) -> String {
-    let comps: Vec<String> = path
+/// Where a scenario file's snapshot lives. A scenario belongs to a suite
+/// when a folder named `scenarios` is among its ancestors; the suite root
+/// is that folder's parent, and snapshots live in its `snapshots/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// The suite root.
+    pub root: PathBuf,
+    /// The path below `scenarios/`, without the extension, `/` as `__`:
+    /// `scenarios/tools/parallel.toml` → `tools__parallel`.
+    pub name: String,
+    /// The scenario path relative to the root, `/`-separated, as insta records it.
+    pub input_file: String,
+}
+
+impl Located {
+    /// The `.snap` file.
+    pub fn file(&self) -> PathBuf {
+        self.root.join("snapshots").join(format!("{}.snap", self.name))
+    }
+
+    /// The pending `.snap.new` file.
+    pub fn pending(&self) -> PathBuf {
+        self.file().with_extension("snap.new")
+    }
+}
+
+/// Where `path`'s snapshot lives, whatever the working folder and however
+/// the path was written (`..`, `./`, from inside `scenarios/`); `None` for
+/// a file outside every suite (it has no snapshot).
+pub fn locate(path: &Path) -> Option<Located> {
+    let full = std::fs::canonicalize(path).ok()?;
+    let parts: Vec<String> = full
         .components()
         .filter_map(|c| match c {
             Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
             _ => None,
         })
         .collect();
-    let start = comps
-        .iter()
-        .rposition(|c| c == "scenarios")
-        .map_or(comps.len().saturating_sub(1), |i| i + 1);
-    let mut rel: Vec<String> = comps[start..].to_vec();
-    if let Some(last) = rel.last_mut()
+    let at = parts.iter().rposition(|c| c == "scenarios")?;
+    let mut root = PathBuf::from("/");
+    root.extend(&parts[..at]);
+    let mut below: Vec<String> = parts[at + 1..].to_vec();
+    let input_file = parts[at..].join("/");
+    if let Some(last) = below.last_mut()
         && let Some(dot) = last.rfind('.')
     {
         last.truncate(dot);
     }
-    rel.join("__")
-}
-
-/// The project root of a scenario: the folder holding its `scenarios/` ancestor,
-/// or the current folder.
-pub fn root_for(path: &Path) -> PathBuf {
-    let mut cur = path.parent();
-    while let Some(dir) = cur {
-        if dir.file_name().is_some_and(|n| n == "scenarios") {
-            return dir.parent().map(Path::to_path_buf).unwrap_or_default();
-        }
-        cur = dir.parent();
-    }
-    PathBuf::new()
-}
-
-/// The `.snap` file of a scenario.
-pub fn file_for(path: &Path) -> PathBuf {
-    let root = root_for(path);
-    root.join("snapshots")
-        .join(format!("{}.snap", name_for(path)))
-}
-
-/// The scenario path as insta records it (relative to the project root).
-pub fn input_file(path: &Path) -> String {
-    let root = root_for(path);
-    let rel = path.strip_prefix(&root).unwrap_or(path);
-    rel.components()
-        .filter_map(|c| match c {
-            Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("/")
+    Some(Located {
+        root,
+        name: below.join("__"),
+        input_file,
+    })
 }
 
 /// Reads a snapshot's contents (without its metadata header), if it exists.
@@ -104,21 +103,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_follow_the_path_below_scenarios() {
-        assert_eq!(
-            name_for(Path::new("scenarios/tools/parallel.toml")),
-            "tools__parallel"
-        );
-        assert_eq!(name_for(Path::new("/x/y/scenarios/a.json")), "a");
-        assert_eq!(name_for(Path::new("elsewhere/b.toml")), "b");
-        assert_eq!(
-            file_for(Path::new("/p/scenarios/t/x.toml")),
-            PathBuf::from("/p/snapshots/t__x.snap")
-        );
-        assert_eq!(
-            input_file(Path::new("/p/scenarios/t/x.toml")),
-            "scenarios/t/x.toml"
-        );
+    fn names_follow_the_path_below_scenarios_however_it_is_written() {
+        let dir = std::env::temp_dir().join(format!("pai-snap-{}", std::process::id()));
+        let file = dir.join("scenarios/tools/parallel.toml");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "").unwrap();
+        let a = locate(&file).expect("inside a suite");
+        assert_eq!(a.name, "tools__parallel");
+        assert_eq!(a.input_file, "scenarios/tools/parallel.toml");
+        assert_eq!(a.file(), std::fs::canonicalize(&dir).unwrap().join("snapshots/tools__parallel.snap"));
+        let roundabout = dir.join("scenarios/tools/../tools/./parallel.toml");
+        assert_eq!(locate(&roundabout), Some(a));
+        let outside = dir.join("elsewhere.toml");
+        std::fs::write(&outside, "").unwrap();
+        assert_eq!(locate(&outside), None);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -3,6 +3,8 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
 use crate::run::{check, replay_command};
 use crate::scenario::{Scenario, ScenarioError};
 use crate::snapshot;
@@ -51,11 +53,63 @@ pub fn load_all(files: &[PathBuf]) -> Result<Vec<(PathBuf, Scenario)>, Vec<Scena
             Err(e) => errors.push(e),
         }
     }
+    errors.extend(collisions(ok.iter().map(|(p, _)| p.as_path())));
     if errors.is_empty() {
         Ok(ok)
     } else {
         Err(errors)
     }
+}
+
+/// Two files of one suite whose snapshots would share a name (`x.toml` and
+/// `x.json`, `a/b.toml` and `a__b.toml`): each pair is an error naming both.
+fn collisions<'a>(files: impl Iterator<Item = &'a Path>) -> Vec<ScenarioError> {
+    let mut seen: std::collections::BTreeMap<PathBuf, &Path> = std::collections::BTreeMap::new();
+    let mut out = Vec::new();
+    for f in files {
+        let Some(at) = snapshot::locate(f) else {
+            continue;
+        };
+        if let Some(first) = seen.insert(at.file(), f) {
+            out.push(ScenarioError {
+                path: f.to_path_buf(),
+                location: None,
+                message: format!(
+                    "its snapshot {} would also be the snapshot of {}; rename one of them",
+                    at.file().display(),
+                    first.display()
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// Snapshot files of the suites of `files` that no scenario file owns: left
+/// behind by a rename or a removal. Pending `.snap.new` files count too.
+pub fn orphans(files: &[PathBuf]) -> io::Result<Vec<PathBuf>> {
+    let located: Vec<snapshot::Located> = files.iter().filter_map(|f| snapshot::locate(f)).collect();
+    let owned: std::collections::BTreeSet<PathBuf> = located.iter().map(|l| l.file()).collect();
+    let roots: std::collections::BTreeSet<&Path> = located.iter().map(|l| l.root.as_path()).collect();
+    let mut out = Vec::new();
+    for root in roots {
+        let dir = root.join("snapshots");
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry?.path();
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let Some(stem) = name.strip_suffix(".snap.new").or_else(|| name.strip_suffix(".snap")) else {
+                continue;
+            };
+            if !owned.contains(&dir.join(format!("{stem}.snap"))) {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 /// What the suite does with snapshots.
@@ -165,9 +219,11 @@ fn compare_snapshot(
     mode: SnapshotMode,
     case: &mut CaseResult,
 ) -> io::Result<()> {
-    let file = snapshot::file_for(path);
-    let pending = file.with_extension("snap.new");
-    let input = snapshot::input_file(path);
+    // A scenario outside every suite has no snapshot to compare.
+    let Some(at) = snapshot::locate(path) else {
+        return Ok(());
+    };
+    let (file, pending, input) = (at.file(), at.pending(), at.input_file);
     let stored = snapshot::read(&file)?;
     if stored
         .as_deref()
@@ -208,14 +264,43 @@ fn compare_snapshot(
     Ok(())
 }
 
-/// The summary table, one row per scenario, then the totals line.
+/// The widest a name column grows; longer names are cut with an ellipsis.
+const NAME_WIDTH: usize = 72;
+
+/// `text` cut to at most `width` display columns, with `…` where it was cut.
+fn fit(text: &str, width: usize) -> String {
+    if text.width() <= width {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > width {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    out.push('…');
+    out
+}
+
+/// `text` padded with spaces to `width` display columns.
+fn pad(text: &str, width: usize, right: bool) -> String {
+    let fill = " ".repeat(width.saturating_sub(text.width()));
+    if right { format!("{fill}{text}") } else { format!("{text}{fill}") }
+}
+
+/// The summary table, one row per scenario, then the totals line. Columns
+/// are measured in display width (CJK and emoji take two).
 pub fn table(cases: &[CaseResult]) -> String {
     let headers = ["scenario", "rules", "steps", "virtual", "result"];
     let rows: Vec<[String; 5]> = cases
         .iter()
         .map(|c| {
             [
-                c.name.clone(),
+                fit(&c.name, NAME_WIDTH),
                 c.rules.join(","),
                 c.steps.to_string(),
                 format!("{}ms", c.virtual_ms),
@@ -223,34 +308,55 @@ pub fn table(cases: &[CaseResult]) -> String {
             ]
         })
         .collect();
-    let mut widths = headers.map(str::len);
+    let mut widths = headers.map(str::width);
     for r in &rows {
         for (w, cell) in widths.iter_mut().zip(r) {
-            *w = (*w).max(cell.chars().count());
+            *w = (*w).max(cell.width());
         }
     }
     let line = |cells: [&str; 5]| {
-        format!(
-            "{:<w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {}\n",
-            cells[0],
-            cells[1],
-            cells[2],
-            cells[3],
-            cells[4],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3],
-        )
+        let mut l = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            let last = i == cells.len() - 1;
+            l.push_str(&if last { cell.to_string() } else { pad(cell, w, i == 2 || i == 3) });
+            l.push_str(if last { "\n" } else { "  " });
+        }
+        l
     };
     let mut out = line(headers);
     for r in &rows {
         out.push_str(&line([&r[0], &r[1], &r[2], &r[3], &r[4]]));
     }
     let failed = cases.iter().filter(|c| c.failed()).count();
-    out.push_str(&format!(
-        "\n{} passed, {failed} failed\n",
-        cases.len() - failed
-    ));
+    out.push_str(&format!("\n{} passed, {failed} failed\n", cases.len() - failed));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(name: &str) -> CaseResult {
+        CaseResult {
+            path: PathBuf::from("x.toml"),
+            name: name.to_string(),
+            rules: vec!["L1".into()],
+            seed: 1,
+            steps: 2,
+            virtual_ms: 30,
+            status: CaseStatus::Ok,
+            problems: vec![],
+        }
+    }
+
+    #[test]
+    fn the_table_measures_display_width_and_cuts_long_names() {
+        let t = table(&[case("日本語のシナリオ"), case("ascii"), case(&"x".repeat(65_536))]);
+        let lines: Vec<&str> = t.lines().collect();
+        let at = |l: &str| l.find("L1").map(|i| l[..i].width());
+        assert_eq!(at(lines[1]), at(lines[2]), "{t}");
+        assert_eq!(at(lines[2]), at(lines[3]), "{t}");
+        assert!(lines[3].contains('…'));
+        assert!(t.ends_with("3 passed, 0 failed\n"));
+    }
 }

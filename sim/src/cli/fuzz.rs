@@ -10,16 +10,30 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use pai_sim::fuzz::{COVERAGE_KEYS, Campaign, Find, Summary, write_find};
 
-/// What the command was asked.
-#[derive(Debug)]
+/// What `pai-sim fuzz` was asked.
+#[derive(Debug, clap::Args)]
 pub struct Args {
-    pub cases: Option<u64>,
-    pub time: Option<String>,
-    pub seed: u64,
-    pub shard: String,
-    pub out: PathBuf,
-    pub keep_going: bool,
-    pub json: bool,
+    /// How many cases (default 1000); with --time, the most to run.
+    #[arg(long)]
+    cases: Option<u64>,
+    /// Run until this much time has passed (`30s`, `10m`, `1h`).
+    #[arg(long)]
+    time: Option<String>,
+    /// The campaign's seed: the same seed and cases give the same cases.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Run only shard I of N (`2/4`): the union of all shards is the whole run.
+    #[arg(long, default_value = "1/1")]
+    shard: String,
+    /// Where shrunk failures are written.
+    #[arg(long, default_value = "fuzz-failures")]
+    out: PathBuf,
+    /// Go on after a failure.
+    #[arg(long)]
+    keep_going: bool,
+    /// `text` (default) or `json`.
+    #[arg(long, default_value = "text")]
+    format: String,
 }
 
 /// `10m`, `30s`, `1h`, `500ms`.
@@ -52,6 +66,11 @@ fn shard(text: &str) -> anyhow::Result<(u64, u64)> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let as_json = match args.format.as_str() {
+        "json" => true,
+        "text" => false,
+        other => bail!("--format {other}: expected text or json"),
+    };
     let limit = args.time.as_deref().map(duration).transpose()?;
     let campaign = Campaign {
         seed: args.seed,
@@ -97,7 +116,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         summary.cases as f64 / elapsed
     );
     let mut out = std::io::stdout().lock();
-    let written = if args.json {
+    let written = if as_json {
         writeln!(out, "{}", json(&args, &summary, &files))
     } else {
         write!(out, "{}", text(&args, campaign.shard, &summary, &files))

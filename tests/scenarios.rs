@@ -9,10 +9,7 @@ use std::path::{Path, PathBuf};
 use pai_sim::snapshot;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the sim crate sits in the workspace")
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
 }
 
 /// Checks one scenario file; returns a description of each failure.
@@ -30,7 +27,7 @@ fn check(path: &Path) -> Vec<String> {
     settings.set_prepend_module_to_snapshot(false);
     settings.set_input_file(path);
     settings.set_omit_expression(true);
-    let name = snapshot::name_for(path);
+    let name = snapshot::locate(path).expect("inside the suite").name;
     let matched = catch_unwind(AssertUnwindSafe(|| {
         settings.bind(|| insta::assert_snapshot!(name.as_str(), report.transcript));
     }));
@@ -75,7 +72,7 @@ fn every_scenario_matches_its_snapshot() {
 /// SPEC X1: a malformed scenario names file, line and column; nothing runs.
 #[test]
 fn x1_malformed_scenarios_are_rejected_with_a_position() {
-    let dir = root().join("sim/tests/malformed");
+    let dir = root().join("tests/malformed");
     let files = pai_sim::discover(&[dir]).expect("malformed fixtures exist");
     assert!(!files.is_empty());
     for f in &files {
@@ -120,4 +117,33 @@ fn d1_same_seed_same_transcript_other_seed_other_ids() {
     };
     assert!(names(&a.transcript).len() > 20);
     assert_eq!(names(&a.transcript), names(&c.transcript));
+}
+
+/// cargo-insta finds snapshots only inside packages: `snapshots/` must lie
+/// under a package root (this package, `pai-suite`, owns it).
+#[test]
+fn snapshots_lie_under_a_package_root() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .current_dir(root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
+    let snapshots = root().join("snapshots").canonicalize().expect("snapshots/ exists");
+    let owners: Vec<String> = meta["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .filter(|p| {
+            let manifest = PathBuf::from(p["manifest_path"].as_str().unwrap_or(""));
+            manifest
+                .parent()
+                .and_then(|d| d.canonicalize().ok())
+                .is_some_and(|d| snapshots.starts_with(d))
+        })
+        .map(|p| p["name"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(owners.contains(&"pai-suite".to_string()), "packages owning snapshots/: {owners:?}");
 }

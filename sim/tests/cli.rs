@@ -1,0 +1,80 @@
+//! The `pai-sim` binary as users and CI call it: reports, refusals, output.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pai-sim"))
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace").to_path_buf()
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pai-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `--junit` writes valid JUnit XML: one test case per scenario, a failure
+/// element (with its replay line) for each failing one.
+#[test]
+fn junit_reports_parse_and_name_every_scenario() {
+    let dir = temp("junit");
+    let failing = dir.join("fails.toml");
+    let mut text = std::fs::read_to_string(root().join("scenarios/violations/k2_catches_a_stale_token.toml")).unwrap();
+    text = text.replace("expect = \"violation\"\noracle = \"K2\"\n", "");
+    std::fs::write(&failing, text).unwrap();
+    let passing = root().join("scenarios/basics/plain_answer.toml");
+    let report = dir.join("report.xml");
+    let status = bin()
+        .arg("run")
+        .arg(&passing)
+        .arg(&failing)
+        .arg("--junit")
+        .arg(&report)
+        .env("CI", "true")
+        .current_dir(&dir)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "a failing scenario fails the run");
+    let xml = std::fs::read_to_string(&report).unwrap();
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
+    let cases: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("testcase")).collect();
+    assert_eq!(cases.len(), 2);
+    let failures: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("failure")).collect();
+    assert_eq!(failures.len(), 1);
+    assert!(failures[0].text().unwrap_or("").contains("replay: pai-sim run"));
+    assert_eq!(doc.root_element().attribute("failures"), Some("1"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// With `CI` set, nothing may write snapshots: `--update` is refused.
+#[test]
+fn ci_refuses_update() {
+    let out = bin()
+        .args(["run", "--update"])
+        .arg(root().join("scenarios/basics/plain_answer.toml"))
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("refused"));
+}
+
+/// `--format json` prints one object per scenario and line.
+#[test]
+fn json_lines_describe_each_scenario() {
+    let out = bin()
+        .args(["run", "--format", "json"])
+        .arg(root().join("scenarios/basics"))
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines.len() >= 5);
+    assert!(lines.iter().all(|l| l["result"] == "ok" && l["rules"].is_array()));
+}
