@@ -125,13 +125,26 @@ fn d1_same_seed_same_transcript_other_seed_other_ids() {
 fn snapshots_lie_under_a_package_root() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
         .current_dir(root())
         .output()
         .expect("cargo metadata runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
-    let snapshots = root().join("snapshots").canonicalize().expect("snapshots/ exists");
+    let snapshots = root()
+        .join("snapshots")
+        .canonicalize()
+        .expect("snapshots/ exists");
     let owners: Vec<String> = meta["packages"]
         .as_array()
         .expect("packages")
@@ -145,5 +158,8 @@ fn snapshots_lie_under_a_package_root() {
         })
         .map(|p| p["name"].as_str().unwrap_or("").to_string())
         .collect();
-    assert!(owners.contains(&"pai-suite".to_string()), "packages owning snapshots/: {owners:?}");
+    assert!(
+        owners.contains(&"pai-suite".to_string()),
+        "packages owning snapshots/: {owners:?}"
+    );
 }

@@ -143,13 +143,7 @@ impl<'a> History<'a> {
     /// anchor, except the messages of runs still waiting in the queue: those
     /// belong to their own run and enter context when it starts (K1, A4).
     pub fn default_context(&self) -> Result<Vec<ModelMessage>, HistoryError> {
-        self.read(|rec| {
-            to_model_messages(
-                rec.messages()
-                    .iter()
-                    .filter(|m| m.seq <= self.anchor && !rec.is_queued_message(m)),
-            )
-        })
+        self.read(|rec| to_model_messages(rec.visible_messages().filter(|m| m.seq <= self.anchor)))
     }
 }
 

@@ -4,7 +4,7 @@
 //! `process.rs`. The thread record keeps its own invariants through methods;
 //! nothing outside this file writes its fields.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Mutex;
 
 use serde_json::{Map, Value};
@@ -152,6 +152,26 @@ pub(crate) struct ThreadRec {
     pending_steer: Option<String>,
 }
 
+/// The user messages of queued runs, by run id and by trigger message id.
+#[derive(Debug)]
+pub(crate) struct QueuedMessages<'a> {
+    runs: BTreeSet<&'a str>,
+    triggers: BTreeSet<&'a str>,
+}
+
+impl QueuedMessages<'_> {
+    pub(crate) fn contains(&self, m: &Message) -> bool {
+        if m.role != Role::User || self.runs.is_empty() {
+            return false;
+        }
+        m.pai
+            .run_id
+            .as_deref()
+            .is_some_and(|r| self.runs.contains(r))
+            || self.triggers.contains(m.id.as_str())
+    }
+}
+
 impl ThreadRec {
     fn new(agent: &str, owner: &str) -> ThreadRec {
         ThreadRec {
@@ -265,13 +285,29 @@ impl ThreadRec {
     /// Whether `m` is the user message of a run still queued (stored for it,
     /// or the steer that will start it): it belongs to that run and enters
     /// context (and `prepare_run`) only when that run starts (K1, L1).
+    #[cfg(test)]
     pub(crate) fn is_queued_message(&self, m: &Message) -> bool {
-        if m.role != Role::User {
-            return false;
-        }
-        let queued = |run: &str| self.queue.iter().any(|q| q == run);
-        m.pai.run_id.as_deref().is_some_and(queued)
-            || self.runs.iter().any(|r| r.trigger == m.id && queued(&r.id))
+        self.queued_messages().contains(m)
+    }
+
+    /// The user messages of runs still queued, gathered once so a caller can
+    /// filter a whole thread in one pass (K1, L1).
+    pub(crate) fn queued_messages(&self) -> QueuedMessages<'_> {
+        let runs: BTreeSet<&str> = self.queue.iter().map(String::as_str).collect();
+        let triggers = self
+            .runs
+            .iter()
+            .filter(|r| runs.contains(r.id.as_str()))
+            .map(|r| r.trigger.as_str())
+            .collect();
+        QueuedMessages { runs, triggers }
+    }
+
+    /// The messages a step or a new run may see: every message but those of
+    /// runs still queued.
+    pub(crate) fn visible_messages(&self) -> impl Iterator<Item = &Message> {
+        let queued = self.queued_messages();
+        self.messages.iter().filter(move |m| !queued.contains(m))
     }
 
     /// The newest user message that belongs to `run` (SPEC L1): the one that

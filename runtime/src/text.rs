@@ -524,6 +524,18 @@ mod tests {
         assert!(Pattern::parse("a.*").is_err());
         assert!(Pattern::parse("[a-z]").is_err());
         assert!(Pattern::parse("[z-a]+").is_err());
+        assert!(
+            Pattern::parse("[bz-a]+").is_err(),
+            "a descending range beside a valid member"
+        );
+        assert!(
+            Pattern::parse("[a-é]+").is_err(),
+            "a range ending outside ASCII"
+        );
+        assert!(
+            Pattern::parse("[é-z]+").is_err(),
+            "a range starting outside ASCII"
+        );
         assert!(Pattern::parse("").is_err());
     }
 

@@ -18,6 +18,7 @@ mod run;
 mod scenario;
 pub mod snapshot;
 mod suite;
+mod timeline;
 mod transcript;
 mod world;
 
@@ -34,4 +35,5 @@ pub use scenario::{
 pub use suite::{
     CaseResult, CaseStatus, SnapshotMode, discover, load_all, orphans, run_case, table,
 };
+pub use timeline::timeline_html;
 pub use world::Rng;

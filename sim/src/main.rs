@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 mod cli {
     pub mod fuzz;
     pub mod run;
+    pub mod show;
 }
 
 #[derive(Debug, Parser)]
@@ -27,6 +28,9 @@ enum Command {
     Fuzz(cli::fuzz::Args),
     /// Run scenario files and folders; compare each transcript with its snapshot.
     Run(cli::run::Args),
+    /// Print the transcript of one scenario under any seed; optionally
+    /// write an HTML timeline of the run.
+    Show(cli::show::Args),
 }
 
 fn main() -> ExitCode {
@@ -45,5 +49,6 @@ fn real_main() -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Fuzz(args) => cli::fuzz::run(args),
         Command::Run(args) => cli::run::run(args),
+        Command::Show(args) => cli::show::run(args),
     }
 }

@@ -43,6 +43,8 @@ pub struct Report {
     pub threads: Vec<StoredThread>,
     /// The runtime's event log, as the oracles read it.
     pub events: Vec<Event>,
+    /// What each watcher received, in order.
+    pub live: Vec<(String, LiveEvent)>,
     /// The scenario was stopped at the virtual-time limit before it went idle.
     pub limit_reached: bool,
     /// The runtime's own step loop panicked (a runtime bug, caught).
@@ -199,7 +201,7 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
             .iter()
             .filter_map(|id| w.runtime.inspect(id))
             .collect(),
-        calls: w.provider.calls(),
+        calls: w.provider.take_calls(),
         live: drain(&mut watches),
         actions,
         reads: w.reads.lock().unwrap_or_else(|e| e.into_inner()).clone(),
@@ -240,6 +242,7 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
         violations: verdicts.violations,
         threads: obs.threads,
         events: obs.events,
+        live: obs.live,
         limit_reached: in_time.is_err(),
         runtime_panicked,
     })

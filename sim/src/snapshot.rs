@@ -24,7 +24,9 @@ pub struct Located {
 impl Located {
     /// The `.snap` file.
     pub fn file(&self) -> PathBuf {
-        self.root.join("snapshots").join(format!("{}.snap", self.name))
+        self.root
+            .join("snapshots")
+            .join(format!("{}.snap", self.name))
     }
 
     /// The pending `.snap.new` file.
@@ -111,7 +113,12 @@ mod tests {
         let a = locate(&file).expect("inside a suite");
         assert_eq!(a.name, "tools__parallel");
         assert_eq!(a.input_file, "scenarios/tools/parallel.toml");
-        assert_eq!(a.file(), std::fs::canonicalize(&dir).unwrap().join("snapshots/tools__parallel.snap"));
+        assert_eq!(
+            a.file(),
+            std::fs::canonicalize(&dir)
+                .unwrap()
+                .join("snapshots/tools__parallel.snap")
+        );
         let roundabout = dir.join("scenarios/tools/../tools/./parallel.toml");
         assert_eq!(locate(&roundabout), Some(a));
         let outside = dir.join("elsewhere.toml");

@@ -88,9 +88,11 @@ fn collisions<'a>(files: impl Iterator<Item = &'a Path>) -> Vec<ScenarioError> {
 /// Snapshot files of the suites of `files` that no scenario file owns: left
 /// behind by a rename or a removal. Pending `.snap.new` files count too.
 pub fn orphans(files: &[PathBuf]) -> io::Result<Vec<PathBuf>> {
-    let located: Vec<snapshot::Located> = files.iter().filter_map(|f| snapshot::locate(f)).collect();
+    let located: Vec<snapshot::Located> =
+        files.iter().filter_map(|f| snapshot::locate(f)).collect();
     let owned: std::collections::BTreeSet<PathBuf> = located.iter().map(|l| l.file()).collect();
-    let roots: std::collections::BTreeSet<&Path> = located.iter().map(|l| l.root.as_path()).collect();
+    let roots: std::collections::BTreeSet<&Path> =
+        located.iter().map(|l| l.root.as_path()).collect();
     let mut out = Vec::new();
     for root in roots {
         let dir = root.join("snapshots");
@@ -99,8 +101,14 @@ pub fn orphans(files: &[PathBuf]) -> io::Result<Vec<PathBuf>> {
         };
         for entry in entries {
             let path = entry?.path();
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let Some(stem) = name.strip_suffix(".snap.new").or_else(|| name.strip_suffix(".snap")) else {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let Some(stem) = name
+                .strip_suffix(".snap.new")
+                .or_else(|| name.strip_suffix(".snap"))
+            else {
                 continue;
             };
             if !owned.contains(&dir.join(format!("{stem}.snap"))) {
@@ -289,7 +297,11 @@ fn fit(text: &str, width: usize) -> String {
 /// `text` padded with spaces to `width` display columns.
 fn pad(text: &str, width: usize, right: bool) -> String {
     let fill = " ".repeat(width.saturating_sub(text.width()));
-    if right { format!("{fill}{text}") } else { format!("{text}{fill}") }
+    if right {
+        format!("{fill}{text}")
+    } else {
+        format!("{text}{fill}")
+    }
 }
 
 /// The summary table, one row per scenario, then the totals line. Columns
@@ -318,7 +330,11 @@ pub fn table(cases: &[CaseResult]) -> String {
         let mut l = String::new();
         for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
             let last = i == cells.len() - 1;
-            l.push_str(&if last { cell.to_string() } else { pad(cell, w, i == 2 || i == 3) });
+            l.push_str(&if last {
+                cell.to_string()
+            } else {
+                pad(cell, w, i == 2 || i == 3)
+            });
             l.push_str(if last { "\n" } else { "  " });
         }
         l
@@ -328,7 +344,10 @@ pub fn table(cases: &[CaseResult]) -> String {
         out.push_str(&line([&r[0], &r[1], &r[2], &r[3], &r[4]]));
     }
     let failed = cases.iter().filter(|c| c.failed()).count();
-    out.push_str(&format!("\n{} passed, {failed} failed\n", cases.len() - failed));
+    out.push_str(&format!(
+        "\n{} passed, {failed} failed\n",
+        cases.len() - failed
+    ));
     out
 }
 
@@ -351,7 +370,11 @@ mod tests {
 
     #[test]
     fn the_table_measures_display_width_and_cuts_long_names() {
-        let t = table(&[case("日本語のシナリオ"), case("ascii"), case(&"x".repeat(65_536))]);
+        let t = table(&[
+            case("日本語のシナリオ"),
+            case("ascii"),
+            case(&"x".repeat(65_536)),
+        ]);
         let lines: Vec<&str> = t.lines().collect();
         let at = |l: &str| l.find("L1").map(|i| l[..i].width());
         assert_eq!(at(lines[1]), at(lines[2]), "{t}");

@@ -8,7 +8,10 @@ fn bin() -> Command {
 }
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace")
+        .to_path_buf()
 }
 
 fn temp(name: &str) -> PathBuf {
@@ -23,7 +26,9 @@ fn temp(name: &str) -> PathBuf {
 fn junit_reports_parse_and_name_every_scenario() {
     let dir = temp("junit");
     let failing = dir.join("fails.toml");
-    let mut text = std::fs::read_to_string(root().join("scenarios/violations/k2_catches_a_stale_token.toml")).unwrap();
+    let mut text =
+        std::fs::read_to_string(root().join("scenarios/violations/k2_catches_a_stale_token.toml"))
+            .unwrap();
     text = text.replace("expect = \"violation\"\noracle = \"K2\"\n", "");
     std::fs::write(&failing, text).unwrap();
     let passing = root().join("scenarios/basics/plain_answer.toml");
@@ -41,11 +46,22 @@ fn junit_reports_parse_and_name_every_scenario() {
     assert_eq!(status.code(), Some(1), "a failing scenario fails the run");
     let xml = std::fs::read_to_string(&report).unwrap();
     let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
-    let cases: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("testcase")).collect();
+    let cases: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
     assert_eq!(cases.len(), 2);
-    let failures: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("failure")).collect();
+    let failures: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("failure"))
+        .collect();
     assert_eq!(failures.len(), 1);
-    assert!(failures[0].text().unwrap_or("").contains("replay: pai-sim run"));
+    assert!(
+        failures[0]
+            .text()
+            .unwrap_or("")
+            .contains("replay: pai-sim run")
+    );
     assert_eq!(doc.root_element().attribute("failures"), Some("1"));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -74,7 +90,14 @@ fn json_lines_describe_each_scenario() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert!(lines.len() >= 5);
-    assert!(lines.iter().all(|l| l["result"] == "ok" && l["rules"].is_array()));
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["result"] == "ok" && l["rules"].is_array())
+    );
 }

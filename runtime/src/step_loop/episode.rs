@@ -64,10 +64,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let read = self.sh.store.read(self.thread, |rec| {
             let latest = rec.latest_user_of(self.run);
             let messages: Vec<Message> = match (all, latest) {
-                (true, _) => {
-                    let visible = rec.messages().iter().filter(|m| !rec.is_queued_message(m));
-                    visible.cloned().collect()
-                }
+                (true, _) => rec.visible_messages().cloned().collect(),
                 (false, Some(m)) => vec![m.clone()],
                 (false, None) => Vec::new(),
             };

@@ -46,10 +46,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         other => bail!("--format {other}: expected text or json"),
     };
     if in_ci() && (args.update || args.prune) {
-        eprintln!("error: CI is set, so no snapshot may be written or removed; --update and --prune are refused");
+        eprintln!(
+            "error: CI is set, so no snapshot may be written or removed; --update and --prune are refused"
+        );
         return Ok(ExitCode::from(2));
     }
-    let paths = if args.paths.is_empty() { vec![PathBuf::from("scenarios")] } else { args.paths.clone() };
+    let paths = if args.paths.is_empty() {
+        vec![PathBuf::from("scenarios")]
+    } else {
+        args.paths.clone()
+    };
     let files = pai_sim::discover(&paths).context("finding scenario files")?;
     let scenarios = match pai_sim::load_all(&files) {
         Ok(s) => s,
@@ -57,7 +63,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             for e in &errors {
                 eprintln!("error: {e}");
             }
-            eprintln!("{} malformed scenario file(s); nothing was run", errors.len());
+            eprintln!(
+                "{} malformed scenario file(s); nothing was run",
+                errors.len()
+            );
             return Ok(ExitCode::from(2));
         }
     };
@@ -85,17 +94,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let stale = stale_snapshots(&args, &paths, &files, &mut out)?;
     if let Some(file) = &args.junit {
-        std::fs::write(file, junit(&cases)).with_context(|| format!("writing {}", file.display()))?;
+        std::fs::write(file, junit(&cases))
+            .with_context(|| format!("writing {}", file.display()))?;
     }
     out.finish(&cases);
     let failed = cases.iter().any(|c| c.failed()) || stale;
-    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// When the whole suite ran, lists (or with `--prune` removes) snapshots no
 /// scenario owns; `true` if some are left, which fails the run.
-fn stale_snapshots(args: &Args, paths: &[PathBuf], files: &[PathBuf], out: &mut Out) -> anyhow::Result<bool> {
-    let whole = args.filter.is_none() && paths.iter().any(|p| p.file_name().is_some_and(|n| n == "scenarios"));
+fn stale_snapshots(
+    args: &Args,
+    paths: &[PathBuf],
+    files: &[PathBuf],
+    out: &mut Out,
+) -> anyhow::Result<bool> {
+    let whole = args.filter.is_none()
+        && paths
+            .iter()
+            .any(|p| p.file_name().is_some_and(|n| n == "scenarios"));
     if !whole {
         return Ok(false);
     }
@@ -125,7 +147,8 @@ struct Out {
 
 impl Out {
     fn new(json: bool) -> Out {
-        let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        let color = std::io::stdout().is_terminal()
+            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         Out {
             json,
             color: color && !json,
@@ -141,7 +164,11 @@ impl Out {
     }
 
     fn paint(&self, text: &str, code: &str) -> String {
-        if self.color { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
     }
 
     fn case(&mut self, case: &CaseResult) {
@@ -151,7 +178,12 @@ impl Out {
             return;
         }
         if case.failed() {
-            let mut text = format!("{} {} ({})\n", self.paint("FAIL", "31;1"), case.name, case.path.display());
+            let mut text = format!(
+                "{} {} ({})\n",
+                self.paint("FAIL", "31;1"),
+                case.name,
+                case.path.display()
+            );
             for p in &case.problems {
                 text.push_str(&format!("  {}\n", p.replace('\n', "\n  ")));
             }
@@ -211,7 +243,9 @@ fn xml(text: &str) -> String {
             '>' => "&gt;".into(),
             '"' => "&quot;".into(),
             '\'' => "&apos;".into(),
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => format!("&#x{:x};", c as u32),
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => {
+                format!("&#x{:x};", c as u32)
+            }
             c => c.to_string(),
         })
         .collect()
@@ -235,7 +269,11 @@ pub fn junit(cases: &[CaseResult]) -> String {
             xml(&path(&c.path))
         ));
         if c.status == CaseStatus::Fail {
-            let first = c.problems.first().map(|p| p.lines().next().unwrap_or("")).unwrap_or("failed");
+            let first = c
+                .problems
+                .first()
+                .map(|p| p.lines().next().unwrap_or(""))
+                .unwrap_or("failed");
             let body = format!("{}\nreplay: {}", c.problems.join("\n"), c.replay());
             out.push_str(&format!(
                 "    <failure message=\"{}\">{}</failure>\n",

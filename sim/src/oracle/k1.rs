@@ -2,7 +2,7 @@
 //! message that starts a queued run waits for it: no step of another run
 //! sees it before that run starts.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{EventKind, ModelContent, Role};
 
@@ -62,6 +62,8 @@ fn queued_messages_wait(o: &Observed<'_>) -> Vec<Violation> {
     for m in stored.values().filter(|m| m.role == Role::User) {
         *count.entry(m.text()).or_default() += 1;
     }
+    let sent = user_texts(o);
+    let none = BTreeSet::new();
     // Runs admitted and not yet started, with their trigger's text.
     let mut waiting: Vec<(&str, String)> = Vec::new();
     let mut out = Vec::new();
@@ -79,8 +81,9 @@ fn queued_messages_wait(o: &Observed<'_>) -> Vec<Violation> {
             EventKind::ResolveModelContext { step, .. } => {
                 let unique =
                     |t: &String| count.get(t) == Some(&1) && !written.contains(&t.as_str());
+                let seen = sent.get(&(run, *step)).unwrap_or(&none);
                 for (queued, text) in waiting.iter().filter(|(r, t)| *r != run && unique(t)) {
-                    if user_texts(o, run, *step).any(|t| t == *text) {
+                    if seen.contains(text) {
                         let message = format!(
                             "step {step} saw {text:?}, the message of {queued}, which had not started"
                         );
@@ -94,18 +97,15 @@ fn queued_messages_wait(o: &Observed<'_>) -> Vec<Violation> {
     out
 }
 
-/// The user texts a run's step sent, over all its attempts.
-fn user_texts<'a>(
-    o: &'a Observed<'_>,
-    run: &'a str,
-    step: u32,
-) -> impl Iterator<Item = String> + 'a {
-    o.calls
-        .iter()
-        .filter(move |c| c.request.run_id == run && c.request.step == step)
-        .flat_map(|c| &c.request.messages)
-        .filter(|m| m.role == Role::User)
-        .map(|m| {
+/// The user texts each step of each run sent, over all its attempts.
+fn user_texts<'a>(o: &'a Observed<'_>) -> BTreeMap<(&'a str, u32), BTreeSet<String>> {
+    let mut out: BTreeMap<(&str, u32), BTreeSet<String>> = BTreeMap::new();
+    for c in o.calls {
+        let texts = out
+            .entry((c.request.run_id.as_str(), c.request.step))
+            .or_default();
+        let users = c.request.messages.iter().filter(|m| m.role == Role::User);
+        texts.extend(users.map(|m| {
             m.content
                 .iter()
                 .filter_map(|c| match c {
@@ -113,5 +113,7 @@ fn user_texts<'a>(
                     _ => None,
                 })
                 .collect()
-        })
+        }));
+    }
+    out
 }

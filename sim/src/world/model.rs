@@ -247,9 +247,9 @@ impl ScriptedProvider {
         std::iter::once(&self.default).chain(self.by_name.values())
     }
 
-    /// Every call so far, in order.
-    pub fn calls(&self) -> Vec<ModelCallRecord> {
-        lock(&self.log).clone()
+    /// Every call so far, in order; the log is left empty.
+    pub fn take_calls(&self) -> Vec<ModelCallRecord> {
+        std::mem::take(&mut *lock(&self.log))
     }
 }
 
