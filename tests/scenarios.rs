@@ -69,32 +69,43 @@ fn every_scenario_matches_its_snapshot() {
     );
 }
 
-/// SPEC X1: a malformed scenario names file, line and column; nothing runs.
+/// SPEC X1: a malformed scenario names file, line and column (a JSON
+/// pointer for checks of a JSON file after parsing); nothing runs.
+/// `tests/malformed/` holds files the schema refuses too; `tests/refused/`
+/// files only the loader can judge (duplicates, a send past the limit).
 #[test]
 fn x1_malformed_scenarios_are_rejected_with_a_position() {
-    let dir = root().join("tests/malformed");
-    let files = pai_sim::discover(&[dir]).expect("malformed fixtures exist");
-    assert!(!files.is_empty());
-    for f in &files {
-        let err = pai_sim::Scenario::load(f).expect_err("fixture must be rejected");
-        let expected = std::fs::read_to_string(f).unwrap().lines().find_map(|l| {
-            l.strip_prefix("# expect: ")
-                .or_else(|| l.strip_prefix("// expect: "))
-                .map(str::to_string)
-        });
-        let shown = err.to_string();
-        assert!(shown.starts_with(&f.display().to_string()), "{shown}");
-        if let Some(exp) = expected {
-            let tail = shown[f.display().to_string().len()..].to_string();
-            assert!(
-                tail.starts_with(&exp),
-                "{}: got {tail:?}, expected it to start with {exp:?}",
-                f.display()
-            );
+    for folder in ["tests/malformed", "tests/refused"] {
+        let files = pai_sim::discover(&[root().join(folder)]).expect("fixtures exist");
+        assert!(files.len() >= 3, "{folder}");
+        for f in &files {
+            check_rejected(f);
         }
-        let all = pai_sim::load_all(std::slice::from_ref(f));
-        assert!(all.is_err(), "load_all must refuse the suite");
     }
+}
+
+fn check_rejected(f: &Path) {
+    let err = pai_sim::Scenario::load(f).expect_err("fixture must be rejected");
+    let text = std::fs::read_to_string(f).unwrap();
+    let shown = err.to_string();
+    let name = f.display().to_string();
+    assert!(shown.starts_with(&name), "{shown}");
+    let tail = &shown[name.len()..];
+    let located = err.location.is_some() || err.pointer.is_some();
+    assert!(located, "{name}: no line, column or pointer in {shown:?}");
+    let expected = text.lines().find_map(|l| l.strip_prefix("# expect: "));
+    if let Some(exp) = expected {
+        assert!(
+            tail.starts_with(exp),
+            "{name}: got {tail:?}, expected it to start with {exp:?}"
+        );
+    }
+    if err.location.is_some() {
+        let drawn = err.render(false);
+        assert!(drawn.contains(" --> ") && drawn.contains('^'), "{drawn}");
+    }
+    let all = pai_sim::load_all(&[f.to_path_buf()]);
+    assert!(all.is_err(), "load_all must refuse the suite");
 }
 
 /// SPEC D1: the same scenario and seed give a byte-identical transcript; the
@@ -161,5 +172,61 @@ fn snapshots_lie_under_a_package_root() {
     assert!(
         owners.contains(&"pai-suite".to_string()),
         "packages owning snapshots/: {owners:?}"
+    );
+}
+
+fn parse(text: &str) -> pai_sim::Scenario {
+    pai_sim::Scenario::parse(Path::new("inline.toml"), text).expect("parses")
+}
+
+/// SPEC D5: a planted fault that finds nothing to change proves nothing, so
+/// the run fails and says which fault it was.
+#[test]
+fn d5_a_fault_that_changes_nothing_fails_the_run() {
+    let s = parse(
+        r#"
+name = "a fault naming an event the run never has"
+rules = ["D5"]
+expect = "violation"
+oracle = "T2"
+[[faults]]
+kind = "drop"
+event = "tool_start"
+nth = 3
+[[timeline]]
+send = "hi"
+"#,
+    );
+    let report = pai_sim::simulate(&s, s.seed).expect("runs");
+    let err = pai_sim::verdict(&s, &report).expect_err("must fail");
+    assert!(
+        err.contains("planted fault changed nothing: faults[0]"),
+        "{err}"
+    );
+}
+
+/// A scenario stopped at its own virtual-time limit fails as such, and the
+/// run it cut short is not reported as a phase-grammar violation (L14).
+#[test]
+fn a_run_cut_short_by_the_time_limit_fails_as_such() {
+    let s = parse(
+        r#"
+name = "a model slower than the time limit"
+rules = ["L14"]
+time_limit_ms = 100
+[[model.turns]]
+latency_ms = 500
+text = ["late"]
+[[timeline]]
+send = "hi"
+"#,
+    );
+    let report = pai_sim::simulate(&s, s.seed).expect("runs");
+    assert!(report.limit_reached);
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    let err = pai_sim::verdict(&s, &report).expect_err("must fail");
+    assert!(
+        err.starts_with("stopped at the virtual-time limit of 100ms"),
+        "{err}"
     );
 }

@@ -6,8 +6,9 @@ use pai_runtime::Event;
 use crate::oracle::Observations;
 use crate::scenario::{EventName, FaultSpec};
 
-/// Applies one fault; returns the note the transcript shows.
-pub(crate) fn plant(fault: &FaultSpec, obs: &mut Observations) -> String {
+/// Applies one fault; returns the note the transcript shows, as an error if
+/// the fault found nothing to change.
+pub(crate) fn plant(fault: &FaultSpec, obs: &mut Observations) -> Result<String, String> {
     let done = match fault {
         FaultSpec::Drop { event, nth } => nth_of(&obs.events, *event, *nth).map(|i| {
             obs.events.remove(i);
@@ -63,10 +64,10 @@ pub(crate) fn plant(fault: &FaultSpec, obs: &mut Observations) -> String {
         }
         FaultSpec::GrowRead { nth } => grow_read(obs, *nth),
     };
-    format!(
-        "planted fault: {}",
-        done.unwrap_or_else(|| format!("{fault:?} found nothing to change"))
-    )
+    match done {
+        Some(did) => Ok(format!("planted fault: {did}")),
+        None => Err(format!("planted fault: {fault:?} found nothing to change")),
+    }
 }
 
 /// The index of the `nth` (from 1) event of a kind.

@@ -14,6 +14,7 @@ pub mod fuzz;
 pub mod hooks;
 mod oracle;
 mod planted;
+mod rules;
 mod run;
 mod scenario;
 pub mod snapshot;
@@ -25,12 +26,13 @@ mod world;
 pub use format::diff;
 pub use oracle::Violation;
 pub use planted::{PLANTED_PANIC, quiet_planted_panics};
-pub use run::{Report, SimError, VIRTUAL_TIME_LIMIT_MS, check, replay_command, simulate, verdict};
+pub use rules::{Rule, RuleCoverage, TestRef, coverage, rule, rules, tests_in};
+pub use run::{Report, SimError, check, replay_command, simulate, verdict};
 pub use scenario::{
-    Action, AgentDef, AgentSpec, Behaviour, CancelRun, CancelSpec, CheckError, EventName, Expect,
-    Expectation, FaultSpec, FieldPath, HookDef, ModelSpec, Moment, OracleId, RequestExpect,
-    Scenario, ScenarioError, ScenarioSpec, Segment, TimelineEntry, ToolCallSpec, ToolDef, ToolSpec,
-    TurnSpec,
+    Action, AgentDef, AgentSpec, Behaviour, CancelRun, CancelSpec, CheckError,
+    DEFAULT_TIME_LIMIT_MS, EventName, Expect, Expectation, FaultSpec, FieldPath, HookDef,
+    ModelSpec, Moment, OracleId, RequestExpect, Scenario, ScenarioError, ScenarioSpec, Segment,
+    TimelineEntry, ToolCallSpec, ToolDef, ToolSpec, TurnSpec,
 };
 pub use suite::{
     CaseResult, CaseStatus, SnapshotMode, discover, load_all, orphans, run_case, table,

@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod cli {
     pub mod fuzz;
+    pub mod rules;
     pub mod run;
     pub mod show;
 }
@@ -28,6 +29,9 @@ enum Command {
     Fuzz(cli::fuzz::Args),
     /// Run scenario files and folders; compare each transcript with its snapshot.
     Run(cli::run::Args),
+    /// List every rule with the scenarios, oracles and tests that check it,
+    /// and the rules nothing checks.
+    Rules(cli::rules::Args),
     /// Print the transcript of one scenario under any seed; optionally
     /// write an HTML timeline of the run.
     Show(cli::show::Args),
@@ -50,5 +54,6 @@ fn real_main() -> anyhow::Result<ExitCode> {
         Command::Fuzz(args) => cli::fuzz::run(args),
         Command::Run(args) => cli::run::run(args),
         Command::Show(args) => cli::show::run(args),
+        Command::Rules(args) => cli::rules::run(args),
     }
 }

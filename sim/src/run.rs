@@ -20,9 +20,6 @@ use crate::world::{
     VirtualClock,
 };
 
-/// Virtual time after which a scenario that has not gone idle is stopped (a liveness bound).
-pub const VIRTUAL_TIME_LIMIT_MS: u64 = 3_600_000;
-
 /// A scenario that could not be run at all.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
@@ -45,8 +42,10 @@ pub struct Report {
     pub events: Vec<Event>,
     /// What each watcher received, in order.
     pub live: Vec<(String, LiveEvent)>,
-    /// The scenario was stopped at the virtual-time limit before it went idle.
+    /// The scenario was stopped at its virtual-time limit before it went idle.
     pub limit_reached: bool,
+    /// Planted faults that found nothing to change, as notes.
+    pub idle_faults: Vec<String>,
     /// The runtime's own step loop panicked (a runtime bug, caught).
     pub runtime_panicked: bool,
 }
@@ -179,7 +178,7 @@ async fn play(s: &Scenario, w: &World, played: &mut Played) {
 
 async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
     let w = world(s, seed)?;
-    let limit = Duration::from_millis(VIRTUAL_TIME_LIMIT_MS);
+    let limit = Duration::from_millis(s.time_limit_ms);
     let mut played = Played::default();
     let in_time = tokio::time::timeout(limit, play(s, &w, &mut played)).await;
     let Played {
@@ -189,7 +188,8 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
     } = played;
     if in_time.is_err() {
         notes.push(format!(
-            "stopped: not idle after {VIRTUAL_TIME_LIMIT_MS}ms of virtual time"
+            "stopped: not idle after {}ms of virtual time (time_limit_ms)",
+            s.time_limit_ms
         ));
     }
     let virtual_ms = w.clock.now();
@@ -205,9 +205,17 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
         live: drain(&mut watches),
         actions,
         reads: w.reads.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        cut_short: in_time.is_err(),
     };
-    for fault in &s.faults {
-        notes.push(faults::plant(fault, &mut obs));
+    let mut idle_faults = Vec::new();
+    for (i, fault) in s.faults.iter().enumerate() {
+        match faults::plant(fault, &mut obs) {
+            Ok(note) => notes.push(note),
+            Err(note) => {
+                idle_faults.push(format!("faults[{i}]: {note}"));
+                notes.push(note);
+            }
+        }
     }
     for m in w.provider.scripts() {
         let unused = m.unused_turns();
@@ -244,6 +252,7 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
         events: obs.events,
         live: obs.live,
         limit_reached: in_time.is_err(),
+        idle_faults,
         runtime_panicked,
     })
 }
@@ -259,8 +268,30 @@ fn drain(watches: &mut [(String, Watch)]) -> Vec<(String, LiveEvent)> {
     live
 }
 
-/// Whether a report meets its scenario's expectation (SPEC D5).
+/// Whether a report meets its scenario's expectation (SPEC D5). A run
+/// stopped at its time limit, or a planted fault that changed nothing, fails
+/// whatever the oracles said.
 pub fn verdict(s: &Scenario, report: &Report) -> Result<(), String> {
+    let mut problems = Vec::new();
+    if report.limit_reached {
+        problems.push(format!(
+            "stopped at the virtual-time limit of {}ms before every thread was idle (raise time_limit_ms if the scenario needs longer)",
+            s.time_limit_ms
+        ));
+    }
+    for f in &report.idle_faults {
+        problems.push(format!("planted fault changed nothing: {f}"));
+    }
+    if let Err(e) = expectation_met(s, report) {
+        problems.push(e);
+    }
+    match problems.is_empty() {
+        true => Ok(()),
+        false => Err(problems.join("\n")),
+    }
+}
+
+fn expectation_met(s: &Scenario, report: &Report) -> Result<(), String> {
     match s.expect {
         Expectation::Pass if report.violations.is_empty() => Ok(()),
         Expectation::Pass => {

@@ -71,15 +71,14 @@ fn collisions<'a>(files: impl Iterator<Item = &'a Path>) -> Vec<ScenarioError> {
             continue;
         };
         if let Some(first) = seen.insert(at.file(), f) {
-            out.push(ScenarioError {
-                path: f.to_path_buf(),
-                location: None,
-                message: format!(
+            out.push(ScenarioError::new(
+                f,
+                format!(
                     "its snapshot {} would also be the snapshot of {}; rename one of them",
                     at.file().display(),
                     first.display()
                 ),
-            });
+            ));
         }
     }
     out

@@ -34,6 +34,11 @@ pub struct Args {
     format: String,
 }
 
+/// Whether stderr takes colour: a terminal, and `NO_COLOR` unset.
+pub fn stderr_color() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 /// Whether `CI` is set (to anything but empty, `0` or `false`).
 pub fn in_ci() -> bool {
     std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "0" && v != "false")
@@ -60,8 +65,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let scenarios = match pai_sim::load_all(&files) {
         Ok(s) => s,
         Err(errors) => {
+            let color = stderr_color();
             for e in &errors {
-                eprintln!("error: {e}");
+                eprintln!("{}\n", e.render(color));
             }
             eprintln!(
                 "{} malformed scenario file(s); nothing was run",

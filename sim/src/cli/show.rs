@@ -25,7 +25,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let scenario = match Scenario::load(&args.file) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("{}", e.render(super::run::stderr_color()));
             return Ok(ExitCode::from(2));
         }
     };

@@ -45,6 +45,8 @@ pub fn case(seed: u64) -> ScenarioSpec {
         docs,
         timeline: timeline(&mut g),
         faults: vec![],
+        format: None,
+        time_limit_ms: None,
     }
 }
 
@@ -87,7 +89,13 @@ fn turn(g: &mut Gen, tools: &[String]) -> TurnSpec {
         t.tool_calls = (0..g.range(1, 2)).map(|_| call(g, tools)).collect();
     }
     match g.index(20) {
-        0 => t.error = Some("overloaded".into()),
+        0 => {
+            // The provider fails before any stream: the turn has nothing else.
+            t.error = Some("overloaded".into());
+            t.text.clear();
+            t.tool_calls.clear();
+            t.delta_ms = 0;
+        }
         1 => t.stream_error = Some("connection reset".into()),
         _ => {}
     }

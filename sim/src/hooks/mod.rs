@@ -136,6 +136,59 @@ impl HookSpec {
         }
     }
 
+    /// A value the hook cannot use, as the field and the reason.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        if self.given_name().is_some_and(|n| n.trim().is_empty()) {
+            return Err((
+                "name",
+                "must not be empty (leave it out for a generated name)".into(),
+            ));
+        }
+        let nonempty = |field: &'static str, value: &str, why: &str| match value.is_empty() {
+            true => Err((field, format!("must not be empty: {why}"))),
+            false => Ok(()),
+        };
+        match self {
+            HookSpec::Guardrail(h) => {
+                nonempty("contains", &h.contains, "it would match every message")
+            }
+            HookSpec::StreamGuard(h) => {
+                nonempty("contains", &h.contains, "it would match every stream")
+            }
+            HookSpec::RecentWindow(h) if h.last == 0 => Err((
+                "last",
+                "must be at least 1: a window of 0 sends the model nothing".into(),
+            )),
+            HookSpec::HistoryProbe(h) if h.page == 0 => Err((
+                "page",
+                "must be at least 1: pages of 0 messages read nothing".into(),
+            )),
+            HookSpec::Redact(h) if h.patterns.is_empty() => {
+                Err(("patterns", "needs at least one pattern".into()))
+            }
+            HookSpec::Fallback(h) => nonempty("to", &h.to, "it names the model to fall back to"),
+            HookSpec::Route(h) => nonempty(
+                "model",
+                h.model.as_deref().unwrap_or("-"),
+                "leave it out to keep the route's model",
+            ),
+            HookSpec::RejectTool(h) => nonempty(
+                "tool",
+                &h.tool,
+                "it names the tool whose calls are rejected",
+            ),
+            HookSpec::ReplaceToolInput(h) => {
+                nonempty("tool", &h.tool, "it names the tool whose input is replaced")
+            }
+            HookSpec::ReplaceToolOutput(h) => nonempty(
+                "tool",
+                &h.tool,
+                "it names the tool whose output is replaced",
+            ),
+            _ => Ok(()),
+        }
+    }
+
     /// The one phase the hook handles, as the library declares it.
     pub fn phase(&self) -> Phase {
         let level = |at: MessageLevel| match at {

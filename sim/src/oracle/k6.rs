@@ -22,7 +22,8 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             continue; // it named a send that never made a run: the runtime was not asked
         }
         let problem = match &a.outcome {
-            Ok(Some(run)) => reached(o.events, before, run, named_run.as_deref()),
+            Ok(Some(run)) => reached(o.events, before, run, named_run.as_deref())
+                .filter(|_| !(o.cut_short && !ended(o.events, run))),
             Ok(None) => Some("the cancel reached no run and said nothing".to_string()),
             Err(_) => missed(before, &m.thread, named_run.as_deref()),
         };
@@ -45,6 +46,11 @@ fn nth_send(o: &Observed<'_>, thread: &str, n: usize) -> Option<String> {
     });
     let record: &ActionRecord = sends.into_iter().nth(n - 1)?;
     record.outcome.clone().ok().flatten()
+}
+
+fn ended(events: &[Event], run: &str) -> bool {
+    let ends = |e: &Event| e.run_id == run && matches!(e.kind, EventKind::Ended { .. });
+    events.iter().any(ends)
 }
 
 /// A cancel that reached `run`: it was the run asked for, it ends

@@ -36,7 +36,7 @@ pub use observed::{Observations, Observed, Verdicts, Violation};
 /// Runs every oracle over one run.
 pub fn check_all(o: &Observed<'_>) -> Verdicts {
     let mismatches = request::mismatches(o);
-    let mut violations = l14::check(o.events);
+    let mut violations = l14::check(o.events, o.cut_short);
     violations.extend(t1::check(o.events));
     violations.extend(h1::versions(o.events, o.threads));
     violations.extend(m1::check(o));

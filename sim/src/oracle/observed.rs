@@ -42,6 +42,9 @@ pub struct Observed<'a> {
     pub actions: &'a [ActionRecord],
     /// What history probes read, as they read it.
     pub reads: &'a [HistoryRead],
+    /// The virtual-time limit stopped the scenario before it went idle:
+    /// runs still going then are not judged for never ending.
+    pub cut_short: bool,
 }
 
 /// What one run left behind, owned: the data an [`Observed`] view borrows.
@@ -54,6 +57,7 @@ pub struct Observations {
     pub live: Vec<(String, LiveEvent)>,
     pub actions: Vec<ActionRecord>,
     pub reads: Vec<HistoryRead>,
+    pub cut_short: bool,
 }
 
 impl Observations {
@@ -68,6 +72,7 @@ impl Observations {
             live: &self.live,
             actions: &self.actions,
             reads: &self.reads,
+            cut_short: self.cut_short,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! is a type: one action per timeline entry, one behaviour per tool, an
 //! oracle named with every expected violation.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde_json::Value;
@@ -33,7 +33,15 @@ pub struct Scenario {
     /// Client actions, in time order (entries at one time in file order).
     pub timeline: Vec<Moment>,
     pub faults: Vec<FaultSpec>,
+    /// Virtual milliseconds after which a run not yet idle fails.
+    pub time_limit_ms: u64,
 }
+
+/// The virtual-time limit of a scenario that sets none: one hour.
+pub const DEFAULT_TIME_LIMIT_MS: u64 = 3_600_000;
+
+/// The only scenario format so far.
+pub const FORMAT: u32 = 1;
 
 /// What a run must show (SPEC D5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,6 +132,8 @@ pub struct FieldPath(Vec<Segment>);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Segment {
     Key(&'static str),
+    /// A key the file chose: a `[docs]` keyword, a model name.
+    Name(String),
     Index(usize),
 }
 
@@ -144,6 +154,7 @@ impl fmt::Display for FieldPath {
             match s {
                 Segment::Key(k) if i == 0 => write!(f, "{k}")?,
                 Segment::Key(k) => write!(f, ".{k}")?,
+                Segment::Name(k) => write!(f, "[{k:?}]")?,
                 Segment::Index(n) => write!(f, "[{n}]")?,
             }
         }
@@ -170,6 +181,7 @@ fn fail<T>(at: &[Segment], message: impl Into<String>) -> Result<T, CheckError> 
 impl Scenario {
     /// Checks a spec into the model the simulator runs.
     pub fn from_spec(spec: ScenarioSpec) -> Result<Scenario, CheckError> {
+        header(&spec)?;
         let expect = expectation(spec.expect, spec.oracle)?;
         if spec.agent.max_steps == 0 {
             let at = [Segment::Key("agent"), Segment::Key("max_steps")];
@@ -178,19 +190,12 @@ impl Scenario {
                 "must be at least 1 (SPEC A2: a run may take one step or more)",
             );
         }
-        let timeline = timeline(spec.timeline)?;
+        let time_limit_ms = spec.time_limit_ms.unwrap_or(DEFAULT_TIME_LIMIT_MS);
+        let timeline = timeline(spec.timeline, time_limit_ms)?;
         let tools = tools(spec.agent.tools)?;
-        let hooks = spec
-            .lifecycle
-            .into_iter()
-            .enumerate()
-            .map(|(i, spec)| HookDef {
-                name: spec
-                    .given_name()
-                    .map_or_else(|| format!("{}#{i}", spec.kind()), str::to_string),
-                spec,
-            })
-            .collect();
+        scripts(&spec.model, &spec.models)?;
+        docs(&spec.docs)?;
+        let hooks = hooks(spec.lifecycle)?;
         faults(&spec.faults)?;
         Ok(Scenario {
             name: spec.name,
@@ -211,7 +216,103 @@ impl Scenario {
             docs: spec.docs,
             timeline,
             faults: spec.faults,
+            time_limit_ms,
         })
+    }
+}
+
+/// The scenario's own fields: format, name, rules, time limit.
+fn header(spec: &ScenarioSpec) -> Result<(), CheckError> {
+    if let Some(v) = spec.format.filter(|v| *v != FORMAT) {
+        let message = format!("{v} is not a format this pai-sim knows; it reads format {FORMAT}");
+        return fail(&[Segment::Key("format")], message);
+    }
+    if spec.name.trim().is_empty() {
+        return fail(&[Segment::Key("name")], "must not be empty");
+    }
+    if spec.rules.is_empty() {
+        let message = "name at least one rule this scenario checks (see `pai-sim rules`)";
+        return fail(&[Segment::Key("rules")], message);
+    }
+    for (i, id) in spec.rules.iter().enumerate() {
+        if crate::rules::rule(id).is_none() {
+            let message = format!("unknown rule {id:?}: `pai-sim rules` lists every rule id");
+            return fail(&[Segment::Key("rules"), Segment::Index(i)], message);
+        }
+    }
+    if spec.time_limit_ms == Some(0) {
+        return fail(&[Segment::Key("time_limit_ms")], "must be at least 1");
+    }
+    if spec.agent.name.is_empty() || spec.agent.model.is_empty() {
+        let field = if spec.agent.name.is_empty() {
+            "name"
+        } else {
+            "model"
+        };
+        return fail(
+            &[Segment::Key("agent"), Segment::Key(field)],
+            "must not be empty",
+        );
+    }
+    Ok(())
+}
+
+/// Hooks, named as the event log shows them, each with values it can use.
+fn hooks(specs: Vec<HookSpec>) -> Result<Vec<HookDef>, CheckError> {
+    let mut out = Vec::with_capacity(specs.len());
+    for (i, spec) in specs.into_iter().enumerate() {
+        if let Err((field, message)) = spec.check() {
+            let at = [
+                Segment::Key("lifecycle"),
+                Segment::Index(i),
+                Segment::Key(field),
+            ];
+            return fail(&at, format!("{}: {message}", spec.kind()));
+        }
+        let name = spec
+            .given_name()
+            .map_or_else(|| format!("{}#{i}", spec.kind()), str::to_string);
+        out.push(HookDef { name, spec });
+    }
+    Ok(out)
+}
+
+/// Scripted turns: a turn whose provider fails before the stream has no
+/// text or tool calls to give.
+fn scripts(model: &ModelSpec, models: &BTreeMap<String, ModelSpec>) -> Result<(), CheckError> {
+    let named = models.iter().map(|(n, m)| (Some(n), m));
+    for (name, m) in std::iter::once((None, model)).chain(named) {
+        let mut at = match name {
+            None => vec![Segment::Key("model")],
+            Some(n) if n.is_empty() => {
+                return fail(
+                    &[Segment::Key("models"), Segment::Name(n.clone())],
+                    "a model name must not be empty",
+                );
+            }
+            Some(n) => vec![Segment::Key("models"), Segment::Name(n.clone())],
+        };
+        at.push(Segment::Key("turns"));
+        for (i, t) in m.turns.iter().enumerate() {
+            if t.error.is_some() && (!t.text.is_empty() || !t.tool_calls.is_empty()) {
+                at.push(Segment::Index(i));
+                at.push(Segment::Key("error"));
+                let message = "the provider fails before any stream, so this turn's text and tool calls would never be seen: keep one or the other (stream_error fails after the text)";
+                return fail(&at, message);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `[docs]` keywords must be words a query can contain.
+fn docs(docs: &BTreeMap<String, String>) -> Result<(), CheckError> {
+    match docs.keys().find(|k| k.trim().is_empty()) {
+        Some(k) => fail(
+            &[Segment::Key("docs"), Segment::Name(k.clone())],
+            "an empty keyword would match every query",
+        ),
+        None => Ok(()),
     }
 }
 
@@ -220,15 +321,18 @@ fn expectation(expect: Expect, oracle: Option<OracleId>) -> Result<Expectation, 
         (Expect::Pass, _) => Ok(Expectation::Pass),
         (Expect::Violation, Some(o)) => Ok(Expectation::Violation(o)),
         (Expect::Violation, None) => fail(
-            &[Segment::Key("oracle")],
-            "expect = \"violation\" needs `oracle`, the oracle that must report it",
+            &[Segment::Key("expect")],
+            "\"violation\" needs `oracle`: the oracle that must report it",
         ),
     }
 }
 
-fn timeline(entries: Vec<TimelineEntry>) -> Result<Vec<Moment>, CheckError> {
+fn timeline(entries: Vec<TimelineEntry>, limit_ms: u64) -> Result<Vec<Moment>, CheckError> {
     if entries.is_empty() {
-        return fail(&[], "expected at least one [[timeline]] entry");
+        return fail(
+            &[Segment::Key("timeline")],
+            "expected at least one [[timeline]] entry",
+        );
     }
     let mut out = Vec::with_capacity(entries.len());
     let mut watchers = BTreeMap::new();
@@ -236,6 +340,28 @@ fn timeline(entries: Vec<TimelineEntry>) -> Result<Vec<Moment>, CheckError> {
         let at = [Segment::Key("timeline"), Segment::Index(i)];
         if !t.live.is_empty() && t.watch.is_none() {
             return fail(&at, "`live` goes with `watch`");
+        }
+        if t.at >= limit_ms {
+            let at = [
+                Segment::Key("timeline"),
+                Segment::Index(i),
+                Segment::Key("at"),
+            ];
+            let message = format!(
+                "{}ms is past the scenario's virtual-time limit of {limit_ms}ms (time_limit_ms), so it would never happen",
+                t.at
+            );
+            return fail(&at, message);
+        }
+        for (field, value) in [("client", &t.client), ("thread", &t.thread)] {
+            if value.is_empty() {
+                let at = [
+                    Segment::Key("timeline"),
+                    Segment::Index(i),
+                    Segment::Key(field),
+                ];
+                return fail(&at, "must not be empty");
+            }
         }
         let cancel = match t.cancel {
             CancelSpec::Current(false) => None,
@@ -250,6 +376,14 @@ fn timeline(entries: Vec<TimelineEntry>) -> Result<Vec<Moment>, CheckError> {
             (None, Some(text), None, None) => Action::Steer(text),
             (None, None, Some(run), None) => Action::Cancel(run),
             (None, None, None, Some(name)) => {
+                if name.is_empty() {
+                    let at = [
+                        Segment::Key("timeline"),
+                        Segment::Index(i),
+                        Segment::Key("watch"),
+                    ];
+                    return fail(&at, "a watcher needs a name");
+                }
                 if let Some(j) = watchers.insert(name.clone(), i) {
                     return fail(
                         &at,
@@ -295,14 +429,47 @@ fn faults(faults: &[FaultSpec]) -> Result<(), CheckError> {
                 drop_message: None,
                 ..
             } => return fail(&at, "edit_request needs append or drop_message"),
+            FaultSpec::Swap { a, b, .. } | FaultSpec::SwapPayloads { a, b, .. } if a == b => {
+                return fail(
+                    &at,
+                    "a and b name one event: the fault would change nothing",
+                );
+            }
             _ => {}
+        }
+        if let Some(field) = zero_count(f) {
+            let mut at = at.to_vec();
+            at.push(Segment::Key(field));
+            return fail(&at, "counts from 1: 0 names no event");
         }
     }
     Ok(())
 }
 
+/// The field of a fault that counts from 1 but says 0.
+fn zero_count(f: &FaultSpec) -> Option<&'static str> {
+    let counts: Vec<(&'static str, usize)> = match f {
+        FaultSpec::Drop { nth, .. }
+        | FaultSpec::SwapWithPrevious { nth, .. }
+        | FaultSpec::Duplicate { nth, .. }
+        | FaultSpec::DropLive { nth, .. }
+        | FaultSpec::GrowRead { nth } => vec![("nth", *nth)],
+        FaultSpec::Swap { a, b, .. } | FaultSpec::SwapPayloads { a, b, .. } => {
+            vec![("a", *a), ("b", *b)]
+        }
+        FaultSpec::EditRequest {
+            call, drop_message, ..
+        } => vec![("call", *call), ("drop_message", drop_message.unwrap_or(1))],
+        FaultSpec::EditMessage { seq, .. } => vec![("seq", usize::from(*seq != 0))],
+    };
+    counts
+        .iter()
+        .find(|(_, n)| *n == 0)
+        .map(|(field, _)| *field)
+}
+
 fn tools(specs: Vec<ToolSpec>) -> Result<Vec<ToolDef>, CheckError> {
-    let mut seen = BTreeSet::new();
+    let mut seen = BTreeMap::new();
     let mut out = Vec::with_capacity(specs.len());
     for (i, t) in specs.into_iter().enumerate() {
         let at = [
@@ -310,8 +477,17 @@ fn tools(specs: Vec<ToolSpec>) -> Result<Vec<ToolDef>, CheckError> {
             Segment::Key("tools"),
             Segment::Index(i),
         ];
-        if !seen.insert(t.name.clone()) {
-            return fail(&at, format!("duplicate tool name {:?}", t.name));
+        if t.name.is_empty() {
+            let mut at = at.to_vec();
+            at.push(Segment::Key("name"));
+            return fail(&at, "a tool needs a name");
+        }
+        if let Some(j) = seen.insert(t.name.clone(), i) {
+            let message = format!(
+                "duplicate tool name {:?} (agent.tools[{j}] has it too)",
+                t.name
+            );
+            return fail(&at, message);
         }
         let behaviour = match (t.output, t.echo, t.fail, t.throw, t.panic) {
             (Some(v), false, None, None, None) => Behaviour::Output(v),

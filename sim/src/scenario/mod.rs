@@ -7,11 +7,15 @@ mod names;
 mod position;
 mod spec;
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use annotate_snippets::{AnnotationKind, Level, Renderer, Snippet};
 
 pub use checked::{
-    Action, AgentDef, Behaviour, CheckError, Expectation, FieldPath, HookDef, Moment, Scenario,
-    Segment, ToolDef,
+    Action, AgentDef, Behaviour, CheckError, DEFAULT_TIME_LIMIT_MS, Expectation, FieldPath,
+    HookDef, Moment, Scenario, Segment, ToolDef,
 };
 pub use names::{EventName, OracleId};
 pub use spec::{
@@ -21,56 +25,126 @@ pub use spec::{
 
 /// A scenario file that could not be loaded (SPEC X1).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}{}: {message}", path.display(), location.map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default())]
+#[error("{}{}: {message}", path.display(), self.place())]
 pub struct ScenarioError {
     pub path: PathBuf,
-    /// 1-based line and column, where the parser can tell.
+    /// 1-based line and column, where the file can tell.
     pub location: Option<(usize, usize)>,
+    /// For a JSON file, whose values keep no position after parsing: the
+    /// JSON pointer of the field at fault.
+    pub pointer: Option<String>,
     pub message: String,
+    /// The source text and the byte range at fault, for [`Self::render`].
+    source_span: Option<(Arc<str>, Range<usize>)>,
+}
+
+impl ScenarioError {
+    /// An error about a whole file.
+    pub fn new(path: &Path, message: String) -> ScenarioError {
+        ScenarioError {
+            path: path.to_path_buf(),
+            location: None,
+            pointer: None,
+            message,
+            source_span: None,
+        }
+    }
+
+    /// Points the error at `span` of `text`.
+    fn at_span(mut self, text: &str, span: Range<usize>) -> ScenarioError {
+        self.location = Some(position::line_col(text, span.start));
+        self.source_span = Some((Arc::from(text), span));
+        self
+    }
+
+    fn place(&self) -> String {
+        match (&self.location, &self.pointer) {
+            (Some((l, c)), _) => format!(":{l}:{c}"),
+            (None, Some(p)) => format!(" (at {p})"),
+            (None, None) => String::new(),
+        }
+    }
+
+    /// The error as rustc shows one: the message, the file, line and column,
+    /// and the source line with the place at fault underlined.
+    pub fn render(&self, color: bool) -> String {
+        let Some((text, span)) = &self.source_span else {
+            return format!("error: {self}");
+        };
+        let path = format!("{}", self.path.display());
+        let span =
+            span.start.min(text.len())..span.end.min(text.len()).max(span.start.min(text.len()));
+        let report = &[Level::ERROR.primary_title(&self.message).element(
+            Snippet::source(&**text)
+                .path(&path)
+                .annotation(AnnotationKind::Primary.span(span)),
+        )];
+        let renderer = if color {
+            Renderer::styled()
+        } else {
+            Renderer::plain()
+        };
+        renderer.render(report).to_string()
+    }
 }
 
 impl ScenarioSpec {
     /// Parses scenario text; the format follows the file extension (JSON for `.json`).
     pub fn parse(path: &Path, text: &str) -> Result<ScenarioSpec, ScenarioError> {
-        let err = |location, message: String| ScenarioError {
-            path: path.to_path_buf(),
-            location,
-            message,
-        };
-        if path.extension().is_some_and(|e| e == "json") {
+        if is_json(path) {
             serde_json::from_str(text).map_err(|e| {
-                let loc = (e.line() > 0).then(|| (e.line(), e.column()));
-                err(loc, position::strip_json_position(&e.to_string()))
+                let err = ScenarioError::new(path, position::strip_json_position(&e.to_string()));
+                match position::offset(text, e.line(), e.column()) {
+                    Some(at) => err.at_span(text, at..at),
+                    None => err,
+                }
             })
         } else {
             toml::from_str(text).map_err(|e| {
-                let loc = e
-                    .span()
-                    .map(|s| position::line_col(text, position::refine(text, s, e.message())));
-                err(loc, e.message().trim().to_string())
+                let err = ScenarioError::new(path, e.message().trim().to_string());
+                match e.span() {
+                    Some(s) => err.at_span(text, position::refine(text, s, e.message())),
+                    None => err,
+                }
             })
         }
     }
 }
 
+fn is_json(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "json")
+}
+
 impl Scenario {
     /// Loads and checks a `.toml` or `.json` scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-            path: path.to_path_buf(),
-            location: None,
-            message: format!("cannot read: {e}"),
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError::new(path, format!("cannot read: {e}")))?;
         Scenario::parse(path, &text)
     }
 
-    /// Parses and checks scenario text.
+    /// Parses and checks scenario text. A check that fails after parsing
+    /// still names the line and column (TOML) or the JSON pointer (JSON) of
+    /// the field at fault.
     pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
         let spec = ScenarioSpec::parse(path, text)?;
-        Scenario::from_spec(spec).map_err(|e| ScenarioError {
-            path: path.to_path_buf(),
-            location: None,
-            message: e.to_string(),
+        Scenario::from_spec(spec).map_err(|e| {
+            let err = ScenarioError::new(path, e.to_string());
+            if is_json(path) {
+                let pointer = position::json_pointer(e.at.segments());
+                return ScenarioError {
+                    pointer: Some(if pointer.is_empty() {
+                        "/".into()
+                    } else {
+                        pointer
+                    }),
+                    ..err
+                };
+            }
+            match position::toml_span(text, e.at.segments()) {
+                Some(span) => err.at_span(text, span),
+                None => err.at_span(text, 0..0),
+            }
         })
     }
 }
@@ -138,6 +212,7 @@ send = "hi"
             e.message,
             "timeline[0]: expected exactly one of send, steer, cancel, watch"
         );
+        assert_eq!(e.location, Some((4, 1)), "the [[timeline]] header: {e}");
         let text = MINIMAL.replace(
             "rules = [\"L1\"]",
             "rules = [\"L1\"]\nexpect = \"violation\"",
@@ -145,7 +220,7 @@ send = "hi"
         let e = Scenario::parse(Path::new("a.toml"), &text).unwrap_err();
         assert!(
             e.message
-                .starts_with("oracle: expect = \"violation\" needs"),
+                .starts_with("expect: \"violation\" needs `oracle`"),
             "{e}"
         );
     }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 /// Declares the oracles once: their ids, the names files and reports use,
 /// and what each judges.
 macro_rules! oracles {
-    ($($variant:ident = $name:literal: $doc:literal;)*) => {
+    ($($variant:ident = $name:literal [$($rule:literal),*]: $doc:literal;)*) => {
         /// An invariant oracle, by the name scenarios and reports use.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
         pub enum OracleId {
@@ -25,37 +25,44 @@ macro_rules! oracles {
                     $(OracleId::$variant => $name,)*
                 }
             }
+
+            /// The SPEC rules this oracle judges on every run.
+            pub fn judges(self) -> &'static [&'static str] {
+                match self {
+                    $(OracleId::$variant => &[$($rule),*],)*
+                }
+            }
         }
     };
 }
 
 oracles! {
-    L14 = "L14": "Every run's events follow the phase grammar of SPEC §1.";
-    L1 = "L1": "`prepare_run` is given the newest user message of its own run.";
-    L4 = "L4": "A hook failure fails its run with the hook's message; later hooks of that phase do not run; nothing uncommitted is stored.";
-    L5 = "L5": "`prepare_run` and `prepare_model_step` hooks run in composition order; a respond stops the chain.";
-    L8 = "L8": "`before_tool_call` hooks run in order, each seeing the last replacement; the first reject stops the chain.";
-    L9 = "L9": "`after_tool_result` hooks all run in order; the last replacement wins.";
-    L10 = "L10": "Every `after_step` hook is asked; the joined decision is the strongest.";
-    L12 = "L12": "A respond is stored as its canonical transform.";
-    T1 = "T1": "Every `before_tool_call` of a step finishes before any of its tools starts.";
-    T2 = "T2": "A step's tool results are committed in call order.";
-    T5 = "T5": "No thrown detail reaches the model; a hook's replacement is what is stored and read.";
-    S3 = "S3": "No stored, live or model-visible assistant text matches a redaction pattern.";
-    S4 = "S4": "An aborted step stores its replacement only, with the abort's outcome and reason.";
-    A2 = "A2": "No run starts more steps than its limit.";
-    A3 = "A3": "Each transition follows the precedence complete > steering > next_step > natural, and the limit.";
-    A4 = "A4": "Every steer is taken once, by the first step that starts after it is stored, or starts a run.";
-    K1 = "K1": "Runs of a thread start in arrival order, one at a time.";
-    K2 = "K2": "Fencing tokens only grow; every commit is made under the newest token of its thread.";
-    K6 = "K6": "A cancel reaches a run or says there was none; a run cancelled while queued never starts.";
-    H1 = "H1": "Each commit bumps the version by one; watchers hear of every commit, in order.";
-    H6 = "H6": "In every context sent, each tool call has exactly one result after it.";
-    M1 = "M1": "No step's context holds a message stored after the step started.";
-    M3 = "M3": "Every history read a hook makes returns only messages at or before its step's anchor.";
-    P1P6 = "P1-P6": "The route of every attempt equals an independent fold of the run, step and attempt patches.";
-    X3 = "X3": "Nothing committed is lost or reordered, whatever failed.";
-    Request = "request": "Each request matches its scripted turn's `expect` table.";
+    L14 = "L14" ["L14"]: "Every run's events follow the phase grammar of SPEC §1.";
+    L1 = "L1" ["L1"]: "`prepare_run` is given the newest user message of its own run.";
+    L4 = "L4" ["L4"]: "A hook failure fails its run with the hook's message; later hooks of that phase do not run; nothing uncommitted is stored.";
+    L5 = "L5" ["L5"]: "`prepare_run` and `prepare_model_step` hooks run in composition order; a respond stops the chain.";
+    L8 = "L8" ["L8"]: "`before_tool_call` hooks run in order, each seeing the last replacement; the first reject stops the chain.";
+    L9 = "L9" ["L9"]: "`after_tool_result` hooks all run in order; the last replacement wins.";
+    L10 = "L10" ["L10"]: "Every `after_step` hook is asked; the joined decision is the strongest.";
+    L12 = "L12" ["L12"]: "A respond is stored as its canonical transform.";
+    T1 = "T1" ["T1"]: "Every `before_tool_call` of a step finishes before any of its tools starts.";
+    T2 = "T2" ["T2"]: "A step's tool results are committed in call order.";
+    T5 = "T5" ["T5"]: "No thrown detail reaches the model; a hook's replacement is what is stored and read.";
+    S3 = "S3" ["S3"]: "No stored, live or model-visible assistant text matches a redaction pattern.";
+    S4 = "S4" ["S4"]: "An aborted step stores its replacement only, with the abort's outcome and reason.";
+    A2 = "A2" ["A2"]: "No run starts more steps than its limit.";
+    A3 = "A3" ["A3"]: "Each transition follows the precedence complete > steering > next_step > natural, and the limit.";
+    A4 = "A4" ["A4"]: "Every steer is taken once, by the first step that starts after it is stored, or starts a run.";
+    K1 = "K1" ["K1"]: "Runs of a thread start in arrival order, one at a time.";
+    K2 = "K2" ["K2"]: "Fencing tokens only grow; every commit is made under the newest token of its thread.";
+    K6 = "K6" ["K6"]: "A cancel reaches a run or says there was none; a run cancelled while queued never starts.";
+    H1 = "H1" ["H1"]: "Each commit bumps the version by one; watchers hear of every commit, in order.";
+    H6 = "H6" ["H6"]: "In every context sent, each tool call has exactly one result after it.";
+    M1 = "M1" ["M1"]: "No step's context holds a message stored after the step started.";
+    M3 = "M3" ["M3"]: "Every history read a hook makes returns only messages at or before its step's anchor.";
+    P1P6 = "P1-P6" ["P1", "P2", "P3", "P4", "P5", "P6"]: "The route of every attempt equals an independent fold of the run, step and attempt patches.";
+    X3 = "X3" ["X3"]: "Nothing committed is lost or reordered, whatever failed.";
+    Request = "request" []: "Each request matches its scripted turn's `expect` table.";
 }
 
 impl fmt::Display for OracleId {

@@ -42,6 +42,10 @@ impl fmt::Display for Expect {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioSpec {
+    /// The format version; 1, the only one so far, when left out. A future
+    /// incompatible change of the format bumps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<u32>,
     pub name: String,
     /// SPEC rule ids this scenario checks.
     pub rules: Vec<String>,
@@ -71,6 +75,10 @@ pub struct ScenarioSpec {
     /// Planted faults in the observed event stream (SPEC D5).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultSpec>,
+    /// Virtual milliseconds after which a run that has not gone idle is
+    /// stopped and fails (default one hour).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit_ms: Option<u64>,
 }
 
 fn default_seed() -> u64 {
