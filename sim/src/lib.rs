@@ -14,6 +14,7 @@ pub mod fuzz;
 pub mod hooks;
 mod oracle;
 mod planted;
+mod rule_coverage;
 mod rules;
 mod run;
 mod scenario;
@@ -26,7 +27,8 @@ mod world;
 pub use format::diff;
 pub use oracle::Violation;
 pub use planted::{PLANTED_PANIC, quiet_planted_panics};
-pub use rules::{Rule, RuleCoverage, TestRef, coverage, rule, rules, tests_in};
+pub use rule_coverage::{RuleCoverage, TestRef, coverage, tests_in};
+pub use rules::{Rule, rule, rules};
 pub use run::{Report, SimError, check, replay_command, simulate, verdict};
 pub use scenario::{
     Action, AgentDef, AgentSpec, Behaviour, CancelRun, CancelSpec, CheckError,

@@ -35,7 +35,7 @@ pub struct ScenarioError {
     pub pointer: Option<String>,
     pub message: String,
     /// The source text and the byte range at fault, for [`Self::render`].
-    source_span: Option<(Arc<str>, Range<usize>)>,
+    source_span: Option<Box<(Arc<str>, Range<usize>)>>,
 }
 
 impl ScenarioError {
@@ -53,7 +53,7 @@ impl ScenarioError {
     /// Points the error at `span` of `text`.
     fn at_span(mut self, text: &str, span: Range<usize>) -> ScenarioError {
         self.location = Some(position::line_col(text, span.start));
-        self.source_span = Some((Arc::from(text), span));
+        self.source_span = Some(Box::new((Arc::from(text), span)));
         self
     }
 
@@ -68,7 +68,7 @@ impl ScenarioError {
     /// The error as rustc shows one: the message, the file, line and column,
     /// and the source line with the place at fault underlined.
     pub fn render(&self, color: bool) -> String {
-        let Some((text, span)) = &self.source_span else {
+        let Some((text, span)) = self.source_span.as_deref() else {
             return format!("error: {self}");
         };
         let path = format!("{}", self.path.display());

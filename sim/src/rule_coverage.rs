@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::catalogue::{Rule, rule, rules};
+use crate::rules::{Rule, rule, rules};
 use crate::scenario::OracleId;
 
 /// A test function, by file and name.

@@ -1,4 +1,5 @@
-//! The catalogue itself: `sim/rules.toml`, parsed once.
+//! The rule catalogue (`sim/rules.toml`, embedded and parsed once): every
+//! SPEC rule with its section and a one-line statement.
 
 use std::sync::OnceLock;
 
@@ -24,7 +25,7 @@ struct Catalogue {
     rule: Vec<Rule>,
 }
 
-const SOURCE: &str = include_str!("../../rules.toml");
+const SOURCE: &str = include_str!("../rules.toml");
 
 /// Every rule, in catalogue order.
 pub fn rules() -> &'static [Rule] {

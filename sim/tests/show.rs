@@ -1,0 +1,372 @@
+//! `pai-sim show --html`: the self-contained timeline page of one run. The
+//! page is polyglot HTML5, so these tests read it as XML with roxmltree.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use roxmltree::{Document, Node, ParsingOptions};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pai-sim"))
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace")
+        .to_path_buf()
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pai-show-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `pai-sim show SCENARIO --html OUT [extra…]`; the output and the page.
+fn show(scenario: &str, name: &str, extra: &[&str]) -> (Output, String) {
+    let dir = temp(name);
+    let page = dir.join("timeline.html");
+    let out = bin()
+        .arg("show")
+        .arg(root().join(scenario))
+        .arg("--html")
+        .arg(&page)
+        .args(extra)
+        .output()
+        .unwrap();
+    let html = std::fs::read_to_string(&page).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    (out, html)
+}
+
+/// The page as XML; its only DTD is the `<!DOCTYPE html>` line.
+fn parse(html: &str) -> Document<'_> {
+    let options = ParsingOptions {
+        allow_dtd: true,
+        ..ParsingOptions::default()
+    };
+    Document::parse_with_options(html, options)
+        .unwrap_or_else(|e| panic!("the page is not well-formed: {e}"))
+}
+
+fn has_class(n: Node<'_, '_>, class: &str) -> bool {
+    n.attribute("class")
+        .is_some_and(|c| c.split_whitespace().any(|w| w == class))
+}
+
+fn all<'a, 'i>(doc: &'a Document<'i>, pred: impl Fn(Node<'a, 'i>) -> bool) -> Vec<Node<'a, 'i>> {
+    doc.descendants().filter(|n| pred(*n)).collect()
+}
+
+/// All text under a node (roxmltree has already decoded the entities).
+fn text(n: Node<'_, '_>) -> String {
+    n.descendants()
+        .filter(|d| d.is_text())
+        .filter_map(|d| d.text())
+        .collect()
+}
+
+fn header(doc: &Document<'_>) -> String {
+    let header = doc.descendants().find(|n| n.has_tag_name("header"));
+    text(header.expect("a header"))
+}
+
+fn kind<'a, 'i>(doc: &'a Document<'i>, kind: &str) -> Vec<Node<'a, 'i>> {
+    all(doc, |n| n.attribute("data-kind") == Some(kind))
+}
+
+fn by_id<'a, 'i>(doc: &'a Document<'i>, id: &str) -> Node<'a, 'i> {
+    doc.descendants()
+        .find(|n| n.attribute("id") == Some(id))
+        .unwrap_or_else(|| panic!("no element #{id}"))
+}
+
+/// The runs a transcript lists at the end of each thread.
+fn transcript_runs(transcript: &str) -> usize {
+    let mut runs = 0;
+    let mut in_runs = false;
+    for line in transcript.lines() {
+        if line == "runs:" {
+            in_runs = true;
+        } else if in_runs && line.starts_with("    ") {
+            runs += 1;
+        } else {
+            in_runs = false;
+        }
+    }
+    runs
+}
+
+fn assert_offline(html: &str) {
+    let lower = html.to_lowercase();
+    for banned in [
+        "http://", "https://", "src=", "<script", "<link", "@import", "url(",
+    ] {
+        assert!(!lower.contains(banned), "the page refers to {banned:?}");
+    }
+    assert!(html.starts_with("<!DOCTYPE html>\n"));
+}
+
+/// Five steps of one run: the page has its lane with every kind of mark,
+/// the oracle section, the transcript the command printed, and nothing
+/// that needs a network.
+#[test]
+fn five_steps_show_every_kind_of_mark_in_one_lane() {
+    let (out, html) = show("scenarios/basics/five_steps.toml", "five", &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.starts_with("scenario: "), "{stdout}");
+    assert_offline(&html);
+    let doc = parse(&html);
+    assert_eq!(doc.root_element().tag_name().name(), "html");
+    let pre = by_id(&doc, "transcript")
+        .descendants()
+        .find(|n| n.has_tag_name("pre"))
+        .expect("the transcript");
+    assert!(
+        text(pre) == stdout,
+        "the page carries the printed transcript"
+    );
+
+    let runs = transcript_runs(&stdout);
+    assert_eq!(runs, 1);
+    let lanes = all(&doc, |n| has_class(n, "lane") && has_class(n, "run"));
+    assert_eq!(lanes.len(), runs, "one lane per run");
+    for lane in &lanes {
+        assert_eq!(lane.attribute("data-worker"), Some("local"));
+        assert!(text(*lane).contains("worker local"));
+        let group = lane.parent().unwrap();
+        assert_eq!(group.attribute("data-thread"), Some("main"));
+    }
+    assert_five_steps_marks(lanes[0]);
+
+    let verdicts = by_id(&doc, "verdicts");
+    assert!(text(verdicts).contains("all quiet"), "{}", text(verdicts));
+    let header = header(&doc);
+    for fact in [
+        "five steps with hooks in every phase",
+        "L2, A2, T1, T2",
+        "31",
+        "260 ms",
+    ] {
+        assert!(header.contains(fact), "{fact} missing from {header}");
+    }
+}
+
+/// The marks and spans of the one run of `five_steps.toml`, in its lane.
+fn assert_five_steps_marks(lane: Node<'_, '_>) {
+    let of = |k: &str| -> Vec<Node<'_, '_>> {
+        lane.descendants()
+            .filter(|n| n.attribute("data-kind") == Some(k))
+            .collect()
+    };
+    let count = |k: &str| of(k).len();
+    assert_eq!(count("episode"), 1);
+    assert_eq!(count("step"), 5);
+    assert_eq!(count("attempt"), 5);
+    assert_eq!(count("tool"), 5);
+    assert_eq!(count("commit"), 9, "5 steps and 4 tool results");
+    assert_eq!(count("end"), 1);
+    assert!(count("phase") >= 5 * 5);
+    assert!(count("hook") > 0);
+    let commits: Vec<String> = of("commit").into_iter().map(text).collect();
+    assert_eq!(commits.first().map(String::as_str), Some("v2"));
+    assert_eq!(commits.last().map(String::as_str), Some("v10"));
+    let episode = text(of("episode")[0]);
+    assert!(episode.contains("token 1"), "{episode}");
+    let attempt = of("attempt")[4];
+    assert!(has_class(attempt, "ok"));
+    assert!(text(attempt).contains("stop"), "{}", text(attempt));
+    let tools: Vec<String> = of("tool").into_iter().map(text).collect();
+    assert!(tools.iter().all(|t| t.contains("output")), "{tools:?}");
+    assert!(text(of("end")[0]).contains("completed"));
+}
+
+/// Two runs queued on one thread get a lane each, in order.
+#[test]
+fn each_run_has_its_own_lane() {
+    let (out, html) = show("scenarios/basics/queued_runs.toml", "queued", &[]);
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let doc = parse(&html);
+    let lanes = all(&doc, |n| has_class(n, "lane") && has_class(n, "run"));
+    assert_eq!(lanes.len(), transcript_runs(&stdout));
+    assert!(lanes.len() >= 2);
+    let ids: Vec<&str> = lanes
+        .iter()
+        .filter_map(|l| l.attribute("data-run"))
+        .collect();
+    let first = stdout.find(ids[0]).unwrap();
+    let second = stdout.find(ids[1]).unwrap();
+    assert!(first < second, "lanes follow the order runs appear");
+}
+
+/// A watcher gets a lane with the text it received, joined, and marks for
+/// the abort, the refreshes and the run's end.
+#[test]
+fn a_watcher_lane_shows_its_live_text() {
+    let scenario = "scenarios/streams/s4_abort_after_live_release.toml";
+    let (out, html) = show(scenario, "watch", &[]);
+    assert!(out.status.success());
+    let doc = parse(&html);
+    let lane = doc
+        .descendants()
+        .find(|n| has_class(*n, "watcher") && n.attribute("data-watcher") == Some("phone"))
+        .expect("a lane for watcher phone");
+    assert_eq!(lane.attribute("data-thread"), Some("main"));
+    let texts: Vec<String> = lane
+        .descendants()
+        .filter(|n| n.attribute("data-kind") == Some("live-text"))
+        .map(text)
+        .collect();
+    assert_eq!(texts, ["Sure. Run: rm -"]);
+    let marks: Vec<String> = lane
+        .descendants()
+        .filter(|n| n.attribute("data-kind") == Some("live"))
+        .map(text)
+        .collect();
+    assert!(marks.iter().any(|m| m == "aborted"), "{marks:?}");
+    assert!(marks.iter().any(|m| m == "refresh v2"), "{marks:?}");
+    assert!(
+        marks.iter().any(|m| m.ends_with("ended: blocked")),
+        "{marks:?}"
+    );
+    let live = text(by_id(&doc, "live"));
+    assert!(live.contains("Sure. Run: rm -"), "{live}");
+    assert!(live.contains("aborted: unsafe_output"), "{live}");
+    let attempt = kind(&doc, "attempt")[0];
+    assert!(has_class(attempt, "aborted"));
+}
+
+/// A violation scenario names the oracle in the verdicts.
+#[test]
+fn a_violation_is_named_in_the_verdicts() {
+    let scenario = "scenarios/violations/k2_catches_a_stale_token.toml";
+    let (out, html) = show(scenario, "violation", &[]);
+    assert!(out.status.success(), "the violation is expected");
+    let doc = parse(&html);
+    let verdicts = by_id(&doc, "verdicts");
+    let found: Vec<Node<'_, '_>> = verdicts
+        .descendants()
+        .filter(|n| has_class(*n, "violation"))
+        .collect();
+    assert!(!found.is_empty());
+    assert!(
+        found
+            .iter()
+            .all(|v| v.attribute("data-oracle") == Some("K2"))
+    );
+    let said = text(verdicts);
+    assert!(said.contains("K2"), "{said}");
+    assert!(!said.contains("all quiet"));
+}
+
+/// The same run gives the same bytes; another seed is another run.
+#[test]
+fn pages_are_deterministic_and_any_seed_works() {
+    let scenario = "scenarios/basics/five_steps.toml";
+    let (a, first) = show(scenario, "det-a", &[]);
+    let (b, second) = show(scenario, "det-b", &[]);
+    assert!(a.status.success() && b.status.success());
+    assert!(!first.is_empty());
+    assert!(first == second, "two runs gave different pages");
+    let (c, other) = show(scenario, "det-seed", &["--seed", "7"]);
+    assert!(c.status.success());
+    let doc = parse(&other);
+    let header = header(&doc);
+    assert!(header.contains("7 (the scenario's own is 31)"), "{header}");
+    assert_eq!(kind(&doc, "step").len(), 5);
+}
+
+/// Scenario text is user input: markup in it stays text, and characters
+/// XML cannot carry are replaced.
+#[test]
+fn user_text_is_escaped() {
+    // A TOML string: quotes, markup, an ampersand and a control character.
+    let nasty = r#""<script>alert(\"x\")</script> & 'quotes' \u0001""#;
+    let source = format!(
+        "name = {nasty}\nrules = [\"L1\"]\ndescription = {nasty}\n\
+         [[timeline]]\nsend = {nasty}\n\
+         [[timeline]]\nwatch = {nasty}\n"
+    );
+    let scenario = pai_sim::Scenario::parse(Path::new("x.toml"), &source).unwrap();
+    assert_eq!(
+        scenario.name,
+        "<script>alert(\"x\")</script> & 'quotes' \u{1}"
+    );
+    let report = pai_sim::simulate(&scenario, 3).unwrap();
+    let html = pai_sim::timeline_html(&scenario, 3, &report);
+    assert_offline(&html);
+    let doc = parse(&html);
+    let h1 = doc.descendants().find(|n| n.has_tag_name("h1")).unwrap();
+    assert_eq!(text(h1), scenario.name.replace('\u{1}', "\u{fffd}"));
+    let pre = by_id(&doc, "transcript")
+        .descendants()
+        .find(|n| n.has_tag_name("pre"))
+        .unwrap();
+    assert!(text(pre).contains("<script>alert"));
+    assert!(
+        html.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;")
+    );
+    assert!(!doc.descendants().any(|n| n.has_tag_name("script")));
+    let watcher = doc
+        .descendants()
+        .find(|n| has_class(*n, "watcher"))
+        .expect("a watcher lane");
+    assert_eq!(
+        watcher.attribute("data-watcher"),
+        Some(text(h1).as_str()),
+        "attributes round-trip"
+    );
+}
+
+/// With a headless browser installed, the page renders and its lanes are in
+/// the DOM; without one the test says so and passes.
+#[test]
+fn a_headless_browser_renders_the_lanes() {
+    let names = [
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "google-chrome-stable",
+    ];
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let browser = std::env::split_paths(&path)
+        .flat_map(|dir| names.map(|n| dir.join(n)))
+        .find(|p| p.is_file());
+    let Some(browser) = browser else {
+        eprintln!("skipped: no headless browser found (looked for {names:?} on PATH)");
+        return;
+    };
+    let dir = temp("browser");
+    let page = dir.join("timeline.html");
+    let status = bin()
+        .arg("show")
+        .arg(root().join("scenarios/streams/s4_abort_after_live_release.toml"))
+        .arg("--html")
+        .arg(&page)
+        .output()
+        .unwrap()
+        .status;
+    assert!(status.success());
+    let out = Command::new(&browser)
+        .args(["--headless", "--disable-gpu", "--no-sandbox", "--dump-dom"])
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(dom.matches("class=\"lane run\"").count(), 1, "{dom}");
+    assert!(dom.contains("data-watcher=\"phone\""));
+    assert!(dom.contains("id=\"verdicts\""));
+}
