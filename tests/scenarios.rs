@@ -37,6 +37,8 @@ fn check(path: &Path) -> Vec<String> {
     problems
 }
 
+/// SPEC D3, D4: every oracle judges every scenario, each run twice; a
+/// difference between the two runs fails the case.
 #[test]
 fn every_scenario_matches_its_snapshot() {
     pai_sim::quiet_planted_panics();
@@ -228,5 +230,26 @@ send = "hi"
     assert!(
         err.starts_with("stopped at the virtual-time limit of 100ms"),
         "{err}"
+    );
+}
+
+/// SPEC D7, D5: every oracle has a scenario that proves it fires.
+#[test]
+fn d7_every_oracle_has_a_violation_scenario() {
+    let files = pai_sim::discover(&[root().join("scenarios")]).expect("readable");
+    let proved: Vec<pai_sim::OracleId> = files
+        .iter()
+        .filter_map(|f| match pai_sim::Scenario::load(f).ok()?.expect {
+            pai_sim::Expectation::Violation(o) => Some(o),
+            pai_sim::Expectation::Pass => None,
+        })
+        .collect();
+    let unproved: Vec<_> = pai_sim::OracleId::ALL
+        .iter()
+        .filter(|o| !proved.contains(o))
+        .collect();
+    assert!(
+        unproved.is_empty(),
+        "oracles without a violation scenario: {unproved:?}"
     );
 }

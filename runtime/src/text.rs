@@ -520,6 +520,18 @@ mod tests {
     }
 
     #[test]
+    fn a_literal_pattern_matches_at_the_very_end() {
+        let ps = patterns(&["abc"]).unwrap();
+        assert_eq!(redact("say abc", &ps, "X"), "say X");
+        assert_eq!(
+            run(redact_text_deltas(ps.clone(), "X"), &["say a", "bc"]),
+            "say X"
+        );
+        assert!(matches_any("say abc", &ps));
+        assert!(!matches_any("say ab", &ps));
+    }
+
+    #[test]
     fn bad_patterns_are_errors() {
         assert!(Pattern::parse("a.*").is_err());
         assert!(Pattern::parse("[a-z]").is_err());

@@ -134,3 +134,23 @@ fn h6_an_overlay_with_an_unanswered_call_is_paired_before_sending() {
         "{sent:?}"
     );
 }
+
+/// What the event log calls a hook: its own name, `hook` by default,
+/// `compose` for a composition and `none` for the empty lifecycle.
+#[test]
+fn lifecycles_name_themselves_for_the_log() {
+    struct Quiet;
+    impl pai_runtime::Lifecycle<()> for Quiet {}
+    let named = hook::after_step("judge", |_, _| HookFuture::ready(Ok(Default::default())));
+    assert_eq!(pai_runtime::Lifecycle::<()>::name(&named), "judge");
+    assert_eq!(pai_runtime::Lifecycle::<()>::name(&Quiet), "hook");
+    assert_eq!(
+        pai_runtime::Lifecycle::<()>::name(&pai_runtime::NoLifecycle),
+        "none"
+    );
+    let both = compose::<()>(vec![Box::new(named), Box::new(Quiet)]);
+    assert_eq!(pai_runtime::Lifecycle::<()>::name(&both), "compose");
+    assert_eq!(both.len(), 2);
+    assert!(!both.is_empty());
+    assert!(compose::<()>(vec![]).is_empty());
+}

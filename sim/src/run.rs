@@ -352,3 +352,30 @@ pub fn replay_command(path: &std::path::Path, seed: u64) -> String {
     let quoted = shlex::try_quote(&shown).map_or(shown.clone(), |q| q.into_owned());
     format!("pai-sim run {quoted} --seed {seed}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SPEC D2: the replay line survives a shell, whatever the path holds.
+    #[test]
+    fn d2_replay_lines_are_shell_quoted() {
+        let path = std::path::Path::new("scenarios/a b/it's $HOME.toml");
+        let line = replay_command(path, 7);
+        let words = shlex::split(&line).expect("a shell can split it");
+        assert_eq!(
+            words,
+            [
+                "pai-sim",
+                "run",
+                "scenarios/a b/it's $HOME.toml",
+                "--seed",
+                "7"
+            ]
+        );
+        assert_eq!(
+            replay_command(std::path::Path::new("s/x.toml"), 3),
+            "pai-sim run s/x.toml --seed 3"
+        );
+    }
+}
