@@ -18,6 +18,7 @@ mod rule_coverage;
 mod rules;
 mod run;
 mod scenario;
+mod schema;
 pub mod snapshot;
 mod suite;
 mod timeline;
@@ -36,6 +37,7 @@ pub use scenario::{
     ModelSpec, Moment, OracleId, RequestExpect, Scenario, ScenarioError, ScenarioSpec, Segment,
     TimelineEntry, ToolCallSpec, ToolDef, ToolSpec, TurnSpec,
 };
+pub use schema::{EventData, EventRecord, event_log_json, schema_text};
 pub use suite::{
     CaseResult, CaseStatus, SnapshotMode, discover, load_all, orphans, run_case, table,
 };

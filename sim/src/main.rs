@@ -8,6 +8,7 @@ mod cli {
     pub mod fuzz;
     pub mod rules;
     pub mod run;
+    pub mod schema;
     pub mod show;
 }
 
@@ -32,6 +33,9 @@ enum Command {
     /// List every rule with the scenarios, oracles and tests that check it,
     /// and the rules nothing checks.
     Rules(cli::rules::Args),
+    /// Print the JSON Schema of the scenario format or of the event log
+    /// (the files under schema/).
+    Schema(cli::schema::Args),
     /// Print the transcript of one scenario under any seed; optionally
     /// write an HTML timeline of the run.
     Show(cli::show::Args),
@@ -55,5 +59,6 @@ fn real_main() -> anyhow::Result<ExitCode> {
         Command::Run(args) => cli::run::run(args),
         Command::Show(args) => cli::show::run(args),
         Command::Rules(args) => cli::rules::run(args),
+        Command::Schema(args) => cli::schema::run(args),
     }
 }

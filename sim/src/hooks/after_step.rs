@@ -1,26 +1,34 @@
 //! `after_step`: decides the step transition (SPEC A1–A3, L10).
 
 use pai_runtime::{AfterStepDecision, HookFuture, hook};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::shared::{SimHook, applies_at};
 
 /// What an `after_step` hook decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AfterStepSpec {
+    /// Go on as the step would: tool results lead to another step.
     Natural,
+    /// Take another step.
     NextStep,
+    /// End the run.
     Complete,
 }
 
 /// Decide the step transition, at every step or at `step` only.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AfterStep {
+    /// The hook's name in the event log; `<hook>#<index>` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: Option<String>,
+    /// The decision.
     pub decision: AfterStepSpec,
+    /// Only at this step (from 1); at every step when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<u32>,
 }

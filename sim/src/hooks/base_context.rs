@@ -2,16 +2,20 @@
 //! instead of the stored history (`next.with_base`, SPEC M2).
 
 use pai_runtime::{HookFuture, hook};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::shared::{MessageSpec, SimHook};
 
 /// Resolver: run the inner hooks over these messages instead of the stored history.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BaseContext {
+    /// The hook's name in the event log; `<hook>#<index>` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: Option<String>,
+    /// The messages the inner hooks run over.
     pub messages: Vec<MessageSpec>,
 }
 

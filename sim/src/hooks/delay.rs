@@ -9,19 +9,25 @@ use pai_runtime::{
     AfterStepDecision, AttemptPatch, HookFuture, RunDecision, StepDecision, ToolCallDecision,
     ToolResultDecision, hook,
 };
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::fail::PhaseName;
 use super::shared::{SimHook, applies_at};
 
 /// Wait `ms` virtual milliseconds in `phase`, at every step or at `step` only.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Delay {
+    /// The hook's name in the event log; `<hook>#<index>` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: Option<String>,
+    /// The phase the hook handles.
     pub phase: PhaseName,
+    /// Virtual milliseconds to wait.
     pub ms: u64,
+    /// Only at this step (from 1); at every step when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<u32>,
 }

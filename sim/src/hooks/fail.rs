@@ -5,21 +5,29 @@ use pai_runtime::{
     AfterStepDecision, AttemptPatch, HookError, HookFuture, HookResult, Phase, RunDecision,
     StepDecision, ToolCallDecision, ToolResultDecision, hook,
 };
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::shared::{SimHook, applies_at};
 use crate::planted::PLANTED_PANIC;
 
 /// A lifecycle phase, as named in scenario files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PhaseName {
+    /// `prepare_run`: once an episode.
     PrepareRun,
+    /// `resolve_model_context`: each step's context.
     ResolveModelContext,
+    /// `prepare_model_step`: each step.
     PrepareModelStep,
+    /// `around_model_call`: each provider attempt.
     AroundModelCall,
+    /// `before_tool_call`: each tool call.
     BeforeToolCall,
+    /// `after_tool_result`: each tool result.
     AfterToolResult,
+    /// `after_step`: each step's transition.
     AfterStep,
 }
 
@@ -39,15 +47,22 @@ impl PhaseName {
 }
 
 /// Fail (or panic) in a phase, at every step or at `step` only.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Fail {
+    /// The hook's name in the event log; `<hook>#<index>` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: Option<String>,
+    /// The phase the hook handles.
     pub phase: PhaseName,
+    /// The error's message (or the panic's).
     pub message: String,
+    /// Panic instead of returning an error.
     #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
+    #[schemars(extend("default" = false))]
     pub panic: bool,
+    /// Only at this step (from 1); at every step when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<u32>,
 }

@@ -2,16 +2,21 @@
 //! on another model, a fresh route (SPEC P1, P6, P7).
 
 use pai_runtime::{AttemptPatch, HookError, HookFuture, ModelError, hook};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::shared::SimHook;
 
 /// Model call: on a provider failure before the stream, retry with model `to`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Fallback {
+    /// The hook's name in the event log; `<hook>#<index>` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: Option<String>,
+    /// The model to try once more on.
+    #[schemars(length(min = 1))]
     pub to: String,
 }
 

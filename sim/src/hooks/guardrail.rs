@@ -2,21 +2,30 @@
 //! instead of running (SPEC L12) when the latest user text contains a phrase.
 
 use pai_runtime::{HookFuture, Outcome, Part, Response, RunDecision, hook};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::shared::SimHook;
 
 /// Respond instead of running when the latest user text contains
 /// `contains` (case-insensitive).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Guardrail {
+    /// The hook's name in the event log; `<hook>#<index>` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: Option<String>,
+    /// The phrase that triggers the guard (case-insensitive).
+    #[schemars(length(min = 1))]
     pub contains: String,
+    /// The run's outcome when the guard responds.
+    #[schemars(with = "crate::schema::mirror::Outcome")]
     pub outcome: Outcome,
+    /// Why, as the response records it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The response's text.
     pub text: String,
 }
 

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use pai_runtime::{ContextInput, HookCx, HookFuture, HookResult, ModelMessage, hook};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::shared::{HistoryRead, SimContext, SimHook};
@@ -15,16 +16,20 @@ fn default_page() -> usize {
 }
 
 /// Resolver: read the history view, record and report what it returned.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryProbe {
+    /// The hook's name in the event log; `<hook>#<index>` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: Option<String>,
     /// Page size of the `before` reads.
     #[serde(default = "default_page")]
+    #[schemars(range(min = 1))]
     pub page: usize,
     /// Virtual milliseconds to wait before reading.
     #[serde(default, skip_serializing_if = "crate::defaults::is_zero")]
+    #[schemars(extend("default" = 0))]
     pub wait_ms: u64,
 }
 

@@ -27,6 +27,7 @@ mod timeout;
 mod uppercase;
 
 use pai_runtime::Phase;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use after_step::{AfterStep, AfterStepSpec};
@@ -55,8 +56,9 @@ pub use timeout::Timeout;
 pub use uppercase::Uppercase;
 
 /// One `[[lifecycle]]` entry: the hook named by `hook = "..."` and its fields.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "hook", rename_all = "snake_case")]
+#[schemars(transform = crate::schema::checks::by_hook)]
 pub enum HookSpec {
     SystemMessage(SystemMessage),
     Route(Route),

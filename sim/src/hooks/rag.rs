@@ -3,15 +3,18 @@
 //! model-only system message (`prepare_model_step`).
 
 use pai_runtime::{HookFuture, Patch, StepDecision, hook};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::shared::{SimContext, SimHook, latest_user_text};
 
 /// Inject the latest user text's documents as a model-only system message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Rag {
+    /// The hook's name in the event log; `<hook>#<index>` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: Option<String>,
 }
 

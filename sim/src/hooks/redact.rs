@@ -2,6 +2,7 @@
 //! for every chunking.
 
 use pai_runtime::hook;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::shared::SimHook;
@@ -9,12 +10,17 @@ use super::stages::{RedactPattern, redactor};
 
 /// Canonical redaction: `patterns` (a literal prefix and an optional
 /// trailing `[class]+`) become `replacement`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Redact {
+    /// The hook's name in the event log; `<hook>#<index>` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: Option<String>,
+    /// The patterns: at least one.
+    #[schemars(length(min = 1))]
     pub patterns: Vec<RedactPattern>,
+    /// What each match becomes.
     pub replacement: String,
 }
 

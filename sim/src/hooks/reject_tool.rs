@@ -2,17 +2,23 @@
 //! sees the message as the call's error.
 
 use pai_runtime::{HookFuture, ToolCallDecision, hook};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::shared::SimHook;
 
 /// Reject every call of a named tool.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RejectTool {
+    /// The hook's name in the event log; `<hook>#<index>` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: Option<String>,
+    /// The tool whose calls are rejected.
+    #[schemars(length(min = 1))]
     pub tool: String,
+    /// What the model sees as the call's error.
     pub message: String,
 }
 

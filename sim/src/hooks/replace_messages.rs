@@ -2,18 +2,23 @@
 //! at run level (the episode overlay) or step level.
 
 use pai_runtime::{HookFuture, Patch, RunDecision, StepDecision, hook};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::shared::{MessageSpec, SimHook, applies_at};
 use super::system_message::MessageLevel;
 
 /// Replace the messages the phase would send, at run or step level.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReplaceMessages {
+    /// The hook's name in the event log; `<hook>#<index>` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: Option<String>,
+    /// Run or step level.
     pub at: MessageLevel,
+    /// The messages sent instead.
     pub messages: Vec<MessageSpec>,
     /// Only at this step (step level only).
     #[serde(default, skip_serializing_if = "Option::is_none")]

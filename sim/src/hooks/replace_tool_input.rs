@@ -1,6 +1,7 @@
 //! `replace_tool_input`: replaces one tool's input before it runs (SPEC L8).
 
 use pai_runtime::{HookFuture, ToolCallDecision, hook};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -9,14 +10,21 @@ use super::shared::SimHook;
 /// Replace a named tool's input before it runs. With `merge = true`, the
 /// fields of `input` are merged into the input this hook receives, which
 /// shows that each hook sees the previous hook's replacement (SPEC L8).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReplaceToolInput {
+    /// The hook's name in the event log; `<hook>#<index>` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: Option<String>,
+    /// The tool whose input is replaced.
+    #[schemars(length(min = 1))]
     pub tool: String,
+    /// The new input (with `merge`, the fields to set).
     pub input: Value,
+    /// Merge the fields of `input` into the input received.
     #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
+    #[schemars(extend("default" = false))]
     pub merge: bool,
 }
 

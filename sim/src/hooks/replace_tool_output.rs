@@ -2,6 +2,7 @@
 //! (SPEC T4, T5, L9).
 
 use pai_runtime::{HookFuture, ToolResultDecision, hook};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -9,14 +10,20 @@ use super::shared::SimHook;
 
 /// Replace a named tool's output: with `output`, or by removing `remove`
 /// fields from the output this hook receives.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReplaceToolOutput {
+    /// The hook's name in the event log; `<hook>#<index>` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: Option<String>,
+    /// The tool whose output is replaced.
+    #[schemars(length(min = 1))]
     pub tool: String,
+    /// The new output; the output received when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<Value>,
+    /// Fields to remove from the output.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub remove: Vec<String>,
 }

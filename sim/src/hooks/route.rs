@@ -7,13 +7,14 @@ use pai_runtime::{
 };
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::shared::{SimHook, applies_at};
 
 /// Where a route hook applies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RouteLevel {
     /// `prepare_run`: the episode's defaults.
@@ -25,22 +26,34 @@ pub enum RouteLevel {
 }
 
 /// Patch the route at run, step or attempt level.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Route {
+    /// The hook's name in the event log; `<hook>#<index>` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: Option<String>,
+    /// Run, step or attempt level.
     pub at: RouteLevel,
+    /// A model: starts a fresh route (SPEC P1); leave it out to keep the route's model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
     pub model: Option<String>,
+    /// Sampling settings, merged field by field (SPEC P2).
     #[serde(default, skip_serializing_if = "ModelSettings::is_empty")]
+    #[schemars(with = "crate::schema::mirror::ModelSettings")]
     pub settings: ModelSettings,
+    /// Provider key → that provider's options, replaced per provider.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub provider_options: ProviderOptions,
+    /// Provider-native tools (opaque JSON descriptions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_tools: Option<Vec<Value>>,
+    /// How the model may choose tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<crate::schema::mirror::ToolChoice>")]
     pub tool_choice: Option<ToolChoice>,
+    /// The registered tools offered, by name (SPEC P3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
     /// Only at this step (step and attempt level).

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use pai_runtime::{Lifecycle, ModelContent, ModelMessage, Role};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The runtime context scenarios run with.
@@ -34,19 +35,24 @@ pub struct HistoryRead {
 pub type SimHook = Box<dyn Lifecycle<SimContext>>;
 
 /// A model-facing message written in a scenario.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageSpec {
+    /// Who speaks.
     pub role: MessageRole,
+    /// The message's text.
     pub text: String,
 }
 
 /// Roles a scenario may write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageRole {
+    /// A system message.
     System,
+    /// A user message.
     User,
+    /// An assistant message.
     Assistant,
 }
 

@@ -5,16 +5,20 @@
 use std::time::Duration;
 
 use pai_runtime::{HookFuture, hook};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::shared::SimHook;
 
 /// Resolver: wait `ms` virtual milliseconds, then read the downstream context.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SlowResolver {
+    /// The hook's name in the event log; `<hook>#<index>` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: Option<String>,
+    /// Virtual milliseconds to wait.
     pub ms: u64,
 }
 

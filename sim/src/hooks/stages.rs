@@ -3,12 +3,14 @@
 //! upper-casing stage.
 
 use pai_runtime::{Emit, Pattern, PatternError, StreamPart, StreamTransform, redact_text_deltas};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A redaction pattern as a scenario writes it (`sk-[A-Za-z0-9_-]+`),
 /// parsed when the scenario is read, so a bad one is a load error.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(try_from = "String", into = "String")]
+#[schemars(transform = crate::schema::mirror::redact_pattern)]
 pub struct RedactPattern(Pattern);
 
 impl RedactPattern {
@@ -52,13 +54,19 @@ impl StreamTransform for UppercaseStage {
 }
 
 /// A live (presentation-only) transform of a watcher.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[schemars(transform = crate::schema::checks::by_kind)]
 pub enum TransformSpec {
+    /// Redact what matches `patterns` (a literal prefix and an optional
+    /// trailing `[class]+`) into `replacement`.
     Redact {
+        /// The patterns.
         patterns: Vec<RedactPattern>,
+        /// What each match becomes.
         replacement: String,
     },
+    /// Upper-case text.
     Uppercase,
 }
 

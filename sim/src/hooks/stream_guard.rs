@@ -3,6 +3,7 @@
 //! a phrase; buffering, it releases nothing before it has judged (S5).
 
 use pai_runtime::{Abort, Outcome, Part, Verdict, guard_text, hook, inspect_text_deltas};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::shared::SimHook;
@@ -11,16 +12,26 @@ use super::shared::SimHook;
 /// `contains` (case-insensitive). With `buffer = true` nothing is released
 /// before the whole text is judged (S5); otherwise each delta is released at
 /// once (S4: released chunks stay released).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StreamGuard {
+    /// The hook's name in the event log; `<hook>#<index>` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: Option<String>,
+    /// The phrase that aborts the step (case-insensitive).
+    #[schemars(length(min = 1))]
     pub contains: String,
+    /// Release nothing before the whole text is judged (SPEC S5).
     #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
+    #[schemars(extend("default" = false))]
     pub buffer: bool,
+    /// The run's outcome after the abort.
+    #[schemars(with = "crate::schema::mirror::Outcome")]
     pub outcome: Outcome,
+    /// Why, as the abort records it.
     pub reason: String,
+    /// The text stored instead of the step's.
     pub replacement: String,
 }
 

@@ -2,12 +2,13 @@
 //! overlay, P5, P8) or step level (one step).
 
 use pai_runtime::{HookFuture, Patch, RunDecision, StepDecision, hook};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::shared::{SimHook, applies_at, latest_user_text};
 
 /// Where a message hook applies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageLevel {
     /// `prepare_run`: the episode's overlay.
@@ -17,12 +18,16 @@ pub enum MessageLevel {
 }
 
 /// Append a model-only system message at run or step level.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SystemMessage {
+    /// The hook's name in the event log; `<hook>#<index>` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: Option<String>,
+    /// Run or step level.
     pub at: MessageLevel,
+    /// The message's text.
     pub text: String,
     /// Only at this step (step level only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -33,6 +38,7 @@ pub struct SystemMessage {
     pub if_model: Option<String>,
     /// Append the latest user text to `text` (shows when an overlay was built).
     #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
+    #[schemars(extend("default" = false))]
     pub with_latest_user: bool,
 }
 

@@ -2,16 +2,20 @@
 //! (SPEC P6); the run's stop still wins.
 
 use pai_runtime::{AttemptPatch, HookFuture, hook};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::shared::SimHook;
 
 /// Model call: give each attempt `ms` virtual milliseconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Timeout {
+    /// The hook's name in the event log; `<hook>#<index>` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: Option<String>,
+    /// Virtual milliseconds each attempt may take.
     pub ms: u64,
 }
 

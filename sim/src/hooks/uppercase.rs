@@ -2,16 +2,19 @@
 //! order of stages matters (SPEC L7).
 
 use pai_runtime::{StreamTransform, hook};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::shared::SimHook;
 use super::stages::UppercaseStage;
 
 /// A canonical stage that upper-cases text.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Uppercase {
+    /// The hook's name in the event log; `<hook>#<index>` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: Option<String>,
 }
 

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use pai_runtime::EventKind;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Declares the oracles once: their ids, the names files and reports use,
@@ -11,7 +12,7 @@ use serde::{Deserialize, Serialize};
 macro_rules! oracles {
     ($($variant:ident = $name:literal [$($rule:literal),*]: $doc:literal;)*) => {
         /// An invariant oracle, by the name scenarios and reports use.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
         pub enum OracleId {
             $(#[doc = $doc] #[serde(rename = $name)] $variant,)*
         }
@@ -72,7 +73,7 @@ impl fmt::Display for OracleId {
 }
 
 /// A runtime event, by its name in the phase grammar.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EventName {
     Admit,

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use pai_runtime::{ModelSettings, ProviderOptions};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -13,7 +14,7 @@ use super::names::{EventName, OracleId};
 use crate::hooks::{HookSpec, MessageSpec, TransformSpec};
 
 /// What a scenario run must show (SPEC D5).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Expect {
     /// Every oracle stays quiet.
@@ -39,27 +40,44 @@ impl fmt::Display for Expect {
 }
 
 /// A whole scenario file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = scenario_checks)]
 pub struct ScenarioSpec {
     /// The format version; 1, the only one so far, when left out. A future
     /// incompatible change of the format bumps it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        with = "u32",
+        extend("const" = FORMAT, "default" = FORMAT)
+    )]
     pub format: Option<u32>,
+    /// What the scenario shows, in a sentence; snapshots and reports name it.
+    #[schemars(pattern(crate::schema::checks::NONBLANK))]
     pub name: String,
     /// SPEC rule ids this scenario checks.
+    #[schemars(with = "Vec<crate::schema::checks::RuleId>", length(min = 1))]
     pub rules: Vec<String>,
+    /// Why the scenario is built as it is: what happens, and what must.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The seed of the run's random choices; `pai-sim show --seed` replays
+    /// any other.
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// What the run must show (SPEC D5): every oracle quiet (`pass`), or a
+    /// violation reported by `oracle`.
     #[serde(default, skip_serializing_if = "Expect::is_pass")]
+    #[schemars(extend("default" = Expect::Pass))]
     pub expect: Expect,
     /// With `expect = "violation"`: the oracle that must report it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oracle: Option<OracleId>,
+    /// The agent under test.
     #[serde(default, skip_serializing_if = "AgentSpec::is_default")]
     pub agent: AgentSpec,
+    /// The lifecycle hooks, in composition order: each entry is one hook of
+    /// the built-in library, named by `hook`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lifecycle: Vec<HookSpec>,
     /// The default script: answers any model name without its own script.
@@ -67,10 +85,14 @@ pub struct ScenarioSpec {
     pub model: ModelSpec,
     /// Scripts per model name (so routing is visible).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("propertyNames" = { "minLength": 1 }))]
     pub models: BTreeMap<String, ModelSpec>,
     /// Documents for the `rag` hook: keyword → text.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("propertyNames" = { "pattern": crate::schema::checks::NONBLANK }))]
     pub docs: BTreeMap<String, String>,
+    /// Client actions at virtual times: at least one.
+    #[schemars(length(min = 1))]
     pub timeline: Vec<TimelineEntry>,
     /// Planted faults in the observed event stream (SPEC D5).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -78,6 +100,7 @@ pub struct ScenarioSpec {
     /// Virtual milliseconds after which a run that has not gone idle is
     /// stopped and fails (default one hour).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1), extend("default" = TIME_LIMIT_MS))]
     pub time_limit_ms: Option<u64>,
 }
 
@@ -85,23 +108,58 @@ fn default_seed() -> u64 {
     1
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+impl ScenarioSpec {
+    /// The published schema of the scenario format
+    /// (`schema/scenario.schema.json`, SPEC D6).
+    pub fn schema() -> Value {
+        crate::schema::document::<ScenarioSpec>(
+            "urn:pai-sim:schema:scenario",
+            "pai-sim scenario",
+            "A scenario file of pai-sim (SPEC D5, D6): the agent under test, its lifecycle hooks, scripted models and tools, a timeline of client actions, and what the run must show. Written as TOML (people) or JSON (the same model). Checks a schema cannot express (duplicate tool or watcher names, a timeline entry at or past the scenario's own `time_limit_ms`, a swap of an event with itself, a redaction class whose range descends) are made by the loader only.",
+        )
+    }
+}
+
+/// The format the schema states: the checked model's `FORMAT`, which a
+/// test keeps it equal to (the checked model reads this file, so this file
+/// cannot read it).
+const FORMAT: u32 = 1;
+/// The default time limit the schema states: the checked model's
+/// `DEFAULT_TIME_LIMIT_MS`, kept equal by the same test.
+const TIME_LIMIT_MS: u64 = 3_600_000;
+
+/// The whole-scenario checks of the schema, with the default time limit.
+fn scenario_checks(schema: &mut schemars::Schema) {
+    crate::schema::checks::scenario(schema, TIME_LIMIT_MS);
+}
+
+/// The agent under test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentSpec {
+    /// The agent's name.
     #[serde(
         default = "default_agent_name",
         skip_serializing_if = "is_default_agent_name"
     )]
+    #[schemars(length(min = 1), extend("default" = default_agent_name()))]
     pub name: String,
+    /// The model of the agent's base route.
     #[serde(default = "default_model", skip_serializing_if = "is_default_model")]
+    #[schemars(length(min = 1), extend("default" = default_model()))]
     pub model: String,
+    /// The agent's instructions (its system prompt).
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schemars(extend("default" = ""))]
     pub instructions: String,
+    /// The most model steps a run may take (SPEC A2).
     #[serde(
         default = "default_max_steps",
         skip_serializing_if = "is_default_max_steps"
     )]
+    #[schemars(range(min = 1), extend("default" = default_max_steps()))]
     pub max_steps: u32,
+    /// The agent's scripted tools; names are unique (checked by the loader).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolSpec>,
 }
@@ -151,22 +209,30 @@ fn default_max_steps() -> u32 {
 }
 
 /// A scripted tool. Exactly one behaviour: `output`, `echo`, `fail`, `throw` or `panic`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::schema::checks::tool)]
 pub struct ToolSpec {
+    /// The tool's name, as model tool calls name it.
+    #[schemars(length(min = 1))]
     pub name: String,
+    /// The description the model is given.
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schemars(extend("default" = ""))]
     pub description: String,
     /// Virtual milliseconds the tool takes.
     #[serde(default, skip_serializing_if = "crate::defaults::is_zero")]
+    #[schemars(extend("default" = 0))]
     pub latency_ms: u64,
     /// Input fields the tool requires; a call without them gets a typed invalid-input error (X2).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires: Vec<String>,
+    /// Return this value as the output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<Value>,
     /// Return the call's input as the output.
     #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
+    #[schemars(extend("default" = false))]
     pub echo: bool,
     /// Fail deliberately with this value (SPEC T5 `fail`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -180,13 +246,15 @@ pub struct ToolSpec {
 }
 
 /// A scripted model: its turns answer its calls in order.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSpec {
+    /// The scripted answers, one per model call, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub turns: Vec<TurnSpec>,
     /// Every call fails at once: the model is down.
     #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
+    #[schemars(extend("default" = false))]
     pub unavailable: bool,
 }
 
@@ -197,22 +265,26 @@ impl ModelSpec {
 }
 
 /// One scripted answer of a model.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::schema::checks::turn)]
 pub struct TurnSpec {
     /// Text deltas, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub text: Vec<String>,
+    /// Tool calls, after the text.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCallSpec>,
     /// Virtual milliseconds before the stream exists.
     #[serde(default, skip_serializing_if = "crate::defaults::is_zero")]
+    #[schemars(extend("default" = 0))]
     pub latency_ms: u64,
     /// The provider fails before the stream starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Virtual milliseconds before each text delta.
     #[serde(default, skip_serializing_if = "crate::defaults::is_zero")]
+    #[schemars(extend("default" = 0))]
     pub delta_ms: u64,
     /// The provider fails mid-stream, after this turn's text deltas.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -224,29 +296,37 @@ pub struct TurnSpec {
 }
 
 /// Expected parts of a model request. Only the fields given are compared.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequestExpect {
+    /// The model the request went to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The request's sampling settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<crate::schema::mirror::ModelSettings>")]
     pub settings: Option<ModelSettings>,
+    /// The request's provider options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_options: Option<ProviderOptions>,
+    /// The names of the tools the request offered, in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
     /// Every message, as the transcript prints it: `user: "hi"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<Vec<String>>,
+    /// The attempt's deadline in virtual milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
 }
 
 /// One tool call of a scripted turn.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCallSpec {
+    /// The tool called (an unknown one gets a typed error).
     pub tool: String,
+    /// The call's input.
     #[serde(default = "empty_object")]
     pub input: Value,
 }
@@ -257,15 +337,21 @@ fn empty_object() -> Value {
 
 /// One client action at a virtual time. Exactly one of `send`, `steer`,
 /// `cancel` and `watch`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::schema::checks::timeline_entry)]
 pub struct TimelineEntry {
     /// Virtual milliseconds from the start.
     #[serde(default, skip_serializing_if = "crate::defaults::is_zero")]
+    #[schemars(extend("default" = 0))]
     pub at: u64,
+    /// The client that acts.
     #[serde(default = "default_client", skip_serializing_if = "is_default_client")]
+    #[schemars(length(min = 1), extend("default" = default_client()))]
     pub client: String,
+    /// The thread it acts on.
     #[serde(default = "default_thread", skip_serializing_if = "is_default_thread")]
+    #[schemars(length(min = 1), extend("default" = default_thread()))]
     pub thread: String,
     /// Send this text as a user message (a new run, queued behind an active one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -277,9 +363,12 @@ pub struct TimelineEntry {
     /// else the oldest queued), or `{ run = N }` for the run of the thread's
     /// N-th `send` (from 1).
     #[serde(default, skip_serializing_if = "CancelSpec::is_none")]
+    #[schemars(extend("default" = false))]
     pub cancel: CancelSpec,
-    /// Start watching the thread live under this name (SPEC S2).
+    /// Start watching the thread live under this name (SPEC S2); names are
+    /// unique (checked by the loader).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
     pub watch: Option<String>,
     /// With `watch`: the watcher's own live transforms, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -303,7 +392,7 @@ impl Default for TimelineEntry {
 }
 
 /// What a timeline entry cancels.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum CancelSpec {
     /// `cancel = true`: the thread's current run; `false`: nothing.
@@ -313,9 +402,11 @@ pub enum CancelSpec {
 }
 
 /// `cancel = { run = N }`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelRun {
+    /// The thread's N-th `send`, from 1.
+    #[schemars(range(min = 1))]
     pub run: usize,
 }
 
@@ -352,72 +443,125 @@ fn main_thread() -> String {
 /// (and the transcript) read, never the runtime. Events are named by kind
 /// and counted from 1 in log order (`nth`), so a fault means the same under
 /// every seed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[schemars(transform = crate::schema::checks::by_kind)]
 pub enum FaultSpec {
     /// Remove the `nth` event of this kind.
     Drop {
+        /// The kind of event.
         event: EventName,
+        /// Which one, counted from 1 in log order.
         #[serde(default = "first")]
+        #[schemars(range(min = 1))]
         nth: usize,
     },
     /// Swap the `nth` event of this kind with the event before it.
     SwapWithPrevious {
+        /// The kind of event.
         event: EventName,
+        /// Which one, counted from 1 in log order.
         #[serde(default = "first")]
+        #[schemars(range(min = 1))]
         nth: usize,
     },
     /// Repeat the `nth` event of this kind right after itself.
     Duplicate {
+        /// The kind of event.
         event: EventName,
+        /// Which one, counted from 1 in log order.
         #[serde(default = "first")]
+        #[schemars(range(min = 1))]
         nth: usize,
     },
     /// Swap the places of the `a`-th and `b`-th events of this kind.
     Swap {
+        /// The kind of event.
         event: EventName,
+        /// One event, counted from 1 in log order.
+        #[schemars(range(min = 1))]
         a: usize,
+        /// The other, not `a` (checked by the loader).
+        #[schemars(range(min = 1))]
         b: usize,
     },
     /// Swap what the `a`-th and `b`-th events of this kind say, leaving their
     /// places, times and runs.
     SwapPayloads {
+        /// The kind of event.
         event: EventName,
+        /// One event, counted from 1 in log order.
+        #[schemars(range(min = 1))]
         a: usize,
+        /// The other, not `a` (checked by the loader).
+        #[schemars(range(min = 1))]
         b: usize,
     },
     /// Change a stored message: its first text part (`text`), the order of
     /// its parts (`reverse_parts`), or its very existence (`delete`).
+    #[schemars(transform = crate::schema::checks::edit_message)]
     EditMessage {
+        /// The message's thread.
         #[serde(default = "main_thread")]
         thread: String,
+        /// The message's sequence number in its thread, from 1.
+        #[schemars(range(min = 1))]
         seq: u64,
+        /// Replace its first text part with this.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         text: Option<String>,
+        /// Reverse the order of its parts.
         #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
+        #[schemars(extend("default" = false))]
         reverse_parts: bool,
+        /// Delete it.
         #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
+        #[schemars(extend("default" = false))]
         delete: bool,
     },
     /// Change what the `call`-th model call was sent: add a message at the
     /// end, or remove its `drop_message`-th message (from 1).
+    #[schemars(transform = crate::schema::checks::edit_request)]
     EditRequest {
+        /// The model call, counted from 1.
+        #[schemars(range(min = 1))]
         call: usize,
+        /// A message to add at the end.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         append: Option<MessageSpec>,
+        /// The message to remove, from 1.
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schemars(range(min = 1))]
         drop_message: Option<usize>,
     },
     /// Remove the `nth` live event a watcher received.
     DropLive {
+        /// The watcher, by its `watch` name.
         watcher: String,
+        /// Which live event, from 1.
         #[serde(default = "first")]
+        #[schemars(range(min = 1))]
         nth: usize,
     },
     /// Add a message past every anchor to the `nth` history read, as if
     /// the read had gone past its step's anchor.
     GrowRead {
+        /// Which history read, from 1.
         #[serde(default = "first")]
+        #[schemars(range(min = 1))]
         nth: usize,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    /// The schema states the checked model's format and default time limit.
+    #[test]
+    fn the_schema_constants_are_the_checked_ones() {
+        assert_eq!(super::FORMAT, super::super::checked::FORMAT);
+        assert_eq!(
+            super::TIME_LIMIT_MS,
+            super::super::checked::DEFAULT_TIME_LIMIT_MS
+        );
+    }
 }

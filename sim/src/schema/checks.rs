@@ -1,0 +1,204 @@
+//! The loader's checks after parsing (`scenario/checked.rs`,
+//! `HookSpec::check`) that the derive cannot see, written as JSON Schema:
+//! "exactly one of" as `oneOf`, "this needs that" as `if`/`then`. Each
+//! function is a `#[schemars(transform = ...)]` of one scenario type.
+//!
+//! What JSON Schema cannot say stays with the loader only, and
+//! `tests/refused/` holds a file for each: duplicate tool names, duplicate
+//! watcher names, a timeline entry at or past the scenario's own
+//! `time_limit_ms`, a swap of an event with itself, a redaction class whose
+//! range descends.
+
+use std::borrow::Cow;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde_json::{Value, json};
+
+/// A non-blank text: `trim()` leaves something.
+pub const NONBLANK: &str = r"\S";
+
+/// `field` is given, and not `null` (serde reads `null` as left out).
+fn present(field: &str) -> Value {
+    json!({ "required": [field], "properties": { field: { "not": { "type": "null" } } } })
+}
+
+/// `field` is given as `true`.
+fn set(field: &str) -> Value {
+    json!({ "required": [field], "properties": { field: { "const": true } } })
+}
+
+/// Adds `rule` to the schema's `allOf`.
+fn also(schema: &mut Schema, rule: Value) {
+    let all = schema
+        .ensure_object()
+        .entry("allOf")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(a) = all {
+        a.push(rule);
+    }
+}
+
+/// A whole scenario: `expect = "violation"` names its oracle, and without
+/// its own `time_limit_ms` every timeline entry is before the default limit.
+pub fn scenario(schema: &mut Schema, default_limit_ms: u64) {
+    also(
+        schema,
+        json!({
+            "description": "`expect = \"violation\"` needs `oracle`: the oracle that must report it.",
+            "if": { "required": ["expect"], "properties": { "expect": { "const": "violation" } } },
+            "then": present("oracle"),
+        }),
+    );
+    also(
+        schema,
+        json!({
+            "description": "Without `time_limit_ms`, every timeline entry is before the default limit of one hour (with it, the loader checks `at < time_limit_ms`).",
+            "if": { "not": present("time_limit_ms") },
+            "then": {
+                "properties": {
+                    "timeline": {
+                        "items": { "properties": { "at": { "exclusiveMaximum": default_limit_ms } } }
+                    }
+                }
+            },
+        }),
+    );
+}
+
+/// A timeline entry: exactly one of `send`, `steer`, `cancel` and `watch`
+/// (`cancel = false` is none), and `live` only with `watch`.
+pub fn timeline_entry(schema: &mut Schema) {
+    let obj = schema.ensure_object();
+    obj.insert(
+        "oneOf".into(),
+        json!([
+            present("send"),
+            present("steer"),
+            { "required": ["cancel"], "properties": { "cancel": { "not": { "const": false } } } },
+            present("watch"),
+        ]),
+    );
+    also(
+        schema,
+        json!({
+            "description": "`live` goes with `watch`.",
+            "if": { "required": ["live"], "properties": { "live": { "minItems": 1 } } },
+            "then": present("watch"),
+        }),
+    );
+}
+
+/// A scripted tool: exactly one of `output`, `echo`, `fail`, `throw` and
+/// `panic` (`echo = false` is none).
+pub fn tool(schema: &mut Schema) {
+    schema.ensure_object().insert(
+        "oneOf".into(),
+        json!([
+            present("output"),
+            set("echo"),
+            present("fail"),
+            present("throw"),
+            present("panic"),
+        ]),
+    );
+}
+
+/// A scripted turn: with `error` the provider fails before any stream, so
+/// the turn has no `text` or `tool_calls`.
+pub fn turn(schema: &mut Schema) {
+    also(
+        schema,
+        json!({
+            "description": "With `error`, the provider fails before any stream: the turn has no text or tool calls (`stream_error` fails after the text).",
+            "if": present("error"),
+            "then": {
+                "properties": {
+                    "text": { "maxItems": 0 },
+                    "tool_calls": { "maxItems": 0 },
+                }
+            },
+        }),
+    );
+}
+
+/// `edit_message`: exactly one of `text`, `reverse_parts` and `delete`.
+pub fn edit_message(schema: &mut Schema) {
+    schema.ensure_object().insert(
+        "oneOf".into(),
+        json!([present("text"), set("reverse_parts"), set("delete")]),
+    );
+}
+
+/// `edit_request`: `append` or `drop_message`, or both.
+pub fn edit_request(schema: &mut Schema) {
+    schema.ensure_object().insert(
+        "anyOf".into(),
+        json!([present("append"), present("drop_message")]),
+    );
+}
+
+/// An internally tagged enum (`#[serde(tag = ...)]`) as a choice on its
+/// tag: the tag is one of the variants' names, and the variant it names
+/// must hold. The same as the derived `oneOf`, but a validator reports the
+/// field at fault in the variant named, not every variant's mismatch.
+fn by_tag(schema: &mut Schema, tag: &str, description: &str) {
+    let Some(Value::Array(variants)) = schema.remove("oneOf") else {
+        return;
+    };
+    let mut names = Vec::new();
+    let mut rules = Vec::new();
+    for v in &variants {
+        let Some(name) = v.pointer(&format!("/properties/{tag}/const")) else {
+            schema.insert("oneOf".into(), Value::Array(variants));
+            return;
+        };
+        names.push(name.clone());
+        rules.push(json!({
+            "if": { "required": [tag], "properties": { tag: { "const": name } } },
+            "then": v,
+        }));
+    }
+    schema.insert("type".into(), "object".into());
+    schema.insert("required".into(), json!([tag]));
+    schema.insert(
+        "properties".into(),
+        json!({ tag: { "description": description, "type": "string", "enum": names } }),
+    );
+    schema.insert("allOf".into(), Value::Array(rules));
+}
+
+/// A `[[lifecycle]]` entry: the variant named by `hook`.
+pub fn by_hook(schema: &mut Schema) {
+    by_tag(schema, "hook", "The hook of the built-in library.");
+}
+
+/// A fault or a live transform: the variant named by `kind`.
+pub fn by_kind(schema: &mut Schema) {
+    by_tag(schema, "kind", "Which kind.");
+}
+
+/// An object with no fields but those its schema names, its subschemas'
+/// included (`flatten`).
+pub fn closed(schema: &mut Schema) {
+    schema.insert("unevaluatedProperties".into(), false.into());
+}
+
+/// A rule id of the catalogue, `sim/rules.toml`. Schema only: the scenario
+/// keeps ids as strings.
+#[derive(Debug)]
+pub struct RuleId;
+
+impl JsonSchema for RuleId {
+    fn schema_name() -> Cow<'static, str> {
+        "RuleId".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let ids: Vec<&str> = crate::rules().iter().map(|r| r.id.as_str()).collect();
+        json_schema!({
+            "description": "A SPEC rule id of the catalogue (`sim/rules.toml`; `pai-sim rules` lists each with its statement).",
+            "type": "string",
+            "enum": ids,
+        })
+    }
+}

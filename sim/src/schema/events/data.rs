@@ -1,0 +1,430 @@
+//! Each event's name and fields.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+use pai_runtime::EventKind;
+
+use super::{decisions::*, names::*, values::*};
+use crate::schema::mirror::Outcome;
+
+/// An event's name and fields. The names are those of the phase grammar,
+/// as `EventName` gives them.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(
+    tag = "event",
+    content = "fields",
+    rename_all = "snake_case",
+    deny_unknown_fields
+)]
+pub enum EventData {
+    /// The run was queued behind its trigger message.
+    Admit {
+        /// The id of the user message that triggered the run.
+        trigger: String,
+    },
+    /// A steering message for this active run was stored (SPEC A4).
+    Steered {
+        /// The id of the steering message.
+        message: String,
+    },
+    /// The run took its thread's lease for an episode (SPEC K2).
+    LeaseAcquired {
+        /// The episode, from 1.
+        episode: u32,
+        /// The fencing token of the lease.
+        token: u64,
+    },
+    /// One hook's decision inside a composed lifecycle.
+    Hook {
+        /// The phase the hook handled.
+        phase: PhaseName,
+        /// The hook's name.
+        hook: String,
+        /// What it decided.
+        decision: NoteRecord,
+    },
+    /// `prepare_run` finished: the episode route, the overlay size, and the
+    /// run's newest user message that `prepare_run` was given (SPEC L1).
+    PrepareRun {
+        /// The episode's route.
+        route: RouteRecord,
+        /// Model-only messages the episode overlay adds.
+        overlay: usize,
+        /// The text of the run's newest user message.
+        latest_user: Option<String>,
+    },
+    /// `prepare_run` responded; the response was committed.
+    Respond {
+        /// The run's outcome.
+        outcome: Outcome,
+        /// Why, if the hook said.
+        reason: Option<String>,
+        /// The id of the committed message.
+        message: String,
+        /// The thread's version after the commit.
+        version: u64,
+    },
+    /// The innermost resolver leaf produced messages: the stored history
+    /// (`base = false`) or a base given through `next.with_base` (SPEC M2).
+    ContextLeaf {
+        /// The step, from 1.
+        step: u32,
+        /// The messages came from `next.with_base`.
+        base: bool,
+        /// How many messages.
+        messages: usize,
+    },
+    /// The model context of a step was resolved.
+    ResolveModelContext {
+        /// The step, from 1.
+        step: u32,
+        /// The newest stored message the step may see (SPEC M1).
+        anchor: u64,
+        /// How many messages the resolvers returned.
+        messages: usize,
+    },
+    /// `prepare_model_step` finished.
+    PrepareModelStep {
+        /// The step, from 1.
+        step: u32,
+        /// The step's route.
+        route: RouteRecord,
+        /// How many messages the step sends.
+        messages: usize,
+    },
+    /// One provider attempt with its effective route.
+    AroundModelCall {
+        /// The step, from 1.
+        step: u32,
+        /// The attempt, from 1.
+        attempt: u32,
+        /// The attempt's effective route.
+        route: RouteRecord,
+        /// Messages from the resolver.
+        context: usize,
+        /// Model-only messages.
+        overlay: usize,
+        /// Messages in all.
+        messages: usize,
+        /// The tools offered.
+        tools: Vec<String>,
+        /// The attempt's deadline in virtual milliseconds.
+        timeout_ms: Option<u64>,
+    },
+    /// A provider attempt failed before its stream existed.
+    AttemptFailed {
+        /// The step, from 1.
+        step: u32,
+        /// The attempt, from 1.
+        attempt: u32,
+        /// The provider's error.
+        error: String,
+    },
+    /// The provider stream was consumed.
+    Stream {
+        /// The step, from 1.
+        step: u32,
+        /// Text deltas received.
+        deltas: usize,
+        /// Characters of text received.
+        chars: usize,
+        /// Tool calls received.
+        tool_calls: usize,
+        /// Why the provider stopped, if it said.
+        finish: Option<FinishName>,
+        /// The provider failed mid-stream with this error.
+        error: Option<String>,
+        /// A canonical transform aborted the stream with this reason (SPEC S4).
+        aborted: Option<String>,
+    },
+    /// The step's assistant message was committed.
+    CommitStep {
+        /// The step, from 1.
+        step: u32,
+        /// The id of the committed message.
+        message: String,
+        /// The thread's version after the commit.
+        version: u64,
+    },
+    /// `before_tool_call` decided a call.
+    BeforeToolCall {
+        /// The step, from 1.
+        step: u32,
+        /// The call's id.
+        call_id: String,
+        /// The tool called.
+        tool: String,
+        /// The joined decision.
+        decision: ToolCallRecord,
+    },
+    /// A tool started.
+    ToolStart {
+        /// The step, from 1.
+        step: u32,
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The input it was given.
+        input: Value,
+    },
+    /// A tool finished; `detail` carries a thrown error's text (logs only, SPEC T5).
+    ToolEnd {
+        /// The step, from 1.
+        step: u32,
+        /// The result.
+        result: ToolResultRecord,
+        /// A thrown error's text.
+        detail: Option<String>,
+    },
+    /// `after_tool_result` decided a result.
+    AfterToolResult {
+        /// The step, from 1.
+        step: u32,
+        /// The call's id.
+        call_id: String,
+        /// The joined decision.
+        decision: ToolResultDecisionRecord,
+    },
+    /// The step's tool results were committed.
+    CommitToolResults {
+        /// The step, from 1.
+        step: u32,
+        /// The id of the committed message.
+        message: String,
+        /// The thread's version after the commit.
+        version: u64,
+    },
+    /// `after_step` decided the transition.
+    AfterStep {
+        /// The step, from 1.
+        step: u32,
+        /// The joined decision.
+        decision: AfterStepName,
+        /// What comes next.
+        transition: TransitionRecord,
+    },
+    /// The run was cancelled while in `phase`; only the lease release and the end follow.
+    Cancelled {
+        /// Where the run was.
+        #[schemars(with = "StageName")]
+        phase: String,
+    },
+    /// The run failed inside `phase`; only the lease release and the end follow.
+    Failed {
+        /// Where the run was.
+        #[schemars(with = "StageName")]
+        phase: String,
+        /// The failure.
+        message: String,
+    },
+    /// The run released its lease.
+    LeaseReleased {
+        /// The episode, from 1.
+        episode: u32,
+    },
+    /// The run ended.
+    End {
+        /// The run's final status.
+        status: StatusName,
+        /// Its outcome.
+        outcome: Outcome,
+        /// Why, if known.
+        reason: Option<String>,
+    },
+}
+
+impl From<&EventKind> for EventData {
+    fn from(kind: &EventKind) -> Self {
+        match kind.clone() {
+            EventKind::Admitted { trigger } => EventData::Admit { trigger },
+            EventKind::Steered { message } => EventData::Steered { message },
+            EventKind::LeaseAcquired { episode, token } => {
+                EventData::LeaseAcquired { episode, token }
+            }
+            EventKind::Hook(n) => EventData::Hook {
+                phase: n.phase.into(),
+                hook: n.hook,
+                decision: (&n.decision).into(),
+            },
+            EventKind::PrepareRun {
+                route,
+                overlay,
+                latest_user,
+            } => EventData::PrepareRun {
+                route: (&route).into(),
+                overlay,
+                latest_user,
+            },
+            EventKind::Respond {
+                outcome,
+                reason,
+                message,
+                version,
+            } => EventData::Respond {
+                outcome: outcome.into(),
+                reason,
+                message,
+                version,
+            },
+            EventKind::ContextLeaf {
+                step,
+                base,
+                messages,
+            } => EventData::ContextLeaf {
+                step,
+                base,
+                messages,
+            },
+            EventKind::ResolveModelContext {
+                step,
+                anchor,
+                messages,
+            } => EventData::ResolveModelContext {
+                step,
+                anchor,
+                messages,
+            },
+            EventKind::PrepareModelStep {
+                step,
+                route,
+                messages,
+            } => EventData::PrepareModelStep {
+                step,
+                route: (&route).into(),
+                messages,
+            },
+            EventKind::ModelCall {
+                step,
+                attempt,
+                route,
+                context,
+                overlay,
+                messages,
+                tools,
+                timeout_ms,
+            } => EventData::AroundModelCall {
+                step,
+                attempt,
+                route: (&route).into(),
+                context,
+                overlay,
+                messages,
+                tools,
+                timeout_ms,
+            },
+            EventKind::AttemptFailed {
+                step,
+                attempt,
+                error,
+            } => EventData::AttemptFailed {
+                step,
+                attempt,
+                error,
+            },
+            EventKind::Stream {
+                step,
+                deltas,
+                chars,
+                tool_calls,
+                finish,
+                error,
+                aborted,
+            } => EventData::Stream {
+                step,
+                deltas,
+                chars,
+                tool_calls,
+                finish: finish.map(FinishName::from),
+                error,
+                aborted,
+            },
+            EventKind::CommitStep {
+                step,
+                message,
+                version,
+            } => EventData::CommitStep {
+                step,
+                message,
+                version,
+            },
+            EventKind::BeforeToolCall {
+                step,
+                call_id,
+                tool,
+                decision,
+            } => EventData::BeforeToolCall {
+                step,
+                call_id,
+                tool,
+                decision: (&decision).into(),
+            },
+            EventKind::ToolStart {
+                step,
+                call_id,
+                tool,
+                input,
+            } => EventData::ToolStart {
+                step,
+                call_id,
+                tool,
+                input,
+            },
+            EventKind::ToolEnd {
+                step,
+                result,
+                detail,
+            } => EventData::ToolEnd {
+                step,
+                result: (&result).into(),
+                detail,
+            },
+            EventKind::AfterToolResult {
+                step,
+                call_id,
+                decision,
+            } => EventData::AfterToolResult {
+                step,
+                call_id,
+                decision: (&decision).into(),
+            },
+            EventKind::CommitToolResults {
+                step,
+                message,
+                version,
+            } => EventData::CommitToolResults {
+                step,
+                message,
+                version,
+            },
+            EventKind::AfterStep {
+                step,
+                decision,
+                transition,
+            } => EventData::AfterStep {
+                step,
+                decision: decision.into(),
+                transition: (&transition).into(),
+            },
+            EventKind::Cancelled { phase } => EventData::Cancelled {
+                phase: phase.as_str().to_string(),
+            },
+            EventKind::Failed { phase, message } => EventData::Failed {
+                phase: phase.as_str().to_string(),
+                message,
+            },
+            EventKind::LeaseReleased { episode } => EventData::LeaseReleased { episode },
+            EventKind::Ended {
+                status,
+                outcome,
+                reason,
+            } => EventData::End {
+                status: status.into(),
+                outcome: outcome.into(),
+                reason,
+            },
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! The event log as data: a serializable mirror of the runtime's events
+//! (`pai_runtime::Event`), one JSON object a line, with a published schema
+//! (`pai-sim schema events`) so another implementation's log can be checked
+//! against it. Every conversion from a runtime type is exhaustive.
+
+mod data;
+mod decisions;
+mod names;
+mod values;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+use pai_runtime::Event;
+
+pub use data::EventData;
+
+/// The event log as JSON lines: one [`EventRecord`] object a line, fields
+/// in a fixed order, each line ending with a newline.
+pub fn event_log_json(events: &[Event]) -> String {
+    let mut out = String::new();
+    for e in events {
+        // An EventRecord holds only strings, numbers, maps with string keys
+        // and JSON values: it always serializes.
+        out.push_str(&serde_json::to_string(&EventRecord::from(e)).unwrap_or_default());
+        out.push('\n');
+    }
+    out
+}
+
+/// One thing the runtime did, at a time on its clock: one line of the event
+/// log. The phase grammar (SPEC §1) orders a run's events; this schema
+/// describes each event on its own.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = super::checks::closed)]
+pub struct EventRecord {
+    /// Virtual milliseconds on the runtime's clock.
+    pub at: u64,
+    /// The thread the event belongs to.
+    pub thread: String,
+    /// The run the event belongs to.
+    pub run: String,
+    /// What happened: the event's name (`event`, as planted faults name
+    /// events) and its fields (`fields`).
+    #[serde(flatten)]
+    pub event: EventData,
+}
+
+impl EventRecord {
+    /// The published schema of one line of the event log
+    /// (`schema/events.schema.json`).
+    pub fn schema() -> Value {
+        super::document::document::<EventRecord>(
+            "urn:pai-sim:schema:events",
+            "pai-sim event log",
+            "One line of a runtime event log as JSON lines: the time, thread and run of an event, its name in the phase grammar (SPEC §1) and its fields.",
+        )
+    }
+}
+
+impl From<&Event> for EventRecord {
+    fn from(e: &Event) -> Self {
+        EventRecord {
+            at: e.at,
+            thread: e.thread_id.clone(),
+            run: e.run_id.clone(),
+            event: EventData::from(&e.kind),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pai_runtime::{EventKind, Phase, RunStage, RunStatus};
+
+    use super::names::StageName;
+    use super::*;
+    use crate::EventName;
+
+    /// Each record's `event` is the name `EventName` gives its kind.
+    #[test]
+    fn record_names_are_event_names() {
+        let kinds = [
+            EventKind::Admitted {
+                trigger: "m".into(),
+            },
+            EventKind::ModelCall {
+                step: 1,
+                attempt: 1,
+                route: pai_runtime::Route::new("m"),
+                context: 0,
+                overlay: 0,
+                messages: 0,
+                tools: vec![],
+                timeout_ms: None,
+            },
+            EventKind::Ended {
+                status: RunStatus::Completed,
+                outcome: pai_runtime::Outcome::Completed,
+                reason: None,
+            },
+            EventKind::Failed {
+                phase: RunStage::BetweenSteps,
+                message: "x".into(),
+            },
+        ];
+        for k in &kinds {
+            let v = serde_json::to_value(EventData::from(k)).unwrap_or_default();
+            assert_eq!(v["event"], EventName::of(k).to_string());
+        }
+    }
+
+    /// The events schema names exactly the events `EventName` names.
+    #[test]
+    fn the_schema_names_every_event() {
+        let names = serde_json::to_value(schemars::schema_for!(EventName)).unwrap_or_default();
+        let mut expected: Vec<String> = names["enum"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
+        let schema = EventRecord::schema();
+        let mut found: Vec<String> = schema["oneOf"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| {
+                v["properties"]["event"]["const"]
+                    .as_str()
+                    .map(str::to_string)
+            })
+            .collect();
+        expected.sort();
+        found.sort();
+        assert_eq!(found, expected);
+        assert_eq!(found.len(), 23);
+    }
+
+    /// Every stage the runtime names is in the schema's list.
+    #[test]
+    fn every_stage_is_named() {
+        let mut stages: Vec<RunStage> = Phase::ALL.into_iter().map(RunStage::Phase).collect();
+        stages.extend([
+            RunStage::Stream,
+            RunStage::CommitStep,
+            RunStage::Respond,
+            RunStage::Tool,
+            RunStage::Tools,
+            RunStage::CommitToolResults,
+            RunStage::BetweenSteps,
+            RunStage::EpisodeEnd,
+            RunStage::Runtime,
+        ]);
+        let schema = schemars::schema_for!(StageName);
+        let text = serde_json::to_string(&schema).unwrap_or_default();
+        for s in stages {
+            assert!(text.contains(&format!("\"{}\"", s.as_str())), "{s}");
+        }
+    }
+}
