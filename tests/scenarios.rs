@@ -253,3 +253,30 @@ fn d7_every_oracle_has_a_violation_scenario() {
         "oracles without a violation scenario: {unproved:?}"
     );
 }
+
+/// A transcript grows with a thread's length, not its square: each model
+/// call lists only what changed since the thread's previous call.
+#[test]
+fn transcripts_grow_linearly_with_a_thread() {
+    let size = |n: usize| {
+        let turns: Vec<String> = (0..n)
+            .map(|i| format!("{{ text = [\"ok {i}\"] }}"))
+            .collect();
+        let mut text = format!(
+            "name = \"{n} queued sends\"\nrules = [\"K1\"]\n[model]\nturns = [{}]\n",
+            turns.join(", ")
+        );
+        for i in 0..n {
+            text.push_str(&format!("[[timeline]]\nsend = \"message {i}\"\n"));
+        }
+        let report = pai_sim::simulate(&parse(&text), 1).expect("runs");
+        assert!(report.violations.is_empty(), "{:?}", report.violations);
+        report.transcript.len()
+    };
+    let (small, large) = (size(50), size(200));
+    let ratio = large as f64 / small as f64;
+    assert!(
+        ratio <= 4.5,
+        "4x the sends gave {ratio:.2}x the transcript ({small} -> {large} bytes)"
+    );
+}

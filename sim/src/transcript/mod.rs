@@ -2,15 +2,16 @@
 //! to be read in a snapshot diff. Rendered from the same observed value the
 //! oracles judge, and their verdicts.
 
+mod calls;
 mod event;
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use pai_runtime::{LiveEvent, Message, ModelMessage, ModelRequest, Part, ToolResult};
+use pai_runtime::{LiveEvent, Message, Part, ToolResult};
 
-use crate::format::{json, model_message, opt, quoted, result, role, route, stream_part};
+use crate::format::{json, opt, quoted, result, role, stream_part};
 use crate::oracle::{Observed, Verdicts};
+use calls::calls;
 use event::event;
 
 fn message(out: &mut String, m: &Message) {
@@ -125,101 +126,6 @@ pub(crate) fn render(o: &Observed<'_>, verdicts: &Verdicts, notes: &[String]) ->
     out
 }
 
-/// Every model call with the request it carried. A call lists only what
-/// changed since the previous call on the same thread, so a transcript grows
-/// with a thread's length, not with its square.
-fn calls(out: &mut String, o: &Observed<'_>, verdicts: &Verdicts) {
-    out.push_str("\n== model calls ==\n");
-    if o.calls.is_empty() {
-        out.push_str("(none)\n");
-    }
-    let threads: BTreeMap<&str, &str> = o
-        .events
-        .iter()
-        .map(|e| (e.run_id.as_str(), e.thread_id.as_str()))
-        .collect();
-    let mut previous: BTreeMap<&str, (usize, &ModelRequest)> = BTreeMap::new();
-    for (i, c) in o.calls.iter().enumerate() {
-        let r = &c.request;
-        let _ = writeln!(
-            out,
-            "call {} at {}ms run={} step={} script={} {} route {{{}}}",
-            i + 1,
-            c.at,
-            r.run_id,
-            r.step,
-            c.script,
-            c.answer,
-            route(&r.route)
-        );
-        if let Some(t) = r.timeout_ms {
-            let _ = writeln!(out, "    timeout {t}ms");
-        }
-        if let Some((_, m)) = verdicts.mismatches.iter().find(|(k, _)| *k == i) {
-            let _ = writeln!(out, "    EXPECT MISMATCH {}", m.replace('\n', "\n    "));
-        }
-        let thread = threads.get(r.run_id.as_str()).copied().unwrap_or("?");
-        request_body(out, r, previous.get(thread).copied());
-        previous.insert(thread, (i + 1, r));
-    }
-}
-
-/// What a model call was sent, as the transcript compares it between calls.
-#[derive(Clone, Copy)]
-struct Sent<'a> {
-    instructions: &'a str,
-    messages: &'a [ModelMessage],
-}
-
-impl<'a> From<&'a ModelRequest> for Sent<'a> {
-    fn from(r: &'a ModelRequest) -> Self {
-        Sent {
-            instructions: &r.instructions,
-            messages: &r.messages,
-        }
-    }
-}
-
-/// A request's tools, instructions and messages; with `before` (the previous
-/// call on the thread, numbered from 1) only what differs from it.
-fn request_body(out: &mut String, r: &ModelRequest, before: Option<(usize, &ModelRequest)>) {
-    let tools: Vec<&str> = r.tools.iter().map(|t| t.name.as_str()).collect();
-    let _ = writeln!(out, "    tools [{}]", tools.join(","));
-    sent_changes(out, r.into(), before.map(|(n, b)| (n, b.into())));
-}
-
-fn sent_changes(out: &mut String, now: Sent<'_>, before: Option<(usize, Sent<'_>)>) {
-    let same_instructions = before.is_some_and(|(_, b)| b.instructions == now.instructions);
-    if !now.instructions.is_empty() && !same_instructions {
-        let _ = writeln!(out, "    instructions {}", quoted(now.instructions));
-    }
-    let kept = before.map_or(0, |(_, b)| {
-        b.messages
-            .iter()
-            .zip(now.messages)
-            .take_while(|(x, y)| x == y)
-            .count()
-    });
-    if let Some((n, b)) = before {
-        if now.instructions.is_empty() && !b.instructions.is_empty() {
-            let _ = writeln!(out, "    instructions none (call {n} had some)");
-        }
-        let total = now.messages.len();
-        let _ = write!(
-            out,
-            "    messages {total}: first {kept} as in call {n}, then {} new",
-            total - kept
-        );
-        if b.messages.len() > kept {
-            let _ = write!(out, " (call {n} had {})", b.messages.len());
-        }
-        out.push('\n');
-    }
-    for m in &now.messages[kept..] {
-        let _ = writeln!(out, "    {}", model_message(m));
-    }
-}
-
 /// What each watcher received, if anybody watched.
 fn live(out: &mut String, live: &[(String, LiveEvent)]) {
     if live.is_empty() {
@@ -263,58 +169,5 @@ fn live(out: &mut String, live: &[(String, LiveEvent)]) {
             ),
         };
         let _ = writeln!(out, "{line}");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use pai_runtime::ModelMessage as M;
-
-    fn changes(now: (&str, &[M]), before: Option<(&str, &[M])>) -> String {
-        let mut out = String::new();
-        let before = before.map(|(i, m)| {
-            (
-                3,
-                Sent {
-                    instructions: i,
-                    messages: m,
-                },
-            )
-        });
-        let now = Sent {
-            instructions: now.0,
-            messages: now.1,
-        };
-        sent_changes(&mut out, now, before);
-        out
-    }
-
-    #[test]
-    fn a_first_call_lists_everything() {
-        let m = [M::user("a"), M::system("s")];
-        assert_eq!(
-            changes(("be brief", &m), None),
-            "    instructions \"be brief\"\n    user: \"a\"\n    system: \"s\"\n"
-        );
-    }
-
-    #[test]
-    fn a_later_call_lists_only_what_follows_the_shared_prefix() {
-        let before = [M::user("a"), M::system("s")];
-        let now = [M::user("a"), M::user("b"), M::system("s")];
-        assert_eq!(
-            changes(("i", &now), Some(("i", &before))),
-            "    messages 3: first 1 as in call 3, then 2 new (call 3 had 2)\n    user: \"b\"\n    system: \"s\"\n"
-        );
-        let grown = [M::user("a"), M::system("s"), M::user("c")];
-        assert_eq!(
-            changes(("", &grown), Some(("i", &before))),
-            "    instructions none (call 3 had some)\n    messages 3: first 2 as in call 3, then 1 new\n    user: \"c\"\n"
-        );
-        assert_eq!(
-            changes(("j", &before), Some(("i", &before))),
-            "    instructions \"j\"\n    messages 2: first 2 as in call 3, then 0 new\n"
-        );
     }
 }
