@@ -46,6 +46,7 @@ pub fn case(seed: u64) -> ScenarioSpec {
         timeline: timeline(&mut g),
         faults: vec![],
         format: None,
+        schema: None,
         time_limit_ms: None,
     }
 }

@@ -44,6 +44,10 @@ impl fmt::Display for Expect {
 #[serde(deny_unknown_fields)]
 #[schemars(transform = scenario_checks)]
 pub struct ScenarioSpec {
+    /// The JSON Schema this file follows (`"$schema"` in JSON files), for
+    /// editors; the loader reads past it.
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
     /// The format version; 1, the only one so far, when left out. A future
     /// incompatible change of the format bumps it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
