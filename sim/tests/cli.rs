@@ -101,3 +101,39 @@ fn json_lines_describe_each_scenario() {
             .all(|l| l["result"] == "ok" && l["rules"].is_array())
     );
 }
+
+/// Output cut short by a closed pipe (`pai-sim run | head -1`) ends
+/// quietly: no panic, no error message, the run's own exit status.
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    use std::process::Stdio;
+    let commands: [&[&str]; 5] = [
+        &["run", "--format", "json"],
+        &["run", "scenarios/basics"],
+        &["show", "scenarios/basics/five_steps.toml"],
+        &["rules"],
+        &["fuzz", "--cases", "20", "--out", "target/pipe-test-finds"],
+    ];
+    for args in commands {
+        let mut child = bin()
+            .args(args)
+            .current_dir(root())
+            .env("CI", "true")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take()); // nobody reads
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{args:?}: {:?} {err}",
+            out.status
+        );
+        assert!(
+            !err.contains("panicked") && !err.contains("Broken pipe"),
+            "{args:?}: {err}"
+        );
+    }
+}
