@@ -154,3 +154,47 @@ fn lifecycles_name_themselves_for_the_log() {
     assert!(!both.is_empty());
     assert!(compose::<()>(vec![]).is_empty());
 }
+
+/// A provider registry that panics on its first lookup: a panic the step
+/// loop does not guard (the registry is the runtime's own seam).
+struct PanicsOnce {
+    model: Arc<Recording>,
+    panicked: std::sync::atomic::AtomicBool,
+}
+
+impl pai_runtime::ModelProvider for PanicsOnce {
+    fn model(&self, _name: &str) -> Option<&dyn LanguageModel> {
+        if !self.panicked.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            panic!("model registry corrupted");
+        }
+        Some(&*self.model)
+    }
+}
+
+/// X2, X3: a panic inside the step loop itself fails that run (reason
+/// "runtime panicked: ..."), releases its lease and ends it; the thread
+/// stays usable and the next run completes.
+#[test]
+fn x2_a_panic_in_the_step_loop_fails_the_run_and_the_thread_goes_on() {
+    let provider = PanicsOnce {
+        model: Arc::new(Recording::default()),
+        panicked: Default::default(),
+    };
+    let rt = Runtime::builder(Agent::new("a", "m"), ())
+        .models(provider)
+        .clock(Arc::new(StillClock))
+        .ids(Arc::new(CountingIds::default()))
+        .build()
+        .expect("runtime");
+    let state = block_on(async {
+        let t = rt.client("u").thread("t");
+        t.send("first").await.unwrap();
+        t.wait_until_idle().await.unwrap();
+        t.send("second").await.unwrap();
+        t.wait_until_idle().await.unwrap()
+    });
+    assert_eq!(state.runs[0].status, RunStatus::Failed);
+    let reason = state.runs[0].reason.as_deref().unwrap_or("");
+    assert!(reason.starts_with("runtime panicked: model registry corrupted"), "{reason}");
+    assert_eq!(state.runs[1].status, RunStatus::Completed);
+}
