@@ -104,14 +104,7 @@ fn l4_a_failure_deep_in_nested_compositions_still_fails_the_run() {
 /// assistant tool call; the context sent is paired all the same.
 #[test]
 fn h6_an_overlay_with_an_unanswered_call_is_paired_before_sending() {
-    let call = ModelMessage {
-        role: Role::Assistant,
-        content: vec![ModelContent::ToolCall {
-            call_id: "c1".into(),
-            tool: "lookup".into(),
-            input: Value::Null,
-        }],
-    };
+    let call = unanswered_call();
     let appends = hook::prepare_run("appends_a_call", move |_, _| {
         let patch = Patch {
             append_model_messages: vec![call.clone()],
@@ -119,7 +112,37 @@ fn h6_an_overlay_with_an_unanswered_call_is_paired_before_sending() {
         };
         HookFuture::ready(Ok(RunDecision::Continue(patch)))
     });
-    let agent = Agent::new("a", "m").lifecycle(compose(vec![Box::new(appends)]));
+    check_paired(appends);
+}
+
+/// SPEC H6, P4, P5: the same for a step patch's appended messages.
+#[test]
+fn h6_a_step_patch_with_an_unanswered_call_is_paired_before_sending() {
+    let call = unanswered_call();
+    let appends = hook::prepare_model_step("appends_a_call", move |_, _| {
+        let patch = Patch {
+            append_model_messages: vec![call.clone()],
+            ..Patch::default()
+        };
+        HookFuture::ready(Ok(pai_runtime::StepDecision::Continue(patch)))
+    });
+    check_paired(appends);
+}
+
+fn unanswered_call() -> ModelMessage {
+    ModelMessage {
+        role: Role::Assistant,
+        content: vec![ModelContent::ToolCall {
+            call_id: "c1".into(),
+            tool: "lookup".into(),
+            input: Value::Null,
+        }],
+    }
+}
+
+/// Runs one send with `hook` and checks the call it added got a result.
+fn check_paired(hook: impl pai_runtime::Lifecycle<()>) {
+    let agent = Agent::new("a", "m").lifecycle(compose(vec![Box::new(hook)]));
     let model = Arc::new(Recording::default());
     let rt = runtime(agent, model.clone());
     block_on(async {
@@ -164,7 +187,10 @@ struct PanicsOnce {
 
 impl pai_runtime::ModelProvider for PanicsOnce {
     fn model(&self, _name: &str) -> Option<&dyn LanguageModel> {
-        if !self.panicked.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        if !self
+            .panicked
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
             panic!("model registry corrupted");
         }
         Some(&*self.model)
@@ -195,6 +221,9 @@ fn x2_a_panic_in_the_step_loop_fails_the_run_and_the_thread_goes_on() {
     });
     assert_eq!(state.runs[0].status, RunStatus::Failed);
     let reason = state.runs[0].reason.as_deref().unwrap_or("");
-    assert!(reason.starts_with("runtime panicked: model registry corrupted"), "{reason}");
+    assert!(
+        reason.starts_with("runtime panicked: model registry corrupted"),
+        "{reason}"
+    );
     assert_eq!(state.runs[1].status, RunStatus::Completed);
 }
