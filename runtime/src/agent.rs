@@ -3,8 +3,14 @@
 use std::fmt;
 use std::sync::Arc;
 
+use serde::de::DeserializeOwned;
+
+use crate::error::HookError;
 use crate::lifecycle::{Lifecycle, NoLifecycle};
+use crate::metadata::{MetaType, RunMetadata};
+use crate::on_output::OnOutputs;
 use crate::tool::Tool;
+use crate::typed_tool::TypedTool;
 
 /// An agent: a name, a default model, instructions, tools and one lifecycle.
 pub struct Agent<C> {
@@ -14,6 +20,9 @@ pub struct Agent<C> {
     pub(crate) tools: Vec<Arc<dyn Tool>>,
     pub(crate) lifecycle: Box<dyn Lifecycle<C>>,
     pub(crate) max_steps: u32,
+    /// The type of each run's metadata (`()` unless named).
+    pub(crate) metadata: MetaType,
+    pub(crate) on_output: OnOutputs,
 }
 
 impl<C: 'static> fmt::Debug for Agent<C> {
@@ -31,6 +40,8 @@ impl<C: 'static> fmt::Debug for Agent<C> {
             )
             .field("lifecycle", &self.lifecycle.name())
             .field("max_steps", &self.max_steps)
+            .field("metadata", &self.metadata.name())
+            .field("on_output", &self.on_output)
             .finish()
     }
 }
@@ -45,7 +56,40 @@ impl<C: 'static> Agent<C> {
             tools: Vec::new(),
             lifecycle: Box::new(NoLifecycle),
             max_steps: 16,
+            metadata: MetaType::of::<()>(),
+            on_output: OnOutputs::default(),
         }
+    }
+
+    /// Names the type of each run's metadata: it starts as `M::default()`,
+    /// hooks read and write it through [`crate::HookCx`], `on_output`
+    /// handlers update it, and it survives waiting and resume.
+    pub fn run_metadata<M: RunMetadata>(mut self) -> Self {
+        self.metadata = MetaType::of::<M>();
+        self
+    }
+
+    /// Registers a typed tool (see [`crate::typed_tool`], [`crate::client_tool`]).
+    pub fn typed_tool<I, O>(self, tool: &TypedTool<I, O>) -> Self {
+        self.tool(tool.tool())
+    }
+
+    /// Runs `f` on each successful output of `tool` (SPEC T6), typed with
+    /// that tool's own input and output; `f` may update the run metadata
+    /// `M`, which must be the type named by [`Agent::run_metadata`] (checked
+    /// when the runtime is built). An error from `f` fails the run.
+    pub fn on_output<I, O, M>(
+        mut self,
+        tool: &TypedTool<I, O>,
+        f: impl Fn(&mut M, &I, &O) -> Result<(), HookError> + Send + Sync + 'static,
+    ) -> Self
+    where
+        I: DeserializeOwned + 'static,
+        O: DeserializeOwned + 'static,
+        M: RunMetadata,
+    {
+        self.on_output.add(tool, f);
+        self
     }
 
     pub fn instructions(mut self, text: impl Into<String>) -> Self {

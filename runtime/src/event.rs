@@ -11,7 +11,7 @@ use crate::lifecycle::{
 use crate::message::Outcome;
 use crate::model::FinishReason;
 use crate::patch::Route;
-use crate::store::{RunEnd, RunStatus};
+use crate::store::{Answer, RunEnd, RunStatus};
 
 /// Where a run was when it failed or was cancelled. `Display` gives the
 /// name the event log uses.
@@ -36,6 +36,10 @@ pub enum RunStage {
     BetweenSteps,
     /// At the end of an episode, before the run ended or took a steer.
     EpisodeEnd,
+    /// Giving a resumed run's waiting calls their results (SPEC T7, T9).
+    Resume,
+    /// An `on_output` handler (SPEC T6).
+    OnOutput,
     /// The step loop itself (a bug in the runtime, caught).
     Runtime,
 }
@@ -52,6 +56,8 @@ impl RunStage {
             RunStage::CommitToolResults => "commit_tool_results",
             RunStage::BetweenSteps => "between steps",
             RunStage::EpisodeEnd => "episode end",
+            RunStage::Resume => "resume",
+            RunStage::OnOutput => "on_output",
             RunStage::Runtime => "runtime",
         }
     }
@@ -69,6 +75,9 @@ pub enum Transition {
     NextStep,
     /// A steering message is waiting: a new episode takes it (SPEC A4).
     Steer,
+    /// Calls of the step wait for a client (SPEC T7, A3): the episode ends
+    /// and the run resumes in a new one once every call has its answer.
+    Wait,
     /// A canonical transform aborted the step (SPEC S4): the run ends with
     /// this outcome.
     Aborted {
@@ -113,6 +122,8 @@ pub enum EventKind {
         route: Route,
         overlay: usize,
         latest_user: Option<String>,
+        /// This episode resumes a run that waited (SPEC L1, T7).
+        resumed: bool,
     },
     /// `prepare_run` responded; the response was committed.
     Respond {
@@ -184,6 +195,16 @@ pub enum EventKind {
         call_id: String,
         tool: String,
         input: Value,
+        /// The same on every attempt of this call (SPEC K5).
+        idempotency_key: String,
+    },
+    /// An `on_output` handler ran over a successful output (SPEC T6);
+    /// `version` is set when it changed the run metadata.
+    OnOutput {
+        step: u32,
+        call_id: String,
+        tool: String,
+        version: Option<u64>,
     },
     /// A tool finished; `detail` carries a thrown error's text (logs only, SPEC T5).
     ToolEnd {
@@ -205,6 +226,25 @@ pub enum EventKind {
         step: u32,
         decision: AfterStepDecision,
         transition: Transition,
+    },
+    /// A hook wrote the run's metadata through its facade (one commit).
+    RunMetadata {
+        version: u64,
+    },
+    /// A hook stored a hidden lifecycle context message (SPEC L13).
+    ContextMessage {
+        message: String,
+        version: u64,
+    },
+    /// The run waits on these calls (SPEC T7): the episode ends here and the
+    /// lease is released.
+    Waiting {
+        calls: Vec<String>,
+    },
+    /// A client answered a waiting call (SPEC T9).
+    Answered {
+        call_id: String,
+        answer: Answer,
     },
     /// The run was cancelled while in `phase`; only the lease release and the end follow.
     Cancelled {
@@ -260,6 +300,11 @@ impl EventKind {
             EventKind::Failed { .. } => "failed",
             EventKind::Cancelled { .. } => "cancelled",
             EventKind::LeaseReleased { .. } => "lease_released",
+            EventKind::OnOutput { .. } => "on_output",
+            EventKind::RunMetadata { .. } => "run_metadata",
+            EventKind::ContextMessage { .. } => "context_message",
+            EventKind::Waiting { .. } => "wait",
+            EventKind::Answered { .. } => "answer",
             EventKind::Ended { .. } => "end",
         }
     }

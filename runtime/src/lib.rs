@@ -17,9 +17,11 @@ mod future;
 mod lifecycle;
 mod live;
 mod message;
+mod metadata;
 mod model;
 mod model_call;
 mod model_view;
+mod on_output;
 mod patch;
 mod process;
 mod shared;
@@ -29,6 +31,7 @@ mod store;
 pub mod text;
 mod tool;
 mod transform;
+mod typed_tool;
 
 /// Single-phase hooks built from closures, in the spirit of [`tool_fn`]:
 ///
@@ -72,15 +75,17 @@ pub use message::{
     Message, ModelContent, ModelMessage, Outcome, PaiMeta, Part, Producer, ResultSource, Role,
     ToolStatus, Visibility,
 };
+pub use metadata::RunMetadata;
 pub use model::{
     BoxStream, FinishReason, LanguageModel, ModelError, ModelMap, ModelProvider, ModelRequest,
     PartStream, ReadyStream, StreamPart,
 };
 pub use model_call::{AttemptPatch, ModelNext};
 pub use patch::{ModelSettings, Patch, ProviderOptions, Route, RoutePatch, ToolChoice};
-pub use store::{RunRecord, RunStatus, StoreError, StoredThread};
+pub use store::{Answer, RunRecord, RunStatus, StoreError, StoredThread, WaitingCall};
 pub use text::{
     Pattern, PatternError, Verdict, guard_text, inspect_text_deltas, redact_text_deltas,
 };
-pub use tool::{FnTool, Tool, ToolCx, ToolError, ToolOutcome, ToolSpec, tool_fn};
+pub use tool::{FnTool, Tool, ToolCx, ToolError, ToolKind, ToolOutcome, ToolSpec, tool_fn};
 pub use transform::{Abort, Emit, StreamTransform};
+pub use typed_tool::{TypedTool, client_tool, typed_tool};

@@ -120,8 +120,13 @@ pub enum ResultSource {
     InvalidInput,
     /// The model asked for a tool that this step does not offer.
     UnknownTool,
-    /// The run was cancelled while the tool ran (SPEC T8).
+    /// The run was cancelled (or completed) before the call finished or was
+    /// answered (SPEC T8, A3).
     Cancelled,
+    /// A client denied an approval call; it never ran (SPEC T7).
+    Denied,
+    /// A client tool's output, submitted by the client (SPEC T7).
+    Client,
 }
 
 impl ResultSource {
@@ -134,6 +139,8 @@ impl ResultSource {
             ResultSource::InvalidInput => "invalid_input",
             ResultSource::UnknownTool => "unknown_tool",
             ResultSource::Cancelled => "cancelled",
+            ResultSource::Denied => "denied",
+            ResultSource::Client => "client",
         }
     }
 }

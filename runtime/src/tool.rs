@@ -1,4 +1,7 @@
-//! Tools: serde-typed input and output behind a dynamic trait.
+//! Tools: serde-typed input and output behind a dynamic trait. A tool is a
+//! backend tool (the runtime runs it), an approval tool (it runs once a
+//! client approves the call) or a client tool (the client runs it and
+//! submits the output) (SPEC T7).
 
 use std::fmt;
 use std::future::Future;
@@ -16,6 +19,28 @@ use crate::future::HookFuture;
 pub struct ToolSpec {
     pub name: String,
     pub description: String,
+}
+
+/// Who executes a tool's calls (SPEC T7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    /// The runtime runs the call as soon as the policy lets it through.
+    Backend,
+    /// The runtime runs the call once a client approves it; the run waits.
+    Approval,
+    /// The client runs the call and submits its output; the run waits.
+    Client,
+}
+
+impl ToolKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolKind::Backend => "backend",
+            ToolKind::Approval => "approval",
+            ToolKind::Client => "client",
+        }
+    }
 }
 
 /// What a running tool knows about its call.
@@ -49,12 +74,27 @@ pub enum ToolError {
 /// A tool the model can call.
 pub trait Tool: Send + Sync + 'static {
     fn spec(&self) -> &ToolSpec;
+
+    /// Who executes this tool's calls; backend by default.
+    fn kind(&self) -> ToolKind {
+        ToolKind::Backend
+    }
+
+    /// Runs one call (never called for a client tool).
     fn call(&self, cx: ToolCx, input: Value) -> HookFuture<'_, ToolOutcome>;
+
+    /// Checks an output a client submitted for a call of this tool against
+    /// the tool's output type; an error says what does not match.
+    fn check_output(&self, output: &Value) -> Result<(), String> {
+        let _ = output;
+        Ok(())
+    }
 }
 
 /// A tool built from an async function over typed input and output.
 pub struct FnTool<I, O, F> {
     spec: ToolSpec,
+    kind: ToolKind,
     f: F,
     _types: PhantomData<fn(I) -> O>,
 }
@@ -74,14 +114,27 @@ where
     F: Fn(ToolCx, I) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
 {
-    Arc::new(FnTool {
-        spec: ToolSpec {
-            name: name.to_string(),
-            description: description.to_string(),
-        },
-        f,
-        _types: PhantomData,
-    })
+    Arc::new(FnTool::new(name, description, f))
+}
+
+impl<I, O, F> FnTool<I, O, F> {
+    pub(crate) fn new(name: &str, description: &str, f: F) -> Self {
+        FnTool {
+            spec: ToolSpec {
+                name: name.to_string(),
+                description: description.to_string(),
+            },
+            kind: ToolKind::Backend,
+            f,
+            _types: PhantomData,
+        }
+    }
+
+    /// The same tool, run only once a client approves each call (SPEC T7).
+    pub(crate) fn with_kind(mut self, kind: ToolKind) -> Self {
+        self.kind = kind;
+        self
+    }
 }
 
 impl<I, O, F, Fut> Tool for FnTool<I, O, F>
@@ -93,6 +146,10 @@ where
 {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn kind(&self) -> ToolKind {
+        self.kind
     }
 
     fn call(&self, cx: ToolCx, input: Value) -> HookFuture<'_, ToolOutcome> {

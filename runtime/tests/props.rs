@@ -216,7 +216,7 @@ proptest! {
         let hooks: Vec<Box<dyn Lifecycle<()>>> = patches.iter().cloned().map(patch_hook).collect();
         let composed = compose(hooks);
         let base = Route::new("small");
-        let input = RunInput { messages: &[], latest_user_message: None, route: &base };
+        let input = RunInput { messages: &[], latest_user_message: None, route: &base, resumed: false };
         let cx = HookCx::new(&(), "run", "thread", 1, 0);
         let RunDecision::Continue(joined) = now(composed.prepare_run(&cx, &input)).unwrap() else {
             panic!("route hooks never respond");

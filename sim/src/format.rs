@@ -4,9 +4,9 @@
 use std::fmt::Write as _;
 
 use pai_runtime::{
-    AttemptPatch, ModelContent, ModelMessage, ModelSettings, Patch, ProviderOptions, Role, Route,
-    RoutePatch, StreamPart, ToolCallDecision, ToolChoice, ToolResult, ToolResultDecision,
-    ToolStatus,
+    Answer, AttemptPatch, EventKind, ModelContent, ModelMessage, ModelSettings, Patch,
+    ProviderOptions, Role, Route, RoutePatch, StreamPart, ToolCallDecision, ToolChoice, ToolResult,
+    ToolResultDecision, ToolStatus,
 };
 use serde_json::Value;
 
@@ -177,6 +177,35 @@ pub(crate) fn tool_result_decision(d: &ToolResultDecision) -> String {
 }
 
 /// `output {...}` or `error(throw) "..."`
+/// The events of waiting and resume, metadata and hidden messages (SPEC
+/// T6, T7, T9, L13) as one line each.
+pub(crate) fn waiting_event(kind: &EventKind) -> String {
+    match kind {
+        EventKind::OnOutput {
+            call_id,
+            tool,
+            version,
+            ..
+        } => match version {
+            Some(v) => format!("on_output {call_id} {tool} -> run metadata v{v}"),
+            None => format!("on_output {call_id} {tool} -> metadata unchanged"),
+        },
+        EventKind::RunMetadata { version } => format!("  · run metadata written v{version}"),
+        EventKind::ContextMessage { message, version } => {
+            format!("  · hidden context message {message} stored v{version}")
+        }
+        EventKind::Waiting { calls } => {
+            format!("wait on [{}] (lease released)", calls.join(", "))
+        }
+        EventKind::Answered { call_id, answer } => match answer {
+            Answer::Approved => format!("answer {call_id} approved"),
+            Answer::Denied { reason } => format!("answer {call_id} denied {}", quoted(reason)),
+            Answer::Submitted { output } => format!("answer {call_id} submitted {}", json(output)),
+        },
+        other => other.name().to_string(),
+    }
+}
+
 pub(crate) fn result(r: &ToolResult) -> String {
     match r.status {
         ToolStatus::Output => format!("output {}", json(&r.output)),

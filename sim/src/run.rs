@@ -7,17 +7,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pai_runtime::{
-    Agent, Clock as _, Event, EventKind, LiveEvent, RunStage, Runtime, StoredThread, Watch, compose,
+    Agent, Clock as _, Event, EventKind, LiveEvent, RunStage, Runtime, StoredThread, TypedTool,
+    Watch, compose,
 };
 
 use crate::faults;
-use crate::hooks::{self, HistoryRead, SimContext};
+use crate::hooks::{self, HistoryRead, SimContext, SimMetadata};
 use crate::oracle::{self, Observations, Violation};
 use crate::scenario::{Action, Expectation, Scenario};
 use crate::transcript;
 use crate::world::{
-    ActionRecord, Recorder, Rng, ScriptedProvider, ScriptedTool, SharedProvider, SimIds,
-    VirtualClock,
+    self, ActionRecord, Answering, Recorder, Rng, ScriptedProvider, ScriptedTool, SharedProvider,
+    SimIds, VirtualClock,
 };
 
 /// A scenario that could not be run at all.
@@ -80,8 +81,13 @@ fn world(s: &Scenario, seed: u64) -> Result<World, SimError> {
     let mut agent = Agent::new(s.agent.name.clone(), s.agent.model.clone())
         .instructions(s.agent.instructions.clone())
         .max_steps(s.agent.max_steps);
+    agent = agent.run_metadata::<SimMetadata>();
     for t in &s.agent.tools {
-        agent = agent.tool(Arc::new(ScriptedTool::new(t.clone())));
+        let tool = TypedTool::dynamic(Arc::new(ScriptedTool::new(t.clone())));
+        agent = agent.typed_tool(&tool);
+        if let Some(spec) = &t.on_output {
+            agent = agent.on_output(&tool, world::on_output(spec.clone()));
+        }
     }
     let hooks = s.hooks.iter().map(|h| h.spec.build(&h.name)).collect();
     let agent = agent.lifecycle(compose(hooks));
@@ -124,19 +130,20 @@ async fn play(s: &Scenario, w: &World, played: &mut Played) {
     for (i, m) in s.timeline.iter().enumerate() {
         tokio::time::sleep_until(start + Duration::from_millis(m.at)).await;
         let thread = w.runtime.client(m.client.clone()).thread(m.thread.clone());
+        let mut waiting_check = None;
         let outcome = match &m.action {
             Action::Send(text) => thread.send(text).await.map(|sent| {
                 sends
                     .entry(&m.thread)
                     .or_default()
                     .push(sent.run_id.clone());
-                Some(sent.run_id)
+                Ok(Some(sent.run_id))
             }),
-            Action::Steer(text) => thread.steer(text).await.map(|sent| Some(sent.run_id)),
-            Action::Cancel(None) => thread.cancel().map(Some),
+            Action::Steer(text) => thread.steer(text).await.map(|sent| Ok(Some(sent.run_id))),
+            Action::Cancel(None) => thread.cancel().map(|r| Ok(Some(r))),
             Action::Cancel(Some(n)) => {
                 match sends.get(m.thread.as_str()).and_then(|r| r.get(n - 1)) {
-                    Some(run) => thread.cancel_run(run).map(Some),
+                    Some(run) => thread.cancel_run(run).map(|r| Ok(Some(r))),
                     None => Err(pai_runtime::ClientError::NoRun {
                         thread: format!("{} (it has no send #{n} yet)", m.thread),
                     }),
@@ -145,13 +152,43 @@ async fn play(s: &Scenario, w: &World, played: &mut Played) {
             Action::Watch { name, live } => thread
                 .watch(hooks::live_stages(live))
                 .map(|w| played.watches.push((name.clone(), w)))
-                .map(|()| None),
+                .map(|()| Ok(None)),
+            Action::Approve(c) => Ok(world::answer(&w.runtime, &thread, c, Answering::Approve)),
+            Action::Deny(c, reason) => Ok(world::answer(
+                &w.runtime,
+                &thread,
+                c,
+                Answering::Deny(reason),
+            )),
+            Action::Submit(c, output) => Ok(world::answer(
+                &w.runtime,
+                &thread,
+                c,
+                Answering::Submit(output),
+            )),
+            Action::ExpectWaiting(calls) => {
+                waiting_check = world::check_waiting(&w.runtime, &thread, calls);
+                Ok(Ok(None))
+            }
         };
-        let outcome = outcome.map_err(|e| e.to_string());
+        let outcome = match outcome {
+            Ok(Ok(done)) => Ok(done),
+            Ok(Err(e)) => Err(e),
+            Err(e) => Err(e.to_string()),
+        };
+        let check = waiting_check.take().or_else(|| error_check(m, &outcome));
         if let Err(e) = &outcome {
+            let expected = if m.expect_error.is_some() {
+                " (expected)"
+            } else {
+                ""
+            };
             let note = format!(
-                "at {}ms {} could not act on {}: {e}",
-                m.at, m.client, m.thread
+                "at {}ms {} could not {} on {}{expected}: {e}",
+                m.at,
+                m.client,
+                m.action.name(),
+                m.thread
             );
             played.notes.push(note);
         }
@@ -160,6 +197,7 @@ async fn play(s: &Scenario, w: &World, played: &mut Played) {
             at: m.at,
             after_event: w.recorder.len(),
             outcome,
+            check,
         });
         let key = (m.client.clone(), m.thread.clone());
         if !touched.contains(&key) {
@@ -255,6 +293,23 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
         idle_faults,
         runtime_panicked,
     })
+}
+
+/// Whether an action's `expect_error` held: `None` if so (or none was
+/// expected), else what happened instead.
+fn error_check(
+    m: &crate::scenario::Moment,
+    outcome: &Result<Option<String>, String>,
+) -> Option<String> {
+    let wanted = m.expect_error.as_deref()?;
+    match outcome {
+        Err(e) if e.contains(wanted) => None,
+        Err(e) => Some(format!("expected an error containing {wanted:?}, got: {e}")),
+        Ok(_) => Some(format!(
+            "expected an error containing {wanted:?}, but the {} succeeded",
+            m.action.name()
+        )),
+    }
 }
 
 /// Everything the watchers received, watcher by watcher.

@@ -5,6 +5,7 @@ use std::fmt;
 use serde_json::Value;
 
 use super::decision::HookNote;
+use super::facade::RunFacade;
 use crate::clock::Millis;
 use crate::message::{Message, ModelMessage, ResultSource, ToolStatus};
 use crate::patch::Route;
@@ -19,6 +20,8 @@ pub struct HookCx<'a, C> {
     pub episode: u32,
     pub now: Millis,
     pub(crate) trace: Option<&'a dyn HookTrace>,
+    /// The run's thread facade (metadata, hidden messages), inside a run.
+    pub(crate) run: Option<&'a dyn RunFacade>,
 }
 
 impl<'a, C> HookCx<'a, C> {
@@ -38,6 +41,7 @@ impl<'a, C> HookCx<'a, C> {
             episode,
             now,
             trace: None,
+            run: None,
         }
     }
 
@@ -95,6 +99,8 @@ pub struct RunInput<'a> {
     pub latest_user_message: Option<&'a Message>,
     /// The episode route with earlier hooks' patches applied.
     pub route: &'a Route,
+    /// This episode resumes a run that waited for a client (SPEC L1, T7).
+    pub resumed: bool,
 }
 
 /// Input of `prepare_model_step`.

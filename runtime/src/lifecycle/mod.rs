@@ -4,7 +4,9 @@
 
 mod chain;
 mod compose;
+mod cx_facade;
 mod decision;
+mod facade;
 pub(crate) mod from_fn;
 mod hook;
 mod input;
@@ -15,6 +17,7 @@ pub use decision::{
     AfterStepDecision, HookNote, NoteDecision, Response, RunDecision, StepDecision,
     ToolCallDecision, ToolResultDecision,
 };
+pub(crate) use facade::RunFacade;
 pub use hook::{Lifecycle, NoLifecycle};
 pub(crate) use input::HookTrace;
 pub use input::{

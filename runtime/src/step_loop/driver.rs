@@ -15,13 +15,14 @@ use crate::future::catch_panic;
 use crate::message::Outcome;
 use crate::shared::Shared;
 use crate::stop::StopSignal;
-use crate::store::{RunEnd, RunStatus};
+use crate::store::{RunEnd, RunStatus, Started};
 
 /// Drains a thread's run queue, one run at a time, then lets the thread go idle.
 pub(crate) async fn drive<C: Send + Sync + 'static>(sh: Arc<Shared<C>>, thread: String) {
-    while let Some((run, stop)) = next_run(&sh, &thread) {
+    while let Some((started, stop)) = next_run(&sh, &thread) {
+        let run = started.run.clone();
         let span = tracing::info_span!("run", run_id = %run, thread_id = %thread);
-        let ran = catch_panic(run_one(&sh, &thread, &run, &stop).instrument(span)).await;
+        let ran = catch_panic(run_one(&sh, &thread, &started, &stop).instrument(span)).await;
         if let Err(panic) = ran {
             // A bug in the runtime itself (user code is guarded where it is
             // called): the run fails and the thread stays usable.
@@ -31,16 +32,20 @@ pub(crate) async fn drive<C: Send + Sync + 'static>(sh: Arc<Shared<C>>, thread: 
     }
 }
 
-/// The next queued run, now current, with its stop signal; `None` (and the
-/// driver released, in the same critical section as admission) when the
-/// queue is empty.
-fn next_run<C>(sh: &Shared<C>, thread: &str) -> Option<(String, Arc<StopSignal>)> {
+/// The run to drive next (a waiting run that can resume, or the next
+/// queued run, now current) with its stop signal, already set for a run
+/// whose cancel came while it waited; `None` (and the driver released, in
+/// the same critical section as admission and answers) when there is none.
+fn next_run<C>(sh: &Shared<C>, thread: &str) -> Option<(Started, Arc<StopSignal>)> {
     let mut process = sh.process.lock();
     let attached = process.entry(thread.to_string()).or_default();
     match sh.store.write(thread, |rec| rec.start_next()) {
-        Ok(Some(run)) => {
-            let stop = attached.start_run(&run);
-            Some((run, stop))
+        Ok(Some(started)) => {
+            let stop = attached.start_run(&started.run);
+            if started.cancel_requested {
+                stop.trigger();
+            }
+            Some((started, stop))
         }
         _ => {
             attached.release_driver();
@@ -49,18 +54,25 @@ fn next_run<C>(sh: &Shared<C>, thread: &str) -> Option<(String, Arc<StopSignal>)
     }
 }
 
-/// Drives one run through its episodes, then records how it ended.
+/// Drives one run through its episodes, then records how it ended; a run
+/// that waits for a client stays current and is left for its resume (T9).
 async fn run_one<C: Send + Sync + 'static>(
     sh: &Shared<C>,
     thread: &str,
-    run: &str,
+    started: &Started,
     stop: &StopSignal,
 ) {
-    let mut next_step = 0;
-    let mut episode = 0;
+    let run = started.run.as_str();
+    let mut next_step = match started.resumed {
+        true => sh.store.read(thread, |rec| rec.steps(run)).unwrap_or(0),
+        false => 0,
+    };
+    let mut resumed = started.resumed;
     let end = loop {
-        episode += 1;
-        let Ok(token) = sh.store.write(thread, |rec| rec.acquire_lease(run)) else {
+        let acquired = sh
+            .store
+            .write(thread, |rec| (rec.acquire_lease(run), rec.episodes(run)));
+        let Ok((token, episode)) = acquired else {
             // The thread is gone: nothing is left to act on.
             return;
         };
@@ -74,15 +86,21 @@ async fn run_one<C: Send + Sync + 'static>(
             stop,
         };
         let ended = exec
-            .episode(&mut next_step)
+            .episode(&mut next_step, resumed)
             .instrument(tracing::info_span!("episode", episode))
             .await;
+        resumed = false;
         let ended = settle(sh, thread, run, stop, ended);
+        if let EpisodeEnd::Wait(calls) = ended {
+            // The store released the lease when it recorded the wait.
+            sh.emit(thread, run, || EventKind::Waiting { calls });
+            return;
+        }
         let _ = sh.store.write(thread, |rec| rec.release_lease(run));
         sh.emit(thread, run, || EventKind::LeaseReleased { episode });
         match ended {
             EpisodeEnd::Run(end) => break end,
-            EpisodeEnd::Steer => {}
+            EpisodeEnd::Steer | EpisodeEnd::Wait(_) => {}
         }
     };
     finish(sh, thread, run, &end);
@@ -99,6 +117,9 @@ fn settle<C>(
     ended: Result<EpisodeEnd, Fail>,
 ) -> EpisodeEnd {
     let stage = match ended {
+        // A wait is recorded only while no cancel was asked for; a cancel
+        // that comes later finds the run waiting and resumes it.
+        Ok(end @ EpisodeEnd::Wait(_)) => return end,
         Ok(end) if !stop.is_set() => return end,
         Ok(_) => RunStage::EpisodeEnd,
         Err(fail) if stop.is_set() => fail.stage,

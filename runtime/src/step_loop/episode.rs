@@ -1,9 +1,12 @@
-//! One execution episode (SPEC §1): `prepare_run`, then steps until the run
-//! ends or a steering message asks for a new episode (A4, P8).
+//! One execution episode (SPEC §1): `prepare_run`, then (on a resume) the
+//! waiting calls' results, then steps until the run ends, waits for a
+//! client (T7), or a steering message asks for a new episode (A4, P8).
 
 use tracing::Instrument;
 
 use super::exec::{Exec, Fail};
+use super::resume::Resolution;
+use super::tools::COMPLETED_WITHOUT;
 use crate::clock::IdKind;
 use crate::event::{EventKind, RunStage, Transition};
 use crate::lifecycle::{Phase, Response, RunDecision, RunInput, StreamKind};
@@ -18,17 +21,37 @@ pub(super) enum EpisodeEnd {
     Run(RunEnd),
     /// A steering message is waiting: the run goes on in a new episode (SPEC A4, P8).
     Steer,
+    /// The run waits for a client to answer these calls (SPEC T7); its lease
+    /// is released already.
+    Wait(Vec<String>),
 }
 
 impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// One episode; `next_step` is the run's next step number, carried from
-    /// one episode to the next.
-    pub(super) async fn episode(&self, next_step: &mut u32) -> Result<EpisodeEnd, Fail> {
+    /// one episode to the next. `resumed`: the run waited and every waiting
+    /// call has its answer, or a cancel came.
+    pub(super) async fn episode(
+        &self,
+        next_step: &mut u32,
+        resumed: bool,
+    ) -> Result<EpisodeEnd, Fail> {
+        if resumed && self.stop.is_set() {
+            // A waiting run cancelled: its calls get cancelled results (T8)
+            // and no phase runs for a run that is over.
+            self.resume(Resolution::GiveUp(super::tools::CANCELLED))
+                .await?;
+            return Err(Fail::new(RunStage::Resume, "stopped"));
+        }
         let mut route = Route::new(self.sh.agent.model.clone());
         let mut overlay = Overlay::default();
         let (messages, latest) = self.run_messages();
-        match self.prepare_run(&route, &messages, latest).await? {
-            RunDecision::Respond(r) => return self.respond(r).map(EpisodeEnd::Run),
+        match self.prepare_run(&route, &messages, latest, resumed).await? {
+            RunDecision::Respond(r) => {
+                if resumed {
+                    self.resume(Resolution::GiveUp(COMPLETED_WITHOUT)).await?;
+                }
+                return self.respond(r).map(EpisodeEnd::Run);
+            }
             RunDecision::Continue(p) => {
                 route.apply(&p.route);
                 overlay.push(&p);
@@ -39,7 +62,18 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             route: route.clone(),
             overlay: overlay.appended(),
             latest_user,
+            resumed,
         });
+        if resumed {
+            self.resume(Resolution::Answered).await?;
+            if *next_step >= self.sh.agent.max_steps {
+                return Ok(EpisodeEnd::Run(RunEnd {
+                    status: RunStatus::Completed,
+                    outcome: Outcome::Completed,
+                    reason: Some("max_steps".to_string()),
+                }));
+            }
+        }
         loop {
             if self.stop.is_set() {
                 return Err(Fail::new(RunStage::BetweenSteps, "stopped"));
@@ -49,10 +83,26 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 .instrument(tracing::info_span!("step", step = *next_step))
                 .await?;
             *next_step += 1;
+            if transition == Transition::Wait {
+                return Ok(EpisodeEnd::Wait(self.waiting_ids()));
+            }
             if let Some(end) = episode_end(transition) {
                 return Ok(end);
             }
         }
+    }
+
+    /// The ids of the calls the run now waits on.
+    fn waiting_ids(&self) -> Vec<String> {
+        let calls = self
+            .sh
+            .store
+            .read(self.thread, |rec| rec.waiting_calls(self.run));
+        calls
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c.call_id)
+            .collect()
     }
 
     /// What `prepare_run` sees of the thread (L1): its stored messages at
@@ -81,11 +131,13 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         route: &Route,
         messages: &[Message],
         latest: Option<usize>,
+        resumed: bool,
     ) -> Result<RunDecision, Fail> {
         let input = RunInput {
             messages,
             latest_user_message: latest.map(|i| &messages[i]),
             route,
+            resumed,
         };
         self.decide(Phase::PrepareRun, &input, |l, cx, i| l.prepare_run(cx, i))
             .await
@@ -125,7 +177,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
 /// Where a step's transition leaves the episode: `None` to go on.
 fn episode_end(transition: Transition) -> Option<EpisodeEnd> {
     match transition {
-        Transition::NextStep => None,
+        Transition::NextStep | Transition::Wait => None,
         Transition::Steer => Some(EpisodeEnd::Steer),
         Transition::Aborted { outcome, reason } => Some(EpisodeEnd::Run(RunEnd {
             status: RunStatus::Completed,

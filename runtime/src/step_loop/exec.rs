@@ -8,7 +8,7 @@ use crate::attempt::AttemptEvents;
 use crate::error::{FailureCell, HookResult};
 use crate::event::{EventKind, RunStage};
 use crate::future::{HookFuture, guarded};
-use crate::lifecycle::{HookCx, HookNote, HookTrace, Lifecycle, Phase};
+use crate::lifecycle::{HookCx, HookNote, HookTrace, Lifecycle, Phase, RunFacade};
 use crate::message::{Message, PaiMeta, Producer};
 use crate::shared::Shared;
 use crate::stop::StopSignal;
@@ -80,6 +80,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             episode: self.episode,
             now: self.sh.clock.now(),
             trace: self.sh.sink.as_ref().map(|_| self as &dyn HookTrace),
+            run: Some(self as &dyn RunFacade),
         }
     }
 

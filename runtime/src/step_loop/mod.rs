@@ -6,6 +6,8 @@
 mod driver;
 mod episode;
 mod exec;
+mod facade;
+mod resume;
 mod step;
 mod stream;
 mod tools;

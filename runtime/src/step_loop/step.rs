@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicU32;
 
 use super::exec::{Exec, Fail};
 use super::stream::{Consumed, consume};
-use super::tools::Call;
+use super::tools::{COMPLETED_WITHOUT, Call, ToolsDone};
 use super::transition::{StepEnd, transition};
 use crate::attempt::{AttemptEvents, DefaultLeaf, ProviderAttempt, SentCounts};
 use crate::clock::IdKind;
@@ -21,6 +21,15 @@ use crate::model_call::{AttemptPatch, ModelLink, ModelNext};
 use crate::model_view::pair_tool_calls;
 use crate::patch::{Overlay, Route};
 use crate::transform::Abort;
+
+/// How a step ended, for `after_step` and the transition.
+struct StepEnded<'m> {
+    message: &'m Message,
+    abort: Option<&'m Abort>,
+    tool_calls: bool,
+    /// Calls wait for a client (T7).
+    waiting: bool,
+}
 
 /// The request a step sends, and how many of its messages the resolver gave.
 struct Prepared {
@@ -43,14 +52,51 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let (consumed, calls) = self.consume(step, stream).await?;
         let abort = consumed.abort;
         let message = self.commit_step(step, consumed.parts, abort.as_ref())?;
-        let results = if calls.is_empty() {
-            Vec::new()
+        let done = if calls.is_empty() {
+            ToolsDone::default()
         } else {
             // Calls are checked against the route of the attempt that answered (P6).
             self.tools(step, &answered, &calls).await?
         };
-        self.after_step(step, &message, &results, abort.as_ref(), !calls.is_empty())
-            .await
+        let ended = StepEnded {
+            message: &message,
+            abort: abort.as_ref(),
+            tool_calls: !calls.is_empty(),
+            waiting: !done.pending.is_empty(),
+        };
+        let transition = self.after_step(step, &done.finals, ended).await?;
+        self.settle_pending(step, &transition, done).await?;
+        Ok(transition)
+    }
+
+    /// Where a step's pending calls go (A3, T7): with `wait`, the store
+    /// records them and the run waits (refused when a cancel came first:
+    /// then they are cancelled, T8); with any other transition they can
+    /// never be answered, so each gets a cancelled result.
+    async fn settle_pending(
+        &self,
+        step: u32,
+        transition: &Transition,
+        done: ToolsDone,
+    ) -> Result<(), Fail> {
+        if done.pending.is_empty() {
+            return Ok(());
+        }
+        if *transition != Transition::Wait {
+            return self.give_up(step, &done.pending, COMPLETED_WITHOUT).await;
+        }
+        let waits = !self.stop.is_set()
+            && self
+                .sh
+                .store
+                .write(self.thread, |rec| rec.wait(self.run, done.pending.clone()))
+                .unwrap_or(false);
+        if waits {
+            return Ok(());
+        }
+        self.give_up(step, &done.pending, super::tools::CANCELLED)
+            .await?;
+        Err(Fail::new(RunStage::Tools, "stopped"))
     }
 
     /// The step's anchor (M1): history reads never go past the newest message
@@ -287,14 +333,12 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     async fn after_step(
         &self,
         step: u32,
-        message: &Message,
         tool_results: &[ToolResult],
-        abort: Option<&Abort>,
-        tool_calls: bool,
+        ended: StepEnded<'_>,
     ) -> Result<Transition, Fail> {
         let input = AfterStepInput {
             step,
-            message,
+            message: ended.message,
             tool_results,
         };
         let decision = self
@@ -307,9 +351,10 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             .unwrap_or(false);
         let transition = transition(&StepEnd {
             decision,
-            abort: abort.map(|a| (a.outcome, a.reason.as_str())),
+            abort: ended.abort.map(|a| (a.outcome, a.reason.as_str())),
+            waiting: ended.waiting,
             steering,
-            tool_calls,
+            tool_calls: ended.tool_calls,
             step,
             max_steps: self.sh.agent.max_steps,
         });

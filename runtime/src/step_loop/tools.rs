@@ -1,6 +1,7 @@
 //! A step's tool calls (SPEC T1–T5, T8): every `before_tool_call` first, then
-//! ready tools in parallel, every final result through `after_tool_result`,
-//! results committed in call order.
+//! ready backend tools in parallel, every final result through
+//! `after_tool_result`, results committed in call order. Calls of approval
+//! and client tools are left pending: the step waits on them (T7).
 
 use std::future::Future as _;
 use std::sync::Arc;
@@ -17,11 +18,18 @@ use crate::lifecycle::{
 };
 use crate::message::{Message, Part, Producer, ResultSource, Role, ToolStatus, Visibility};
 use crate::patch::Route;
-use crate::tool::{Tool, ToolCx, ToolOutcome};
+use crate::store::WaitingCall;
+use crate::tool::{Tool, ToolCx, ToolKind, ToolOutcome};
 
 /// What is stored (and what the model reads) in place of a thrown tool
 /// error's detail, which goes to logs only (SPEC T5).
 const THROWN_TOOL_ERROR: &str = "The tool failed with an internal error.";
+
+/// A cancelled call's result (T8).
+pub(super) const CANCELLED: &str = "The run was cancelled before the tool finished.";
+
+/// A pending call's result when the run completes without it (A3).
+pub(super) const COMPLETED_WITHOUT: &str = "The run completed before the call was answered.";
 
 /// One tool call the model asked for.
 #[derive(Debug)]
@@ -32,8 +40,17 @@ pub(super) struct Call {
 }
 
 impl Call {
+    /// The call a waiting call stands for.
+    pub(super) fn waiting(w: &WaitingCall) -> Call {
+        Call {
+            call_id: w.call_id.clone(),
+            tool: w.tool.clone(),
+            input: w.input.clone(),
+        }
+    }
+
     /// A final result for this call that never ran (or was cut short).
-    fn error(&self, source: ResultSource, output: Value) -> ToolResult {
+    pub(super) fn error(&self, source: ResultSource, output: Value) -> ToolResult {
         ToolResult {
             call_id: self.call_id.clone(),
             tool: self.tool.clone(),
@@ -45,10 +62,26 @@ impl Call {
 }
 
 /// A call the policy let through to a registered tool.
-type Ready = (usize, Arc<dyn Tool>, Value);
+pub(super) type Ready = (usize, Arc<dyn Tool>, Value);
 
-/// What a finished tool task returns: its call's index and its outcome (or panic).
-type Finished = (usize, Result<ToolOutcome, String>);
+/// What a finished tool task returns: its call's index, its input when an
+/// `on_output` handler will read it, and its outcome (or panic).
+type Finished = (usize, Option<Value>, Result<ToolOutcome, String>);
+
+/// What a step's tools left: final results in call order, and the calls
+/// still waiting for a client (T7).
+#[derive(Debug, Default)]
+pub(super) struct ToolsDone {
+    pub(super) finals: Vec<ToolResult>,
+    pub(super) pending: Vec<WaitingCall>,
+}
+
+/// What the policy decided for a step's calls.
+struct Policy {
+    ready: Vec<Ready>,
+    early: Vec<Option<ToolResult>>,
+    pending: Vec<WaitingCall>,
+}
 
 /// A tool's outcome as a final result, and a thrown error's detail for the
 /// logs only (T5).
@@ -89,35 +122,76 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         step: u32,
         route: &Route,
         calls: &[Call],
+    ) -> Result<ToolsDone, Fail> {
+        let Policy {
+            ready,
+            early,
+            pending,
+        } = self.policy(step, route, calls).await?;
+        let finals = self.run_ready(step, calls, ready, early).await?;
+        if !finals.is_empty() {
+            self.commit_results(step, &finals)?;
+        }
+        if self.stop.is_set() {
+            self.give_up(step, &pending, CANCELLED).await?;
+            return Err(Fail::new(RunStage::Tools, "stopped"));
+        }
+        Ok(ToolsDone { finals, pending })
+    }
+
+    /// Runs the ready calls in parallel; every final result (early ones
+    /// first: they are final already) passes `after_tool_result` (T4).
+    /// Returns the final results in call order.
+    pub(super) async fn run_ready(
+        &self,
+        step: u32,
+        calls: &[Call],
+        ready: Vec<Ready>,
+        early: Vec<Option<ToolResult>>,
     ) -> Result<Vec<ToolResult>, Fail> {
-        let (ready, early) = self.policy(step, route, calls).await?;
         let mut running = self.start(step, calls, ready);
-        // Calls that never ran are final already: they reach after_tool_result first (T4).
         let mut finals: Vec<Option<ToolResult>> = vec![None; calls.len()];
         for (i, result) in early.into_iter().enumerate() {
             if let Some(r) = result {
-                finals[i] = Some(self.after_tool_result(step, r).await?);
+                finals[i] = Some(self.final_result(step, &calls[i].input, r).await?);
             }
         }
         self.collect(step, calls, &mut running, &mut finals).await?;
-        let finals: Vec<ToolResult> = finals.into_iter().flatten().collect();
-        self.commit_results(step, &finals)?;
-        if self.stop.is_set() {
-            return Err(Fail::new(RunStage::Tools, "stopped"));
+        Ok(finals.into_iter().flatten().collect())
+    }
+
+    /// Pending calls that will never be answered (the run completes or is
+    /// cancelled, A3, T8) get a cancelled result that `after_tool_result`
+    /// sees, committed as one tool message.
+    pub(super) async fn give_up(
+        &self,
+        step: u32,
+        pending: &[WaitingCall],
+        text: &str,
+    ) -> Result<(), Fail> {
+        if pending.is_empty() {
+            return Ok(());
         }
-        Ok(finals)
+        let mut finals = Vec::with_capacity(pending.len());
+        for w in pending {
+            let c = Call::waiting(w);
+            let result = c.error(ResultSource::Cancelled, Value::String(text.into()));
+            self.emit(|| EventKind::ToolEnd {
+                step,
+                result: result.clone(),
+                detail: None,
+            });
+            finals.push(self.after_tool_result(step, result).await?);
+        }
+        self.commit_results(step, &finals)
     }
 
     /// `before_tool_call` for every call before any tool starts (T1): the
     /// calls that may run, and the results of those that may not (T3).
-    async fn policy(
-        &self,
-        step: u32,
-        route: &Route,
-        calls: &[Call],
-    ) -> Result<(Vec<Ready>, Vec<Option<ToolResult>>), Fail> {
+    async fn policy(&self, step: u32, route: &Route, calls: &[Call]) -> Result<Policy, Fail> {
         let mut ready = Vec::new();
         let mut early = vec![None; calls.len()];
+        let mut pending = Vec::new();
         for (i, c) in calls.iter().enumerate() {
             let input = ToolCallInput {
                 step,
@@ -145,14 +219,28 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 ToolCallDecision::Continue => c.input.clone(),
             };
             match self.offered_tool(route, &c.tool) {
-                Some(tool) => ready.push((i, tool.clone(), input)),
+                Some(tool) if tool.kind() == ToolKind::Backend => {
+                    ready.push((i, tool.clone(), input));
+                }
+                Some(tool) => pending.push(WaitingCall {
+                    call_id: c.call_id.clone(),
+                    tool: c.tool.clone(),
+                    input,
+                    kind: tool.kind(),
+                    step,
+                    answer: None,
+                }),
                 None => {
                     let msg = format!("tool {} is not available in this step", c.tool);
                     early[i] = Some(c.error(ResultSource::UnknownTool, Value::String(msg)));
                 }
             }
         }
-        Ok((ready, early))
+        Ok(Policy {
+            ready,
+            early,
+            pending,
+        })
     }
 
     /// Starts the ready tools in parallel (T2), each guarded against panics.
@@ -160,20 +248,27 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         let mut running = JoinSet::new();
         for (i, tool, input) in ready {
             let c = &calls[i];
-            self.emit(|| EventKind::ToolStart {
-                step,
-                call_id: c.call_id.clone(),
-                tool: c.tool.clone(),
-                input: input.clone(),
-            });
             let cx = ToolCx {
                 run_id: self.run.to_string(),
                 call_id: c.call_id.clone(),
                 idempotency_key: format!("{}/{}", self.run, c.call_id),
             };
+            self.emit(|| EventKind::ToolStart {
+                step,
+                call_id: c.call_id.clone(),
+                tool: c.tool.clone(),
+                input: input.clone(),
+                idempotency_key: cx.idempotency_key.clone(),
+            });
+            let kept = self
+                .sh
+                .agent
+                .on_output
+                .handles(&c.tool)
+                .then(|| input.clone());
             let span = tracing::info_span!("tool", call_id = %c.call_id, tool = %c.tool);
-            running
-                .spawn(async move { (i, guarded(|| tool.call(cx, input)).await) }.instrument(span));
+            let task = async move { (i, kept, guarded(|| tool.call(cx, input)).await) };
+            running.spawn(task.instrument(span));
         }
         running
     }
@@ -193,7 +288,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 running.abort_all();
                 return self.cancel_rest(step, calls, finals).await;
             };
-            let (i, out) =
+            let (i, kept, out) =
                 joined.map_err(|e| Fail::new(RunStage::Tool, format!("tool task failed: {e}")))?;
             let (result, detail) = outcome_result(&calls[i], out);
             if let Some(d) = &detail {
@@ -204,9 +299,26 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 result: result.clone(),
                 detail,
             });
-            finals[i] = Some(self.after_tool_result(step, result).await?);
+            let input = kept.unwrap_or(Value::Null);
+            finals[i] = Some(self.final_result(step, &input, result).await?);
         }
         Ok(())
+    }
+
+    /// A final result: `on_output` for a successful output of the tool or
+    /// the client (T6), then `after_tool_result` (T4).
+    async fn final_result(
+        &self,
+        step: u32,
+        input: &Value,
+        result: ToolResult,
+    ) -> Result<ToolResult, Fail> {
+        let successful = result.status == ToolStatus::Output
+            && matches!(result.source, ResultSource::Tool | ResultSource::Client);
+        if successful && self.sh.agent.on_output.handles(&result.tool) {
+            self.on_output(step, input, &result)?;
+        }
+        self.after_tool_result(step, result).await
     }
 
     /// Every call still without a final result gets a cancelled one (T8).
@@ -220,8 +332,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             if finals[i].is_some() {
                 continue;
             }
-            let text = "The run was cancelled before the tool finished.";
-            let result = c.error(ResultSource::Cancelled, Value::String(text.into()));
+            let result = c.error(ResultSource::Cancelled, Value::String(CANCELLED.into()));
             self.emit(|| EventKind::ToolEnd {
                 step,
                 result: result.clone(),
@@ -254,7 +365,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
 
     /// `after_tool_result` over one final result (T4, L9); a replacement is
     /// what is stored and what the model sees (T5).
-    async fn after_tool_result(
+    pub(super) async fn after_tool_result(
         &self,
         step: u32,
         mut result: ToolResult,
@@ -281,6 +392,19 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
 
     /// Commits the step's results, in call order, as one tool message (T2).
     fn commit_results(&self, step: u32, finals: &[ToolResult]) -> Result<(), Fail> {
+        let message = self.results_message(step, finals);
+        let id = message.id.clone();
+        let appended = self.commit(RunStage::CommitToolResults, vec![message])?;
+        self.emit(|| EventKind::CommitToolResults {
+            step,
+            message: id,
+            version: appended.version,
+        });
+        Ok(())
+    }
+
+    /// One tool message holding `finals` in order.
+    pub(super) fn results_message(&self, step: u32, finals: &[ToolResult]) -> Message {
         let id = self.sh.ids.next_id(crate::clock::IdKind::Message);
         let parts = finals
             .iter()
@@ -292,21 +416,14 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 output: r.output.clone(),
             })
             .collect();
-        let message = Message {
-            id: id.clone(),
+        Message {
+            id,
             seq: 0,
             role: Role::Tool,
             parts,
             visibility: Visibility::ALL,
             pai: self.meta(Producer::Tool, Some(step)),
-        };
-        let appended = self.commit(RunStage::CommitToolResults, vec![message])?;
-        self.emit(|| EventKind::CommitToolResults {
-            step,
-            message: id,
-            version: appended.version,
-        });
-        Ok(())
+        }
     }
 
     /// The registered tool `name`, if the route offers it (P3, P6).

@@ -12,6 +12,8 @@ pub(super) struct StepEnd<'a> {
     pub(super) decision: AfterStepDecision,
     /// A canonical transform aborted the step (S4): its outcome and reason.
     pub(super) abort: Option<(Outcome, &'a str)>,
+    /// Calls of the step wait for a client (T7).
+    pub(super) waiting: bool,
     /// A steering message waits for the next step (A4).
     pub(super) steering: bool,
     /// The model asked for tools, so tool results were produced.
@@ -21,10 +23,12 @@ pub(super) struct StepEnd<'a> {
     pub(super) max_steps: u32,
 }
 
-/// The transition: an abort ends the run; then complete > steering >
-/// next_step > natural (A3; waiting joins between complete and steering);
-/// naturally, tool results go on and no tool calls complete (A2); a step
-/// that would go on past the limit completes with reason `max_steps` (A2).
+/// The transition: an abort ends the run; then complete > waiting >
+/// steering > next_step > natural (A3); naturally, tool results go on and
+/// no tool calls complete (A2); a step that would go on past the limit
+/// completes with reason `max_steps` (A2). A step with waiting calls waits
+/// even at the limit: the answers are honoured, and the run completes with
+/// `max_steps` once they are committed.
 pub(super) fn transition(end: &StepEnd<'_>) -> Transition {
     let chosen = match (end.abort, end.decision) {
         (Some((outcome, reason)), _) => {
@@ -34,6 +38,7 @@ pub(super) fn transition(end: &StepEnd<'_>) -> Transition {
             };
         }
         (None, AfterStepDecision::Complete) => Transition::Complete { reason: None },
+        (None, _) if end.waiting => return Transition::Wait,
         (None, _) if end.steering => Transition::Steer,
         (None, AfterStepDecision::NextStep) => Transition::NextStep,
         (None, AfterStepDecision::Natural) if end.tool_calls => Transition::NextStep,
@@ -120,6 +125,7 @@ mod tests {
             let end = StepEnd {
                 decision,
                 abort,
+                waiting: false,
                 steering,
                 tool_calls,
                 step: if at_limit { 3 } else { 1 },
@@ -135,11 +141,38 @@ mod tests {
         let end = StepEnd {
             decision: N,
             abort: None,
+            waiting: false,
             steering: false,
             tool_calls: true,
             step: 0,
             max_steps: 1,
         };
         assert_eq!(transition(&end), max_steps());
+    }
+
+    /// SPEC A3: complete > waiting > steering > next_step > natural; a step
+    /// with waiting calls waits even at the step limit (the answers are
+    /// honoured first, then the run completes with max_steps).
+    #[test]
+    fn a3_waiting_beats_all_but_complete() {
+        let at = |decision, steering, at_limit| StepEnd {
+            decision,
+            abort: None,
+            waiting: true,
+            steering,
+            tool_calls: true,
+            step: if at_limit { 3 } else { 1 },
+            max_steps: 4,
+        };
+        assert_eq!(transition(&at(C, true, false)), complete());
+        assert_eq!(transition(&at(C, false, true)), complete());
+        for decision in [X, N] {
+            for steering in [false, true] {
+                for at_limit in [false, true] {
+                    let end = at(decision, steering, at_limit);
+                    assert_eq!(transition(&end), Transition::Wait, "{end:?}");
+                }
+            }
+        }
     }
 }

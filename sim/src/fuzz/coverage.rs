@@ -239,6 +239,8 @@ fn tool(source: ResultSource) -> &'static str {
         ResultSource::InvalidInput => "tool.invalid_input",
         ResultSource::UnknownTool => "tool.unknown_tool",
         ResultSource::Cancelled => "tool.cancelled",
+        ResultSource::Denied => "tool.denied",
+        ResultSource::Client => "tool.client",
     }
 }
 
@@ -246,6 +248,7 @@ fn transition_key(t: &Transition) -> &'static str {
     match t {
         Transition::NextStep => "transition.next_step",
         Transition::Steer => "transition.steer",
+        Transition::Wait => "transition.wait",
         Transition::Aborted { .. } => "transition.aborted",
         Transition::Complete { reason: None } => "transition.complete",
         Transition::Complete { reason: Some(_) } => "transition.max_steps",

@@ -46,7 +46,7 @@ pub use replace_tool_input::ReplaceToolInput;
 pub use replace_tool_output::ReplaceToolOutput;
 pub use resolve_twice::ResolveTwice;
 pub use route::{Route, RouteLevel};
-pub use shared::{HistoryRead, MessageRole, MessageSpec, SimContext, SimHook};
+pub use shared::{HistoryRead, MessageRole, MessageSpec, SimContext, SimHook, SimMetadata};
 pub use slow_resolver::SlowResolver;
 pub(crate) use stages::live_stages;
 pub use stages::{RedactPattern, TransformSpec};

@@ -8,6 +8,10 @@ use pai_runtime::{Lifecycle, ModelContent, ModelMessage, Role};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// The run metadata of a scenario's agent: a JSON object that hooks and
+/// `on_output` handlers read and write (SPEC T6, seed: typed run metadata).
+pub type SimMetadata = BTreeMap<String, serde_json::Value>;
+
 /// The runtime context scenarios run with.
 #[derive(Debug, Clone, Default)]
 pub struct SimContext {

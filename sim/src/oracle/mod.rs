@@ -7,6 +7,7 @@
 mod a2;
 mod a3;
 mod a4;
+mod check;
 mod composition;
 mod facts;
 mod h1;
@@ -60,6 +61,7 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     violations.extend(k6::check(o));
     violations.extend(m3::check(o));
     violations.extend(routes::check(o));
+    violations.extend(check::check(o));
     Verdicts {
         violations,
         mismatches,

@@ -87,6 +87,7 @@ mod tests {
             messages: vec![],
             metadata: Default::default(),
             runs: vec![],
+            lease_holder: None,
         };
         let v = check(&[commit("m2")], &[thread]);
         assert_eq!(v.len(), 1);

@@ -9,10 +9,9 @@ use std::fmt;
 use serde_json::Value;
 
 use super::names::OracleId;
-use super::spec::{
-    CancelRun, CancelSpec, Expect, FaultSpec, ModelSpec, ScenarioSpec, TimelineEntry, ToolSpec,
-};
-use crate::hooks::{HookSpec, TransformSpec};
+use super::spec::{Expect, FaultSpec, ModelSpec, OnOutputSpec, ScenarioSpec, ToolSpec};
+use super::timeline::{Moment, timeline};
+use crate::hooks::HookSpec;
 
 /// A scenario, checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,6 +78,11 @@ pub struct ToolDef {
     pub latency_ms: u64,
     pub requires: Vec<String>,
     pub behaviour: Behaviour,
+    /// Each call waits for a client's approval before it runs (SPEC T7).
+    pub approval: bool,
+    /// With `Behaviour::Client`: fields a submitted output must have.
+    pub output_requires: Vec<String>,
+    pub on_output: Option<OnOutputSpec>,
 }
 
 /// What a scripted tool does once its latency has passed.
@@ -93,6 +97,8 @@ pub enum Behaviour {
     Throw(String),
     /// A panic with this message.
     Panic(String),
+    /// None: a client tool, run by the client (SPEC T7).
+    Client,
 }
 
 /// One hook of the lifecycle, with the name the event log shows.
@@ -100,28 +106,6 @@ pub enum Behaviour {
 pub struct HookDef {
     pub name: String,
     pub spec: HookSpec,
-}
-
-/// One client action at a virtual time.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Moment {
-    pub at: u64,
-    pub client: String,
-    pub thread: String,
-    pub action: Action,
-}
-
-/// What a client does.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Action {
-    Send(String),
-    Steer(String),
-    /// Cancel the thread's current run, or (`Some(n)`) the run of its n-th send.
-    Cancel(Option<usize>),
-    Watch {
-        name: String,
-        live: Vec<TransformSpec>,
-    },
 }
 
 /// Where in a spec a check failed: `timeline[0]`, `agent.tools[2]`.
@@ -138,7 +122,7 @@ pub enum Segment {
 }
 
 impl FieldPath {
-    fn at(segments: &[Segment]) -> FieldPath {
+    pub(super) fn at(segments: &[Segment]) -> FieldPath {
         FieldPath(segments.to_vec())
     }
 
@@ -171,7 +155,7 @@ pub struct CheckError {
     pub message: String,
 }
 
-fn fail<T>(at: &[Segment], message: impl Into<String>) -> Result<T, CheckError> {
+pub(super) fn fail<T>(at: &[Segment], message: impl Into<String>) -> Result<T, CheckError> {
     Err(CheckError {
         at: FieldPath::at(at),
         message: message.into(),
@@ -327,84 +311,6 @@ fn expectation(expect: Expect, oracle: Option<OracleId>) -> Result<Expectation, 
     }
 }
 
-fn timeline(entries: Vec<TimelineEntry>, limit_ms: u64) -> Result<Vec<Moment>, CheckError> {
-    if entries.is_empty() {
-        return fail(
-            &[Segment::Key("timeline")],
-            "expected at least one [[timeline]] entry",
-        );
-    }
-    let mut out = Vec::with_capacity(entries.len());
-    let mut watchers = BTreeMap::new();
-    for (i, t) in entries.into_iter().enumerate() {
-        let at = [Segment::Key("timeline"), Segment::Index(i)];
-        if !t.live.is_empty() && t.watch.is_none() {
-            return fail(&at, "`live` goes with `watch`");
-        }
-        if t.at >= limit_ms {
-            let at = [
-                Segment::Key("timeline"),
-                Segment::Index(i),
-                Segment::Key("at"),
-            ];
-            let message = format!(
-                "{}ms is past the scenario's virtual-time limit of {limit_ms}ms (time_limit_ms), so it would never happen",
-                t.at
-            );
-            return fail(&at, message);
-        }
-        for (field, value) in [("client", &t.client), ("thread", &t.thread)] {
-            if value.is_empty() {
-                let at = [
-                    Segment::Key("timeline"),
-                    Segment::Index(i),
-                    Segment::Key(field),
-                ];
-                return fail(&at, "must not be empty");
-            }
-        }
-        let cancel = match t.cancel {
-            CancelSpec::Current(false) => None,
-            CancelSpec::Current(true) => Some(None),
-            CancelSpec::Run(CancelRun { run: 0 }) => {
-                return fail(&at, "cancel = { run = N } counts sends from 1");
-            }
-            CancelSpec::Run(CancelRun { run }) => Some(Some(run)),
-        };
-        let action = match (t.send, t.steer, cancel, t.watch) {
-            (Some(text), None, None, None) => Action::Send(text),
-            (None, Some(text), None, None) => Action::Steer(text),
-            (None, None, Some(run), None) => Action::Cancel(run),
-            (None, None, None, Some(name)) => {
-                if name.is_empty() {
-                    let at = [
-                        Segment::Key("timeline"),
-                        Segment::Index(i),
-                        Segment::Key("watch"),
-                    ];
-                    return fail(&at, "a watcher needs a name");
-                }
-                if let Some(j) = watchers.insert(name.clone(), i) {
-                    return fail(
-                        &at,
-                        format!("watcher {name:?} is already named by timeline[{j}]"),
-                    );
-                }
-                Action::Watch { name, live: t.live }
-            }
-            _ => return fail(&at, "expected exactly one of send, steer, cancel, watch"),
-        };
-        out.push(Moment {
-            at: t.at,
-            client: t.client,
-            thread: t.thread,
-            action,
-        });
-    }
-    out.sort_by_key(|m| m.at);
-    Ok(out)
-}
-
 fn faults(faults: &[FaultSpec]) -> Result<(), CheckError> {
     for (i, f) in faults.iter().enumerate() {
         let at = [Segment::Key("faults"), Segment::Index(i)];
@@ -489,26 +395,62 @@ fn tools(specs: Vec<ToolSpec>) -> Result<Vec<ToolDef>, CheckError> {
             );
             return fail(&at, message);
         }
-        let behaviour = match (t.output, t.echo, t.fail, t.throw, t.panic) {
-            (Some(v), false, None, None, None) => Behaviour::Output(v),
-            (None, true, None, None, None) => Behaviour::Echo,
-            (None, false, Some(v), None, None) => Behaviour::Fail(v),
-            (None, false, None, Some(m), None) => Behaviour::Throw(m),
-            (None, false, None, None, Some(m)) => Behaviour::Panic(m),
+        let behaviour = match (t.output, t.echo, t.fail, t.throw, t.panic, t.client) {
+            (Some(v), false, None, None, None, false) => Behaviour::Output(v),
+            (None, true, None, None, None, false) => Behaviour::Echo,
+            (None, false, Some(v), None, None, false) => Behaviour::Fail(v),
+            (None, false, None, Some(m), None, false) => Behaviour::Throw(m),
+            (None, false, None, None, Some(m), false) => Behaviour::Panic(m),
+            (None, false, None, None, None, true) => Behaviour::Client,
             _ => {
                 let message = format!(
-                    "tool {:?} needs exactly one of output, echo, fail, throw, panic",
+                    "tool {:?} needs exactly one of output, echo, fail, throw, panic, client",
                     t.name
                 );
                 return fail(&at, message);
             }
         };
+        if t.approval && behaviour == Behaviour::Client {
+            let message = "a client tool is run by the client: it waits for a submitted output, not an approval";
+            return fail(&at, message);
+        }
+        if !t.output_requires.is_empty() && behaviour != Behaviour::Client {
+            return fail(
+                &at,
+                "output_requires checks submitted outputs: it goes with client = true",
+            );
+        }
+        if t.on_output
+            .as_ref()
+            .is_some_and(|o| o.count.is_none() && o.keep.is_none())
+        {
+            let mut at = at.to_vec();
+            at.push(Segment::Key("on_output"));
+            return fail(&at, "on_output needs count or keep");
+        }
+        if let Some(key) = t
+            .on_output
+            .iter()
+            .flat_map(|o| [&o.count, &o.keep])
+            .flatten()
+            .find(|k| k.is_empty())
+        {
+            let mut at = at.to_vec();
+            at.push(Segment::Key("on_output"));
+            return fail(
+                &at,
+                format!("a metadata key must not be empty (got {key:?})"),
+            );
+        }
         out.push(ToolDef {
             name: t.name,
             description: t.description,
             latency_ms: t.latency_ms,
             requires: t.requires,
             behaviour,
+            approval: t.approval,
+            output_requires: t.output_requires,
+            on_output: t.on_output,
         });
     }
     Ok(out)

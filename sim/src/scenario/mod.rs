@@ -6,6 +6,7 @@ mod checked;
 mod names;
 mod position;
 mod spec;
+mod timeline;
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -14,14 +15,15 @@ use std::sync::Arc;
 use annotate_snippets::{AnnotationKind, Level, Renderer, Snippet};
 
 pub use checked::{
-    Action, AgentDef, Behaviour, CheckError, DEFAULT_TIME_LIMIT_MS, Expectation, FieldPath,
-    HookDef, Moment, Scenario, Segment, ToolDef,
+    AgentDef, Behaviour, CheckError, DEFAULT_TIME_LIMIT_MS, Expectation, FieldPath, HookDef,
+    Scenario, Segment, ToolDef,
 };
 pub use names::{EventName, OracleId};
 pub use spec::{
-    AgentSpec, CancelRun, CancelSpec, Expect, FaultSpec, ModelSpec, RequestExpect, ScenarioSpec,
-    TimelineEntry, ToolCallSpec, ToolSpec, TurnSpec,
+    AgentSpec, CancelRun, CancelSpec, Expect, FaultSpec, ModelSpec, OnOutputSpec, RequestExpect,
+    ScenarioSpec, TimelineEntry, ToolCallSpec, ToolSpec, TurnSpec,
 };
+pub use timeline::{Action, CallName, Moment};
 
 /// A scenario file that could not be loaded (SPEC X1).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -64,6 +64,7 @@ oracles! {
     P1P6 = "P1-P6" ["P1", "P2", "P3", "P4", "P5", "P6"]: "The route of every attempt equals an independent fold of the run, step and attempt patches.";
     X3 = "X3" ["X3"]: "Nothing committed is lost or reordered, whatever failed.";
     Request = "request" []: "Each request matches its scripted turn's `expect` table.";
+    Check = "check" []: "Each timeline check holds: `expect_waiting` names what the thread waits on, `expect_error` the error an action gets.";
 }
 
 impl fmt::Display for OracleId {
@@ -99,6 +100,11 @@ pub enum EventName {
     Failed,
     LeaseReleased,
     End,
+    OnOutput,
+    RunMetadata,
+    ContextMessage,
+    Wait,
+    Answer,
 }
 
 impl EventName {
@@ -128,6 +134,11 @@ impl EventName {
             EventKind::Failed { .. } => EventName::Failed,
             EventKind::LeaseReleased { .. } => EventName::LeaseReleased,
             EventKind::Ended { .. } => EventName::End,
+            EventKind::OnOutput { .. } => EventName::OnOutput,
+            EventKind::RunMetadata { .. } => EventName::RunMetadata,
+            EventKind::ContextMessage { .. } => EventName::ContextMessage,
+            EventKind::Waiting { .. } => EventName::Wait,
+            EventKind::Answered { .. } => EventName::Answer,
         }
     }
 }
@@ -161,6 +172,22 @@ mod tests {
                 timeout_ms: None,
             },
             EventKind::LeaseReleased { episode: 1 },
+            EventKind::Waiting { calls: vec![] },
+            EventKind::Answered {
+                call_id: String::new(),
+                answer: pai_runtime::Answer::Approved,
+            },
+            EventKind::OnOutput {
+                step: 0,
+                call_id: String::new(),
+                tool: String::new(),
+                version: None,
+            },
+            EventKind::RunMetadata { version: 1 },
+            EventKind::ContextMessage {
+                message: String::new(),
+                version: 1,
+            },
         ];
         for k in &kinds {
             assert_eq!(EventName::of(k).to_string(), k.name());

@@ -212,7 +212,9 @@ fn default_max_steps() -> u32 {
     8
 }
 
-/// A scripted tool. Exactly one behaviour: `output`, `echo`, `fail`, `throw` or `panic`.
+/// A scripted tool. Exactly one behaviour: `output`, `echo`, `fail`, `throw`
+/// or `panic`; a client tool (`client = true`) has none, since the client
+/// runs it (SPEC T7).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(transform = crate::schema::checks::tool)]
@@ -247,6 +249,39 @@ pub struct ToolSpec {
     /// Panic with this message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub panic: Option<String>,
+    /// Each call waits for a client's `approve` (it then runs) or `deny`
+    /// (SPEC T7).
+    #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
+    #[schemars(extend("default" = false))]
+    pub approval: bool,
+    /// A client tool: each call waits until a client submits its output
+    /// (`submit_result`, SPEC T7). It has no behaviour of its own.
+    #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
+    #[schemars(extend("default" = false))]
+    pub client: bool,
+    /// With `client`: fields a submitted output must have (the tool's output
+    /// type); an output without them is refused and never stored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output_requires: Vec<String>,
+    /// An `on_output` handler beside this tool (SPEC T6): for each
+    /// successful output it updates the run metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_output: Option<OnOutputSpec>,
+}
+
+/// What a tool's `on_output` handler does to the run metadata (an object).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(transform = crate::schema::checks::on_output)]
+pub struct OnOutputSpec {
+    /// Add 1 to the number under this key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub count: Option<String>,
+    /// Keep the output under this key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub keep: Option<String>,
 }
 
 /// A scripted model: its turns answer its calls in order.
@@ -340,7 +375,8 @@ fn empty_object() -> Value {
 }
 
 /// One client action at a virtual time. Exactly one of `send`, `steer`,
-/// `cancel` and `watch`.
+/// `cancel`, `watch`, `approve`, `deny`, `submit_result` and
+/// `expect_waiting`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(transform = crate::schema::checks::timeline_entry)]
@@ -377,6 +413,75 @@ pub struct TimelineEntry {
     /// With `watch`: the watcher's own live transforms, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub live: Vec<TransformSpec>,
+    /// Approve a waiting call of an approval tool (SPEC T7, T9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approve: Option<CallRef>,
+    /// Deny a waiting call of an approval tool; the model sees `reason`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deny: Option<DenySpec>,
+    /// Submit the output of a waiting client tool call (SPEC T7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submit_result: Option<SubmitSpec>,
+    /// Check that the thread's current run waits on exactly these calls,
+    /// unanswered, in order (`[]`: on none); a mismatch fails the run (the
+    /// `check` oracle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_waiting: Option<Vec<CallRef>>,
+    /// The action must fail with an error containing this text (checked by
+    /// the `check` oracle); without it, an error is only noted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub expect_error: Option<String>,
+}
+
+/// A tool call named by its tool and its order among that tool's calls on
+/// the thread (from 1), since call ids come from the seed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallRef {
+    /// The tool called.
+    #[schemars(length(min = 1))]
+    pub tool: String,
+    /// Which of its calls on the thread, from 1.
+    #[serde(default = "first")]
+    #[schemars(range(min = 1), extend("default" = 1))]
+    pub nth: usize,
+}
+
+/// `deny = { tool = "...", nth = N, reason = "..." }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DenySpec {
+    /// The tool called.
+    #[schemars(length(min = 1))]
+    pub tool: String,
+    /// Which of its calls on the thread, from 1.
+    #[serde(default = "first")]
+    #[schemars(range(min = 1), extend("default" = 1))]
+    pub nth: usize,
+    /// What the model is told.
+    #[serde(default = "default_denial")]
+    #[schemars(extend("default" = default_denial()))]
+    pub reason: String,
+}
+
+fn default_denial() -> String {
+    "denied by the user".into()
+}
+
+/// `submit_result = { tool = "...", nth = N, output = ... }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitSpec {
+    /// The tool called.
+    #[schemars(length(min = 1))]
+    pub tool: String,
+    /// Which of its calls on the thread, from 1.
+    #[serde(default = "first")]
+    #[schemars(range(min = 1), extend("default" = 1))]
+    pub nth: usize,
+    /// The output the client's tool produced.
+    pub output: Value,
 }
 
 impl Default for TimelineEntry {
@@ -391,6 +496,11 @@ impl Default for TimelineEntry {
             cancel: CancelSpec::default(),
             watch: None,
             live: Vec::new(),
+            approve: None,
+            deny: None,
+            submit_result: None,
+            expect_waiting: None,
+            expect_error: None,
         }
     }
 }

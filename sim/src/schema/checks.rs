@@ -76,6 +76,10 @@ pub fn timeline_entry(schema: &mut Schema) {
             present("steer"),
             { "required": ["cancel"], "properties": { "cancel": { "not": { "const": false } } } },
             present("watch"),
+            present("approve"),
+            present("deny"),
+            present("submit_result"),
+            present("expect_waiting"),
         ]),
     );
     also(
@@ -88,8 +92,9 @@ pub fn timeline_entry(schema: &mut Schema) {
     );
 }
 
-/// A scripted tool: exactly one of `output`, `echo`, `fail`, `throw` and
-/// `panic` (`echo = false` is none).
+/// A scripted tool: exactly one of `output`, `echo`, `fail`, `throw`,
+/// `panic` and `client` (`echo = false` is none); a client tool needs no
+/// approval, and `output_requires` goes with `client`.
 pub fn tool(schema: &mut Schema) {
     schema.ensure_object().insert(
         "oneOf".into(),
@@ -99,8 +104,31 @@ pub fn tool(schema: &mut Schema) {
             present("fail"),
             present("throw"),
             present("panic"),
+            set("client"),
         ]),
     );
+    also(
+        schema,
+        json!({
+            "description": "A client tool is run by the client: it waits for a submitted output, never for an approval.",
+            "not": { "allOf": [set("approval"), set("client")] },
+        }),
+    );
+    also(
+        schema,
+        json!({
+            "description": "`output_requires` checks submitted outputs: it goes with `client`.",
+            "if": { "required": ["output_requires"], "properties": { "output_requires": { "minItems": 1 } } },
+            "then": set("client"),
+        }),
+    );
+}
+
+/// An `on_output` handler does something: `count`, `keep` or both.
+pub fn on_output(schema: &mut Schema) {
+    schema
+        .ensure_object()
+        .insert("anyOf".into(), json!([present("count"), present("keep")]));
 }
 
 /// A scripted turn: with `error` the provider fails before any stream, so

@@ -24,11 +24,18 @@ pub(super) fn describe(kind: &EventKind) -> String {
             route: r,
             overlay,
             latest_user,
+            resumed,
         } => format!(
-            "prepare_run route {{{}}} overlay=+{overlay} latest_user={}",
+            "prepare_run route {{{}}} overlay=+{overlay} latest_user={}{}",
             route(r),
-            opt(latest_user)
+            opt(latest_user),
+            if *resumed { " (resumed)" } else { "" }
         ),
+        EventKind::OnOutput { .. }
+        | EventKind::RunMetadata { .. }
+        | EventKind::ContextMessage { .. }
+        | EventKind::Waiting { .. }
+        | EventKind::Answered { .. } => crate::format::waiting_event(kind),
         EventKind::Respond {
             outcome,
             reason,
@@ -239,6 +246,7 @@ pub(super) fn transition(t: &Transition) -> String {
     match t {
         Transition::NextStep => "next_step".to_string(),
         Transition::Steer => "steer (new episode)".to_string(),
+        Transition::Wait => "wait (episode ends)".to_string(),
         Transition::Aborted { outcome, reason } => {
             format!("aborted: {} ({reason})", outcome.as_str())
         }

@@ -37,10 +37,12 @@ pub(super) fn event(kind: &EventKind) -> String {
             route: r,
             overlay,
             latest_user,
+            resumed,
         } => {
             let latest = opt(latest_user);
+            let resumed = if *resumed { " (resumed)" } else { "" };
             format!(
-                "prepare_run route {{{}}} overlay=+{overlay} latest_user={latest}",
+                "prepare_run route {{{}}} overlay=+{overlay} latest_user={latest}{resumed}",
                 route(r)
             )
         }
@@ -141,6 +143,11 @@ pub(super) fn event(kind: &EventKind) -> String {
             decision.as_str(),
             transition(t)
         ),
+        EventKind::OnOutput { .. }
+        | EventKind::RunMetadata { .. }
+        | EventKind::ContextMessage { .. }
+        | EventKind::Waiting { .. }
+        | EventKind::Answered { .. } => crate::format::waiting_event(kind),
         EventKind::Failed { phase, message } => format!("failed in {phase}: {}", quoted(message)),
         EventKind::Cancelled { phase } => format!("cancelled in {phase}"),
         EventKind::LeaseReleased { episode } => format!("lease_released episode={episode}"),
@@ -233,6 +240,7 @@ fn transition(t: &Transition) -> String {
     match t {
         Transition::NextStep => "next_step".to_string(),
         Transition::Steer => "steer (new episode)".to_string(),
+        Transition::Wait => "wait (episode ends)".to_string(),
         Transition::Aborted { outcome, reason } => {
             format!("end: aborted outcome={} reason={reason}", outcome.as_str())
         }

@@ -11,7 +11,10 @@ pub struct ActionRecord {
     /// How many events the runtime had recorded when the action returned:
     /// the action happened after `events[..after_event]` and before the rest.
     pub after_event: usize,
-    /// The run the action started, steered or cancelled (`None` for a
-    /// watch), or the error the client got.
+    /// The run the action started, steered or cancelled, or the call it
+    /// answered (`None` for a watch or a check), or the error the client got.
     pub outcome: Result<Option<String>, String>,
+    /// A timeline check that failed (`expect_waiting`, `expect_error`): what
+    /// was found instead.
+    pub check: Option<String>,
 }

@@ -3,6 +3,7 @@
 //! events. The world only records; it never judges what it sees.
 
 mod actions;
+mod answer;
 mod clock;
 mod lock;
 mod model;
@@ -11,8 +12,9 @@ mod seeded;
 mod tool;
 
 pub use actions::ActionRecord;
+pub use answer::{Answering, answer, check_waiting};
 pub use clock::VirtualClock;
 pub use model::{Answer, ModelCallRecord, ScriptName, ScriptedProvider, SharedProvider};
 pub use recorder::Recorder;
 pub use seeded::{Rng, SimIds};
-pub use tool::ScriptedTool;
+pub use tool::{ScriptedTool, on_output};

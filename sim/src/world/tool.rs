@@ -2,11 +2,29 @@
 
 use std::time::Duration;
 
-use pai_runtime::{HookFuture, Tool, ToolCx, ToolOutcome, ToolSpec};
+use pai_runtime::{HookError, HookFuture, Tool, ToolCx, ToolKind, ToolOutcome, ToolSpec};
 use serde_json::Value;
 
+use crate::hooks::SimMetadata;
 use crate::planted::PLANTED_PANIC;
-use crate::scenario::{Behaviour, ToolDef};
+use crate::scenario::{Behaviour, OnOutputSpec, ToolDef};
+
+/// A tool's `on_output` handler (SPEC T6): counts outputs and keeps the
+/// last one in the run metadata, as the scenario says.
+pub fn on_output(
+    spec: OnOutputSpec,
+) -> impl Fn(&mut SimMetadata, &Value, &Value) -> Result<(), HookError> + Send + Sync + 'static {
+    move |meta, _input, output| {
+        if let Some(key) = &spec.count {
+            let n = meta.get(key).and_then(Value::as_u64).unwrap_or(0);
+            meta.insert(key.clone(), Value::from(n + 1));
+        }
+        if let Some(key) = &spec.keep {
+            meta.insert(key.clone(), output.clone());
+        }
+        Ok(())
+    }
+}
 
 #[derive(Debug)]
 pub struct ScriptedTool {
@@ -29,6 +47,29 @@ impl ScriptedTool {
 impl Tool for ScriptedTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn kind(&self) -> ToolKind {
+        match (&self.def.behaviour, self.def.approval) {
+            (Behaviour::Client, _) => ToolKind::Client,
+            (_, true) => ToolKind::Approval,
+            (_, false) => ToolKind::Backend,
+        }
+    }
+
+    /// A submitted output must be an object with the `output_requires` fields.
+    fn check_output(&self, output: &Value) -> Result<(), String> {
+        let missing: Vec<&str> = self
+            .def
+            .output_requires
+            .iter()
+            .filter(|k| output.get(k.as_str()).is_none())
+            .map(String::as_str)
+            .collect();
+        match missing.is_empty() {
+            true => Ok(()),
+            false => Err(format!("missing field(s) {}", missing.join(", "))),
+        }
     }
 
     fn call(&self, _cx: ToolCx, input: Value) -> HookFuture<'_, ToolOutcome> {
@@ -55,6 +96,7 @@ impl Tool for ScriptedTool {
                 Behaviour::Fail(v) => ToolOutcome::Fail(v.clone()),
                 Behaviour::Throw(m) => ToolOutcome::Throw(m.clone()),
                 Behaviour::Panic(m) => panic!("{PLANTED_PANIC} {m}"),
+                Behaviour::Client => ToolOutcome::Throw("a client tool has no backend".into()),
             }
         })
     }

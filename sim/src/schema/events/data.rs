@@ -54,6 +54,8 @@ pub enum EventData {
         overlay: usize,
         /// The text of the run's newest user message.
         latest_user: Option<String>,
+        /// This episode resumes a run that waited (SPEC L1, T7).
+        resumed: bool,
     },
     /// `prepare_run` responded; the response was committed.
     Respond {
@@ -169,6 +171,45 @@ pub enum EventData {
         tool: String,
         /// The input it was given.
         input: Value,
+        /// The call's idempotency key: run id + call id (SPEC K5).
+        idempotency_key: String,
+    },
+    /// An `on_output` handler ran over a successful output (SPEC T6).
+    OnOutput {
+        /// The step, from 1.
+        step: u32,
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The thread's version after the handler's metadata commit, if it
+        /// changed the run metadata.
+        version: Option<u64>,
+    },
+    /// A hook wrote the run's metadata through its facade.
+    RunMetadata {
+        /// The thread's version after the commit.
+        version: u64,
+    },
+    /// A hook stored a hidden lifecycle context message (SPEC L13).
+    ContextMessage {
+        /// The id of the stored message.
+        message: String,
+        /// The thread's version after the commit.
+        version: u64,
+    },
+    /// The run waits for a client to answer these calls (SPEC T7); the
+    /// episode ends and the lease is released.
+    Wait {
+        /// The ids of the calls waited on.
+        calls: Vec<String>,
+    },
+    /// A client answered a waiting call (SPEC T9).
+    Answer {
+        /// The call's id.
+        call_id: String,
+        /// The answer.
+        answer: AnswerRecord,
     },
     /// A tool finished; `detail` carries a thrown error's text (logs only, SPEC T5).
     ToolEnd {
@@ -253,10 +294,12 @@ impl From<&EventKind> for EventData {
                 route,
                 overlay,
                 latest_user,
+                resumed,
             } => EventData::PrepareRun {
                 route: (&route).into(),
                 overlay,
                 latest_user,
+                resumed,
             },
             EventKind::Respond {
                 outcome,
@@ -366,11 +409,33 @@ impl From<&EventKind> for EventData {
                 call_id,
                 tool,
                 input,
+                idempotency_key,
             } => EventData::ToolStart {
                 step,
                 call_id,
                 tool,
                 input,
+                idempotency_key,
+            },
+            EventKind::OnOutput {
+                step,
+                call_id,
+                tool,
+                version,
+            } => EventData::OnOutput {
+                step,
+                call_id,
+                tool,
+                version,
+            },
+            EventKind::RunMetadata { version } => EventData::RunMetadata { version },
+            EventKind::ContextMessage { message, version } => {
+                EventData::ContextMessage { message, version }
+            }
+            EventKind::Waiting { calls } => EventData::Wait { calls },
+            EventKind::Answered { call_id, answer } => EventData::Answer {
+                call_id,
+                answer: (&answer).into(),
             },
             EventKind::ToolEnd {
                 step,

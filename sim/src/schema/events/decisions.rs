@@ -223,6 +223,35 @@ impl From<&pai_runtime::ToolResult> for ToolResultRecord {
     }
 }
 
+/// A client's answer to a waiting call (SPEC T9).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[schemars(rename = "Answer")]
+pub enum AnswerRecord {
+    /// The approval call may run.
+    Approved,
+    /// The approval call must not run.
+    Denied {
+        /// What the model is told.
+        reason: String,
+    },
+    /// A client tool's output.
+    Submitted {
+        /// The output.
+        output: Value,
+    },
+}
+
+impl From<&pai_runtime::Answer> for AnswerRecord {
+    fn from(a: &pai_runtime::Answer) -> Self {
+        match a.clone() {
+            pai_runtime::Answer::Approved => AnswerRecord::Approved,
+            pai_runtime::Answer::Denied { reason } => AnswerRecord::Denied { reason },
+            pai_runtime::Answer::Submitted { output } => AnswerRecord::Submitted { output },
+        }
+    }
+}
+
 /// How a step hands over to what comes next.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
@@ -232,6 +261,8 @@ pub enum TransitionRecord {
     NextStep,
     /// A steering message is waiting: a new episode takes it (SPEC A4).
     Steer,
+    /// Calls of the step wait for a client (SPEC T7): the episode ends.
+    Wait,
     /// A canonical transform aborted the step (SPEC S4).
     Aborted {
         /// The run's outcome.
@@ -251,6 +282,7 @@ impl From<&Transition> for TransitionRecord {
         match t.clone() {
             Transition::NextStep => TransitionRecord::NextStep,
             Transition::Steer => TransitionRecord::Steer,
+            Transition::Wait => TransitionRecord::Wait,
             Transition::Aborted { outcome, reason } => TransitionRecord::Aborted {
                 outcome: outcome.into(),
                 reason,

@@ -135,7 +135,7 @@ mod tests {
         expected.sort();
         found.sort();
         assert_eq!(found, expected);
-        assert_eq!(found.len(), 23);
+        assert_eq!(found.len(), 28);
     }
 
     /// Every stage the runtime names is in the schema's list.
@@ -151,6 +151,8 @@ mod tests {
             RunStage::CommitToolResults,
             RunStage::BetweenSteps,
             RunStage::EpisodeEnd,
+            RunStage::Resume,
+            RunStage::OnOutput,
             RunStage::Runtime,
         ]);
         let schema = schemars::schema_for!(StageName);

@@ -100,7 +100,9 @@ names! {
         Rejected = ResultSource::Rejected: "A `before_tool_call` hook rejected the call; it never ran.",
         InvalidInput = ResultSource::InvalidInput: "The input did not match the tool's schema; it never ran.",
         UnknownTool = ResultSource::UnknownTool: "The model asked for a tool that this step does not offer.",
-        Cancelled = ResultSource::Cancelled: "The run was cancelled while the tool ran (SPEC T8).",
+        Cancelled = ResultSource::Cancelled: "The run was cancelled (or completed) before the call finished or was answered (SPEC T8, A3).",
+        Denied = ResultSource::Denied: "A client denied an approval call; it never ran (SPEC T7).",
+        Client = ResultSource::Client: "A client tool's output, submitted by the client (SPEC T7).",
     }
 }
 
@@ -146,6 +148,10 @@ pub(crate) enum StageName {
     /// At the end of an episode, before the run ended or took a steer.
     #[serde(rename = "episode end")]
     EpisodeEnd,
+    /// Giving a resumed run's waiting calls their results (SPEC T7).
+    Resume,
+    /// Inside an `on_output` handler (SPEC T6).
+    OnOutput,
     /// The step loop itself (a bug in the runtime, caught).
     Runtime,
 }

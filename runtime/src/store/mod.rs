@@ -4,12 +4,17 @@
 //! `process.rs`. The thread record keeps its own invariants through methods;
 //! nothing outside this file writes its fields.
 
+mod waiting;
+
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 
 use crate::message::{Message, Outcome, Role};
+
+pub(crate) use waiting::AnswerMiss;
+pub use waiting::{Answer, WaitingCall};
 
 /// A store operation that could not be applied. Nothing changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -58,6 +63,14 @@ pub struct RunRecord {
     pub steps: u32,
     /// The user message that started the run.
     pub trigger: String,
+    /// Execution episodes begun (SPEC §1): one more after each wait.
+    pub episodes: u32,
+    /// The run's typed metadata as JSON; `None` until first written.
+    pub metadata: Option<Value>,
+    /// While the run waits: the calls it waits on, with their answers (T9).
+    pub waiting: Vec<WaitingCall>,
+    /// A client asked to cancel the run (K6); it ends cancelled.
+    pub cancel_requested: bool,
 }
 
 impl RunRecord {
@@ -69,8 +82,26 @@ impl RunRecord {
             reason: None,
             steps: 0,
             trigger: trigger.to_string(),
+            episodes: 0,
+            metadata: None,
+            waiting: Vec::new(),
+            cancel_requested: false,
         }
     }
+
+    /// Whether a waiting run can resume: every call answered, or cancelled.
+    fn resumable(&self) -> bool {
+        self.status == RunStatus::Waiting
+            && (self.cancel_requested || self.waiting.iter().all(|c| c.answer.is_some()))
+    }
+}
+
+/// A run the driver takes up: a queued run's start, or a waiting run's resume.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Started {
+    pub(crate) run: String,
+    pub(crate) resumed: bool,
+    pub(crate) cancel_requested: bool,
 }
 
 /// What a cancel reached (SPEC K6).
@@ -78,6 +109,8 @@ impl RunRecord {
 pub(crate) enum CancelTarget {
     /// The run being driven: its stop signal must be set.
     Active(String),
+    /// The current run, waiting for a client: it resumes to end cancelled.
+    Waiting(String),
     /// A run still queued: it is cancelled in the store and never starts.
     Queued(String),
 }
@@ -104,6 +137,8 @@ pub struct StoredThread {
     pub messages: Vec<Message>,
     pub metadata: Map<String, Value>,
     pub runs: Vec<RunRecord>,
+    /// The run holding the thread's lease, if any (SPEC K2; none while a run waits).
+    pub lease_holder: Option<String>,
 }
 
 /// What one commit did.
@@ -209,14 +244,7 @@ impl ThreadRec {
         token: Option<u64>,
         messages: impl IntoIterator<Item = Message>,
     ) -> Result<Appended, StoreError> {
-        if let Some(given) = token
-            && given != self.lease.token
-        {
-            return Err(StoreError::StaleLease {
-                given,
-                current: self.lease.token,
-            });
-        }
+        self.fenced(token)?;
         let first_seq = self.next_seq;
         for mut m in messages {
             m.seq = self.next_seq;
@@ -228,6 +256,96 @@ impl ThreadRec {
             version: self.version,
             first_seq,
         })
+    }
+
+    /// Refuses a write under `token` unless it is the current lease token (K2).
+    fn fenced(&self, token: Option<u64>) -> Result<(), StoreError> {
+        match token {
+            Some(given) if given != self.lease.token => Err(StoreError::StaleLease {
+                given,
+                current: self.lease.token,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes `run`'s metadata under the run's lease token: one commit (H1).
+    pub(crate) fn set_run_metadata(
+        &mut self,
+        run: &str,
+        token: u64,
+        value: Value,
+    ) -> Result<u64, StoreError> {
+        self.fenced(Some(token))?;
+        if let Some(r) = self.run_mut(run) {
+            r.metadata = Some(value);
+        }
+        self.version += 1;
+        Ok(self.version)
+    }
+
+    /// `run`'s metadata as stored.
+    pub(crate) fn run_metadata(&self, run: &str) -> Option<&Value> {
+        self.runs
+            .iter()
+            .find(|r| r.id == run)
+            .and_then(|r| r.metadata.as_ref())
+    }
+
+    /// Puts `run` to wait on `calls` (T7): its episode ends and it releases
+    /// the lease, but it stays the current run (T9). Refused (`false`,
+    /// nothing changed) when a cancel was requested: the run must end.
+    pub(crate) fn wait(&mut self, run: &str, calls: Vec<WaitingCall>) -> bool {
+        let Some(r) = self.run_mut(run) else {
+            return false;
+        };
+        if r.cancel_requested {
+            return false;
+        }
+        r.status = RunStatus::Waiting;
+        r.waiting = calls;
+        self.release_lease(run);
+        true
+    }
+
+    /// Records a client's answer to a waiting call of the current run (T9):
+    /// the run's id and whether it can resume now.
+    pub(crate) fn answer(
+        &mut self,
+        call_id: &str,
+        given: Answer,
+    ) -> Result<(String, bool), AnswerMiss> {
+        let current = self.current.clone().ok_or(AnswerMiss::NotWaiting)?;
+        let r = self.run_mut(&current).ok_or(AnswerMiss::NotWaiting)?;
+        if r.status != RunStatus::Waiting {
+            return Err(AnswerMiss::NotWaiting);
+        }
+        waiting::answer(&mut r.waiting, call_id, given)?;
+        Ok((current, r.resumable()))
+    }
+
+    /// The waiting calls `run` resumes with.
+    pub(crate) fn waiting_calls(&self, run: &str) -> Vec<WaitingCall> {
+        self.runs
+            .iter()
+            .find(|r| r.id == run)
+            .map(|r| r.waiting.clone())
+            .unwrap_or_default()
+    }
+
+    /// Appends a resumed run's results and forgets its waiting calls, in
+    /// one commit (T9, K5: a call with a committed result never runs again).
+    pub(crate) fn commit_resumed(
+        &mut self,
+        run: &str,
+        token: u64,
+        messages: Vec<Message>,
+    ) -> Result<Appended, StoreError> {
+        let appended = self.append(Some(token), messages)?;
+        if let Some(r) = self.run_mut(run) {
+            r.waiting.clear();
+        }
+        Ok(appended)
     }
 
     /// Queues a new run, started by message `trigger`, behind the others (SPEC K1).
@@ -249,7 +367,14 @@ impl ThreadRec {
                 .ok_or(CancelMiss::NoRun)?,
         };
         if self.current.as_deref() == Some(target.as_str()) {
-            return Ok(CancelTarget::Active(target));
+            let r = self
+                .run_mut(&target)
+                .ok_or(CancelMiss::Unknown(target.clone()))?;
+            r.cancel_requested = true;
+            return Ok(match r.status {
+                RunStatus::Waiting => CancelTarget::Waiting(target),
+                _ => CancelTarget::Active(target),
+            });
         }
         if let Some(k) = self.queue.iter().position(|q| *q == target) {
             self.queue.remove(k);
@@ -267,14 +392,32 @@ impl ThreadRec {
         }
     }
 
-    /// Takes the next queued run and makes it the current, running one.
-    pub(crate) fn start_next(&mut self) -> Option<String> {
+    /// The run to drive next: the current run if it waits and can resume
+    /// (T9), else nothing while a current run waits, else the next queued
+    /// run, made current and running (K1).
+    pub(crate) fn start_next(&mut self) -> Option<Started> {
+        if let Some(current) = self.current.clone() {
+            let r = self.run_mut(&current)?;
+            if !r.resumable() {
+                return None;
+            }
+            r.status = RunStatus::Running;
+            return Some(Started {
+                run: current,
+                resumed: true,
+                cancel_requested: r.cancel_requested,
+            });
+        }
         let run = self.queue.pop_front()?;
         if let Some(r) = self.run_mut(&run) {
             r.status = RunStatus::Running;
         }
         self.current = Some(run.clone());
-        Some(run)
+        Some(Started {
+            run,
+            resumed: false,
+            cancel_requested: false,
+        })
     }
 
     /// The run being driven now, if any.
@@ -329,7 +472,26 @@ impl ThreadRec {
     pub(crate) fn acquire_lease(&mut self, run: &str) -> u64 {
         self.lease.token += 1;
         self.lease.holder = Some(run.to_string());
+        if let Some(r) = self.run_mut(run) {
+            r.episodes += 1;
+        }
         self.lease.token
+    }
+
+    /// How many model steps `run` has committed: its next step's number.
+    pub(crate) fn steps(&self, run: &str) -> u32 {
+        self.runs
+            .iter()
+            .find(|r| r.id == run)
+            .map_or(0, |r| r.steps)
+    }
+
+    /// How many episodes `run` has begun.
+    pub(crate) fn episodes(&self, run: &str) -> u32 {
+        self.runs
+            .iter()
+            .find(|r| r.id == run)
+            .map_or(0, |r| r.episodes)
     }
 
     /// Ends `run`'s episode: it no longer holds the lease.
@@ -422,6 +584,7 @@ impl ThreadRec {
             messages: self.messages.clone(),
             metadata: self.metadata.clone(),
             runs: self.runs.clone(),
+            lease_holder: self.lease.holder.clone(),
         }
     }
 }
@@ -541,7 +704,7 @@ mod tests {
         let mut rec = ThreadRec::new("a", "o");
         rec.admit("r1", "m1");
         rec.admit("r2", "m2");
-        assert_eq!(rec.start_next().as_deref(), Some("r1"));
+        assert_eq!(rec.start_next().map(|s| s.run).as_deref(), Some("r1"));
         assert_eq!(rec.queue.front().map(String::as_str), Some("r2"));
         rec.acquire_lease("r1");
         let end = RunEnd {
@@ -553,7 +716,7 @@ mod tests {
         assert_eq!(rec.current_run(), None);
         assert_eq!(rec.lease.holder, None);
         assert_eq!(rec.runs()[0].status, RunStatus::Completed);
-        assert_eq!(rec.start_next().as_deref(), Some("r2"));
+        assert_eq!(rec.start_next().map(|s| s.run).as_deref(), Some("r2"));
     }
 
     fn user(id: &str, run: &str) -> Message {
@@ -599,7 +762,7 @@ mod tests {
         rec.admit("r2", "m2");
         assert_eq!(rec.cancel(None), Ok(CancelTarget::Queued("r1".into())));
         assert_eq!(rec.runs()[0].status, RunStatus::Cancelled);
-        assert_eq!(rec.start_next().as_deref(), Some("r2"));
+        assert_eq!(rec.start_next().map(|s| s.run).as_deref(), Some("r2"));
         assert_eq!(rec.cancel(None), Ok(CancelTarget::Active("r2".into())));
         assert_eq!(rec.cancel(Some("r1")), Err(CancelMiss::Ended("r1".into())));
         assert_eq!(

@@ -1,5 +1,8 @@
 //! The client API: building a runtime, clients acting for an identity, and
-//! thread handles that send, steer, cancel, watch and read.
+//! thread handles that send, steer, cancel, answer waiting calls, watch and
+//! read.
+
+mod answer;
 
 use std::fmt;
 use std::sync::Arc;
@@ -30,6 +33,16 @@ pub enum BuildError {
     /// An agent must be allowed at least one step per run (SPEC A2).
     #[error("agent {agent}: max_steps must be at least 1")]
     MaxSteps { agent: String },
+    /// An `on_output` handler updates another metadata type than the agent's.
+    #[error(
+        "agent {agent}: on_output of tool {tool} updates {found}, but the run metadata is {expected}"
+    )]
+    MetadataType {
+        agent: String,
+        tool: String,
+        expected: &'static str,
+        found: &'static str,
+    },
 }
 
 /// What a client call can fail with.
@@ -47,6 +60,23 @@ pub enum ClientError {
     /// A cancel named a run that has already ended.
     #[error("run {run} has already ended")]
     RunEnded { run: String },
+    /// No waiting call of the thread's current run has this id (SPEC T9).
+    #[error("call {call} is not waiting for an answer")]
+    NotWaiting { call: String },
+    /// The call has its answer already (SPEC T9).
+    #[error("call {call} has been answered already")]
+    AlreadyAnswered { call: String },
+    /// An approval or denial for a client tool's call, or an output for an
+    /// approval tool's call.
+    #[error("call {call} is a call of a {kind} tool and cannot be answered so")]
+    WrongAnswer { call: String, kind: &'static str },
+    /// A submitted output does not match the client tool's output type.
+    #[error("output for call {call} does not match tool {tool}: {message}")]
+    InvalidOutput {
+        call: String,
+        tool: String,
+        message: String,
+    },
 }
 
 /// Builds a [`Runtime`]; clock, ids and models are required.
@@ -93,6 +123,14 @@ impl<C: Send + Sync + 'static> RuntimeBuilder<C> {
         if self.agent.max_steps == 0 {
             return Err(BuildError::MaxSteps {
                 agent: self.agent.name.clone(),
+            });
+        }
+        if let Some((tool, found)) = self.agent.on_output.mistyped(self.agent.metadata) {
+            return Err(BuildError::MetadataType {
+                agent: self.agent.name.clone(),
+                tool: tool.to_string(),
+                expected: self.agent.metadata.name(),
+                found: found.name(),
             });
         }
         Ok(Runtime {
@@ -308,6 +346,16 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
                 attached.stop(&run);
                 Ok(run)
             }
+            CancelTarget::Waiting(run) => {
+                // The waiting run resumes only to give its calls cancelled
+                // results (T8) and end cancelled.
+                let start = attached.claim_driver();
+                drop(process);
+                if start {
+                    tokio::spawn(crate::step_loop::drive(sh.clone(), self.id.clone()));
+                }
+                Ok(run)
+            }
             CancelTarget::Queued(run) => {
                 let end = RunEnd {
                     status: RunStatus::Cancelled,
@@ -412,7 +460,9 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
         })
     }
 
-    /// Waits until no run is active or queued on the thread, then returns its state.
+    /// Waits until no run of the thread is being driven (none is active or
+    /// queued, or the current run waits for a client, T7), then returns its
+    /// state.
     pub async fn wait_until_idle(&self) -> Result<ThreadState, ClientError> {
         let sh = self.shared();
         sh.store.read(&self.id, |_| ())?;

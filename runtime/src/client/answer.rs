@@ -1,0 +1,95 @@
+//! Answering a waiting run's calls (SPEC T7, T9): approve, deny, submit a
+//! client tool's output. Each answer is recorded at once; the answer that
+//! completes the step's set wakes the thread's driver to resume the run.
+
+use serde_json::Value;
+
+use super::{ClientError, ThreadHandle};
+use crate::event::EventKind;
+use crate::store::{Answer, AnswerMiss, WaitingCall};
+
+impl<C: Send + Sync + 'static> ThreadHandle<C> {
+    /// Approves a waiting call of an approval tool: it runs when the run resumes.
+    pub fn approve(&self, call_id: &str) -> Result<(), ClientError> {
+        self.answer(call_id, Answer::Approved)
+    }
+
+    /// Denies a waiting call of an approval tool: it never runs, and the
+    /// model sees `reason` as its error.
+    pub fn deny(&self, call_id: &str, reason: impl Into<String>) -> Result<(), ClientError> {
+        let reason = reason.into();
+        self.answer(call_id, Answer::Denied { reason })
+    }
+
+    /// Submits the output of a waiting client tool call; it must match the
+    /// tool's output type, or it is refused and nothing is stored.
+    pub fn submit_tool_result(&self, call_id: &str, output: Value) -> Result<(), ClientError> {
+        self.answer(call_id, Answer::Submitted { output })
+    }
+
+    /// The calls the thread's current run waits on, with their answers so far.
+    pub fn waiting(&self) -> Result<Vec<WaitingCall>, ClientError> {
+        self.read_scoped(|rec| {
+            rec.current_run()
+                .map(|run| rec.waiting_calls(run))
+                .unwrap_or_default()
+        })
+    }
+
+    fn answer(&self, call_id: &str, answer: Answer) -> Result<(), ClientError> {
+        let sh = self.shared();
+        self.check_output(call_id, &answer)?;
+        let mut process = sh.process.lock();
+        let attached = process.entry(self.id.clone()).or_default();
+        let agent = &sh.agent.name;
+        let recorded = sh.store.write(&self.id, |rec| {
+            rec.check_scope(&self.id, &self.identity, agent)?;
+            Ok::<_, ClientError>(rec.answer(call_id, answer.clone()))
+        })??;
+        let (run, ready) = recorded.map_err(|miss| miss_error(call_id, miss))?;
+        let start = ready && attached.claim_driver();
+        drop(process);
+        sh.emit(&self.id, &run, || EventKind::Answered {
+            call_id: call_id.to_string(),
+            answer,
+        });
+        if start {
+            tokio::spawn(crate::step_loop::drive(sh.clone(), self.id.clone()));
+        }
+        Ok(())
+    }
+
+    /// A submitted output must match the tool's output type (T7).
+    fn check_output(&self, call_id: &str, answer: &Answer) -> Result<(), ClientError> {
+        let Answer::Submitted { output } = answer else {
+            return Ok(());
+        };
+        let Some(call) = self.waiting()?.into_iter().find(|c| c.call_id == call_id) else {
+            return Err(ClientError::NotWaiting {
+                call: call_id.to_string(),
+            });
+        };
+        let tools = &self.shared().agent.tools;
+        let Some(tool) = tools.iter().find(|t| t.spec().name == call.tool) else {
+            return Ok(());
+        };
+        tool.check_output(output)
+            .map_err(|message| ClientError::InvalidOutput {
+                call: call_id.to_string(),
+                tool: call.tool.clone(),
+                message,
+            })
+    }
+}
+
+fn miss_error(call_id: &str, miss: AnswerMiss) -> ClientError {
+    let call = call_id.to_string();
+    match miss {
+        AnswerMiss::NotWaiting => ClientError::NotWaiting { call },
+        AnswerMiss::AlreadyAnswered => ClientError::AlreadyAnswered { call },
+        AnswerMiss::WrongKind(kind) => ClientError::WrongAnswer {
+            call,
+            kind: kind.as_str(),
+        },
+    }
+}

@@ -1,0 +1,117 @@
+//! A resumed run's waiting calls (SPEC T7, T9, K5): each gets its final
+//! result from its answer (approved calls run now), every result passes
+//! `after_tool_result` (T4), and they are committed in call order in the
+//! one commit that forgets the waiting calls, so a call whose result is
+//! committed never runs again.
+
+use serde_json::Value;
+
+use super::exec::{Exec, Fail};
+use super::tools::{CANCELLED, Call, Ready};
+use crate::event::{EventKind, RunStage};
+use crate::lifecycle::ToolResult;
+use crate::message::{ResultSource, ToolStatus};
+use crate::store::{Answer, WaitingCall};
+
+/// How the waiting calls end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Resolution {
+    /// As their answers say.
+    Answered,
+    /// Every call gets a cancelled result with this text (T8, A3).
+    GiveUp(&'static str),
+}
+
+impl<C: Send + Sync + 'static> Exec<'_, C> {
+    /// Gives every waiting call of the run its final result and commits them.
+    pub(super) async fn resume(&self, how: Resolution) -> Result<(), Fail> {
+        let waiting = self
+            .sh
+            .store
+            .read(self.thread, |rec| rec.waiting_calls(self.run))
+            .map_err(|e| Fail::new(RunStage::Resume, e.to_string()))?;
+        let Some(step) = waiting.first().map(|w| w.step) else {
+            return Ok(());
+        };
+        let calls: Vec<Call> = waiting.iter().map(Call::waiting).collect();
+        let mut ready: Vec<Ready> = Vec::new();
+        let mut early = vec![None; calls.len()];
+        for (i, w) in waiting.iter().enumerate() {
+            match self.answered(&calls[i], w, how) {
+                Ok(result) => {
+                    self.emit(|| EventKind::ToolEnd {
+                        step,
+                        result: result.clone(),
+                        detail: None,
+                    });
+                    early[i] = Some(result);
+                }
+                Err(tool) => ready.push((i, tool, w.input.clone())),
+            }
+        }
+        let finals = self.run_ready(step, &calls, ready, early).await?;
+        let message = self.results_message(step, &finals);
+        let id = message.id.clone();
+        let appended = self
+            .sh
+            .commit_in(self.thread, |store, _| {
+                let a = store.write(self.thread, |rec| {
+                    rec.commit_resumed(self.run, self.token, vec![message])
+                })??;
+                Ok((a, a.version))
+            })
+            .map_err(|e| Fail::new(RunStage::CommitToolResults, e.to_string()))?;
+        self.emit(|| EventKind::CommitToolResults {
+            step,
+            message: id,
+            version: appended.version,
+        });
+        Ok(())
+    }
+
+    /// A waiting call's result from its answer, or the tool to run it with
+    /// (an approved call). A call without an answer here is given up.
+    fn answered(
+        &self,
+        call: &Call,
+        w: &WaitingCall,
+        how: Resolution,
+    ) -> Result<ToolResult, std::sync::Arc<dyn crate::tool::Tool>> {
+        let text = match how {
+            Resolution::GiveUp(text) => text,
+            Resolution::Answered => CANCELLED,
+        };
+        let answer = match how {
+            Resolution::Answered => w.answer.as_ref(),
+            Resolution::GiveUp(_) => None,
+        };
+        match answer {
+            None => Ok(call.error(ResultSource::Cancelled, Value::String(text.into()))),
+            Some(Answer::Denied { reason }) => {
+                Ok(call.error(ResultSource::Denied, Value::String(reason.clone())))
+            }
+            Some(Answer::Submitted { output }) => Ok(ToolResult {
+                call_id: call.call_id.clone(),
+                tool: call.tool.clone(),
+                status: ToolStatus::Output,
+                source: ResultSource::Client,
+                output: output.clone(),
+            }),
+            Some(Answer::Approved) => {
+                let tool = self
+                    .sh
+                    .agent
+                    .tools
+                    .iter()
+                    .find(|t| t.spec().name == call.tool);
+                match tool {
+                    Some(t) => Err(t.clone()),
+                    None => {
+                        let msg = format!("tool {} is not registered", call.tool);
+                        Ok(call.error(ResultSource::UnknownTool, Value::String(msg)))
+                    }
+                }
+            }
+        }
+    }
+}

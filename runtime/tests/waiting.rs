@@ -1,0 +1,383 @@
+//! Waiting and resume (SPEC T6, T7, T9, A3, K5, K6, L1, L13) with the
+//! runtime used directly: approval and client tools, answers, cancels of
+//! waiting runs, typed run metadata and hidden lifecycle context messages.
+
+use std::sync::{Arc, Mutex};
+
+use pai_runtime::{
+    AfterStepDecision, Agent, BoxStream, BuildError, ClientError, FinishReason, HookFuture,
+    LanguageModel, ModelError, ModelMap, ModelRequest, Part, ReadyStream, ResultSource, Role,
+    RunDecision, RunStatus, Runtime, StreamPart, ToolError, ToolResultDecision, ToolStatus,
+    TypedTool, client_tool, compose, hook, typed_tool,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+mod common;
+use common::{CountingIds, StillClock};
+
+/// Step 0 calls `add` (backend), `send` (approval) and `pick` (client);
+/// later steps answer with the text of every model message they were sent.
+struct Model;
+impl LanguageModel for Model {
+    fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
+        let parts = if r.step == 0 {
+            let call = |id: &str, tool: &str, input: Value| StreamPart::ToolCall {
+                call_id: id.into(),
+                tool: tool.into(),
+                input,
+            };
+            vec![
+                call("c1", "add", json!({"a": 2, "b": 3})),
+                call("c2", "send", json!({"to": "bob"})),
+                call("c3", "pick", json!({"options": ["x", "y"]})),
+                StreamPart::Finish(FinishReason::ToolCalls),
+            ]
+        } else {
+            let seen: Vec<String> = r
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::System)
+                .map(|m| format!("{:?}", m.content))
+                .collect();
+            vec![
+                StreamPart::TextDelta(format!("done; system: {}", seen.len())),
+                StreamPart::Finish(FinishReason::Stop),
+            ]
+        };
+        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
+    }
+}
+
+#[derive(Deserialize)]
+struct AddIn {
+    a: i64,
+    b: i64,
+}
+#[derive(Serialize, Deserialize)]
+struct AddOut {
+    sum: i64,
+}
+#[derive(Deserialize)]
+struct SendIn {
+    to: String,
+}
+#[derive(Serialize, Deserialize)]
+struct SendOut {
+    sent_to: String,
+    key: String,
+}
+#[derive(Deserialize)]
+struct PickIn {
+    #[allow(dead_code)]
+    options: Vec<String>,
+}
+#[derive(Deserialize)]
+struct PickOut {
+    #[allow(dead_code)]
+    choice: String,
+}
+
+/// The run metadata of the test agent.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+struct Notes {
+    sums: Vec<i64>,
+    episodes_seen: Vec<bool>,
+    sent: u32,
+}
+
+/// Every result `after_tool_result` saw: (call, source).
+type Seen = Arc<Mutex<Vec<(String, ResultSource)>>>;
+
+fn tools() -> (TypedTool<AddIn, AddOut>, TypedTool<SendIn, SendOut>) {
+    let add = typed_tool("add", "adds", false, |_cx, i: AddIn| async move {
+        Ok::<_, ToolError>(AddOut { sum: i.a + i.b })
+    });
+    let send = typed_tool("send", "sends mail", true, |cx, i: SendIn| async move {
+        Ok::<_, ToolError>(SendOut {
+            sent_to: i.to,
+            key: cx.idempotency_key,
+        })
+    });
+    (add, send)
+}
+
+fn runtime(seen: Seen, complete: bool) -> Runtime<()> {
+    let (add, send) = tools();
+    let pick = client_tool::<PickIn, PickOut>("pick", "the user picks");
+    let watch = hook::after_tool_result("watch", move |_, i| {
+        seen.lock()
+            .unwrap()
+            .push((i.result.call_id.clone(), i.result.source));
+        HookFuture::ready(Ok(ToolResultDecision::Continue))
+    });
+    // Records each episode in the metadata and stores one hidden message.
+    let remember = hook::prepare_run("remember", |cx, i| {
+        let r = cx.update_run_metadata(|n: &mut Notes| n.episodes_seen.push(i.resumed));
+        let r = r.and_then(|()| match i.resumed {
+            false => cx
+                .store_context_message("the user prefers short answers")
+                .map(drop),
+            true => Ok(()),
+        });
+        HookFuture::ready(r.map(|()| RunDecision::default()))
+    });
+    let finish = hook::after_step("finish", move |_, _| {
+        HookFuture::ready(Ok(match complete {
+            true => AfterStepDecision::Complete,
+            false => AfterStepDecision::Natural,
+        }))
+    });
+    let agent = Agent::new("mail", "m")
+        .run_metadata::<Notes>()
+        .typed_tool(&add)
+        .typed_tool(&send)
+        .typed_tool(&pick)
+        .on_output(&add, |n: &mut Notes, _i: &AddIn, o: &AddOut| {
+            n.sums.push(o.sum);
+            Ok(())
+        })
+        .on_output(&send, |n: &mut Notes, _i: &SendIn, _o: &SendOut| {
+            n.sent += 1;
+            Ok(())
+        })
+        .lifecycle(compose(vec![
+            Box::new(watch),
+            Box::new(remember),
+            Box::new(finish),
+        ]));
+    Runtime::builder(agent, ())
+        .models(ModelMap::new().with("m", Arc::new(Model)))
+        .clock(Arc::new(StillClock))
+        .ids(Arc::new(CountingIds::default()))
+        .build()
+        .unwrap()
+}
+
+fn results(messages: &[pai_runtime::Message]) -> Vec<(String, ResultSource, Value)> {
+    messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter_map(|p| match p {
+            Part::ToolResult {
+                call_id,
+                source,
+                output,
+                ..
+            } => Some((call_id.clone(), *source, output.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// SPEC T7, T9, K5, T6, L1, L13: a step with a backend, an approval and a
+/// client call commits the backend result and waits; answers are checked;
+/// the last answer resumes the run in a new episode where the approved
+/// call runs once with its idempotency key, every result passes
+/// after_tool_result, metadata and the hidden message survive the wait.
+#[tokio::test]
+async fn t7_t9_approval_and_client_calls_wait_and_resume() {
+    let seen = Seen::default();
+    let rt = runtime(seen.clone(), false);
+    let client = rt.client("alice");
+    let thread = client.thread("t1");
+    let first = thread.send("mail bob").await.unwrap();
+    let state = thread.wait_until_idle().await.unwrap();
+    let run = &state.runs[0];
+    assert_eq!(run.status, RunStatus::Waiting);
+    assert_eq!(
+        rt.inspect("t1").unwrap().lease_holder,
+        None,
+        "a waiting run holds no lease"
+    );
+    let waiting: Vec<&str> = run.waiting.iter().map(|c| c.call_id.as_str()).collect();
+    assert_eq!(waiting, ["c2", "c3"]);
+    assert_eq!(
+        results(&state.messages).len(),
+        1,
+        "the backend result is committed"
+    );
+    // T9: a later send queues behind the waiting run.
+    let second = thread.send("and then?").await.unwrap();
+    assert_eq!(thread.state().unwrap().runs[1].status, RunStatus::Queued);
+    // Wrong answers change nothing.
+    let before = rt.inspect("t1").unwrap();
+    assert!(matches!(
+        thread.approve("c1"),
+        Err(ClientError::NotWaiting { .. })
+    ));
+    assert!(matches!(
+        thread.approve("c3"),
+        Err(ClientError::WrongAnswer { .. })
+    ));
+    let bad = thread.submit_tool_result("c3", json!({"choice": 7}));
+    assert!(
+        matches!(bad, Err(ClientError::InvalidOutput { .. })),
+        "{bad:?}"
+    );
+    assert_eq!(rt.inspect("t1").unwrap(), before);
+    thread.approve("c2").unwrap();
+    assert!(matches!(
+        thread.deny("c2", "no"),
+        Err(ClientError::AlreadyAnswered { .. })
+    ));
+    assert_eq!(thread.state().unwrap().runs[0].status, RunStatus::Waiting);
+    thread
+        .submit_tool_result("c3", json!({"choice": "x"}))
+        .unwrap();
+    let state = thread.wait_until_idle().await.unwrap();
+
+    let stored = rt.inspect("t1").unwrap();
+    let run = &stored.runs[0];
+    assert_eq!(
+        (run.status, run.episodes, run.steps),
+        (RunStatus::Completed, 2, 2)
+    );
+    assert!(run.waiting.is_empty());
+    let mut all = results(&stored.messages);
+    all.truncate(3);
+    let sources: Vec<(&str, ResultSource)> = all.iter().map(|(c, s, _)| (c.as_str(), *s)).collect();
+    assert_eq!(
+        sources,
+        [
+            ("c1", ResultSource::Tool),
+            ("c2", ResultSource::Tool),
+            ("c3", ResultSource::Client)
+        ]
+    );
+    let key = format!("{}/c2", first.run_id);
+    assert_eq!(
+        all[1].2,
+        json!({"sent_to": "bob", "key": key}),
+        "K5: run id + call id"
+    );
+    let mut saw = seen.lock().unwrap().clone();
+    saw.truncate(3);
+    assert_eq!(saw.len(), 3, "T4: after_tool_result saw every result");
+    let notes: Notes = serde_json::from_value(run.metadata.clone().unwrap()).unwrap();
+    assert_eq!(
+        notes,
+        Notes {
+            sums: vec![5],
+            episodes_seen: vec![false, true],
+            sent: 1
+        },
+        "T6 and typed metadata survive the wait"
+    );
+    // L13: the hidden message reached the model after the resume, never the client.
+    let reply = state
+        .messages
+        .iter()
+        .rfind(|m| m.role == Role::Assistant && m.pai.run_id == Some(first.run_id.clone()))
+        .unwrap();
+    assert_eq!(reply.text(), "done; system: 1");
+    assert!(state.messages.iter().all(|m| m.role != Role::System));
+    assert!(
+        stored
+            .messages
+            .iter()
+            .any(|m| m.role == Role::System && !m.visibility.transcript)
+    );
+    // The queued run ran after the resumed one.
+    let later = stored.runs.iter().find(|r| r.id == second.run_id).unwrap();
+    assert_eq!(later.status, RunStatus::Waiting);
+}
+
+/// SPEC K6, T8: cancelling a waiting run gives each waiting call a
+/// cancelled result that after_tool_result sees, and ends it cancelled.
+#[tokio::test]
+async fn k6_cancelling_a_waiting_run_cancels_its_calls() {
+    let seen = Seen::default();
+    let rt = runtime(seen.clone(), false);
+    let client = rt.client("alice");
+    let thread = client.thread("t1");
+    let sent = thread.send("mail bob").await.unwrap();
+    thread.wait_until_idle().await.unwrap();
+    thread.approve("c2").unwrap();
+    assert_eq!(thread.cancel().unwrap(), sent.run_id);
+    thread.wait_until_idle().await.unwrap();
+    let stored = rt.inspect("t1").unwrap();
+    assert_eq!(stored.runs[0].status, RunStatus::Cancelled);
+    let sources: Vec<ResultSource> = results(&stored.messages).into_iter().map(|r| r.1).collect();
+    assert_eq!(
+        sources,
+        [
+            ResultSource::Tool,
+            ResultSource::Cancelled,
+            ResultSource::Cancelled
+        ]
+    );
+    let saw: Vec<ResultSource> = seen.lock().unwrap().iter().map(|s| s.1).collect();
+    assert_eq!(saw, sources, "T4 saw the cancelled results");
+    assert!(matches!(
+        thread.approve("c3"),
+        Err(ClientError::NotWaiting { .. })
+    ));
+}
+
+/// SPEC A3: `complete` with waiting calls cancels them and completes.
+#[tokio::test]
+async fn a3_complete_with_waiting_calls_cancels_them() {
+    let seen = Seen::default();
+    let rt = runtime(seen, true);
+    let thread = rt.client("alice").thread("t1");
+    thread.send("mail bob").await.unwrap();
+    let state = thread.wait_until_idle().await.unwrap();
+    assert_eq!(state.runs[0].status, RunStatus::Completed);
+    let r = results(&state.messages);
+    assert_eq!(r.len(), 3);
+    assert!(r[1..].iter().all(|(_, s, _)| *s == ResultSource::Cancelled));
+    let statuses: Vec<ToolStatus> = state
+        .messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter_map(|p| match p {
+            Part::ToolResult { status, .. } => Some(*status),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [ToolStatus::Output, ToolStatus::Error, ToolStatus::Error]
+    );
+}
+
+/// SPEC T7: a denied call never runs; the model sees the reason.
+#[tokio::test]
+async fn t7_a_denied_call_never_runs() {
+    let rt = runtime(Seen::default(), false);
+    let thread = rt.client("alice").thread("t1");
+    thread.send("mail bob").await.unwrap();
+    thread.wait_until_idle().await.unwrap();
+    thread.deny("c2", "not to bob").unwrap();
+    thread
+        .submit_tool_result("c3", json!({"choice": "y"}))
+        .unwrap();
+    let state = thread.wait_until_idle().await.unwrap();
+    let r = results(&state.messages);
+    assert_eq!(
+        (r[1].1, &r[1].2),
+        (ResultSource::Denied, &json!("not to bob"))
+    );
+    let notes: Notes = serde_json::from_value(state.runs[0].metadata.clone().unwrap()).unwrap();
+    assert_eq!(notes.sent, 0, "on_output runs for successful outputs only");
+}
+
+/// An `on_output` handler must update the agent's own metadata type.
+#[test]
+fn t6_on_output_with_another_metadata_type_is_refused_at_build() {
+    let (add, _) = tools();
+    let agent = Agent::<()>::new("a", "m")
+        .run_metadata::<Notes>()
+        .typed_tool(&add)
+        .on_output(&add, |n: &mut u32, _: &AddIn, _: &AddOut| {
+            *n += 1;
+            Ok(())
+        });
+    let built = Runtime::builder(agent, ())
+        .models(ModelMap::new())
+        .clock(Arc::new(StillClock))
+        .ids(Arc::new(CountingIds::default()))
+        .build();
+    assert!(matches!(built, Err(BuildError::MetadataType { .. })));
+}

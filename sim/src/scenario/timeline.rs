@@ -1,0 +1,238 @@
+//! The timeline as checked: one action per entry, in time order (SPEC D5).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::checked::{CheckError, Segment, fail};
+use super::spec::{CallRef, CancelRun, CancelSpec, TimelineEntry};
+use crate::hooks::TransformSpec;
+
+/// One client action at a virtual time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Moment {
+    pub at: u64,
+    pub client: String,
+    pub thread: String,
+    pub action: Action,
+    /// The action must fail with an error containing this text.
+    pub expect_error: Option<String>,
+}
+
+/// What a client does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    Send(String),
+    Steer(String),
+    /// Cancel the thread's current run, or (`Some(n)`) the run of its n-th send.
+    Cancel(Option<usize>),
+    Watch {
+        name: String,
+        live: Vec<TransformSpec>,
+    },
+    /// Approve a waiting approval call (SPEC T7).
+    Approve(CallName),
+    /// Deny a waiting approval call with a reason.
+    Deny(CallName, String),
+    /// Submit a client tool call's output.
+    Submit(CallName, Value),
+    /// The current run must wait on exactly these unanswered calls.
+    ExpectWaiting(Vec<CallName>),
+}
+
+impl Action {
+    /// The action's name, as the timeline writes it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::Send(_) => "send",
+            Action::Steer(_) => "steer",
+            Action::Cancel(_) => "cancel",
+            Action::Watch { .. } => "watch",
+            Action::Approve(_) => "approve",
+            Action::Deny(..) => "deny",
+            Action::Submit(..) => "submit_result",
+            Action::ExpectWaiting(_) => "expect_waiting",
+        }
+    }
+}
+
+/// A call a timeline action names: its tool and its order among that
+/// tool's calls on the thread (from 1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallName {
+    pub tool: String,
+    pub nth: usize,
+}
+
+impl std::fmt::Display for CallName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}#{}", self.tool, self.nth)
+    }
+}
+
+pub(super) fn timeline(
+    entries: Vec<TimelineEntry>,
+    limit_ms: u64,
+) -> Result<Vec<Moment>, CheckError> {
+    if entries.is_empty() {
+        return fail(
+            &[Segment::Key("timeline")],
+            "expected at least one [[timeline]] entry",
+        );
+    }
+    let mut out = Vec::with_capacity(entries.len());
+    let mut watchers = BTreeMap::new();
+    for (i, t) in entries.into_iter().enumerate() {
+        let at = [Segment::Key("timeline"), Segment::Index(i)];
+        if !t.live.is_empty() && t.watch.is_none() {
+            return fail(&at, "`live` goes with `watch`");
+        }
+        if t.at >= limit_ms {
+            let at = [
+                Segment::Key("timeline"),
+                Segment::Index(i),
+                Segment::Key("at"),
+            ];
+            let message = format!(
+                "{}ms is past the scenario's virtual-time limit of {limit_ms}ms (time_limit_ms), so it would never happen",
+                t.at
+            );
+            return fail(&at, message);
+        }
+        for (field, value) in [("client", &t.client), ("thread", &t.thread)] {
+            if value.is_empty() {
+                let at = [
+                    Segment::Key("timeline"),
+                    Segment::Index(i),
+                    Segment::Key(field),
+                ];
+                return fail(&at, "must not be empty");
+            }
+        }
+        let action = action(i, t.send, t.steer, t.cancel, t.watch, t.live, &mut watchers).or_else(
+            |none| {
+                answer(
+                    i,
+                    none,
+                    t.approve,
+                    t.deny,
+                    t.submit_result,
+                    t.expect_waiting,
+                )
+            },
+        )?;
+        if t.expect_error.as_ref().is_some_and(String::is_empty) {
+            let at = [
+                Segment::Key("timeline"),
+                Segment::Index(i),
+                Segment::Key("expect_error"),
+            ];
+            return fail(&at, "must not be empty: it would match every error");
+        }
+        out.push(Moment {
+            at: t.at,
+            client: t.client,
+            thread: t.thread,
+            action,
+            expect_error: t.expect_error,
+        });
+    }
+    out.sort_by_key(|m| m.at);
+    Ok(out)
+}
+
+/// A client action of the first kinds (send, steer, cancel, watch), or
+/// `Err(false)` when the entry has none of them (`Err(true)`: more than one).
+fn action(
+    i: usize,
+    send: Option<String>,
+    steer: Option<String>,
+    cancel: CancelSpec,
+    watch: Option<String>,
+    live: Vec<TransformSpec>,
+    watchers: &mut BTreeMap<String, usize>,
+) -> Result<Action, Result<bool, CheckError>> {
+    let at = [Segment::Key("timeline"), Segment::Index(i)];
+    let cancel = match cancel {
+        CancelSpec::Current(false) => None,
+        CancelSpec::Current(true) => Some(None),
+        CancelSpec::Run(CancelRun { run: 0 }) => {
+            return Err(fail(&at, "cancel = { run = N } counts sends from 1"));
+        }
+        CancelSpec::Run(CancelRun { run }) => Some(Some(run)),
+    };
+    let given = usize::from(send.is_some())
+        + usize::from(steer.is_some())
+        + usize::from(cancel.is_some())
+        + usize::from(watch.is_some());
+    if given > 1 {
+        return Err(Ok(true));
+    }
+    Ok(match (send, steer, cancel, watch) {
+        (Some(text), _, _, _) => Action::Send(text),
+        (_, Some(text), _, _) => Action::Steer(text),
+        (_, _, Some(run), _) => Action::Cancel(run),
+        (_, _, _, Some(name)) => {
+            if name.is_empty() {
+                let at = [
+                    Segment::Key("timeline"),
+                    Segment::Index(i),
+                    Segment::Key("watch"),
+                ];
+                return Err(fail(&at, "a watcher needs a name"));
+            }
+            if let Some(j) = watchers.insert(name.clone(), i) {
+                let message = format!("watcher {name:?} is already named by timeline[{j}]");
+                return Err(fail(&at, message));
+            }
+            Action::Watch { name, live }
+        }
+        _ => return Err(Ok(false)),
+    })
+}
+
+/// The answer actions (SPEC T7, T9) and the waiting check, for an entry
+/// with no other action (`other`: it had more than one of those).
+fn answer(
+    i: usize,
+    other: Result<bool, CheckError>,
+    approve: Option<CallRef>,
+    deny: Option<super::spec::DenySpec>,
+    submit: Option<super::spec::SubmitSpec>,
+    expect_waiting: Option<Vec<CallRef>>,
+) -> Result<Action, CheckError> {
+    let at = [Segment::Key("timeline"), Segment::Index(i)];
+    let several = other?;
+    let given = usize::from(approve.is_some())
+        + usize::from(deny.is_some())
+        + usize::from(submit.is_some())
+        + usize::from(expect_waiting.is_some());
+    if several || given != 1 {
+        let all = "send, steer, cancel, watch, approve, deny, submit_result, expect_waiting";
+        return fail(&at, format!("expected exactly one of {all}"));
+    }
+    let call = |field: &'static str, tool: String, nth: usize| {
+        let at = [
+            Segment::Key("timeline"),
+            Segment::Index(i),
+            Segment::Key(field),
+        ];
+        match (tool.is_empty(), nth) {
+            (true, _) => fail(&at, "needs the tool whose call it names"),
+            (_, 0) => fail(&at, "nth counts a tool's calls from 1"),
+            _ => Ok(CallName { tool, nth }),
+        }
+    };
+    Ok(match (approve, deny, submit, expect_waiting) {
+        (Some(c), ..) => Action::Approve(call("approve", c.tool, c.nth)?),
+        (_, Some(d), ..) => Action::Deny(call("deny", d.tool, d.nth)?, d.reason),
+        (_, _, Some(s), _) => Action::Submit(call("submit_result", s.tool, s.nth)?, s.output),
+        (_, _, _, Some(calls)) => {
+            let names = calls
+                .into_iter()
+                .map(|c| call("expect_waiting", c.tool, c.nth));
+            Action::ExpectWaiting(names.collect::<Result<_, _>>()?)
+        }
+        _ => unreachable!("exactly one was counted"),
+    })
+}
