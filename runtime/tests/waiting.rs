@@ -381,3 +381,85 @@ fn t6_on_output_with_another_metadata_type_is_refused_at_build() {
         .build();
     assert!(matches!(built, Err(BuildError::MetadataType { .. })));
 }
+
+/// A runtime whose hooks are `hooks`, with the test's tools and model.
+fn runtime_with(hooks: Vec<Box<dyn pai_runtime::Lifecycle<()>>>, panics: bool) -> Runtime<()> {
+    let (add, send) = tools();
+    let pick = client_tool::<PickIn, PickOut>("pick", "the user picks");
+    let agent = Agent::new("mail", "m")
+        .run_metadata::<Notes>()
+        .typed_tool(&add)
+        .typed_tool(&send)
+        .typed_tool(&pick)
+        .on_output(&add, move |_n: &mut Notes, _i: &AddIn, o: &AddOut| {
+            assert!(!panics || o.sum != 5, "on_output saw 5");
+            Ok(())
+        })
+        .lifecycle(compose(hooks));
+    Runtime::builder(agent, ())
+        .models(ModelMap::new().with("m", Arc::new(Model)))
+        .clock(Arc::new(StillClock))
+        .ids(Arc::new(CountingIds::default()))
+        .build()
+        .unwrap()
+}
+
+/// SPEC X2, T6: a panic in an on_output handler fails the run.
+#[tokio::test]
+async fn x2_a_panicking_on_output_fails_the_run() {
+    let rt = runtime_with(vec![], true);
+    let thread = rt.client("alice").thread("t1");
+    thread.send("mail bob").await.unwrap();
+    let state = thread.wait_until_idle().await.unwrap();
+    let run = &state.runs[0];
+    assert_eq!(run.status, RunStatus::Failed);
+    assert!(
+        run.reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("on_output panicked")
+    );
+}
+
+/// SPEC L1, L12, T4: a prepare_run that responds on the resume still gives
+/// every waiting call a result (cancelled) before the response ends the run.
+#[tokio::test]
+async fn l12_a_response_on_resume_still_ends_every_waiting_call() {
+    let guard = hook::prepare_run("guard", |_, i| {
+        HookFuture::ready(Ok(match i.resumed {
+            true => RunDecision::Respond(pai_runtime::Response {
+                outcome: pai_runtime::Outcome::Blocked,
+                reason: Some("policy changed".into()),
+                parts: vec![Part::text("Stopped.")],
+            }),
+            false => RunDecision::default(),
+        }))
+    });
+    let rt = runtime_with(vec![Box::new(guard)], false);
+    let thread = rt.client("alice").thread("t1");
+    thread.send("mail bob").await.unwrap();
+    thread.wait_until_idle().await.unwrap();
+    thread.approve("c2").unwrap();
+    thread
+        .submit_tool_result("c3", json!({"choice": "x"}))
+        .unwrap();
+    let state = thread.wait_until_idle().await.unwrap();
+    let run = &state.runs[0];
+    assert_eq!(
+        (run.status, run.outcome),
+        (RunStatus::Completed, Some(pai_runtime::Outcome::Blocked))
+    );
+    let sources: Vec<ResultSource> = results(&state.messages).into_iter().map(|r| r.1).collect();
+    assert_eq!(
+        sources,
+        [
+            ResultSource::Tool,
+            ResultSource::Cancelled,
+            ResultSource::Cancelled
+        ]
+    );
+    assert_eq!(
+        state.messages.last().map(|m| m.text()).as_deref(),
+        Some("Stopped.")
+    );
+}

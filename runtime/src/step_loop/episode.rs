@@ -6,7 +6,7 @@ use tracing::Instrument;
 
 use super::exec::{Exec, Fail};
 use super::resume::Resolution;
-use super::tools::COMPLETED_WITHOUT;
+use super::tools::RESPONDED_WITHOUT;
 use crate::clock::IdKind;
 use crate::event::{EventKind, RunStage, Transition};
 use crate::lifecycle::{Phase, Response, RunDecision, RunInput, StreamKind};
@@ -38,7 +38,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         if resumed && self.stop.is_set() {
             // A waiting run cancelled: its calls get cancelled results (T8)
             // and no phase runs for a run that is over.
-            self.resume(Resolution::GiveUp(super::tools::CANCELLED))
+            self.resume(Resolution::GiveUp(super::tools::CANCELLED_WAITING))
                 .await?;
             return Err(Fail::new(RunStage::Resume, "stopped"));
         }
@@ -48,7 +48,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         match self.prepare_run(&route, &messages, latest, resumed).await? {
             RunDecision::Respond(r) => {
                 if resumed {
-                    self.resume(Resolution::GiveUp(COMPLETED_WITHOUT)).await?;
+                    self.resume(Resolution::GiveUp(RESPONDED_WITHOUT)).await?;
                 }
                 return self.respond(r).map(EpisodeEnd::Run);
             }
@@ -64,6 +64,12 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             latest_user,
             resumed,
         });
+        if resumed && self.stop.is_set() {
+            // Cancelled while prepare_run ran: no approved call starts now.
+            self.resume(Resolution::GiveUp(super::tools::CANCELLED_WAITING))
+                .await?;
+            return Err(Fail::new(RunStage::Resume, "stopped"));
+        }
         if resumed {
             self.resume(Resolution::Answered).await?;
             if *next_step >= self.sh.agent.max_steps {

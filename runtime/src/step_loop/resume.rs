@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::exec::{Exec, Fail};
-use super::tools::{CANCELLED, Call, Ready};
+use super::tools::{CANCELLED_WAITING, Call, Ready};
 use crate::event::{EventKind, RunStage};
 use crate::lifecycle::ToolResult;
 use crate::message::{ResultSource, ToolStatus};
@@ -79,7 +79,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     ) -> Result<ToolResult, std::sync::Arc<dyn crate::tool::Tool>> {
         let text = match how {
             Resolution::GiveUp(text) => text,
-            Resolution::Answered => CANCELLED,
+            Resolution::Answered => CANCELLED_WAITING,
         };
         let answer = match how {
             Resolution::Answered => w.answer.as_ref(),

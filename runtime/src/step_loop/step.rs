@@ -94,7 +94,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         if waits {
             return Ok(());
         }
-        self.give_up(step, &done.pending, super::tools::CANCELLED)
+        self.give_up(step, &done.pending, super::tools::CANCELLED_WAITING)
             .await?;
         Err(Fail::new(RunStage::Tools, "stopped"))
     }

@@ -28,6 +28,12 @@ const THROWN_TOOL_ERROR: &str = "The tool failed with an internal error.";
 /// A cancelled call's result (T8).
 pub(super) const CANCELLED: &str = "The run was cancelled before the tool finished.";
 
+/// A waiting call's result when the run is cancelled before it ran (T8).
+pub(super) const CANCELLED_WAITING: &str = "The run was cancelled before the call ran.";
+
+/// A waiting call's result when `prepare_run` responds on the resume (L12).
+pub(super) const RESPONDED_WITHOUT: &str = "The run ended with a response before the call ran.";
+
 /// A pending call's result when the run completes without it (A3).
 pub(super) const COMPLETED_WITHOUT: &str = "The run completed before the call was answered.";
 
@@ -74,6 +80,14 @@ type Finished = (usize, Option<Value>, Result<ToolOutcome, String>);
 pub(super) struct ToolsDone {
     pub(super) finals: Vec<ToolResult>,
     pub(super) pending: Vec<WaitingCall>,
+}
+
+/// A batch of tool calls: every call of the step, and which of them this
+/// batch owes a final result.
+#[derive(Clone, Copy)]
+struct Batch<'c> {
+    calls: &'c [Call],
+    owed: &'c [bool],
 }
 
 /// What the policy decided for a step's calls.
@@ -133,7 +147,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             self.commit_results(step, &finals)?;
         }
         if self.stop.is_set() {
-            self.give_up(step, &pending, CANCELLED).await?;
+            self.give_up(step, &pending, CANCELLED_WAITING).await?;
             return Err(Fail::new(RunStage::Tools, "stopped"));
         }
         Ok(ToolsDone { finals, pending })
@@ -149,6 +163,12 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         ready: Vec<Ready>,
         early: Vec<Option<ToolResult>>,
     ) -> Result<Vec<ToolResult>, Fail> {
+        // The calls this batch owes a result: the ready and the early ones,
+        // never a call left pending for a client (it is given up apart).
+        let mut owed: Vec<bool> = early.iter().map(Option::is_some).collect();
+        for (i, _, _) in &ready {
+            owed[*i] = true;
+        }
         let mut running = self.start(step, calls, ready);
         let mut finals: Vec<Option<ToolResult>> = vec![None; calls.len()];
         for (i, result) in early.into_iter().enumerate() {
@@ -156,7 +176,8 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 finals[i] = Some(self.final_result(step, &calls[i].input, r).await?);
             }
         }
-        self.collect(step, calls, &mut running, &mut finals).await?;
+        let batch = Batch { calls, owed: &owed };
+        self.collect(step, batch, &mut running, &mut finals).await?;
         Ok(finals.into_iter().flatten().collect())
     }
 
@@ -279,14 +300,15 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     async fn collect(
         &self,
         step: u32,
-        calls: &[Call],
+        batch: Batch<'_>,
         running: &mut JoinSet<Finished>,
         finals: &mut [Option<ToolResult>],
     ) -> Result<(), Fail> {
+        let calls = batch.calls;
         while let Some(joined) = self.next_tool(running).await {
             let Some(joined) = joined else {
                 running.abort_all();
-                return self.cancel_rest(step, calls, finals).await;
+                return self.cancel_rest(step, batch, finals).await;
             };
             let (i, kept, out) =
                 joined.map_err(|e| Fail::new(RunStage::Tool, format!("tool task failed: {e}")))?;
@@ -325,11 +347,11 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     async fn cancel_rest(
         &self,
         step: u32,
-        calls: &[Call],
+        batch: Batch<'_>,
         finals: &mut [Option<ToolResult>],
     ) -> Result<(), Fail> {
-        for (i, c) in calls.iter().enumerate() {
-            if finals[i].is_some() {
+        for (i, c) in batch.calls.iter().enumerate() {
+            if finals[i].is_some() || !batch.owed[i] {
                 continue;
             }
             let result = c.error(ResultSource::Cancelled, Value::String(CANCELLED.into()));

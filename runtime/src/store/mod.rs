@@ -530,6 +530,8 @@ impl ThreadRec {
             r.status = end.status;
             r.outcome = Some(end.outcome);
             r.reason.clone_from(&end.reason);
+            // An ended run waits on nothing, answered or not.
+            r.waiting.clear();
         }
         if self.current.as_deref() == Some(run) {
             self.current = None;
@@ -769,6 +771,65 @@ mod tests {
             rec.cancel(Some("r9")),
             Err(CancelMiss::Unknown("r9".into()))
         );
+    }
+
+    fn waiting(id: &str, kind: crate::tool::ToolKind) -> WaitingCall {
+        WaitingCall {
+            call_id: id.into(),
+            tool: "t".into(),
+            input: Value::Null,
+            kind,
+            step: 0,
+            answer: None,
+        }
+    }
+
+    /// SPEC T7, T9, K6: a waiting run releases its lease and stays current,
+    /// so a queued run cannot start; it resumes when every call is answered
+    /// (or a cancel came); a cancel asked for first refuses the wait.
+    #[test]
+    fn t9_a_waiting_run_stays_current_and_resumes_when_answered() {
+        use crate::tool::ToolKind::{Approval, Client};
+        let mut rec = ThreadRec::new("a", "o");
+        rec.admit("r1", "m1");
+        rec.admit("r2", "m2");
+        rec.start_next();
+        rec.acquire_lease("r1");
+        assert!(rec.wait("r1", vec![waiting("c1", Approval), waiting("c2", Client)]));
+        assert_eq!(
+            (rec.lease.holder.clone(), rec.runs()[0].status),
+            (None, RunStatus::Waiting)
+        );
+        assert_eq!(rec.start_next(), None, "r2 waits behind the waiting run");
+        assert_eq!(rec.answer("c1", Answer::Approved), Ok(("r1".into(), false)));
+        assert_eq!(rec.start_next(), None, "c2 still waits");
+        let out = Answer::Submitted {
+            output: Value::Null,
+        };
+        assert_eq!(rec.answer("c2", out), Ok(("r1".into(), true)));
+        let resumed = rec.start_next().expect("resumes");
+        assert_eq!((resumed.run.as_str(), resumed.resumed), ("r1", true));
+        assert_eq!(
+            rec.answer("c2", Answer::Approved),
+            Err(AnswerMiss::NotWaiting)
+        );
+        // A cancel before the wait is recorded refuses it.
+        assert_eq!(rec.cancel(None), Ok(CancelTarget::Active("r1".into())));
+        assert!(!rec.wait("r1", vec![waiting("c3", Approval)]));
+        assert_eq!(rec.runs()[0].status, RunStatus::Running);
+    }
+
+    /// SPEC K6: a cancel reaching a waiting run makes it resumable at once.
+    #[test]
+    fn k6_a_cancelled_waiting_run_resumes_to_end() {
+        let mut rec = ThreadRec::new("a", "o");
+        rec.admit("r1", "m1");
+        rec.start_next();
+        rec.acquire_lease("r1");
+        assert!(rec.wait("r1", vec![waiting("c1", crate::tool::ToolKind::Approval)]));
+        assert_eq!(rec.cancel(None), Ok(CancelTarget::Waiting("r1".into())));
+        let started = rec.start_next().expect("resumes");
+        assert!(started.resumed && started.cancel_requested);
     }
 
     /// SPEC K2 (property): for any interleaving of lease acquisitions and

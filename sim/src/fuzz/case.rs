@@ -6,11 +6,10 @@ use serde_json::json;
 
 use super::draw::{DOCS, Gen, MODELS, WORDS};
 use super::hooks::hook;
-use crate::hooks::{HookSpec, TransformSpec};
-use crate::scenario::{
-    AgentSpec, CancelRun, CancelSpec, ModelSpec, ScenarioSpec, TimelineEntry, ToolCallSpec,
-    ToolSpec, TurnSpec,
-};
+use super::timeline::timeline;
+use super::tools::{tools, waiters};
+use crate::hooks::HookSpec;
+use crate::scenario::{AgentSpec, ModelSpec, ScenarioSpec, ToolCallSpec, TurnSpec};
 
 /// The case of `seed`.
 pub fn case(seed: u64) -> ScenarioSpec {
@@ -18,7 +17,21 @@ pub fn case(seed: u64) -> ScenarioSpec {
     let tools = tools(&mut g);
     let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
     let lifecycle: Vec<HookSpec> = (0..g.range(0, 8)).map(|_| hook(&mut g, &names)).collect();
-    let model = script(&mut g, &names);
+    let mut model = script(&mut g, &names);
+    let waiting: Vec<String> = tools
+        .iter()
+        .filter(|t| t.approval || t.client)
+        .map(|t| t.name.clone())
+        .collect();
+    if !waiting.is_empty() && g.chance(75) {
+        // A turn early in the script that calls waiting tools, so that runs
+        // often wait and the timeline's answers find their calls.
+        let at = g.index(model.turns.len().min(1) + 1);
+        let mut t = turn(&mut g, &names);
+        t.error = None;
+        t.tool_calls = (0..g.range(1, 3)).map(|_| call(&mut g, &waiting)).collect();
+        model.turns.insert(at, t);
+    }
     let models = MODELS[1..]
         .iter()
         .filter_map(|m| g.maybe(40, |g| (m.to_string(), named_script(g, &names))))
@@ -27,7 +40,7 @@ pub fn case(seed: u64) -> ScenarioSpec {
         .iter()
         .map(|d| (d.to_string(), format!("About {d}: {}", WORDS[d.len()])))
         .collect();
-    ScenarioSpec {
+    let mut spec = ScenarioSpec {
         name: format!("fuzz case {seed:016x}"),
         rules: vec!["D8".into()],
         description: None,
@@ -43,37 +56,14 @@ pub fn case(seed: u64) -> ScenarioSpec {
         model,
         models,
         docs,
-        timeline: timeline(&mut g),
+        timeline: vec![],
         faults: vec![],
         format: None,
         schema: None,
         time_limit_ms: None,
-    }
-}
-
-fn tools(g: &mut Gen) -> Vec<ToolSpec> {
-    (0..g.range(0, 3))
-        .map(|i| {
-            let mut t = ToolSpec {
-                name: format!("tool{i}"),
-                latency_ms: g.range(0, 60),
-                requires: if g.chance(20) {
-                    vec!["q".into()]
-                } else {
-                    vec![]
-                },
-                ..ToolSpec::default()
-            };
-            match g.index(5) {
-                0 => t.echo = true,
-                1 => t.fail = Some(json!("no such record")),
-                2 => t.throw = Some(format!("backend {i} unreachable")),
-                3 => t.panic = Some(format!("bug in tool {i}")),
-                _ => t.output = Some(json!({ "hits": g.range(0, 9), "secret": "sk-Hid3" })),
-            }
-            t
-        })
-        .collect()
+    };
+    spec.timeline = timeline(&mut g, &waiters(&spec));
+    spec
 }
 
 /// A turn: text deltas or tool calls, sometimes a provider error.
@@ -138,68 +128,4 @@ fn named_script(g: &mut Gen, tools: &[String]) -> ModelSpec {
             unavailable: false,
         },
     }
-}
-
-/// Client actions at random virtual times, so runs queue and overlap.
-fn timeline(g: &mut Gen) -> Vec<TimelineEntry> {
-    let mut out = Vec::new();
-    let mut watchers = 0;
-    for _ in 0..g.range(1, 6) {
-        let at = g.range(0, 200);
-        let base = TimelineEntry {
-            at,
-            thread: if g.chance(15) {
-                "side".into()
-            } else {
-                "main".into()
-            },
-            ..TimelineEntry::default()
-        };
-        let text = Some(g.text(5));
-        match g.index(10) {
-            0..=4 => out.push(TimelineEntry { send: text, ..base }),
-            5 | 6 => out.push(TimelineEntry {
-                steer: text,
-                ..base
-            }),
-            7 => {
-                let cancel = match g.chance(50) {
-                    true => CancelSpec::Current(true),
-                    false => CancelSpec::Run(CancelRun {
-                        run: g.range(1, 3) as usize,
-                    }),
-                };
-                out.push(TimelineEntry { cancel, ..base });
-            }
-            8 => {
-                out.push(TimelineEntry {
-                    send: text,
-                    ..base.clone()
-                });
-                out.push(TimelineEntry {
-                    cancel: CancelSpec::Current(true),
-                    ..base
-                });
-            }
-            _ => {
-                watchers += 1;
-                let live = match g.index(3) {
-                    0 => vec![TransformSpec::Uppercase],
-                    _ => vec![],
-                };
-                out.push(TimelineEntry {
-                    watch: Some(format!("w{watchers}")),
-                    live,
-                    ..base
-                });
-            }
-        }
-    }
-    if !out.iter().any(|e| e.send.is_some() || e.steer.is_some()) {
-        out.push(TimelineEntry {
-            send: Some(g.text(4)),
-            ..TimelineEntry::default()
-        });
-    }
-    out
 }

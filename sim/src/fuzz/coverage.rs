@@ -1,7 +1,8 @@
 //! What generated cases reached (issue: coverage), counted over the events of
-//! each case: phases, decisions, transitions, tool outcomes, aborts,
-//! fallbacks, queueing, steers and cancels. What no case reached is a blind
-//! spot of the generator, or of the runtime's reachability.
+//! each case: phases, decisions, transitions, tool kinds and outcomes,
+//! aborts, fallbacks, queueing, steers, cancels, waiting and its answers,
+//! `on_output` handlers and the metadata hooks. What no case reached is a
+//! blind spot of the generator, or of the runtime's reachability.
 
 use std::collections::BTreeMap;
 
@@ -9,6 +10,8 @@ use pai_runtime::{
     AfterStepDecision, Event, EventKind, NoteDecision, Part, ResultSource, RunDecision, RunStage,
     RunStatus, StoredThread, ToolCallDecision, ToolResultDecision, Transition,
 };
+
+use crate::scenario::ScenarioSpec;
 
 /// Every behaviour counted, in the order the table lists them.
 pub const KEYS: &[&str] = &[
@@ -31,6 +34,7 @@ pub const KEYS: &[&str] = &[
     "decision.next_with_patch",
     "transition.next_step",
     "transition.steer",
+    "transition.wait",
     "transition.aborted",
     "transition.complete",
     "transition.max_steps",
@@ -41,6 +45,20 @@ pub const KEYS: &[&str] = &[
     "tool.invalid_input",
     "tool.unknown_tool",
     "tool.cancelled",
+    "tool.denied",
+    "tool.client",
+    "tool.kind.backend",
+    "tool.kind.approval",
+    "tool.kind.client",
+    "answer.approved",
+    "answer.denied",
+    "answer.submitted",
+    "answer.refused",
+    "run.resumed",
+    "queue.behind_waiting",
+    "cancel.waiting",
+    "on_output.ran",
+    "on_output.wrote",
     "stream.abort",
     "stream.provider_error",
     "attempt.failed",
@@ -54,6 +72,21 @@ pub const KEYS: &[&str] = &[
     "run.failed",
     "run.cancelled",
     "run.hook_error",
+    "hook.set_metadata",
+    "hook.patch_metadata",
+    "hook.metadata_overlay",
+    "hook.context_message",
+    "metadata.written",
+    "context_message.stored",
+];
+
+/// The hooks counted by name whenever one decides (`<hook>#<index>`, the
+/// name a generated hook gets).
+const NAMED_HOOKS: &[(&str, &str)] = &[
+    ("set_metadata#", "hook.set_metadata"),
+    ("patch_metadata#", "hook.patch_metadata"),
+    ("metadata_overlay#", "hook.metadata_overlay"),
+    ("context_message#", "hook.context_message"),
 ];
 
 /// How often each behaviour was reached.
@@ -71,8 +104,10 @@ impl Coverage {
         }
     }
 
-    /// Adds what one case reached: its events, and the tool results stored.
-    pub fn add(&mut self, events: &[Event], threads: &[StoredThread]) {
+    /// Adds what one case reached: its events, the tool results stored, and
+    /// what its waiting calls met.
+    pub fn add(&mut self, spec: &ScenarioSpec, events: &[Event], threads: &[StoredThread]) {
+        self.waiting(spec, events);
         for m in threads.iter().flat_map(|t| &t.messages) {
             for p in &m.parts {
                 if let Part::ToolResult { source, .. } = p {
@@ -87,7 +122,13 @@ impl Coverage {
                 self.hit(k);
             }
             match &e.kind {
-                EventKind::Hook(n) => self.note(&n.decision),
+                EventKind::Hook(n) => {
+                    self.note(&n.decision);
+                    let named = NAMED_HOOKS.iter().find(|(p, _)| n.hook.starts_with(p));
+                    if let Some((_, key)) = named {
+                        self.hit(key);
+                    }
+                }
                 EventKind::Admitted { .. } if active.contains_key(e.thread_id.as_str()) => {
                     self.hit("queue.overlap");
                 }
@@ -161,6 +202,74 @@ impl Coverage {
                     "cancel.active"
                 });
             }
+        }
+    }
+
+    /// Waiting and its answers (SPEC T6, T7, T9): the kinds of the calls
+    /// the policy saw, answers taken and refused, resumed episodes, sends
+    /// queued and cancels landing while a run waits, `on_output` handlers,
+    /// and what hooks wrote.
+    fn waiting(&mut self, spec: &ScenarioSpec, events: &[Event]) {
+        let kind = |tool: &str| {
+            let t = spec.agent.tools.iter().find(|t| t.name == tool)?;
+            Some(match (t.client, t.approval) {
+                (true, _) => "tool.kind.client",
+                (_, true) => "tool.kind.approval",
+                _ => "tool.kind.backend",
+            })
+        };
+        // Each thread's run that waits now, from its `wait` to its next lease.
+        let mut waits: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut answers = 0;
+        for e in events {
+            let thread = e.thread_id.as_str();
+            match &e.kind {
+                EventKind::BeforeToolCall { tool, .. } => {
+                    if let Some(k) = kind(tool) {
+                        self.hit(k);
+                    }
+                }
+                EventKind::Waiting { .. } => {
+                    waits.insert(thread, &e.run_id);
+                }
+                EventKind::LeaseAcquired { .. } | EventKind::Ended { .. }
+                    if waits.get(thread) == Some(&e.run_id.as_str()) =>
+                {
+                    waits.remove(thread);
+                }
+                EventKind::Admitted { .. } if waits.contains_key(thread) => {
+                    self.hit("queue.behind_waiting");
+                }
+                EventKind::Answered { answer, .. } => {
+                    answers += 1;
+                    self.hit(match answer.as_str() {
+                        "approved" => "answer.approved",
+                        "denied" => "answer.denied",
+                        _ => "answer.submitted",
+                    });
+                }
+                EventKind::PrepareRun { resumed: true, .. } => self.hit("run.resumed"),
+                EventKind::Cancelled {
+                    phase: RunStage::Resume,
+                } => self.hit("cancel.waiting"),
+                EventKind::OnOutput { version, .. } => {
+                    self.hit("on_output.ran");
+                    self.hit_if(version.is_some(), "on_output.wrote");
+                }
+                EventKind::RunMetadata { .. } => self.hit("metadata.written"),
+                EventKind::ContextMessage { .. } => self.hit("context_message.stored"),
+                _ => {}
+            }
+        }
+        // An answer the runtime refused (no such call, not waiting, answered
+        // already, the wrong kind, an output of the wrong shape) changes
+        // nothing, so it leaves no `answer` event behind (T9).
+        let asked = spec
+            .timeline
+            .iter()
+            .filter(|t| t.approve.is_some() || t.deny.is_some() || t.submit_result.is_some());
+        for _ in answers..asked.count() {
+            self.hit("answer.refused");
         }
     }
 

@@ -36,6 +36,10 @@ pub(super) const PATTERNS: &[&str] = &[
 pub(super) const MODELS: &[&str] = &["small", "large", "backup"];
 /// Keys of the `[docs]` the RAG hook may inject.
 pub(super) const DOCS: &[&str] = &["rome", "paris", "report"];
+/// Run metadata keys `on_output` handlers and metadata hooks write.
+pub(super) const META_KEYS: &[&str] = &["seen", "last", "plan"];
+/// Fields a client tool's output may require.
+pub(super) const OUTPUT_FIELDS: &[&str] = &["slot", "note"];
 
 /// Draws choices from one seeded rng.
 #[derive(Debug)]

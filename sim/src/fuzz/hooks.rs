@@ -2,22 +2,32 @@
 //! (SPEC D8). A new hook joins `hook` in the same change that adds it.
 
 use pai_runtime::{ModelSettings, Outcome, ToolChoice};
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
-use super::draw::{Gen, MODELS, PATTERNS, WORDS};
+use super::draw::{Gen, META_KEYS, MODELS, PATTERNS, WORDS};
 use crate::hooks::{
-    AfterStep, AfterStepSpec, BaseContext, Delay, Fail, Fallback, Guardrail, HistoryProbe,
-    HookSpec, MessageLevel, MessageRole, MessageSpec, PhaseName, Rag, RecentWindow, Redact,
-    RedactPattern, RejectTool, ReplaceMessages, ReplaceToolInput, ReplaceToolOutput, ResolveTwice,
-    Route, RouteLevel, SlowResolver, StreamGuard, SystemMessage, Timeout, Uppercase,
+    AfterStep, AfterStepSpec, BaseContext, ContextMessage, Delay, Fail, Fallback, Guardrail,
+    HistoryProbe, HookSpec, MessageLevel, MessageRole, MessageSpec, MetadataOverlay, MetadataPhase,
+    PatchMetadata, PhaseName, Rag, RecentWindow, Redact, RedactPattern, RejectTool,
+    ReplaceMessages, ReplaceToolInput, ReplaceToolOutput, ResolveTwice, Route, RouteLevel,
+    SetMetadata, SlowResolver, StreamGuard, SystemMessage, Timeout, Uppercase,
 };
 
 /// How many kinds of hook `hook` draws from.
-const KINDS: usize = 21;
+const KINDS: usize = 25;
 
 /// One hook of any kind; `tools` names the agent's tools.
 pub(super) fn hook(g: &mut Gen, tools: &[String]) -> HookSpec {
     match g.index(KINDS) {
+        k @ 0..=10 => model_hook(g, k, tools),
+        k @ 11..=20 => stream_or_tool_hook(g, k, tools),
+        k => metadata_hook(g, k),
+    }
+}
+
+/// Hooks of the run, the model context and the model call.
+fn model_hook(g: &mut Gen, kind: usize, tools: &[String]) -> HookSpec {
+    match kind {
         0 => HookSpec::SystemMessage(system_message(g)),
         1 => HookSpec::Route(route(g, tools)),
         2 => HookSpec::ReplaceMessages(ReplaceMessages {
@@ -49,10 +59,16 @@ pub(super) fn hook(g: &mut Gen, tools: &[String]) -> HookSpec {
             name: None,
             to: g.pick(MODELS).to_string(),
         }),
-        10 => HookSpec::Timeout(Timeout {
+        _ => HookSpec::Timeout(Timeout {
             name: None,
             ms: g.range(5, 80),
         }),
+    }
+}
+
+/// Hooks of the stream, the tools, the step's end; failures and delays.
+fn stream_or_tool_hook(g: &mut Gen, kind: usize, tools: &[String]) -> HookSpec {
+    match kind {
         11 => HookSpec::Redact(redact(g)),
         12 => HookSpec::Uppercase(Uppercase { name: None }),
         13 => HookSpec::StreamGuard(stream_guard(g)),
@@ -98,6 +114,55 @@ pub(super) fn hook(g: &mut Gen, tools: &[String]) -> HookSpec {
             step: g.step(),
         }),
     }
+}
+
+/// The run metadata hooks (seed: typed run metadata) and the hidden
+/// lifecycle context message (SPEC L13).
+fn metadata_hook(g: &mut Gen, kind: usize) -> HookSpec {
+    match kind {
+        21 => HookSpec::SetMetadata(SetMetadata {
+            name: None,
+            values: values(g),
+        }),
+        22 => {
+            let count = g.maybe(60, |g| g.pick(META_KEYS).to_string());
+            let set = match count.is_none() || g.chance(40) {
+                true => values(g),
+                false => Map::new(),
+            };
+            HookSpec::PatchMetadata(PatchMetadata {
+                name: None,
+                phase: *g.pick(&[
+                    MetadataPhase::PrepareRun,
+                    MetadataPhase::PrepareModelStep,
+                    MetadataPhase::BeforeToolCall,
+                    MetadataPhase::AfterToolResult,
+                    MetadataPhase::AfterStep,
+                ]),
+                count,
+                set,
+            })
+        }
+        23 => HookSpec::MetadataOverlay(MetadataOverlay { name: None }),
+        _ => HookSpec::ContextMessage(ContextMessage {
+            name: None,
+            text: g.text(4),
+        }),
+    }
+}
+
+/// One or two metadata keys with small values.
+fn values(g: &mut Gen) -> Map<String, Value> {
+    (0..g.range(1, 2))
+        .map(|_| {
+            let value = match g.index(3) {
+                0 => json!(g.range(0, 9)),
+                1 => json!(g.pick(WORDS).to_string()),
+                _ => json!({ "step": g.range(0, 3) }),
+            };
+            (g.pick(META_KEYS).to_string(), value)
+        })
+        .collect()
 }
 
 fn level(g: &mut Gen) -> MessageLevel {

@@ -86,7 +86,7 @@ pub fn evaluate(spec: &ScenarioSpec) -> Evaluation {
         (Err(e), _) | (_, Err(e)) => return failed(Failure::Error(e.to_string()), String::new()),
     };
     let mut coverage = Coverage::default();
-    coverage.add(&first.events, &first.threads);
+    coverage.add(spec, &first.events, &first.threads);
     let (failure, message) = if first.transcript != second.transcript {
         (
             Some(Failure::Nondeterministic),

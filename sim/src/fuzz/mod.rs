@@ -10,6 +10,8 @@ mod draw;
 mod hooks;
 mod judge;
 mod shrink;
+mod timeline;
+mod tools;
 mod write;
 
 pub use campaign::{Campaign, Find, Summary};

@@ -1,7 +1,8 @@
 //! Shrinking a failing case (issue: fuzz): smaller specs are tried one
 //! change at a time (a hook, tool, turn, delta, tool call or timeline entry
-//! less; a shorter text; a smaller latency), and kept while the same failure
-//! still shows. Every loop is bounded by a budget of runs.
+//! less; a shorter text; a smaller latency; a tool without its approval,
+//! its `on_output` or its output's required fields), and kept while the
+//! same failure still shows. Every loop is bounded by a budget of runs.
 
 use super::judge::{Failure, evaluate};
 use crate::scenario::ScenarioSpec;
@@ -88,6 +89,9 @@ fn turns(s: &ScenarioSpec, with: &mut impl FnMut(&dyn Fn(&mut ScenarioSpec))) {
     for i in 0..s.agent.tools.len() {
         with(&|c| c.agent.tools[i].latency_ms = 0);
         with(&|c| c.agent.tools[i].requires.clear());
+        with(&|c| c.agent.tools[i].on_output = None);
+        with(&|c| c.agent.tools[i].output_requires.clear());
+        with(&|c| c.agent.tools[i].approval = false);
     }
 }
 

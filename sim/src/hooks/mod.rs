@@ -9,6 +9,7 @@ mod fail;
 mod fallback;
 mod guardrail;
 mod history_probe;
+mod metadata;
 mod rag;
 mod recent_window;
 mod redact;
@@ -37,6 +38,7 @@ pub use fail::{Fail, PhaseName};
 pub use fallback::Fallback;
 pub use guardrail::Guardrail;
 pub use history_probe::HistoryProbe;
+pub use metadata::{ContextMessage, MetadataOverlay, MetadataPhase, PatchMetadata, SetMetadata};
 pub use rag::Rag;
 pub use recent_window::RecentWindow;
 pub use redact::Redact;
@@ -81,6 +83,10 @@ pub enum HookSpec {
     Guardrail(Guardrail),
     Fail(Fail),
     Delay(Delay),
+    SetMetadata(SetMetadata),
+    PatchMetadata(PatchMetadata),
+    MetadataOverlay(MetadataOverlay),
+    ContextMessage(ContextMessage),
 }
 
 impl HookSpec {
@@ -108,6 +114,10 @@ impl HookSpec {
             HookSpec::Guardrail(_) => "guardrail",
             HookSpec::Fail(_) => "fail",
             HookSpec::Delay(_) => "delay",
+            HookSpec::SetMetadata(_) => "set_metadata",
+            HookSpec::PatchMetadata(_) => "patch_metadata",
+            HookSpec::MetadataOverlay(_) => "metadata_overlay",
+            HookSpec::ContextMessage(_) => "context_message",
         }
     }
 
@@ -135,6 +145,10 @@ impl HookSpec {
             HookSpec::Guardrail(h) => h.name.as_deref(),
             HookSpec::Fail(h) => h.name.as_deref(),
             HookSpec::Delay(h) => h.name.as_deref(),
+            HookSpec::SetMetadata(h) => h.name.as_deref(),
+            HookSpec::PatchMetadata(h) => h.name.as_deref(),
+            HookSpec::MetadataOverlay(h) => h.name.as_deref(),
+            HookSpec::ContextMessage(h) => h.name.as_deref(),
         }
     }
 
@@ -187,6 +201,13 @@ impl HookSpec {
                 &h.tool,
                 "it names the tool whose output is replaced",
             ),
+            HookSpec::PatchMetadata(h) if h.count.is_none() && h.set.is_empty() => Err((
+                "phase",
+                "patch_metadata needs count or set: it would change nothing".into(),
+            )),
+            HookSpec::PatchMetadata(h) => {
+                nonempty("count", h.count.as_deref().unwrap_or("-"), "it names a key")
+            }
             _ => Ok(()),
         }
     }
@@ -221,6 +242,10 @@ impl HookSpec {
             HookSpec::Guardrail(_) => Phase::PrepareRun,
             HookSpec::Fail(h) => h.phase.phase(),
             HookSpec::Delay(h) => h.phase.phase(),
+            HookSpec::SetMetadata(_)
+            | HookSpec::MetadataOverlay(_)
+            | HookSpec::ContextMessage(_) => Phase::PrepareRun,
+            HookSpec::PatchMetadata(h) => h.phase.phase(),
         }
     }
 
@@ -248,6 +273,10 @@ impl HookSpec {
             HookSpec::Guardrail(h) => h.build(name),
             HookSpec::Fail(h) => h.build(name),
             HookSpec::Delay(h) => h.build(name),
+            HookSpec::SetMetadata(h) => h.build(name),
+            HookSpec::PatchMetadata(h) => h.build(name),
+            HookSpec::MetadataOverlay(h) => h.build(name),
+            HookSpec::ContextMessage(h) => h.build(name),
         }
     }
 }

@@ -1,9 +1,10 @@
 //! SPEC A2, A3: every step's transition is the one the precedence gives:
-//! an abort ends the run; then complete > steering > next_step > natural;
-//! naturally, tool results go on and a text-only step completes; a step
-//! that would go on at the limit completes with reason `max_steps`.
+//! an abort ends the run; then complete > waiting > steering > next_step >
+//! natural; naturally, tool results go on and a text-only step completes; a
+//! step that would go on at the limit completes with reason `max_steps`; a
+//! step with waiting calls waits even at the limit.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{AfterStepDecision, EventKind, Transition};
 
@@ -15,6 +16,17 @@ use crate::scenario::OracleId;
 struct Seen<'a> {
     aborted: Option<&'a str>,
     tool_calls: bool,
+    /// Calls `before_tool_call` let through or not, and those that got a
+    /// result (`tool_end`, or `after_tool_result` for one that never ran).
+    called: BTreeSet<&'a str>,
+    resulted: BTreeSet<&'a str>,
+}
+
+impl Seen<'_> {
+    /// Calls of the step with no result yet: they wait for a client (T7).
+    fn waiting(&self) -> bool {
+        self.called.difference(&self.resulted).next().is_some()
+    }
 }
 
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
@@ -41,9 +53,14 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
                 let seen = Seen {
                     aborted: aborted.as_deref(),
                     tool_calls: *tool_calls > 0,
+                    called: BTreeSet::new(),
+                    resulted: BTreeSet::new(),
                 };
                 streams.insert((run, *step), seen);
             }
+            EventKind::BeforeToolCall { .. }
+            | EventKind::ToolEnd { .. }
+            | EventKind::AfterToolResult { .. } => calls(&mut streams, run, &e.kind),
             EventKind::AfterStep {
                 step,
                 decision,
@@ -59,8 +76,14 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
                 let want = expected(o, *step, *decision, seen, steering);
                 if !same(transition, &want) {
                     let message = format!(
-                        "step {step} took {transition:?}; decision {decision:?}, tool calls {}, steering {steering}, limit {} give {want:?}",
-                        seen.tool_calls, o.scenario.agent.max_steps
+                        "step {step} took {transition:?}; decision {decision:?}, tool calls {}{}, steering {steering}, limit {} give {want:?}",
+                        seen.tool_calls,
+                        if seen.waiting() {
+                            ", waiting calls"
+                        } else {
+                            ""
+                        },
+                        o.scenario.agent.max_steps
                     );
                     out.push(Violation::new(OracleId::A3, Some(run), message));
                 }
@@ -71,6 +94,23 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     out
 }
 
+/// A step's calls as its tool events tell them: asked for, or given a
+/// result (`tool_end`, or `after_tool_result` for one that never ran).
+fn calls<'a>(streams: &mut BTreeMap<(&'a str, u32), Seen<'a>>, run: &'a str, kind: &'a EventKind) {
+    let (step, id, resulted) = match kind {
+        EventKind::BeforeToolCall { step, call_id, .. } => (step, call_id, false),
+        EventKind::ToolEnd { step, result, .. } => (step, &result.call_id, true),
+        EventKind::AfterToolResult { step, call_id, .. } => (step, call_id, true),
+        _ => return,
+    };
+    if let Some(seen) = streams.get_mut(&(run, *step)) {
+        match resulted {
+            true => seen.resulted.insert(id),
+            false => seen.called.insert(id),
+        };
+    }
+}
+
 /// Sequence numbers of stored messages, by id.
 fn seqs<'a>(o: &Observed<'a>) -> BTreeMap<&'a str, u64> {
     stored(o.threads)
@@ -79,7 +119,8 @@ fn seqs<'a>(o: &Observed<'a>) -> BTreeMap<&'a str, u64> {
         .collect()
 }
 
-/// The reference precedence.
+/// The reference precedence: abort, then complete > waiting > steering >
+/// next_step > natural, then the limit for what would go on.
 fn expected(
     o: &Observed<'_>,
     step: u32,
@@ -95,6 +136,8 @@ fn expected(
     }
     let goes_on = match d {
         AfterStepDecision::Complete => return Transition::Complete { reason: None },
+        // Waiting calls are honoured even at the limit (A3, T7).
+        _ if seen.waiting() => return Transition::Wait,
         _ if steering => Transition::Steer,
         AfterStepDecision::NextStep => Transition::NextStep,
         AfterStepDecision::Natural if seen.tool_calls => Transition::NextStep,

@@ -2,11 +2,12 @@
 //! its run that starts after it was stored (that step's context holds it),
 //! or, if the run ends first, by the one run its run's pending steers then
 //! start (the newest steer is that run's trigger; its context holds them
-//! all); never both.
+//! all); never both. A run still waiting for a client when the scenario
+//! ends has not taken its steers yet (T9).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{EventKind, ModelContent, Phase, Role, RunStage, Transition};
+use pai_runtime::{EventKind, ModelContent, Phase, Role, RunStage, RunStatus, Transition};
 
 use super::facts::{anchors, stored};
 use super::observed::{Observed, Violation};
@@ -36,6 +37,13 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             stored_at.insert(message, i);
         }
     }
+    let waiting: BTreeSet<&str> = o
+        .threads
+        .iter()
+        .flat_map(|t| &t.runs)
+        .filter(|r| r.status == RunStatus::Waiting)
+        .map(|r| r.id.as_str())
+        .collect();
     let mut out = Vec::new();
     for &(run, id, seq) in &steers {
         let text = messages
@@ -76,7 +84,8 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             (Some(step), _) if !sent(o, run, step, &text) => Some(format!(
                 "was not in the context of step {step}, the first after it"
             )),
-            (None, None) if !handed_over && !failed_in_step => {
+            // A run still waiting for a client takes it when it resumes (T9).
+            (None, None) if !handed_over && !failed_in_step && !waiting.contains(run) => {
                 Some("was never taken: no step after it, and no run started".to_string())
             }
             (None, Some(l)) if !sent(o, l, 0, &text) => Some(format!(

@@ -10,12 +10,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         .filter_map(|a| {
             let found = a.check.as_ref()?;
             let m = &o.scenario.timeline[a.moment];
-            let message = format!(
-                "{} at {}ms on {}: {found}",
-                m.action.name(),
-                a.at,
-                m.thread
-            );
+            let message = format!("{} at {}ms on {}: {found}", m.action.name(), a.at, m.thread);
             Some(Violation::new(OracleId::Check, None, message))
         })
         .collect()

@@ -73,36 +73,89 @@ fn closes(kind: &EventKind) -> Option<Phase> {
 
 /// Every invocation of a sequential phase (the onions' notes nest and are
 /// left out), per run: the notes of that phase since the run's previous
-/// event, closed by the phase's event or a failure inside it.
+/// event, closed by the phase's event or a failure inside it. Tool results
+/// given between a resumed episode's `prepare_run` hooks and its respond
+/// (the waiting calls given up, T7) leave that phase's notes open.
 pub(super) fn invocations(events: &[Event]) -> Vec<Invocation<'_>> {
-    let mut open: BTreeMap<&str, (Phase, Vec<&HookNote>)> = BTreeMap::new();
+    let mut open: BTreeMap<(&str, Phase), Vec<&HookNote>> = BTreeMap::new();
     let mut out = Vec::new();
     for e in events {
+        let run = e.run_id.as_str();
         match &e.kind {
             EventKind::Hook(n) if sequential(n.phase) => {
-                let entry = open
-                    .entry(e.run_id.as_str())
-                    .or_insert((n.phase, Vec::new()));
-                if entry.0 != n.phase {
-                    *entry = (n.phase, Vec::new());
-                }
-                entry.1.push(n);
+                open.entry((run, n.phase)).or_default().push(n);
             }
-            EventKind::Hook(_) | EventKind::ContextLeaf { .. } | EventKind::Steered { .. } => {}
+            kind if beside_phases(kind) => {}
             kind => {
-                let notes = open.remove(e.run_id.as_str());
                 if let Some(phase) = closes(kind) {
-                    let notes = notes.filter(|(p, _)| *p == phase).map(|(_, n)| n);
                     out.push(Invocation {
                         phase,
-                        notes: notes.unwrap_or_default(),
+                        notes: open.remove(&(run, phase)).unwrap_or_default(),
                         end: e,
                     });
+                }
+                if !tool_result_event(kind) {
+                    open.retain(|(r, _), _| *r != run);
                 }
             }
         }
     }
     out
+}
+
+/// An event of a tools block or of a results block.
+fn tool_result_event(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::ToolStart { .. }
+            | EventKind::ToolEnd { .. }
+            | EventKind::AfterToolResult { .. }
+            | EventKind::CommitToolResults { .. }
+    )
+}
+
+/// Events that may come between a phase's events without being part of
+/// the phase grammar: hook notes, resolver leaves, steers stored for the
+/// run, and what hooks and `on_output` handlers wrote through the run's
+/// facade (run metadata, hidden context messages).
+pub(super) fn beside_phases(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::Hook(_)
+            | EventKind::ContextLeaf { .. }
+            | EventKind::Steered { .. }
+            | EventKind::OnOutput { .. }
+            | EventKind::RunMetadata { .. }
+            | EventKind::ContextMessage { .. }
+    )
+}
+
+/// The message an event says was committed, if it committed one.
+pub(super) fn committed_message(kind: &EventKind) -> Option<&str> {
+    match kind {
+        EventKind::Admitted { trigger: m }
+        | EventKind::Steered { message: m }
+        | EventKind::Respond { message: m, .. }
+        | EventKind::CommitStep { message: m, .. }
+        | EventKind::CommitToolResults { message: m, .. }
+        | EventKind::ContextMessage { message: m, .. } => Some(m),
+        _ => None,
+    }
+}
+
+/// The thread version a run's own commit reports: messages, run metadata
+/// (a hook's or an `on_output` handler's), hidden context messages. User
+/// messages are commits too, but their events carry no version.
+pub(super) fn run_commit_version(kind: &EventKind) -> Option<u64> {
+    match kind {
+        EventKind::Respond { version, .. }
+        | EventKind::CommitStep { version, .. }
+        | EventKind::CommitToolResults { version, .. }
+        | EventKind::RunMetadata { version }
+        | EventKind::ContextMessage { version, .. } => Some(*version),
+        EventKind::OnOutput { version, .. } => *version,
+        _ => None,
+    }
 }
 
 /// The names of the scenario's hooks that handle `phase`, in composition order.

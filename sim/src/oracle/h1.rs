@@ -5,12 +5,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{Event, EventKind, LiveEvent, StoredThread};
 
+use super::facts::run_commit_version;
 use super::observed::{Observed, Violation};
 use crate::scenario::{Action, OracleId};
 
 /// SPEC H1: each commit bumps its thread's version by exactly one, so the
 /// versions the log reports rise strictly and the final version equals the
-/// number of commits (user messages plus the run commits in the log).
+/// number of commits (user messages plus the run commits in the log:
+/// messages, run metadata, hidden context messages).
 pub(super) fn versions(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
     let mut commits: BTreeMap<&str, u64> = BTreeMap::new();
     let mut last: BTreeMap<&str, u64> = BTreeMap::new();
@@ -27,10 +29,10 @@ pub(super) fn versions(events: &[Event], threads: &[StoredThread]) -> Vec<Violat
                 }
                 continue;
             }
-            EventKind::Respond { version, .. }
-            | EventKind::CommitStep { version, .. }
-            | EventKind::CommitToolResults { version, .. } => *version,
-            _ => continue,
+            kind => match run_commit_version(kind) {
+                Some(v) => v,
+                None => continue,
+            },
         };
         *commits.entry(e.thread_id.as_str()).or_default() += 1;
         let prev = last.insert(e.thread_id.as_str(), version);

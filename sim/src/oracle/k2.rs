@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use pai_runtime::EventKind;
 
+use super::facts::run_commit_version;
 use super::observed::{Observed, Violation};
 use crate::scenario::OracleId;
 
@@ -26,12 +27,11 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
                 *last = (*last).max(*token);
                 holder.insert(thread, (run, *token));
             }
-            EventKind::LeaseReleased { .. } => {
+            // A run that waits releases its lease with the wait (T7).
+            EventKind::LeaseReleased { .. } | EventKind::Waiting { .. } => {
                 holder.remove(thread);
             }
-            EventKind::CommitStep { .. }
-            | EventKind::CommitToolResults { .. }
-            | EventKind::Respond { .. } => {
+            kind if run_commit_version(kind).is_some() => {
                 let top = newest.get(thread).copied().unwrap_or(0);
                 let ok = holder
                     .get(thread)

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use pai_runtime::{EventKind, NoteDecision, RunDecision, RunStatus, ToolCallDecision};
 
-use super::facts::{handlers, invocations};
+use super::facts::{committed_message, handlers, invocations};
 use super::observed::{Observed, Violation};
 use crate::hooks::HookSpec;
 use crate::scenario::OracleId;
@@ -124,16 +124,7 @@ fn nothing_uncommitted_stored(o: &Observed<'_>) -> Vec<Violation> {
     let committed: BTreeSet<(&str, &str)> = o
         .events
         .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Admitted { trigger: m }
-            | EventKind::Steered { message: m }
-            | EventKind::Respond { message: m, .. }
-            | EventKind::CommitStep { message: m, .. }
-            | EventKind::CommitToolResults { message: m, .. } => {
-                Some((e.thread_id.as_str(), m.as_str()))
-            }
-            _ => None,
-        })
+        .filter_map(|e| Some((e.thread_id.as_str(), committed_message(&e.kind)?)))
         .collect();
     let mut out = Vec::new();
     for t in o.threads {

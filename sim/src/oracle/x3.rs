@@ -2,8 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, EventKind, StoredThread};
+use pai_runtime::{Event, StoredThread};
 
+use super::facts::committed_message;
 use super::observed::Violation;
 use crate::scenario::OracleId;
 
@@ -21,15 +22,10 @@ pub(super) fn check(events: &[Event], threads: &[StoredThread]) -> Vec<Violation
         .collect();
     let mut out = Vec::new();
     for e in events {
-        let id = match &e.kind {
-            EventKind::Admitted { trigger: m }
-            | EventKind::Steered { message: m }
-            | EventKind::Respond { message: m, .. }
-            | EventKind::CommitStep { message: m, .. }
-            | EventKind::CommitToolResults { message: m, .. } => m,
-            _ => continue,
+        let Some(id) = committed_message(&e.kind) else {
+            continue;
         };
-        if !stored.contains_key(&(e.thread_id.as_str(), id.as_str())) {
+        if !stored.contains_key(&(e.thread_id.as_str(), id)) {
             out.push(Violation {
                 oracle: OracleId::X3,
                 run: Some(e.run_id.clone()),

@@ -3,6 +3,7 @@
 //! and loading with positions (SPEC X1).
 
 mod checked;
+mod field;
 mod names;
 mod position;
 mod spec;
@@ -15,13 +16,14 @@ use std::sync::Arc;
 use annotate_snippets::{AnnotationKind, Level, Renderer, Snippet};
 
 pub use checked::{
-    AgentDef, Behaviour, CheckError, DEFAULT_TIME_LIMIT_MS, Expectation, FieldPath, HookDef,
-    Scenario, Segment, ToolDef,
+    AgentDef, Behaviour, DEFAULT_TIME_LIMIT_MS, Expectation, HookDef, Scenario, ToolDef,
 };
+pub use field::{CheckError, FieldPath, Segment};
 pub use names::{EventName, OracleId};
 pub use spec::{
-    AgentSpec, CancelRun, CancelSpec, Expect, FaultSpec, ModelSpec, OnOutputSpec, RequestExpect,
-    ScenarioSpec, TimelineEntry, ToolCallSpec, ToolSpec, TurnSpec,
+    AgentSpec, CallRef, CancelRun, CancelSpec, DenySpec, Expect, FaultSpec, ModelSpec,
+    OnOutputSpec, RequestExpect, ScenarioSpec, SubmitSpec, TimelineEntry, ToolCallSpec, ToolSpec,
+    TurnSpec,
 };
 pub use timeline::{Action, CallName, Moment};
 
@@ -212,7 +214,7 @@ send = "hi"
         let e = Scenario::parse(Path::new("a.toml"), &text).unwrap_err();
         assert_eq!(
             e.message,
-            "timeline[0]: expected exactly one of send, steer, cancel, watch"
+            "timeline[0]: expected exactly one of send, steer, cancel, watch, approve, deny, submit_result, expect_waiting"
         );
         assert_eq!(e.location, Some((4, 1)), "the [[timeline]] header: {e}");
         let text = MINIMAL.replace(

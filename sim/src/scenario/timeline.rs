@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::checked::{CheckError, Segment, fail};
+use super::field::{CheckError, Segment, fail};
 use super::spec::{CallRef, CancelRun, CancelSpec, TimelineEntry};
 use crate::hooks::TransformSpec;
 

@@ -124,6 +124,14 @@ pub fn tool(schema: &mut Schema) {
     );
 }
 
+/// `patch_metadata` changes something: `count`, `set` or both.
+pub fn patch_metadata(schema: &mut Schema) {
+    schema.ensure_object().insert(
+        "anyOf".into(),
+        json!([present("count"), { "required": ["set"], "properties": { "set": { "minProperties": 1 } } }]),
+    );
+}
+
 /// An `on_output` handler does something: `count`, `keep` or both.
 pub fn on_output(schema: &mut Schema) {
     schema

@@ -76,6 +76,24 @@ fn message(out: &mut String, m: &Message) {
     }
 }
 
+/// A run's metadata and waiting calls, when it has them (SPEC T6, T7).
+fn run_details(out: &mut String, r: &pai_runtime::RunRecord) {
+    if let Some(m) = &r.metadata {
+        let _ = writeln!(out, "        metadata {}", crate::format::json(m));
+    }
+    for c in &r.waiting {
+        let answer = c.answer.as_ref().map_or("unanswered", |a| a.as_str());
+        let _ = writeln!(
+            out,
+            "        waiting on {} {} ({}, step {}): {answer}",
+            c.call_id,
+            c.tool,
+            c.kind.as_str(),
+            c.step
+        );
+    }
+}
+
 /// Renders the whole transcript of one run.
 pub(crate) fn render(o: &Observed<'_>, verdicts: &Verdicts, notes: &[String]) -> String {
     let mut out = String::new();
@@ -109,6 +127,10 @@ pub(crate) fn render(o: &Observed<'_>, verdicts: &Verdicts, notes: &[String]) ->
                 opt(&r.reason),
                 r.steps
             );
+            run_details(&mut out, r);
+        }
+        if let Some(holder) = &t.lease_holder {
+            let _ = writeln!(out, "lease held by {holder}");
         }
     }
     live(&mut out, o.live);

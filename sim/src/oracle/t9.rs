@@ -1,0 +1,295 @@
+//! SPEC T9 (with T4, T7): every call a run waited on ends with exactly one
+//! final result, and that result is the one its answer asks for. Answers
+//! name calls of the run's latest wait, once each, while it waits.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use pai_runtime::{
+    Answer, Event, EventKind, Part, ResultSource, Role, RunStage, RunStatus, StoredThread,
+    ToolResultDecision,
+};
+use serde_json::Value;
+
+use super::observed::{Observed, Violation};
+use crate::scenario::OracleId;
+
+/// A stored result: its source and output.
+type Stored<'a> = (ResultSource, &'a Value);
+
+/// One call a run waited on, as the log tells it.
+#[derive(Debug, Default)]
+struct Waited<'a> {
+    thread: &'a str,
+    run: &'a str,
+    /// Its answer and where the log has it.
+    answer: Option<(&'a Answer, usize)>,
+    /// A resumed episode's prepare_run came after the wait: the answers
+    /// were honoured (not given up by a cancel or a respond).
+    honoured: bool,
+    /// Where the call's tools started.
+    started: Vec<usize>,
+    /// An `after_tool_result` replaced its output.
+    replaced: bool,
+}
+
+pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
+    let (waited, mut out) = from_log(o.events);
+    let results = stored_results(o.threads);
+    let status: BTreeMap<&str, RunStatus> = o
+        .threads
+        .iter()
+        .flat_map(|t| t.runs.iter().map(|r| (r.id.as_str(), r.status)))
+        .collect();
+    let latest = latest_waits(o.events);
+    let broken = broken_by_hooks(o.events);
+    for (call, w) in &waited {
+        let found = results
+            .get(&(w.thread, *call))
+            .map_or(&[][..], Vec::as_slice);
+        let status = status.get(w.run).copied();
+        let still_waiting = status == Some(RunStatus::Waiting)
+            && latest.get(w.run).is_some_and(|l| l.contains(call));
+        // A run a hook broke (L4), or one the time limit cut short, may
+        // leave its calls without results; never with two.
+        let may_lack = o.cut_short || broken.contains(w.run);
+        let problem = match found.len() {
+            0 if still_waiting || may_lack => None,
+            1 if !still_waiting => honoured(w, found[0]),
+            n => Some(format!(
+                "has {n} results{}",
+                if still_waiting {
+                    " while the run still waits on it"
+                } else {
+                    ""
+                }
+            )),
+        };
+        if let Some(p) = problem {
+            let message = format!("waiting call {call} {p}");
+            out.push(Violation::new(OracleId::T9, Some(w.run), message));
+        }
+    }
+    out
+}
+
+/// Runs that failed, or were cancelled as a hook or an `on_output` handler
+/// failed (the failure came while the cancel was pending): what they had
+/// not committed is lost (L4), their waiting calls' results included.
+fn broken_by_hooks(events: &[Event]) -> BTreeSet<&str> {
+    events
+        .iter()
+        .filter(|e| match &e.kind {
+            EventKind::Failed { .. } => true,
+            EventKind::Cancelled { phase } => {
+                matches!(phase, RunStage::Phase(_) | RunStage::OnOutput)
+            }
+            _ => false,
+        })
+        .map(|e| e.run_id.as_str())
+        .collect()
+}
+
+/// For each run, the calls of its latest wait.
+fn latest_waits(events: &[Event]) -> BTreeMap<&str, Vec<&str>> {
+    let mut out = BTreeMap::new();
+    for e in events {
+        if let EventKind::Waiting { calls } = &e.kind {
+            out.insert(
+                e.run_id.as_str(),
+                calls.iter().map(String::as_str).collect(),
+            );
+        }
+    }
+    out
+}
+
+/// The calls each wait names, what happened to them in the log, and the
+/// answers that named no call of their run's latest wait, came when it did
+/// not wait, or came twice.
+fn from_log(events: &[Event]) -> (BTreeMap<&str, Waited<'_>>, Vec<Violation>) {
+    let mut waited: BTreeMap<&str, Waited<'_>> = BTreeMap::new();
+    // Per run: the calls of its latest wait, while it waits.
+    let mut open: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (i, e) in events.iter().enumerate() {
+        let run = e.run_id.as_str();
+        match &e.kind {
+            EventKind::Waiting { calls } => {
+                for c in calls {
+                    let w = Waited {
+                        thread: &e.thread_id,
+                        run,
+                        ..Waited::default()
+                    };
+                    waited.insert(c, w);
+                }
+                open.insert(run, calls.iter().map(String::as_str).collect());
+            }
+            EventKind::Answered { call_id, answer } => {
+                let listed = open.get(run).is_some_and(|c| c.contains(&call_id.as_str()));
+                let w = waited.get_mut(call_id.as_str()).filter(|_| listed);
+                let problem = match w {
+                    None => Some("names no call the run waits on"),
+                    Some(w) if w.answer.is_some() => Some("answers it a second time"),
+                    Some(w) => {
+                        w.answer = Some((answer, i));
+                        None
+                    }
+                };
+                if let Some(p) = problem {
+                    let message = format!("answer for {call_id} {p}");
+                    out.push(Violation::new(OracleId::T9, Some(run), message));
+                }
+            }
+            EventKind::LeaseAcquired { .. } => {
+                open.remove(run);
+            }
+            EventKind::PrepareRun { resumed: true, .. } => {
+                for w in waited.values_mut().filter(|w| w.run == run) {
+                    w.honoured = true;
+                }
+            }
+            EventKind::ToolStart { call_id, .. } => {
+                if let Some(w) = waited.get_mut(call_id.as_str()) {
+                    w.started.push(i);
+                }
+            }
+            EventKind::AfterToolResult {
+                call_id,
+                decision: ToolResultDecision::ReplaceOutput(_),
+                ..
+            } => {
+                if let Some(w) = waited.get_mut(call_id.as_str()) {
+                    w.replaced = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    (waited, out)
+}
+
+/// Stored results by (thread, call id), over every tool message.
+fn stored_results(threads: &[StoredThread]) -> BTreeMap<(&str, &str), Vec<Stored<'_>>> {
+    let mut out: BTreeMap<(&str, &str), Vec<Stored<'_>>> = BTreeMap::new();
+    for t in threads {
+        for m in t.messages.iter().filter(|m| m.role == Role::Tool) {
+            for p in &m.parts {
+                if let Part::ToolResult {
+                    call_id,
+                    source,
+                    output,
+                    ..
+                } = p
+                {
+                    let key = (t.id.as_str(), call_id.as_str());
+                    out.entry(key).or_default().push((*source, output));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What is wrong with an answered call's one result, if anything: a denial
+/// is stored as such with its reason, a submitted output as the client's,
+/// an approved call ran (unless `after_tool_result` replaced the output:
+/// then only the source is judged).
+fn honoured(w: &Waited<'_>, (source, output): Stored<'_>) -> Option<String> {
+    let (answer, at) = w.answer.filter(|_| w.honoured)?;
+    let kept = |v: &Value| w.replaced || output == v;
+    match answer {
+        Answer::Denied { reason } => {
+            let want = Value::String(reason.clone());
+            (source != ResultSource::Denied || !kept(&want))
+                .then(|| format!("was denied, but its result is {source:?} {output}"))
+        }
+        Answer::Submitted { output: given } => (source != ResultSource::Client || !kept(given))
+            .then(|| format!("was submitted {given}, but its result is {source:?} {output}")),
+        Answer::Approved => {
+            let ran = w.started.iter().any(|s| *s > at);
+            (!ran || matches!(source, ResultSource::Denied | ResultSource::Client))
+                .then(|| format!("was approved, but never started (result {source:?})"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(kind: EventKind) -> Event {
+        Event {
+            at: 0,
+            thread_id: "t".into(),
+            run_id: "r".into(),
+            kind,
+        }
+    }
+
+    fn answer(call: &str) -> EventKind {
+        EventKind::Answered {
+            call_id: call.into(),
+            answer: Answer::Approved,
+        }
+    }
+
+    /// SPEC T9: an answer names a call of the run's latest wait, once,
+    /// while the run waits.
+    #[test]
+    fn t9_answers_name_waiting_calls_once() {
+        let wait = EventKind::Waiting {
+            calls: vec!["a".into(), "b".into()],
+        };
+        let lease = EventKind::LeaseAcquired {
+            episode: 2,
+            token: 2,
+        };
+        let events = [
+            ev(answer("a")),
+            ev(wait),
+            ev(answer("a")),
+            ev(answer("a")),
+            ev(answer("x")),
+            ev(answer("b")),
+            ev(lease),
+            ev(answer("b")),
+        ];
+        let (waited, v) = from_log(&events);
+        let messages: Vec<&str> = v.iter().map(|v| v.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "answer for a names no call the run waits on",
+                "answer for a answers it a second time",
+                "answer for x names no call the run waits on",
+                "answer for b names no call the run waits on",
+            ]
+        );
+        assert_eq!(waited.len(), 2);
+    }
+
+    /// A denied call's result says denied, with the reason; an approved
+    /// call's result comes after its tool started.
+    #[test]
+    fn t9_results_follow_their_answers() {
+        let reason = Answer::Denied {
+            reason: "no".into(),
+        };
+        let mut w = Waited {
+            answer: Some((&reason, 3)),
+            honoured: true,
+            ..Waited::default()
+        };
+        let no = Value::String("no".into());
+        assert_eq!(honoured(&w, (ResultSource::Denied, &no)), None);
+        assert!(honoured(&w, (ResultSource::Tool, &no)).is_some());
+        let approved = Answer::Approved;
+        w.answer = Some((&approved, 3));
+        assert!(honoured(&w, (ResultSource::Tool, &no)).is_some());
+        w.started.push(4);
+        assert_eq!(honoured(&w, (ResultSource::Tool, &no)), None);
+        w.honoured = false;
+        assert_eq!(honoured(&w, (ResultSource::Cancelled, &no)), None);
+    }
+}
