@@ -30,6 +30,9 @@ struct Waited<'a> {
     started: Vec<usize>,
     /// An `after_tool_result` replaced its output.
     replaced: bool,
+    /// The run was cancelled or responded after the wait: answers may be
+    /// given up (cancelled results) instead of honoured (T8, L12).
+    cut_off: bool,
 }
 
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
@@ -154,6 +157,11 @@ fn from_log(events: &[Event]) -> (BTreeMap<&str, Waited<'_>>, Vec<Violation>) {
                     w.started.push(i);
                 }
             }
+            EventKind::Cancelled { .. } | EventKind::Respond { .. } => {
+                for w in waited.values_mut().filter(|w| w.run == run) {
+                    w.cut_off = true;
+                }
+            }
             EventKind::AfterToolResult {
                 call_id,
                 decision: ToolResultDecision::ReplaceOutput(_),
@@ -208,7 +216,8 @@ fn honoured(w: &Waited<'_>, (source, output): Stored<'_>) -> Option<String> {
             .then(|| format!("was submitted {given}, but its result is {source:?} {output}")),
         Answer::Approved => {
             let ran = w.started.iter().any(|s| *s > at);
-            (!ran || matches!(source, ResultSource::Denied | ResultSource::Client))
+            let given_up = w.cut_off && source == ResultSource::Cancelled;
+            (!(ran || given_up) || matches!(source, ResultSource::Denied | ResultSource::Client))
                 .then(|| format!("was approved, but never started (result {source:?})"))
         }
     }
