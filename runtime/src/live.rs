@@ -12,6 +12,7 @@ use crate::clock::Millis;
 use crate::message::Outcome;
 use crate::model::StreamPart;
 use crate::store::RunStatus;
+use crate::store::WaitingCall;
 use crate::transform::{Pipeline, StreamTransform};
 
 /// One thing a watcher sees.
@@ -33,6 +34,13 @@ pub enum LiveEvent {
     },
     /// The thread changed: refresh to see version `version` (H1).
     Committed { at: Millis, version: u64 },
+    /// A run waits for a client to answer these calls (SPEC T7): a client
+    /// shows them (approve, deny, run a client tool) and answers.
+    RunWaiting {
+        at: Millis,
+        run_id: String,
+        calls: Vec<WaitingCall>,
+    },
     /// A run ended (a run's status is not a commit, so watchers are told here).
     RunEnded {
         at: Millis,

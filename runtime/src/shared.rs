@@ -54,6 +54,21 @@ impl<C> Shared<C> {
         });
     }
 
+    /// Tells a thread's watchers that `run` waits on `calls` (T7).
+    pub(crate) fn run_waits(&self, thread: &str, run: &str, calls: Vec<crate::store::WaitingCall>) {
+        let mut process = self.process.lock();
+        let attached = process.entry(thread.to_string()).or_default();
+        if attached.watchers.is_empty() {
+            return;
+        }
+        let at = self.clock.now();
+        crate::live::tell(&mut attached.watchers, || LiveEvent::RunWaiting {
+            at,
+            run_id: run.to_string(),
+            calls: calls.clone(),
+        });
+    }
+
     /// Appends messages to a thread in one commit (under `token` for a run's
     /// writes, SPEC K2) and tells its watchers.
     pub(crate) fn commit(

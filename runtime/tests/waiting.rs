@@ -181,8 +181,20 @@ async fn t7_t9_approval_and_client_calls_wait_and_resume() {
     let rt = runtime(seen.clone(), false);
     let client = rt.client("alice");
     let thread = client.thread("t1");
+    let mut watch = thread.watch(vec![]).unwrap();
     let first = thread.send("mail bob").await.unwrap();
     let state = thread.wait_until_idle().await.unwrap();
+    let mut told = Vec::new();
+    while let Some(e) = watch.try_next() {
+        if let pai_runtime::LiveEvent::RunWaiting { calls, .. } = e {
+            told.extend(calls.into_iter().map(|c| (c.call_id, c.kind)));
+        }
+    }
+    let kinds = [
+        ("c2".to_string(), pai_runtime::ToolKind::Approval),
+        ("c3".to_string(), pai_runtime::ToolKind::Client),
+    ];
+    assert_eq!(told, kinds, "a watcher hears what the run waits on");
     let run = &state.runs[0];
     assert_eq!(run.status, RunStatus::Waiting);
     assert_eq!(

@@ -1,9 +1,11 @@
 //! Property tests over whole simulated runs, with the generator of `pai-sim
 //! fuzz` (SPEC D8): compositions of any hooks of the library (failing or
 //! panicking in any phase, guards and redactors in any order), tools with
-//! every behaviour, scripts with secrets across delta boundaries, provider
-//! errors and unavailable models, and timelines of sends, steers, cancels
-//! (at the same instant as a send, of a named run) and watchers.
+//! every behaviour (approval and client tools, `on_output` handlers
+//! included), scripts with secrets across delta boundaries, provider errors
+//! and unavailable models, and timelines of sends, steers, cancels (at the
+//! same instant as a send, of a named run, of a waiting run), watchers and
+//! answers to waiting calls (approve, deny, submit, right or wrong).
 //!
 //! Every oracle judges every case, and every case runs twice (D3, D4). The
 //! regressions proptest found are checked in and replayed first.

@@ -94,6 +94,8 @@ async fn run_one<C: Send + Sync + 'static>(
         if let EpisodeEnd::Wait(calls) = ended {
             // The store released the lease when it recorded the wait.
             sh.emit(thread, run, || EventKind::Waiting { calls });
+            let waiting = sh.store.read(thread, |rec| rec.waiting_calls(run));
+            sh.run_waits(thread, run, waiting.unwrap_or_default());
             return;
         }
         let _ = sh.store.write(thread, |rec| rec.release_lease(run));

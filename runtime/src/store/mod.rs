@@ -819,6 +819,31 @@ mod tests {
         assert_eq!(rec.runs()[0].status, RunStatus::Running);
     }
 
+    /// SPEC H1, K2, L14: a metadata write is one fenced commit; a run counts
+    /// its own steps and episodes, which a resume continues from.
+    #[test]
+    fn h1_metadata_writes_are_fenced_commits_and_runs_count_their_own() {
+        let mut rec = ThreadRec::new("a", "o");
+        rec.admit("r1", "m1");
+        rec.admit("r2", "m2");
+        rec.start_next();
+        let token = rec.acquire_lease("r1");
+        rec.acquire_lease("r1");
+        let stale = rec.set_run_metadata("r1", token, Value::from(1));
+        assert!(matches!(stale, Err(StoreError::StaleLease { .. })));
+        assert_eq!((rec.version(), rec.run_metadata("r1")), (0, None));
+        let token = rec.lease.token;
+        assert_eq!(rec.set_run_metadata("r1", token, Value::from(2)), Ok(1));
+        assert_eq!(rec.set_run_metadata("r1", token, Value::from(3)), Ok(2));
+        assert_eq!(rec.run_metadata("r1"), Some(&Value::from(3)));
+        assert_eq!(rec.run_metadata("r2"), None);
+        rec.step_committed("r1");
+        rec.step_committed("r1");
+        rec.step_committed("r1");
+        assert_eq!((rec.steps("r1"), rec.steps("r2")), (3, 0));
+        assert_eq!((rec.episodes("r1"), rec.episodes("r2")), (2, 0));
+    }
+
     /// SPEC K6: a cancel reaching a waiting run makes it resumable at once.
     #[test]
     fn k6_a_cancelled_waiting_run_resumes_to_end() {

@@ -38,6 +38,7 @@ pub(super) fn at(event: &LiveEvent) -> u64 {
         LiveEvent::Part { at, .. }
         | LiveEvent::Aborted { at, .. }
         | LiveEvent::Committed { at, .. }
+        | LiveEvent::RunWaiting { at, .. }
         | LiveEvent::RunEnded { at, .. } => *at,
     }
 }
@@ -86,6 +87,14 @@ fn receive(lane: &mut WatcherLane, pos: Pos, event: &LiveEvent) {
             format!("refresh v{version}"),
             format!("refresh: version {version}"),
         ),
+        LiveEvent::RunWaiting { run_id, calls, .. } => {
+            let ids: Vec<&str> = calls.iter().map(|c| c.call_id.as_str()).collect();
+            (
+                "ok",
+                "waits".to_string(),
+                format!("{run_id} waits on {}", ids.join(", ")),
+            )
+        }
         LiveEvent::RunEnded {
             run_id,
             status,

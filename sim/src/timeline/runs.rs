@@ -106,6 +106,17 @@ impl Builder {
                 self.extend(&Key::Episode, &detail);
                 self.close(&Key::Episode, pos, "ok", "");
             }
+            EventKind::Waiting { .. } => {
+                // The episode ends and releases its lease; the run waits (T7).
+                self.close(&Key::Step, pos, "ok", "");
+                self.step = None;
+                self.extend(&Key::Episode, &detail);
+                self.close(&Key::Episode, pos, "ok", " · waits");
+                self.mark(Kind::Phase, "ok", pos, "wait".into(), detail);
+            }
+            EventKind::Answered { .. } => {
+                self.mark(Kind::Phase, "ok", pos, "answer".into(), detail)
+            }
             EventKind::ModelCall { .. }
             | EventKind::AttemptFailed { .. }
             | EventKind::Stream { .. } => self.attempt(pos, kind, &detail),

@@ -177,6 +177,13 @@ fn live(out: &mut String, live: &[(String, LiveEvent)]) {
             LiveEvent::Committed { at, version } => {
                 format!("{at:>6}ms {name} refresh: version {version}")
             }
+            LiveEvent::RunWaiting { at, run_id, calls } => {
+                let calls: Vec<String> = calls
+                    .iter()
+                    .map(|c| format!("{} {} ({})", c.call_id, c.tool, c.kind.as_str()))
+                    .collect();
+                format!("{at:>6}ms {name} {run_id} waits on {}", calls.join(", "))
+            }
             LiveEvent::RunEnded {
                 at,
                 run_id,
