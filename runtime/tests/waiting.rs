@@ -371,6 +371,7 @@ async fn t7_a_denied_call_never_runs() {
         (r[1].1, &r[1].2),
         (ResultSource::Denied, &json!("not to bob"))
     );
+    assert_eq!(state.runs[0].status, RunStatus::Completed);
     let notes: Notes = serde_json::from_value(state.runs[0].metadata.clone().unwrap()).unwrap();
     assert_eq!(notes.sent, 0, "on_output runs for successful outputs only");
 }
@@ -474,4 +475,68 @@ async fn l12_a_response_on_resume_still_ends_every_waiting_call() {
         state.messages.last().map(|m| m.text()).as_deref(),
         Some("Stopped.")
     );
+}
+
+/// A model whose step 0 calls a slow backend tool beside an approval call.
+struct SlowModel;
+impl LanguageModel for SlowModel {
+    fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
+        let parts = match r.step {
+            0 => vec![
+                StreamPart::ToolCall {
+                    call_id: "c1".into(),
+                    tool: "slow".into(),
+                    input: json!({}),
+                },
+                StreamPart::ToolCall {
+                    call_id: "c2".into(),
+                    tool: "send".into(),
+                    input: json!({"to": "bob"}),
+                },
+                StreamPart::Finish(FinishReason::ToolCalls),
+            ],
+            _ => vec![StreamPart::Finish(FinishReason::Stop)],
+        };
+        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
+    }
+}
+
+/// SPEC T8, K5: a cancel while a backend tool runs beside a pending
+/// approval call gives each call exactly one cancelled result.
+#[tokio::test(start_paused = true)]
+async fn t8_a_cancel_beside_a_pending_call_gives_each_call_one_result() {
+    let (_, send) = tools();
+    let slow = typed_tool(
+        "slow",
+        "takes a while",
+        false,
+        |_cx, _i: Value| async move {
+            tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+            Ok::<_, ToolError>(json!("late"))
+        },
+    );
+    let agent = Agent::<()>::new("a", "m")
+        .typed_tool(&slow)
+        .typed_tool(&send);
+    let rt = Runtime::builder(agent, ())
+        .models(ModelMap::new().with("m", Arc::new(SlowModel)))
+        .clock(Arc::new(StillClock))
+        .ids(Arc::new(CountingIds::default()))
+        .build()
+        .unwrap();
+    let thread = rt.client("alice").thread("t1");
+    thread.send("go").await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    thread.cancel().unwrap();
+    let state = thread.wait_until_idle().await.unwrap();
+    assert_eq!(state.runs[0].status, RunStatus::Cancelled);
+    let ids: Vec<(String, ResultSource)> = results(&state.messages)
+        .into_iter()
+        .map(|(c, s, _)| (c, s))
+        .collect();
+    let expected = [
+        ("c1".to_string(), ResultSource::Cancelled),
+        ("c2".to_string(), ResultSource::Cancelled),
+    ];
+    assert_eq!(ids, expected);
 }

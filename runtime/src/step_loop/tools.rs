@@ -335,8 +335,9 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         input: &Value,
         result: ToolResult,
     ) -> Result<ToolResult, Fail> {
-        let successful = result.status == ToolStatus::Output
-            && matches!(result.source, ResultSource::Tool | ResultSource::Client);
+        // Only the tool's own output and a client's submitted one have
+        // status output; every other source is an error.
+        let successful = result.status == ToolStatus::Output;
         if successful && self.sh.agent.on_output.handles(&result.tool) {
             self.on_output(step, input, &result)?;
         }

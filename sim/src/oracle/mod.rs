@@ -22,8 +22,8 @@ mod l14;
 mod l4;
 mod m1;
 mod m3;
-mod m5;
 mod observed;
+mod p8;
 mod reference;
 mod request;
 mod routes;
@@ -67,7 +67,7 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     violations.extend(k5::check(o));
     violations.extend(k6::check(o));
     violations.extend(m3::check(o));
-    violations.extend(m5::check(o));
+    violations.extend(p8::check(o));
     violations.extend(routes::check(o));
     violations.extend(check::check(o));
     Verdicts {

@@ -64,7 +64,7 @@ oracles! {
     H6 = "H6" ["H6"]: "In every context sent, each tool call has exactly one result after it.";
     M1 = "M1" ["M1"]: "No step's context holds a message stored after the step started.";
     M3 = "M3" ["M3"]: "Every history read a hook makes returns only messages at or before its step's anchor.";
-    M5 = "M5" ["M5", "P8"]: "Model-only overlays never outlive their episode: each model call sends at most its episode's own overlay plus its step's appends.";
+    P8 = "P8" ["P8", "P5"]: "Model-only overlays never outlive their episode (nor a step patch its step): each model call sends at most its episode's own overlay plus its step's appends.";
     P1P6 = "P1-P6" ["P1", "P2", "P3", "P4", "P5", "P6"]: "The route of every attempt equals an independent fold of the run, step and attempt patches.";
     X3 = "X3" ["X3"]: "Nothing committed is lost or reordered, whatever failed.";
     Request = "request" []: "Each request matches its scripted turn's `expect` table.";

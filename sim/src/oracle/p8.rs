@@ -1,4 +1,4 @@
-//! SPEC M5 (with P5, P8): model-only overlays are episode-local. An
+//! SPEC P8 (with P5): model-only overlays are episode-local. An
 //! episode's overlay is what its own `prepare_run` hooks appended, never
 //! one carried over from an earlier episode (a wait, a steer); a model
 //! call sends no more model-only messages than that overlay and its own
@@ -75,7 +75,7 @@ fn check_events(events: &[Event]) -> Vec<Violation> {
                         "the episode's overlay has {overlay} messages; its prepare_run hooks appended {}",
                         a.run
                     );
-                    out.push(Violation::new(OracleId::M5, Some(run), message));
+                    out.push(Violation::new(OracleId::P8, Some(run), message));
                 }
             }
             EventKind::ModelCall {
@@ -92,7 +92,7 @@ fn check_events(events: &[Event]) -> Vec<Violation> {
                     let message = format!(
                         "step {step} attempt {attempt} sent {overlay} model-only messages; the episode's overlay and the step's patches add {allowed}"
                     );
-                    out.push(Violation::new(OracleId::M5, Some(run), message));
+                    out.push(Violation::new(OracleId::P8, Some(run), message));
                 }
             }
             _ => {}
