@@ -102,6 +102,16 @@ fn tools() -> (TypedTool<AddIn, AddOut>, TypedTool<SendIn, SendOut>) {
     (add, send)
 }
 
+/// A runtime for `agent` whose model "m" is `model`, on still time.
+fn build(agent: Agent<()>, model: Arc<dyn LanguageModel>) -> Runtime<()> {
+    Runtime::builder(agent, ())
+        .models(ModelMap::new().with("m", model))
+        .clock(Arc::new(StillClock))
+        .ids(Arc::new(CountingIds::default()))
+        .build()
+        .unwrap()
+}
+
 fn runtime(seen: Seen, complete: bool) -> Runtime<()> {
     let (add, send) = tools();
     let pick = client_tool::<PickIn, PickOut>("pick", "the user picks");
@@ -146,12 +156,7 @@ fn runtime(seen: Seen, complete: bool) -> Runtime<()> {
             Box::new(remember),
             Box::new(finish),
         ]));
-    Runtime::builder(agent, ())
-        .models(ModelMap::new().with("m", Arc::new(Model)))
-        .clock(Arc::new(StillClock))
-        .ids(Arc::new(CountingIds::default()))
-        .build()
-        .unwrap()
+    build(agent, Arc::new(Model))
 }
 
 fn results(messages: &[pai_runtime::Message]) -> Vec<(String, ResultSource, Value)> {
@@ -409,12 +414,7 @@ fn runtime_with(hooks: Vec<Box<dyn pai_runtime::Lifecycle<()>>>, panics: bool) -
             Ok(())
         })
         .lifecycle(compose(hooks));
-    Runtime::builder(agent, ())
-        .models(ModelMap::new().with("m", Arc::new(Model)))
-        .clock(Arc::new(StillClock))
-        .ids(Arc::new(CountingIds::default()))
-        .build()
-        .unwrap()
+    build(agent, Arc::new(Model))
 }
 
 /// SPEC X2, T6: a panic in an on_output handler fails the run.
@@ -518,12 +518,7 @@ async fn t8_a_cancel_beside_a_pending_call_gives_each_call_one_result() {
     let agent = Agent::<()>::new("a", "m")
         .typed_tool(&slow)
         .typed_tool(&send);
-    let rt = Runtime::builder(agent, ())
-        .models(ModelMap::new().with("m", Arc::new(SlowModel)))
-        .clock(Arc::new(StillClock))
-        .ids(Arc::new(CountingIds::default()))
-        .build()
-        .unwrap();
+    let rt = build(agent, Arc::new(SlowModel));
     let thread = rt.client("alice").thread("t1");
     thread.send("go").await.unwrap();
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;

@@ -20,6 +20,7 @@ mod run;
 mod scenario;
 mod schema;
 pub mod snapshot;
+mod steps;
 mod suite;
 mod timeline;
 mod transcript;

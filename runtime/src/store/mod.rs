@@ -656,6 +656,7 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
+    use super::waiting::tests::call;
     use super::*;
     use crate::message::{PaiMeta, Part, Producer, Visibility};
 
@@ -773,17 +774,6 @@ mod tests {
         );
     }
 
-    fn waiting(id: &str, kind: crate::tool::ToolKind) -> WaitingCall {
-        WaitingCall {
-            call_id: id.into(),
-            tool: "t".into(),
-            input: Value::Null,
-            kind,
-            step: 0,
-            answer: None,
-        }
-    }
-
     /// SPEC T7, T9, K6: a waiting run releases its lease and stays current,
     /// so a queued run cannot start; it resumes when every call is answered
     /// (or a cancel came); a cancel asked for first refuses the wait.
@@ -795,7 +785,7 @@ mod tests {
         rec.admit("r2", "m2");
         rec.start_next();
         rec.acquire_lease("r1");
-        assert!(rec.wait("r1", vec![waiting("c1", Approval), waiting("c2", Client)]));
+        assert!(rec.wait("r1", vec![call("c1", Approval), call("c2", Client)]));
         assert_eq!(
             (rec.lease.holder.clone(), rec.runs()[0].status),
             (None, RunStatus::Waiting)
@@ -815,7 +805,7 @@ mod tests {
         );
         // A cancel before the wait is recorded refuses it.
         assert_eq!(rec.cancel(None), Ok(CancelTarget::Active("r1".into())));
-        assert!(!rec.wait("r1", vec![waiting("c3", Approval)]));
+        assert!(!rec.wait("r1", vec![call("c3", Approval)]));
         assert_eq!(rec.runs()[0].status, RunStatus::Running);
     }
 
@@ -851,7 +841,7 @@ mod tests {
         rec.admit("r1", "m1");
         rec.start_next();
         rec.acquire_lease("r1");
-        assert!(rec.wait("r1", vec![waiting("c1", crate::tool::ToolKind::Approval)]));
+        assert!(rec.wait("r1", vec![call("c1", crate::tool::ToolKind::Approval)]));
         assert_eq!(rec.cancel(None), Ok(CancelTarget::Waiting("r1".into())));
         let started = rec.start_next().expect("resumes");
         assert!(started.resumed && started.cancel_requested);

@@ -80,10 +80,11 @@ pub(crate) fn answer(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn call(id: &str, kind: ToolKind) -> WaitingCall {
+    /// A waiting call `id` of a tool of `kind`, unanswered.
+    pub(crate) fn call(id: &str, kind: ToolKind) -> WaitingCall {
         WaitingCall {
             call_id: id.into(),
             tool: "t".into(),

@@ -181,3 +181,14 @@ pub(super) fn hook_written(s: &Scenario) -> Vec<&str> {
     }
     out
 }
+
+/// An event of run `r` on thread `t` at time 0, for oracle unit tests.
+#[cfg(test)]
+pub(super) fn ev(kind: EventKind) -> Event {
+    Event {
+        at: 0,
+        thread_id: "t".into(),
+        run_id: "r".into(),
+        kind,
+    }
+}

@@ -86,6 +86,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
+    use crate::oracle::facts::ev;
 
     fn thread(results: &[&str]) -> StoredThread {
         let part = |c: &&str| Part::ToolResult {
@@ -113,15 +114,6 @@ mod tests {
             metadata: Default::default(),
             runs: vec![],
             lease_holder: None,
-        }
-    }
-
-    fn ev(kind: EventKind) -> Event {
-        Event {
-            at: 0,
-            thread_id: "t".into(),
-            run_id: "r".into(),
-            kind,
         }
     }
 

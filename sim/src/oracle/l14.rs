@@ -166,18 +166,10 @@ fn step_number(run: &mut Run, kind: &EventKind) -> Result<(), String> {
                 false => Err(format!("step {step} began, expected step {expected}")),
             };
         }
-        EventKind::PrepareModelStep { step, .. }
-        | EventKind::ModelCall { step, .. }
-        | EventKind::AttemptFailed { step, .. }
-        | EventKind::Stream { step, .. }
-        | EventKind::CommitStep { step, .. }
-        | EventKind::BeforeToolCall { step, .. }
-        | EventKind::ToolStart { step, .. }
-        | EventKind::ToolEnd { step, .. }
-        | EventKind::AfterToolResult { step, .. }
-        | EventKind::CommitToolResults { step, .. }
-        | EventKind::AfterStep { step, .. } => *step,
-        _ => return Ok(()),
+        other => match crate::steps::step_of(other) {
+            Some(step) => step,
+            None => return Ok(()),
+        },
     };
     match run.step {
         Some(s) if s == carried => Ok(()),
@@ -301,15 +293,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-
-    fn ev(kind: EventKind) -> Event {
-        Event {
-            at: 0,
-            thread_id: "t".into(),
-            run_id: "r".into(),
-            kind,
-        }
-    }
+    use crate::oracle::facts::ev;
 
     fn prepare_run(resumed: bool) -> EventKind {
         EventKind::PrepareRun {

@@ -106,15 +106,7 @@ mod tests {
     use pai_runtime::{ModelMessage, Route};
 
     use super::*;
-
-    fn ev(kind: EventKind) -> Event {
-        Event {
-            at: 0,
-            thread_id: "t".into(),
-            run_id: "r".into(),
-            kind,
-        }
-    }
+    use crate::oracle::facts::ev;
 
     fn appending(phase: Phase, n: usize) -> Event {
         let patch = Patch {

@@ -226,15 +226,7 @@ fn honoured(w: &Waited<'_>, (source, output): Stored<'_>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ev(kind: EventKind) -> Event {
-        Event {
-            at: 0,
-            thread_id: "t".into(),
-            run_id: "r".into(),
-            kind,
-        }
-    }
+    use crate::oracle::facts::ev;
 
     fn answer(call: &str) -> EventKind {
         EventKind::Answered {

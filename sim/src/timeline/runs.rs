@@ -10,6 +10,7 @@ use pai_runtime::{
 use super::axis::{Pos, Ranker};
 use super::detail::{describe, transition};
 use super::model::{Item, Kind, Row, RunLane, ThreadLanes, thread_summary};
+use crate::steps::step_of;
 
 /// The worker every run runs on while there is one process.
 const WORKER: &str = "local";
@@ -319,26 +320,6 @@ impl Builder {
             ending: self.ending.unwrap_or_else(|| "no end event".to_string()),
             rows: rows(self.items),
         }
-    }
-}
-
-/// The step an event belongs to, if it is inside one.
-fn step_of(kind: &EventKind) -> Option<u32> {
-    match kind {
-        EventKind::ContextLeaf { step, .. }
-        | EventKind::ResolveModelContext { step, .. }
-        | EventKind::PrepareModelStep { step, .. }
-        | EventKind::ModelCall { step, .. }
-        | EventKind::AttemptFailed { step, .. }
-        | EventKind::Stream { step, .. }
-        | EventKind::CommitStep { step, .. }
-        | EventKind::BeforeToolCall { step, .. }
-        | EventKind::ToolStart { step, .. }
-        | EventKind::ToolEnd { step, .. }
-        | EventKind::AfterToolResult { step, .. }
-        | EventKind::CommitToolResults { step, .. }
-        | EventKind::AfterStep { step, .. } => Some(*step),
-        _ => None,
     }
 }
 

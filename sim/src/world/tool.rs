@@ -26,6 +26,19 @@ pub fn on_output(
     }
 }
 
+/// `Ok` when `value` has every field of `keys`, else which it misses.
+fn has_fields(value: &Value, keys: &[String]) -> Result<(), String> {
+    let missing: Vec<&str> = keys
+        .iter()
+        .filter(|k| value.get(k.as_str()).is_none())
+        .map(String::as_str)
+        .collect();
+    match missing.is_empty() {
+        true => Ok(()),
+        false => Err(format!("missing field(s) {}", missing.join(", "))),
+    }
+}
+
 #[derive(Debug)]
 pub struct ScriptedTool {
     spec: ToolSpec,
@@ -59,32 +72,12 @@ impl Tool for ScriptedTool {
 
     /// A submitted output must be an object with the `output_requires` fields.
     fn check_output(&self, output: &Value) -> Result<(), String> {
-        let missing: Vec<&str> = self
-            .def
-            .output_requires
-            .iter()
-            .filter(|k| output.get(k.as_str()).is_none())
-            .map(String::as_str)
-            .collect();
-        match missing.is_empty() {
-            true => Ok(()),
-            false => Err(format!("missing field(s) {}", missing.join(", "))),
-        }
+        has_fields(output, &self.def.output_requires)
     }
 
     fn call(&self, _cx: ToolCx, input: Value) -> HookFuture<'_, ToolOutcome> {
-        let missing: Vec<&str> = self
-            .def
-            .requires
-            .iter()
-            .filter(|k| input.get(k.as_str()).is_none())
-            .map(String::as_str)
-            .collect();
-        if !missing.is_empty() {
-            return HookFuture::ready(ToolOutcome::InvalidInput(format!(
-                "missing field(s) {}",
-                missing.join(", ")
-            )));
+        if let Err(missing) = has_fields(&input, &self.def.requires) {
+            return HookFuture::ready(ToolOutcome::InvalidInput(missing));
         }
         HookFuture::new(async move {
             if self.def.latency_ms > 0 {
