@@ -397,7 +397,14 @@ fn t6_on_output_with_another_metadata_type_is_refused_at_build() {
         .clock(Arc::new(StillClock))
         .ids(Arc::new(CountingIds::default()))
         .build();
-    assert!(matches!(built, Err(BuildError::MetadataType { .. })));
+    let Err(e @ BuildError::MetadataType { .. }) = built else {
+        panic!("built with a mistyped on_output");
+    };
+    let said = e.to_string();
+    assert!(
+        said.contains("waiting::Notes") && said.contains("u32"),
+        "{said}"
+    );
 }
 
 /// A runtime whose hooks are `hooks`, with the test's tools and model.
