@@ -241,10 +241,11 @@ pub enum EventKind {
     Waiting {
         calls: Vec<String>,
     },
-    /// A client answered a waiting call (SPEC T9).
+    /// A client answered a waiting call (SPEC T9): one commit.
     Answered {
         call_id: String,
         answer: Answer,
+        version: u64,
     },
     /// The run was cancelled while in `phase`; only the lease release and the end follow.
     Cancelled {

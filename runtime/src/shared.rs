@@ -87,11 +87,11 @@ impl<C> Shared<C> {
     /// version) with the thread's process side at hand, then tells its
     /// watchers. The process side stays
     /// locked throughout, so watchers hear of commits in version order (H1).
-    pub(crate) fn commit_in<T>(
+    pub(crate) fn commit_in<T, E>(
         &self,
         thread: &str,
-        op: impl FnOnce(&Store, &mut Attached) -> Result<(T, u64), StoreError>,
-    ) -> Result<T, StoreError> {
+        op: impl FnOnce(&Store, &mut Attached) -> Result<(T, u64), E>,
+    ) -> Result<T, E> {
         let mut process = self.process.lock();
         let attached = process.entry(thread.to_string()).or_default();
         let (out, version) = op(&self.store, attached)?;

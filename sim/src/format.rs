@@ -197,10 +197,18 @@ pub(crate) fn waiting_event(kind: &EventKind) -> String {
         EventKind::Waiting { calls } => {
             format!("wait on [{}] (lease released)", calls.join(", "))
         }
-        EventKind::Answered { call_id, answer } => match answer {
-            Answer::Approved => format!("answer {call_id} approved"),
-            Answer::Denied { reason } => format!("answer {call_id} denied {}", quoted(reason)),
-            Answer::Submitted { output } => format!("answer {call_id} submitted {}", json(output)),
+        EventKind::Answered {
+            call_id,
+            answer,
+            version,
+        } => match answer {
+            Answer::Approved => format!("answer {call_id} approved v{version}"),
+            Answer::Denied { reason } => {
+                format!("answer {call_id} denied {} v{version}", quoted(reason))
+            }
+            Answer::Submitted { output } => {
+                format!("answer {call_id} submitted {} v{version}", json(output))
+            }
         },
         other => other.name().to_string(),
     }

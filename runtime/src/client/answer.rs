@@ -39,19 +39,22 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
     fn answer(&self, call_id: &str, answer: Answer) -> Result<(), ClientError> {
         let sh = self.shared();
         self.check_output(call_id, &answer)?;
-        let mut process = sh.process.lock();
-        let attached = process.entry(self.id.clone()).or_default();
         let agent = &sh.agent.name;
-        let recorded = sh.store.write(&self.id, |rec| {
-            rec.check_scope(&self.id, &self.identity, agent)?;
-            Ok::<_, ClientError>(rec.answer(call_id, answer.clone()))
-        })??;
-        let (run, ready) = recorded.map_err(|miss| miss_error(call_id, miss))?;
-        let start = ready && attached.claim_driver();
-        drop(process);
-        sh.emit(&self.id, &run, || EventKind::Answered {
+        // One commit (H1): watchers hear of it, in version order.
+        let (done, start) = sh.commit_in(&self.id, |store, attached| {
+            let done = store.write(&self.id, |rec| {
+                rec.check_scope(&self.id, &self.identity, agent)?;
+                rec.answer(call_id, answer.clone())
+                    .map_err(|miss| miss_error(call_id, miss))
+            })??;
+            let start = done.ready && attached.claim_driver();
+            let version = done.version;
+            Ok::<_, ClientError>(((done, start), version))
+        })?;
+        sh.emit(&self.id, &done.run, || EventKind::Answered {
             call_id: call_id.to_string(),
             answer,
+            version: done.version,
         });
         if start {
             tokio::spawn(crate::step_loop::drive(sh.clone(), self.id.clone()));

@@ -422,7 +422,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
             })??;
             let (submitted, version) = done;
             let start = matches!(submitted, Submitted::Run { .. }) && attached.claim_driver();
-            Ok(((submitted, start), version))
+            Ok::<_, StoreError>(((submitted, start), version))
         })?;
         let run_id = match submitted {
             Submitted::Steer { run } => {

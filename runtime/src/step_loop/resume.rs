@@ -60,7 +60,9 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 })??;
                 Ok((a, a.version))
             })
-            .map_err(|e| Fail::new(RunStage::CommitToolResults, e.to_string()))?;
+            .map_err(|e: crate::store::StoreError| {
+                Fail::new(RunStage::CommitToolResults, e.to_string())
+            })?;
         self.emit(|| EventKind::CommitToolResults {
             step,
             message: id,

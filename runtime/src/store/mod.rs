@@ -96,6 +96,17 @@ impl RunRecord {
     }
 }
 
+/// What recording an answer did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Answered {
+    /// The waiting run.
+    pub(crate) run: String,
+    /// Every waiting call of its step has an answer: it can resume.
+    pub(crate) ready: bool,
+    /// The thread's version after the answer's commit.
+    pub(crate) version: u64,
+}
+
 /// A run the driver takes up: a queued run's start, or a waiting run's resume.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Started {
@@ -308,20 +319,23 @@ impl ThreadRec {
         true
     }
 
-    /// Records a client's answer to a waiting call of the current run (T9):
-    /// the run's id and whether it can resume now.
-    pub(crate) fn answer(
-        &mut self,
-        call_id: &str,
-        given: Answer,
-    ) -> Result<(String, bool), AnswerMiss> {
+    /// Records a client's answer to a waiting call of the current run (T9),
+    /// one commit (H1): the run's id, whether it can resume now, and the
+    /// thread's new version.
+    pub(crate) fn answer(&mut self, call_id: &str, given: Answer) -> Result<Answered, AnswerMiss> {
         let current = self.current.clone().ok_or(AnswerMiss::NotWaiting)?;
         let r = self.run_mut(&current).ok_or(AnswerMiss::NotWaiting)?;
         if r.status != RunStatus::Waiting {
             return Err(AnswerMiss::NotWaiting);
         }
         waiting::answer(&mut r.waiting, call_id, given)?;
-        Ok((current, r.resumable()))
+        let ready = r.resumable();
+        self.version += 1;
+        Ok(Answered {
+            run: current,
+            ready,
+            version: self.version,
+        })
     }
 
     /// The waiting calls `run` resumes with.
@@ -791,12 +805,19 @@ mod tests {
             (None, RunStatus::Waiting)
         );
         assert_eq!(rec.start_next(), None, "r2 waits behind the waiting run");
-        assert_eq!(rec.answer("c1", Answer::Approved), Ok(("r1".into(), false)));
+        let first = rec.answer("c1", Answer::Approved);
+        let first = first.map(|a| (a.run, a.ready, a.version));
+        assert_eq!(
+            first,
+            Ok(("r1".into(), false, 1)),
+            "an answer is one commit (H1)"
+        );
         assert_eq!(rec.start_next(), None, "c2 still waits");
         let out = Answer::Submitted {
             output: Value::Null,
         };
-        assert_eq!(rec.answer("c2", out), Ok(("r1".into(), true)));
+        let last = rec.answer("c2", out).map(|a| (a.run, a.ready, a.version));
+        assert_eq!(last, Ok(("r1".into(), true, 2)));
         let resumed = rec.start_next().expect("resumes");
         assert_eq!((resumed.run.as_str(), resumed.resumed), ("r1", true));
         assert_eq!(

@@ -29,6 +29,8 @@ pub(super) fn versions(events: &[Event], threads: &[StoredThread]) -> Vec<Violat
                 }
                 continue;
             }
+            // A client's answer to a waiting call is one commit (T9).
+            EventKind::Answered { version, .. } => *version,
             kind => match run_commit_version(kind) {
                 Some(v) => v,
                 None => continue,

@@ -413,6 +413,7 @@ mod tests {
             answer: Answer::Denied {
                 reason: "no".into(),
             },
+            version: 3,
         });
         k.extend([lease(), prepare_run(true)]);
         k.extend(result(0, "c"));

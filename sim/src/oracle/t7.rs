@@ -118,6 +118,7 @@ mod tests {
         let answer = EventKind::Answered {
             call_id: "c".into(),
             answer: Answer::Approved,
+            version: 3,
         };
         let lease = EventKind::LeaseAcquired {
             episode: 2,

@@ -128,7 +128,9 @@ fn from_log(events: &[Event]) -> (BTreeMap<&str, Waited<'_>>, Vec<Violation>) {
                 }
                 open.insert(run, calls.iter().map(String::as_str).collect());
             }
-            EventKind::Answered { call_id, answer } => {
+            EventKind::Answered {
+                call_id, answer, ..
+            } => {
                 let listed = open.get(run).is_some_and(|c| c.contains(&call_id.as_str()));
                 let w = waited.get_mut(call_id.as_str()).filter(|_| listed);
                 let problem = match w {
@@ -232,6 +234,7 @@ mod tests {
         EventKind::Answered {
             call_id: call.into(),
             answer: Answer::Approved,
+            version: 1,
         }
     }
 

@@ -180,6 +180,7 @@ mod tests {
             EventKind::Answered {
                 call_id: String::new(),
                 answer: pai_runtime::Answer::Approved,
+                version: 1,
             },
             EventKind::OnOutput {
                 step: 0,

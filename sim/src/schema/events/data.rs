@@ -210,6 +210,8 @@ pub enum EventData {
         call_id: String,
         /// The answer.
         answer: AnswerRecord,
+        /// The thread's version after the answer's commit.
+        version: u64,
     },
     /// A tool finished; `detail` carries a thrown error's text (logs only, SPEC T5).
     ToolEnd {
@@ -433,9 +435,14 @@ impl From<&EventKind> for EventData {
                 EventData::ContextMessage { message, version }
             }
             EventKind::Waiting { calls } => EventData::Wait { calls },
-            EventKind::Answered { call_id, answer } => EventData::Answer {
+            EventKind::Answered {
+                call_id,
+                answer,
+                version,
+            } => EventData::Answer {
                 call_id,
                 answer: (&answer).into(),
+                version,
             },
             EventKind::ToolEnd {
                 step,
