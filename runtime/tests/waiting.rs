@@ -442,7 +442,8 @@ async fn x2_a_panicking_on_output_fails_the_run() {
 }
 
 /// SPEC L1, L12, T4: a prepare_run that responds on the resume still gives
-/// every waiting call a result (cancelled) before the response ends the run.
+/// every waiting call a result before the response ends the run: the
+/// approved call never runs (cancelled), the client's output stays.
 #[tokio::test]
 async fn l12_a_response_on_resume_still_ends_every_waiting_call() {
     let guard = hook::prepare_run("guard", |_, i| {
@@ -475,8 +476,9 @@ async fn l12_a_response_on_resume_still_ends_every_waiting_call() {
         [
             ResultSource::Tool,
             ResultSource::Cancelled,
-            ResultSource::Cancelled
-        ]
+            ResultSource::Client
+        ],
+        "the approved call never ran; the client's output stays its result"
     );
     assert_eq!(
         state.messages.last().map(|m| m.text()).as_deref(),

@@ -18,7 +18,9 @@ use crate::store::{Answer, WaitingCall};
 pub(super) enum Resolution {
     /// As their answers say.
     Answered,
-    /// Every call gets a cancelled result with this text (T8, A3).
+    /// The run will not go on (cancelled, or it responded): a call that
+    /// has not run and has no final answer gets a cancelled result with
+    /// this text (T8); a denial or a client's output stays the result.
     GiveUp(&'static str),
 }
 
@@ -79,13 +81,12 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         w: &WaitingCall,
         how: Resolution,
     ) -> Result<ToolResult, std::sync::Arc<dyn crate::tool::Tool>> {
-        let text = match how {
-            Resolution::GiveUp(text) => text,
-            Resolution::Answered => CANCELLED_WAITING,
-        };
-        let answer = match how {
-            Resolution::Answered => w.answer.as_ref(),
-            Resolution::GiveUp(_) => None,
+        // A denial or a client's output is final whatever happens to the
+        // run; an approved call that has not run, or a call nobody
+        // answered, is given up when the run will not go on.
+        let (answer, text) = match (how, w.answer.as_ref()) {
+            (Resolution::GiveUp(text), Some(Answer::Approved) | None) => (None, text),
+            (_, answer) => (answer, CANCELLED_WAITING),
         };
         match answer {
             None => Ok(call.error(ResultSource::Cancelled, Value::String(text.into()))),
