@@ -1,0 +1,249 @@
+//! Tests of the thread record: leases and fencing (K2), versions (H1),
+//! the queue (K1), cancels (K6), waiting and answers (T7, T9).
+use super::waiting::tests::call;
+use super::*;
+use crate::message::{PaiMeta, Part, Producer, Visibility};
+
+fn message(text: &str) -> Message {
+    Message {
+        id: text.to_string(),
+        seq: 0,
+        role: Role::User,
+        parts: vec![Part::text(text)],
+        visibility: Visibility::ALL,
+        pai: PaiMeta::new(Producer::User, None, None, 0),
+    }
+}
+
+#[test]
+fn k2_a_stale_token_changes_nothing() {
+    let mut rec = ThreadRec::new("a", "o");
+    let old = rec.acquire_lease("r1");
+    let new = rec.acquire_lease("r2");
+    assert!(new > old);
+    assert_eq!(
+        rec.append(Some(new), [message("x")]).map(|a| a.version),
+        Ok(1)
+    );
+    let refused = rec.append(Some(old), [message("y")]);
+    assert_eq!(
+        refused,
+        Err(StoreError::StaleLease {
+            given: old,
+            current: new
+        })
+    );
+    assert_eq!((rec.version(), rec.messages().len()), (1, 1));
+}
+
+#[test]
+fn h1_one_version_per_commit_and_rising_sequence_numbers() {
+    let mut rec = ThreadRec::new("a", "o");
+    let first = rec.append(None, [message("a"), message("b")]).unwrap();
+    let second = rec.append(None, [message("c")]).unwrap();
+    assert_eq!((first.version, first.first_seq), (1, 1));
+    assert_eq!((second.version, second.first_seq), (2, 3));
+    assert_eq!(rec.last_seq(), 3);
+}
+
+#[test]
+fn k1_runs_start_in_arrival_order_and_finish_clears_the_lease() {
+    let mut rec = ThreadRec::new("a", "o");
+    rec.admit("r1", "m1");
+    rec.admit("r2", "m2");
+    assert_eq!(rec.start_next().map(|s| s.run).as_deref(), Some("r1"));
+    assert_eq!(rec.queue.front().map(String::as_str), Some("r2"));
+    rec.acquire_lease("r1");
+    let end = RunEnd {
+        status: RunStatus::Completed,
+        outcome: Outcome::Completed,
+        reason: None,
+    };
+    rec.finish_run("r1", &end);
+    assert_eq!(rec.current_run(), None);
+    assert_eq!(rec.lease.holder, None);
+    assert_eq!(rec.runs()[0].status, RunStatus::Completed);
+    assert_eq!(rec.start_next().map(|s| s.run).as_deref(), Some("r2"));
+}
+
+fn user(id: &str, run: &str) -> Message {
+    let mut m = message(id);
+    m.pai.run_id = Some(run.to_string());
+    m
+}
+
+/// SPEC L1: a run's latest user message is its own (its trigger or a
+/// steer stored for it), never the message of a run queued behind it;
+/// and a queued run's messages, its trigger included, wait for it (K1).
+#[test]
+fn l1_latest_user_message_belongs_to_the_run() {
+    let mut rec = ThreadRec::new("a", "o");
+    rec.append(None, [user("m1", "r1")]).unwrap();
+    rec.admit("r1", "m1");
+    rec.start_next();
+    rec.append(None, [user("m2", "r2"), user("m3", "r3")])
+        .unwrap();
+    rec.admit("r2", "m2");
+    rec.admit("r3", "m3");
+    rec.append(None, [user("s1", "r1")]).unwrap();
+    assert_eq!(rec.latest_user_of("r1").map(|m| m.id.as_str()), Some("s1"));
+    assert_eq!(rec.latest_user_of("r2").map(|m| m.id.as_str()), Some("m2"));
+    assert!(rec.is_queued_message(&rec.messages()[1]));
+    assert!(
+        !rec.is_queued_message(&rec.messages()[3]),
+        "r1's steer is r1's"
+    );
+    // A steer left over when r1 ends starts r4: it is r4's until r4 starts.
+    rec.admit("r4", "s1");
+    assert!(rec.is_queued_message(&rec.messages()[3]));
+    assert_eq!(rec.latest_user_of("r4").map(|m| m.id.as_str()), Some("s1"));
+}
+
+/// SPEC K6: a cancel reaches the current run, else the oldest queued
+/// one (which then never starts), else says there is none.
+#[test]
+fn k6_cancel_reaches_the_current_or_a_queued_run() {
+    let mut rec = ThreadRec::new("a", "o");
+    assert_eq!(rec.cancel(None), Err(CancelMiss::NoRun));
+    rec.admit("r1", "m1");
+    rec.admit("r2", "m2");
+    assert_eq!(rec.cancel(None), Ok(CancelTarget::Queued("r1".into())));
+    assert_eq!(rec.runs()[0].status, RunStatus::Cancelled);
+    assert_eq!(rec.start_next().map(|s| s.run).as_deref(), Some("r2"));
+    assert_eq!(rec.cancel(None), Ok(CancelTarget::Active("r2".into())));
+    assert_eq!(rec.cancel(Some("r1")), Err(CancelMiss::Ended("r1".into())));
+    assert_eq!(
+        rec.cancel(Some("r9")),
+        Err(CancelMiss::Unknown("r9".into()))
+    );
+}
+
+/// SPEC T7, T9, K6: a waiting run releases its lease and stays current,
+/// so a queued run cannot start; it resumes when every call is answered
+/// (or a cancel came); a cancel asked for first refuses the wait.
+#[test]
+fn t9_a_waiting_run_stays_current_and_resumes_when_answered() {
+    use crate::tool::ToolKind::{Approval, Client};
+    let mut rec = ThreadRec::new("a", "o");
+    rec.admit("r1", "m1");
+    rec.admit("r2", "m2");
+    rec.start_next();
+    rec.acquire_lease("r1");
+    assert!(rec.wait("r1", vec![call("c1", Approval), call("c2", Client)]));
+    assert_eq!(
+        (rec.lease.holder.clone(), rec.runs()[0].status),
+        (None, RunStatus::Waiting)
+    );
+    assert_eq!(rec.start_next(), None, "r2 waits behind the waiting run");
+    let first = rec.answer("c1", Answer::Approved);
+    let first = first.map(|a| (a.run, a.ready, a.version));
+    assert_eq!(
+        first,
+        Ok(("r1".into(), false, 1)),
+        "an answer is one commit (H1)"
+    );
+    assert_eq!(rec.start_next(), None, "c2 still waits");
+    let out = Answer::Submitted {
+        output: Value::Null,
+    };
+    let last = rec.answer("c2", out).map(|a| (a.run, a.ready, a.version));
+    assert_eq!(last, Ok(("r1".into(), true, 2)));
+    let resumed = rec.start_next().expect("resumes");
+    assert_eq!((resumed.run.as_str(), resumed.resumed), ("r1", true));
+    assert_eq!(
+        rec.answer("c2", Answer::Approved),
+        Err(AnswerMiss::NotWaiting)
+    );
+    // A cancel before the wait is recorded refuses it.
+    assert_eq!(rec.cancel(None), Ok(CancelTarget::Active("r1".into())));
+    assert!(!rec.wait("r1", vec![call("c3", Approval)]));
+    assert_eq!(rec.runs()[0].status, RunStatus::Running);
+}
+
+/// SPEC H1, K2, L14: a metadata write is one fenced commit; a run counts
+/// its own steps and episodes, which a resume continues from.
+#[test]
+fn h1_metadata_writes_are_fenced_commits_and_runs_count_their_own() {
+    let mut rec = ThreadRec::new("a", "o");
+    rec.admit("r1", "m1");
+    rec.admit("r2", "m2");
+    rec.start_next();
+    let token = rec.acquire_lease("r1");
+    rec.acquire_lease("r1");
+    let stale = rec.set_run_metadata("r1", token, Value::from(1));
+    assert!(matches!(stale, Err(StoreError::StaleLease { .. })));
+    assert_eq!((rec.version(), rec.run_metadata("r1")), (0, None));
+    let token = rec.lease.token;
+    assert_eq!(rec.set_run_metadata("r1", token, Value::from(2)), Ok(1));
+    assert_eq!(rec.set_run_metadata("r1", token, Value::from(3)), Ok(2));
+    assert_eq!(rec.run_metadata("r1"), Some(&Value::from(3)));
+    assert_eq!(rec.run_metadata("r2"), None);
+    rec.step_committed("r1");
+    rec.step_committed("r1");
+    rec.step_committed("r1");
+    assert_eq!((rec.steps("r1"), rec.steps("r2")), (3, 0));
+    assert_eq!((rec.episodes("r1"), rec.episodes("r2")), (2, 0));
+}
+
+/// SPEC K6: a cancel reaching a waiting run makes it resumable at once.
+#[test]
+fn k6_a_cancelled_waiting_run_resumes_to_end() {
+    let mut rec = ThreadRec::new("a", "o");
+    rec.admit("r1", "m1");
+    rec.start_next();
+    rec.acquire_lease("r1");
+    assert!(rec.wait("r1", vec![call("c1", crate::tool::ToolKind::Approval)]));
+    assert_eq!(rec.cancel(None), Ok(CancelTarget::Waiting("r1".into())));
+    let started = rec.start_next().expect("resumes");
+    assert!(started.resumed && started.cancel_requested);
+}
+
+/// SPEC K2 (property): for any interleaving of lease acquisitions and
+/// writes with any token handed out so far, a write lands exactly when
+/// it carries the newest token; a refused write changes nothing.
+mod k2_property {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Acquire,
+        /// Write with the i-th token handed out (modulo their number).
+        Write(usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![Just(Op::Acquire), (0usize..8).prop_map(Op::Write)]
+    }
+
+    proptest! {
+        #[test]
+        fn k2_only_the_newest_token_writes(ops in prop::collection::vec(op(), 1..40)) {
+            let mut rec = ThreadRec::new("a", "o");
+            let mut tokens: Vec<u64> = Vec::new();
+            for (i, op) in ops.iter().enumerate() {
+                match op {
+                    Op::Acquire => {
+                        let t = rec.acquire_lease(&format!("r{i}"));
+                        prop_assert!(tokens.last().is_none_or(|last| t > *last), "tokens only grow");
+                        tokens.push(t);
+                    }
+                    Op::Write(k) if !tokens.is_empty() => {
+                        let token = tokens[k % tokens.len()];
+                        let before = (rec.version(), rec.messages().len());
+                        let newest = *tokens.last().expect("some token");
+                        let wrote = rec.append(Some(token), [message("w")]);
+                        if token == newest {
+                            prop_assert_eq!(wrote.map(|a| a.version), Ok(before.0 + 1));
+                        } else {
+                            prop_assert!(wrote.is_err());
+                            prop_assert_eq!((rec.version(), rec.messages().len()), before);
+                        }
+                    }
+                    Op::Write(_) => {}
+                }
+            }
+        }
+    }
+}
