@@ -1,8 +1,8 @@
 //! Tests of the thread record: leases and fencing (K2), versions (H1),
 //! the queue (K1), cancels (K6), waiting and answers (T7, T9).
-use super::waiting::tests::call;
 use super::*;
 use crate::message::{PaiMeta, Part, Producer, Visibility};
+use crate::store::waiting::tests::call;
 
 fn message(text: &str) -> Message {
     Message {

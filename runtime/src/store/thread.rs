@@ -1,0 +1,454 @@
+//! One thread's durable record (messages, versions, runs, the queue, the
+//! lease). It keeps its own invariants through methods; nothing outside
+//! this file writes its fields.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use serde_json::{Map, Value};
+
+use super::record::{
+    Answered, Appended, CancelMiss, CancelTarget, RunEnd, RunRecord, RunStatus, Started,
+    StoreError, StoredThread,
+};
+use super::waiting::{self, Answer, AnswerMiss, WaitingCall};
+use crate::message::{Message, Outcome, Role};
+
+/// The lease on a thread's current run (SPEC K2): the holder of the current
+/// episode, and the newest fencing token handed out, which only grows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Lease {
+    holder: Option<String>,
+    token: u64,
+}
+
+/// One thread's durable record.
+#[derive(Debug)]
+pub(crate) struct ThreadRec {
+    agent: String,
+    owner: String,
+    incarnation: u64,
+    version: u64,
+    next_seq: u64,
+    messages: Vec<Message>,
+    metadata: Map<String, Value>,
+    private_metadata: Map<String, Value>,
+    runs: Vec<RunRecord>,
+    /// Runs waiting for their turn, in arrival order (SPEC K1).
+    queue: VecDeque<String>,
+    /// The run being driven now, from its start to its end.
+    current: Option<String>,
+    lease: Lease,
+    /// The newest steering message not yet taken by a step (SPEC A4).
+    pending_steer: Option<String>,
+}
+
+/// The user messages of queued runs, by run id and by trigger message id.
+#[derive(Debug)]
+pub(crate) struct QueuedMessages<'a> {
+    runs: BTreeSet<&'a str>,
+    triggers: BTreeSet<&'a str>,
+}
+
+impl QueuedMessages<'_> {
+    pub(crate) fn contains(&self, m: &Message) -> bool {
+        if m.role != Role::User || self.runs.is_empty() {
+            return false;
+        }
+        m.pai
+            .run_id
+            .as_deref()
+            .is_some_and(|r| self.runs.contains(r))
+            || self.triggers.contains(m.id.as_str())
+    }
+}
+
+impl ThreadRec {
+    pub(super) fn new(agent: &str, owner: &str) -> ThreadRec {
+        ThreadRec {
+            agent: agent.to_string(),
+            owner: owner.to_string(),
+            incarnation: 1,
+            version: 0,
+            next_seq: 1,
+            messages: Vec::new(),
+            metadata: Map::new(),
+            private_metadata: Map::new(),
+            runs: Vec::new(),
+            queue: VecDeque::new(),
+            current: None,
+            lease: Lease::default(),
+            pending_steer: None,
+        }
+    }
+
+    /// Whether `owner` acting for `agent` may reach this thread (SPEC H4).
+    pub(crate) fn check_scope(&self, id: &str, owner: &str, agent: &str) -> Result<(), StoreError> {
+        if self.owner != owner || self.agent != agent {
+            return Err(StoreError::Forbidden {
+                thread: id.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Appends messages in one commit: sequence numbers assigned, version bumped
+    /// once (SPEC H1). With `token`, the write is refused unless it carries the
+    /// thread's current lease token (SPEC K2); a refused write changes nothing.
+    pub(crate) fn append(
+        &mut self,
+        token: Option<u64>,
+        messages: impl IntoIterator<Item = Message>,
+    ) -> Result<Appended, StoreError> {
+        self.fenced(token)?;
+        let first_seq = self.next_seq;
+        for mut m in messages {
+            m.seq = self.next_seq;
+            self.next_seq += 1;
+            self.messages.push(m);
+        }
+        self.version += 1;
+        Ok(Appended {
+            version: self.version,
+            first_seq,
+        })
+    }
+
+    /// Refuses a write under `token` unless it is the current lease token (K2).
+    fn fenced(&self, token: Option<u64>) -> Result<(), StoreError> {
+        match token {
+            Some(given) if given != self.lease.token => Err(StoreError::StaleLease {
+                given,
+                current: self.lease.token,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes `run`'s metadata under the run's lease token: one commit (H1).
+    pub(crate) fn set_run_metadata(
+        &mut self,
+        run: &str,
+        token: u64,
+        value: Value,
+    ) -> Result<u64, StoreError> {
+        self.fenced(Some(token))?;
+        if let Some(r) = self.run_mut(run) {
+            r.metadata = Some(value);
+        }
+        self.version += 1;
+        Ok(self.version)
+    }
+
+    /// `run`'s metadata as stored.
+    pub(crate) fn run_metadata(&self, run: &str) -> Option<&Value> {
+        self.runs
+            .iter()
+            .find(|r| r.id == run)
+            .and_then(|r| r.metadata.as_ref())
+    }
+
+    /// Puts `run` to wait on `calls` (T7): its episode ends and it releases
+    /// the lease, but it stays the current run (T9). Refused (`false`,
+    /// nothing changed) when a cancel was requested: the run must end.
+    pub(crate) fn wait(&mut self, run: &str, calls: Vec<WaitingCall>) -> bool {
+        let Some(r) = self.run_mut(run) else {
+            return false;
+        };
+        if r.cancel_requested {
+            return false;
+        }
+        r.status = RunStatus::Waiting;
+        r.waiting = calls;
+        self.release_lease(run);
+        true
+    }
+
+    /// Records a client's answer to a waiting call of the current run (T9),
+    /// one commit (H1): the run's id, whether it can resume now, and the
+    /// thread's new version.
+    pub(crate) fn answer(&mut self, call_id: &str, given: Answer) -> Result<Answered, AnswerMiss> {
+        let current = self.current.clone().ok_or(AnswerMiss::NotWaiting)?;
+        let r = self.run_mut(&current).ok_or(AnswerMiss::NotWaiting)?;
+        if r.status != RunStatus::Waiting {
+            return Err(AnswerMiss::NotWaiting);
+        }
+        waiting::answer(&mut r.waiting, call_id, given)?;
+        let ready = r.resumable();
+        self.version += 1;
+        Ok(Answered {
+            run: current,
+            ready,
+            version: self.version,
+        })
+    }
+
+    /// The waiting calls `run` resumes with.
+    pub(crate) fn waiting_calls(&self, run: &str) -> Vec<WaitingCall> {
+        self.runs
+            .iter()
+            .find(|r| r.id == run)
+            .map(|r| r.waiting.clone())
+            .unwrap_or_default()
+    }
+
+    /// Appends a resumed run's results and forgets its waiting calls, in
+    /// one commit (T9, K5: a call with a committed result never runs again).
+    pub(crate) fn commit_resumed(
+        &mut self,
+        run: &str,
+        token: u64,
+        messages: Vec<Message>,
+    ) -> Result<Appended, StoreError> {
+        let appended = self.append(Some(token), messages)?;
+        if let Some(r) = self.run_mut(run) {
+            r.waiting.clear();
+        }
+        Ok(appended)
+    }
+
+    /// Queues a new run, started by message `trigger`, behind the others (SPEC K1).
+    pub(crate) fn admit(&mut self, run: &str, trigger: &str) {
+        self.runs.push(RunRecord::queued(run, trigger));
+        self.queue.push_back(run.to_string());
+    }
+
+    /// The run a cancel reaches (SPEC K6): the named run, or else the current
+    /// run, or else the oldest queued run. A queued run is cancelled here, at
+    /// once: it never starts.
+    pub(crate) fn cancel(&mut self, run: Option<&str>) -> Result<CancelTarget, CancelMiss> {
+        let target = match run {
+            Some(r) => r.to_string(),
+            None => self
+                .current
+                .clone()
+                .or_else(|| self.queue.front().cloned())
+                .ok_or(CancelMiss::NoRun)?,
+        };
+        if self.current.as_deref() == Some(target.as_str()) {
+            let r = self
+                .run_mut(&target)
+                .ok_or(CancelMiss::Unknown(target.clone()))?;
+            r.cancel_requested = true;
+            return Ok(match r.status {
+                RunStatus::Waiting => CancelTarget::Waiting(target),
+                _ => CancelTarget::Active(target),
+            });
+        }
+        if let Some(k) = self.queue.iter().position(|q| *q == target) {
+            self.queue.remove(k);
+            let end = RunEnd {
+                status: RunStatus::Cancelled,
+                outcome: Outcome::Cancelled,
+                reason: Some("cancelled while queued".to_string()),
+            };
+            self.finish_run(&target, &end);
+            return Ok(CancelTarget::Queued(target));
+        }
+        match self.runs.iter().any(|r| r.id == target) {
+            true => Err(CancelMiss::Ended(target)),
+            false => Err(CancelMiss::Unknown(target)),
+        }
+    }
+
+    /// The run to drive next: the current run if it waits and can resume
+    /// (T9), else nothing while a current run waits, else the next queued
+    /// run, made current and running (K1).
+    pub(crate) fn start_next(&mut self) -> Option<Started> {
+        if let Some(current) = self.current.clone() {
+            let r = self.run_mut(&current)?;
+            if !r.resumable() {
+                return None;
+            }
+            r.status = RunStatus::Running;
+            return Some(Started {
+                run: current,
+                resumed: true,
+                cancel_requested: r.cancel_requested,
+            });
+        }
+        let run = self.queue.pop_front()?;
+        if let Some(r) = self.run_mut(&run) {
+            r.status = RunStatus::Running;
+        }
+        self.current = Some(run.clone());
+        Some(Started {
+            run,
+            resumed: false,
+            cancel_requested: false,
+        })
+    }
+
+    /// The run being driven now, if any.
+    pub(crate) fn current_run(&self) -> Option<&str> {
+        self.current.as_deref()
+    }
+
+    /// Whether `m` is the user message of a run still queued (stored for it,
+    /// or the steer that will start it): it belongs to that run and enters
+    /// context (and `prepare_run`) only when that run starts (K1, L1).
+    #[cfg(test)]
+    pub(crate) fn is_queued_message(&self, m: &Message) -> bool {
+        self.queued_messages().contains(m)
+    }
+
+    /// The user messages of runs still queued, gathered once so a caller can
+    /// filter a whole thread in one pass (K1, L1).
+    pub(crate) fn queued_messages(&self) -> QueuedMessages<'_> {
+        let runs: BTreeSet<&str> = self.queue.iter().map(String::as_str).collect();
+        let triggers = self
+            .runs
+            .iter()
+            .filter(|r| runs.contains(r.id.as_str()))
+            .map(|r| r.trigger.as_str())
+            .collect();
+        QueuedMessages { runs, triggers }
+    }
+
+    /// The messages a step or a new run may see: every message but those of
+    /// runs still queued.
+    pub(crate) fn visible_messages(&self) -> impl Iterator<Item = &Message> {
+        let queued = self.queued_messages();
+        self.messages.iter().filter(move |m| !queued.contains(m))
+    }
+
+    /// The newest user message that belongs to `run` (SPEC L1): the one that
+    /// started it, or a steer stored for it. Never one of a run queued behind.
+    pub(crate) fn latest_user_of(&self, run: &str) -> Option<&Message> {
+        let trigger = self
+            .runs
+            .iter()
+            .find(|r| r.id == run)
+            .map(|r| r.trigger.as_str());
+        self.messages.iter().rev().find(|m| {
+            m.role == Role::User
+                && (m.pai.run_id.as_deref() == Some(run) || Some(m.id.as_str()) == trigger)
+        })
+    }
+
+    /// Gives `run` the lease for a new episode; returns its fencing token,
+    /// newer than every token handed out before (SPEC K2).
+    pub(crate) fn acquire_lease(&mut self, run: &str) -> u64 {
+        self.lease.token += 1;
+        self.lease.holder = Some(run.to_string());
+        if let Some(r) = self.run_mut(run) {
+            r.episodes += 1;
+        }
+        self.lease.token
+    }
+
+    /// How many model steps `run` has committed: its next step's number.
+    pub(crate) fn steps(&self, run: &str) -> u32 {
+        self.runs
+            .iter()
+            .find(|r| r.id == run)
+            .map_or(0, |r| r.steps)
+    }
+
+    /// How many episodes `run` has begun.
+    pub(crate) fn episodes(&self, run: &str) -> u32 {
+        self.runs
+            .iter()
+            .find(|r| r.id == run)
+            .map_or(0, |r| r.episodes)
+    }
+
+    /// Ends `run`'s episode: it no longer holds the lease.
+    pub(crate) fn release_lease(&mut self, run: &str) {
+        if self.lease.holder.as_deref() == Some(run) {
+            self.lease.holder = None;
+        }
+    }
+
+    /// Records a steering message for the current run's next step (SPEC A4).
+    pub(crate) fn steer(&mut self, message: &str) {
+        self.pending_steer = Some(message.to_string());
+    }
+
+    /// Takes the pending steering message, if any.
+    pub(crate) fn take_steer(&mut self) -> Option<String> {
+        self.pending_steer.take()
+    }
+
+    /// Whether a steering message waits for the next step.
+    pub(crate) fn has_steer(&self) -> bool {
+        self.pending_steer.is_some()
+    }
+
+    /// Counts one committed model step of `run`.
+    pub(crate) fn step_committed(&mut self, run: &str) {
+        if let Some(r) = self.run_mut(run) {
+            r.steps += 1;
+        }
+    }
+
+    /// Records how `run` ended; it is no longer current and holds no lease.
+    pub(crate) fn finish_run(&mut self, run: &str, end: &RunEnd) {
+        self.release_lease(run);
+        if let Some(r) = self.run_mut(run) {
+            r.status = end.status;
+            r.outcome = Some(end.outcome);
+            r.reason.clone_from(&end.reason);
+            // An ended run waits on nothing, answered or not.
+            r.waiting.clear();
+        }
+        if self.current.as_deref() == Some(run) {
+            self.current = None;
+        }
+    }
+
+    fn run_mut(&mut self, id: &str) -> Option<&mut RunRecord> {
+        self.runs.iter_mut().find(|r| r.id == id)
+    }
+
+    /// The newest sequence number stored: a step's anchor (SPEC M1).
+    pub(crate) fn last_seq(&self) -> u64 {
+        self.next_seq - 1
+    }
+
+    pub(crate) fn incarnation(&self) -> u64 {
+        self.incarnation
+    }
+
+    pub(crate) fn agent(&self) -> &str {
+        &self.agent
+    }
+
+    pub(crate) fn version(&self) -> u64 {
+        self.version
+    }
+
+    pub(crate) fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    pub(crate) fn runs(&self) -> &[RunRecord] {
+        &self.runs
+    }
+
+    pub(crate) fn metadata(&self) -> &Map<String, Value> {
+        &self.metadata
+    }
+
+    pub(crate) fn private_metadata(&self) -> &Map<String, Value> {
+        &self.private_metadata
+    }
+
+    /// The whole thread, as trusted server code sees it.
+    pub(crate) fn to_stored(&self, id: &str) -> StoredThread {
+        StoredThread {
+            id: id.to_string(),
+            agent: self.agent.clone(),
+            owner: self.owner.clone(),
+            incarnation: self.incarnation,
+            version: self.version,
+            messages: self.messages.clone(),
+            metadata: self.metadata.clone(),
+            runs: self.runs.clone(),
+            lease_holder: self.lease.holder.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;
