@@ -1,0 +1,122 @@
+//! Planted faults as written (SPEC D5).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::super::names::EventName;
+use crate::hooks::MessageSpec;
+
+/// A planted fault (SPEC D5): a lie told to the oracles about one run, so a
+/// scenario can prove an oracle fires. Faults change only what the oracles
+/// (and the transcript) read, never the runtime. Events are named by kind
+/// and counted from 1 in log order (`nth`), so a fault means the same under
+/// every seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[schemars(transform = crate::schema::checks::by_kind)]
+pub enum FaultSpec {
+    /// Remove the `nth` event of this kind.
+    Drop {
+        /// The kind of event.
+        event: EventName,
+        /// Which one, counted from 1 in log order.
+        #[serde(default = "crate::defaults::first")]
+        #[schemars(range(min = 1))]
+        nth: usize,
+    },
+    /// Swap the `nth` event of this kind with the event before it.
+    SwapWithPrevious {
+        /// The kind of event.
+        event: EventName,
+        /// Which one, counted from 1 in log order.
+        #[serde(default = "crate::defaults::first")]
+        #[schemars(range(min = 1))]
+        nth: usize,
+    },
+    /// Repeat the `nth` event of this kind right after itself.
+    Duplicate {
+        /// The kind of event.
+        event: EventName,
+        /// Which one, counted from 1 in log order.
+        #[serde(default = "crate::defaults::first")]
+        #[schemars(range(min = 1))]
+        nth: usize,
+    },
+    /// Swap the places of the `a`-th and `b`-th events of this kind.
+    Swap {
+        /// The kind of event.
+        event: EventName,
+        /// One event, counted from 1 in log order.
+        #[schemars(range(min = 1))]
+        a: usize,
+        /// The other, not `a` (checked by the loader).
+        #[schemars(range(min = 1))]
+        b: usize,
+    },
+    /// Swap what the `a`-th and `b`-th events of this kind say, leaving their
+    /// places, times and runs.
+    SwapPayloads {
+        /// The kind of event.
+        event: EventName,
+        /// One event, counted from 1 in log order.
+        #[schemars(range(min = 1))]
+        a: usize,
+        /// The other, not `a` (checked by the loader).
+        #[schemars(range(min = 1))]
+        b: usize,
+    },
+    /// Change a stored message: its first text part (`text`), the order of
+    /// its parts (`reverse_parts`), or its very existence (`delete`).
+    #[schemars(transform = crate::schema::checks::edit_message)]
+    EditMessage {
+        /// The message's thread.
+        #[serde(default = "crate::defaults::default_thread")]
+        thread: String,
+        /// The message's sequence number in its thread, from 1.
+        #[schemars(range(min = 1))]
+        seq: u64,
+        /// Replace its first text part with this.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        /// Reverse the order of its parts.
+        #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
+        #[schemars(extend("default" = false))]
+        reverse_parts: bool,
+        /// Delete it.
+        #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
+        #[schemars(extend("default" = false))]
+        delete: bool,
+    },
+    /// Change what the `call`-th model call was sent: add a message at the
+    /// end, or remove its `drop_message`-th message (from 1).
+    #[schemars(transform = crate::schema::checks::edit_request)]
+    EditRequest {
+        /// The model call, counted from 1.
+        #[schemars(range(min = 1))]
+        call: usize,
+        /// A message to add at the end.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        append: Option<MessageSpec>,
+        /// The message to remove, from 1.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schemars(range(min = 1))]
+        drop_message: Option<usize>,
+    },
+    /// Remove the `nth` live event a watcher received.
+    DropLive {
+        /// The watcher, by its `watch` name.
+        watcher: String,
+        /// Which live event, from 1.
+        #[serde(default = "crate::defaults::first")]
+        #[schemars(range(min = 1))]
+        nth: usize,
+    },
+    /// Add a message past every anchor to the `nth` history read, as if
+    /// the read had gone past its step's anchor.
+    GrowRead {
+        /// Which history read, from 1.
+        #[serde(default = "crate::defaults::first")]
+        #[schemars(range(min = 1))]
+        nth: usize,
+    },
+}

@@ -1,0 +1,177 @@
+//! The timeline as written: client actions at virtual times, and the calls
+//! an answer names.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::hooks::TransformSpec;
+
+/// One client action at a virtual time. Exactly one of `send`, `steer`,
+/// `cancel`, `watch`, `approve`, `deny`, `submit_result` and
+/// `expect_waiting`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(transform = crate::schema::checks::timeline_entry)]
+pub struct TimelineEntry {
+    /// Virtual milliseconds from the start.
+    #[serde(default, skip_serializing_if = "crate::defaults::is_zero")]
+    #[schemars(extend("default" = 0))]
+    pub at: u64,
+    /// The client that acts.
+    #[serde(
+        default = "crate::defaults::default_client",
+        skip_serializing_if = "crate::defaults::is_default_client"
+    )]
+    #[schemars(length(min = 1), extend("default" = crate::defaults::default_client()))]
+    pub client: String,
+    /// The thread it acts on.
+    #[serde(
+        default = "crate::defaults::default_thread",
+        skip_serializing_if = "crate::defaults::is_default_thread"
+    )]
+    #[schemars(length(min = 1), extend("default" = crate::defaults::default_thread()))]
+    pub thread: String,
+    /// Send this text as a user message (a new run, queued behind an active one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send: Option<String>,
+    /// Steer the active run with this text (SPEC A4); a `send` when none is active.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steer: Option<String>,
+    /// Cancel a run (SPEC K6, T8): `true` for the thread's current run (active,
+    /// else the oldest queued), or `{ run = N }` for the run of the thread's
+    /// N-th `send` (from 1).
+    #[serde(default, skip_serializing_if = "CancelSpec::is_none")]
+    #[schemars(extend("default" = false))]
+    pub cancel: CancelSpec,
+    /// Start watching the thread live under this name (SPEC S2); names are
+    /// unique (checked by the loader).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub watch: Option<String>,
+    /// With `watch`: the watcher's own live transforms, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub live: Vec<TransformSpec>,
+    /// Approve a waiting call of an approval tool (SPEC T7, T9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approve: Option<CallRef>,
+    /// Deny a waiting call of an approval tool; the model sees `reason`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deny: Option<DenySpec>,
+    /// Submit the output of a waiting client tool call (SPEC T7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submit_result: Option<SubmitSpec>,
+    /// Check that the thread's current run waits on exactly these calls,
+    /// unanswered, in order (`[]`: on none); a mismatch fails the run (the
+    /// `check` oracle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_waiting: Option<Vec<CallRef>>,
+    /// The action must fail with an error containing this text (checked by
+    /// the `check` oracle); without it, an error is only noted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub expect_error: Option<String>,
+}
+
+/// A tool call named by its tool and its order among that tool's calls on
+/// the thread (from 1), since call ids come from the seed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallRef {
+    /// The tool called.
+    #[schemars(length(min = 1))]
+    pub tool: String,
+    /// Which of its calls on the thread, from 1.
+    #[serde(default = "crate::defaults::first")]
+    #[schemars(range(min = 1), extend("default" = 1))]
+    pub nth: usize,
+}
+
+/// `deny = { tool = "...", nth = N, reason = "..." }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DenySpec {
+    /// The tool called.
+    #[schemars(length(min = 1))]
+    pub tool: String,
+    /// Which of its calls on the thread, from 1.
+    #[serde(default = "crate::defaults::first")]
+    #[schemars(range(min = 1), extend("default" = 1))]
+    pub nth: usize,
+    /// What the model is told.
+    #[serde(default = "default_denial")]
+    #[schemars(extend("default" = default_denial()))]
+    pub reason: String,
+}
+
+fn default_denial() -> String {
+    "denied by the user".into()
+}
+
+/// `submit_result = { tool = "...", nth = N, output = ... }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitSpec {
+    /// The tool called.
+    #[schemars(length(min = 1))]
+    pub tool: String,
+    /// Which of its calls on the thread, from 1.
+    #[serde(default = "crate::defaults::first")]
+    #[schemars(range(min = 1), extend("default" = 1))]
+    pub nth: usize,
+    /// The output the client's tool produced.
+    pub output: Value,
+}
+
+impl Default for TimelineEntry {
+    /// Nothing yet, at time 0, by the default client on the default thread.
+    fn default() -> Self {
+        TimelineEntry {
+            at: 0,
+            client: crate::defaults::default_client(),
+            thread: crate::defaults::default_thread(),
+            send: None,
+            steer: None,
+            cancel: CancelSpec::default(),
+            watch: None,
+            live: Vec::new(),
+            approve: None,
+            deny: None,
+            submit_result: None,
+            expect_waiting: None,
+            expect_error: None,
+        }
+    }
+}
+
+/// What a timeline entry cancels.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum CancelSpec {
+    /// `cancel = true`: the thread's current run; `false`: nothing.
+    Current(bool),
+    /// `cancel = { run = N }`: the run of the thread's N-th send.
+    Run(CancelRun),
+}
+
+/// `cancel = { run = N }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelRun {
+    /// The thread's N-th `send`, from 1.
+    #[schemars(range(min = 1))]
+    pub run: usize,
+}
+
+impl CancelSpec {
+    /// `cancel = false`: nothing to cancel.
+    pub fn is_none(&self) -> bool {
+        *self == CancelSpec::Current(false)
+    }
+}
+
+impl Default for CancelSpec {
+    fn default() -> Self {
+        CancelSpec::Current(false)
+    }
+}
