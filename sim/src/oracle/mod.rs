@@ -18,6 +18,7 @@ mod k5;
 mod k6;
 mod l1;
 mod l12;
+mod l13;
 mod l14;
 mod l4;
 mod m1;
@@ -32,6 +33,7 @@ mod s4;
 mod t1;
 mod t2;
 mod t5;
+mod t6;
 mod t7;
 mod t9;
 mod x3;
@@ -70,6 +72,8 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     violations.extend(p8::check(o));
     violations.extend(routes::check(o));
     violations.extend(check::check(o));
+    violations.extend(t6::check(o));
+    violations.extend(l13::check(o));
     Verdicts {
         violations,
         mismatches,

@@ -48,6 +48,8 @@ oracles! {
     L12 = "L12" ["L12"]: "A respond is stored as its canonical transform.";
     T1 = "T1" ["T1"]: "Every `before_tool_call` of a step finishes before any of its tools starts.";
     T2 = "T2" ["T2"]: "A step's tool results are committed in call order, within each tool message of the step.";
+    T6 = "T6" ["T6"]: "An `on_output` handler runs for each successful output of its tool, and for nothing else.";
+    L13 = "L13" ["L13"]: "A hidden lifecycle context message stays stored: context-visible, transcript-hidden, producer lifecycle.";
     T5 = "T5" ["T5"]: "No thrown detail reaches the model; a hook's replacement is what is stored and read.";
     T7 = "T7" ["T7"]: "A waiting run holds no lease: after its `wait` only answers and steers come until its next episode, and a run stored as waiting holds no lease and waits on calls.";
     T9 = "T9" ["T9"]: "Every waiting call ends with exactly one final result, the one its answer asks for; answers name calls of the run's latest wait, once each, while it waits.";

@@ -1,0 +1,39 @@
+//! SPEC L13: a hidden lifecycle context message is stored context-visible,
+//! transcript-hidden, with producer lifecycle, and stays stored: it
+//! survives waiting and resume.
+
+use pai_runtime::{EventKind, Producer};
+
+use super::observed::{Observed, Violation};
+use crate::scenario::OracleId;
+
+pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for e in o.events {
+        let EventKind::ContextMessage { message, .. } = &e.kind else {
+            continue;
+        };
+        let stored = o
+            .threads
+            .iter()
+            .filter(|t| t.id == e.thread_id)
+            .flat_map(|t| &t.messages)
+            .find(|m| m.id == *message);
+        let problem = match stored {
+            None => Some("is no longer stored".to_string()),
+            Some(m) if m.visibility.transcript || !m.visibility.context => Some(format!(
+                "is stored with visibility transcript={} context={}",
+                m.visibility.transcript, m.visibility.context
+            )),
+            Some(m) if m.pai.producer != Producer::Lifecycle => {
+                Some(format!("is stored as produced by {:?}", m.pai.producer))
+            }
+            Some(_) => None,
+        };
+        if let Some(p) = problem {
+            let text = format!("hidden context message {message} {p}");
+            out.push(Violation::new(OracleId::L13, Some(&e.run_id), text));
+        }
+    }
+    out
+}
