@@ -93,9 +93,10 @@ async fn run_one<C: Send + Sync + 'static>(
         let ended = settle(sh, thread, run, stop, ended);
         if let EpisodeEnd::Wait(calls) = ended {
             // The store released the lease when it recorded the wait.
-            sh.emit(thread, run, || EventKind::Waiting { calls });
-            let waiting = sh.store.read(thread, |rec| rec.waiting_calls(run));
-            sh.run_waits(thread, run, waiting.unwrap_or_default());
+            sh.emit(thread, run, || EventKind::Waiting {
+                calls: calls.iter().map(|c| c.call_id.clone()).collect(),
+            });
+            sh.run_waits(thread, run, calls);
             return;
         }
         let _ = sh.store.write(thread, |rec| rec.release_lease(run));

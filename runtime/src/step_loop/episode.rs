@@ -12,7 +12,7 @@ use crate::event::{EventKind, RunStage, Transition};
 use crate::lifecycle::{Phase, Response, RunDecision, RunInput, StreamKind};
 use crate::message::{Message, Outcome, Producer, Role, Visibility};
 use crate::patch::{Overlay, Route};
-use crate::store::{RunEnd, RunStatus};
+use crate::store::{RunEnd, RunStatus, WaitingCall};
 
 /// How an episode ended.
 #[derive(Debug)]
@@ -23,7 +23,7 @@ pub(super) enum EpisodeEnd {
     Steer,
     /// The run waits for a client to answer these calls (SPEC T7); its lease
     /// is released already.
-    Wait(Vec<String>),
+    Wait(Vec<WaitingCall>),
 }
 
 impl<C: Send + Sync + 'static> Exec<'_, C> {
@@ -90,7 +90,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 .await?;
             *next_step += 1;
             if transition == Transition::Wait {
-                return Ok(EpisodeEnd::Wait(self.waiting_ids()));
+                return Ok(EpisodeEnd::Wait(self.waiting_calls()));
             }
             if let Some(end) = episode_end(transition) {
                 return Ok(end);
@@ -98,17 +98,13 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         }
     }
 
-    /// The ids of the calls the run now waits on.
-    fn waiting_ids(&self) -> Vec<String> {
+    /// The calls the run now waits on, as the store recorded them.
+    fn waiting_calls(&self) -> Vec<WaitingCall> {
         let calls = self
             .sh
             .store
             .read(self.thread, |rec| rec.waiting_calls(self.run));
-        calls
-            .unwrap_or_default()
-            .into_iter()
-            .map(|c| c.call_id)
-            .collect()
+        calls.unwrap_or_default()
     }
 
     /// What `prepare_run` sees of the thread (L1): its stored messages at

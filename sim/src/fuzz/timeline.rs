@@ -4,7 +4,8 @@
 //! (T7, T9), timed after the sends so that a call often waits when its
 //! answer comes, with cancels and sends landing while a run waits. An
 //! answer that finds no waiting call is a typed error to the client, noted
-//! in the transcript: misses are useful too.
+//! in the transcript: misses are useful too. Timeline checks
+//! (`expect_waiting`, `expect_error`) appear where their outcome is known.
 
 use std::collections::BTreeMap;
 
@@ -35,7 +36,34 @@ pub(super) fn timeline(g: &mut Gen, waiters: &[Waiter]) -> Vec<TimelineEntry> {
     if !waiters.is_empty() {
         answers(g, waiters, &mut out);
     }
+    checks(g, &mut out);
     out
+}
+
+/// Timeline checks whose outcome the generator knows whatever the runtime
+/// does right: a thread nothing is sent to waits on nothing, and an answer
+/// naming a call no script makes is refused. A check that fails is then a
+/// real finding (the `check` oracle), never a wrong guess.
+fn checks(g: &mut Gen, out: &mut Vec<TimelineEntry>) {
+    if g.chance(10) {
+        out.push(TimelineEntry {
+            at: g.range(0, 300),
+            thread: "quiet".into(),
+            expect_waiting: Some(Vec::new()),
+            ..TimelineEntry::default()
+        });
+    }
+    if g.chance(10) {
+        out.push(TimelineEntry {
+            at: g.range(0, 300),
+            approve: Some(CallRef {
+                tool: "absent_tool".into(),
+                nth: 9,
+            }),
+            expect_error: Some("has no call".into()),
+            ..TimelineEntry::default()
+        });
+    }
 }
 
 fn thread(g: &mut Gen) -> String {
