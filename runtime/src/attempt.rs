@@ -35,20 +35,28 @@ impl ContextLink for DefaultLeaf<'_> {
         &self,
         base: Option<Vec<ModelMessage>>,
     ) -> HookFuture<'_, HookResult<Vec<ModelMessage>>> {
-        let is_base = base.is_some();
-        let out = match base {
-            Some(b) => Ok(b),
-            None => self.history.default_context().map_err(Into::into),
-        };
-        if let (Some(ev), Ok(m)) = (self.events, &out) {
-            let (step, messages) = (self.step, m.len());
+        match base {
+            Some(b) => HookFuture::ready(Ok(self.report(true, b))),
+            None => HookFuture::new(async move {
+                let read = self.history.default_context().await;
+                Ok(self.report(false, read?))
+            }),
+        }
+    }
+}
+
+impl DefaultLeaf<'_> {
+    /// Reports a leaf read to the event log, if anyone listens.
+    fn report(&self, is_base: bool, messages: Vec<ModelMessage>) -> Vec<ModelMessage> {
+        if let Some(ev) = self.events {
+            let (step, count) = (self.step, messages.len());
             ev.event(Box::new(move || EventKind::ContextLeaf {
                 step,
                 base: is_base,
-                messages,
+                messages: count,
             }));
         }
-        HookFuture::ready(out)
+        messages
     }
 }
 

@@ -10,7 +10,7 @@ use crate::error::{FailureCell, HookError, HookResult};
 use crate::future::HookFuture;
 use crate::message::{Message, ModelMessage};
 use crate::model_view::to_model_messages;
-use crate::store::{Store, ThreadRec};
+use crate::store::{HistoryRead, StoreError, StoreHandle};
 
 /// A history read that the fence refused (SPEC M3, H5).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -19,6 +19,9 @@ pub enum HistoryError {
     Gone(String),
     #[error("thread {thread} is a different incarnation or agent than this resolver's")]
     Fenced { thread: String },
+    /// The store could not answer the read.
+    #[error(transparent)]
+    Store(StoreError),
 }
 
 impl From<HistoryError> for HookError {
@@ -40,7 +43,7 @@ pub struct HistoryPage {
 /// bounded by the step's anchor (the newest sequence number at step start,
 /// SPEC M1) and fenced to the owning agent and the thread's incarnation.
 pub struct History<'a> {
-    store: &'a Store,
+    store: &'a StoreHandle,
     thread: &'a str,
     agent: &'a str,
     incarnation: u64,
@@ -59,7 +62,7 @@ impl fmt::Debug for History<'_> {
 
 impl<'a> History<'a> {
     pub(crate) fn new(
-        store: &'a Store,
+        store: &'a StoreHandle,
         thread: &'a str,
         agent: &'a str,
         incarnation: u64,
@@ -79,71 +82,73 @@ impl<'a> History<'a> {
         self.anchor
     }
 
-    fn read<T>(&self, f: impl FnOnce(&ThreadRec) -> T) -> Result<T, HistoryError> {
-        self.store
-            .read(self.thread, |rec| {
-                if rec.incarnation() != self.incarnation || rec.agent() != self.agent {
-                    return Err(HistoryError::Fenced {
-                        thread: self.thread.to_string(),
-                    });
-                }
-                Ok(f(rec))
-            })
-            .unwrap_or_else(|_| Err(HistoryError::Gone(self.thread.to_string())))
+    fn fence(&self) -> (&str, &str, u64) {
+        (self.thread, self.agent, self.incarnation)
+    }
+
+    fn refused(&self, e: StoreError) -> HistoryError {
+        match e {
+            StoreError::Forbidden { .. } => HistoryError::Fenced {
+                thread: self.thread.to_string(),
+            },
+            StoreError::NoThread(_) => HistoryError::Gone(self.thread.to_string()),
+            other => HistoryError::Store(other),
+        }
+    }
+
+    async fn messages(&self, read: HistoryRead) -> Result<Vec<Message>, HistoryError> {
+        let read = self.store.history_messages(self.fence(), read).await;
+        read.map_err(|e| self.refused(e))
+    }
+
+    async fn map(&self, read: HistoryRead) -> Result<Map<String, Value>, HistoryError> {
+        let read = self.store.history_map(self.fence(), read).await;
+        read.map_err(|e| self.refused(e))
     }
 
     /// Stored messages with sequence numbers in `from..=through`, clipped to the anchor.
-    pub fn collect(&self, from: u64, through: u64) -> Result<Vec<Message>, HistoryError> {
+    pub async fn collect(&self, from: u64, through: u64) -> Result<Vec<Message>, HistoryError> {
         let through = through.min(self.anchor);
-        self.read(|rec| {
-            rec.messages()
-                .iter()
-                .filter(|m| m.seq >= from && m.seq <= through)
-                .cloned()
-                .collect()
-        })
+        self.messages(HistoryRead::Range { from, through }).await
     }
 
     /// The same range converted straight from storage to model messages
     /// (context-visible messages only).
-    pub fn model_messages(
+    pub async fn model_messages(
         &self,
         from: u64,
         through: u64,
     ) -> Result<Vec<ModelMessage>, HistoryError> {
-        let through = through.min(self.anchor);
-        self.read(|rec| {
-            to_model_messages(
-                rec.messages()
-                    .iter()
-                    .filter(|m| m.seq >= from && m.seq <= through),
-            )
-        })
+        let messages = self.collect(from, through).await?;
+        Ok(to_model_messages(messages.iter()))
     }
 
     /// Up to `limit` messages strictly before `cursor` (or before the end of
     /// the anchored history), oldest first.
-    pub fn before(&self, cursor: Option<u64>, limit: usize) -> Result<HistoryPage, HistoryError> {
+    pub async fn before(
+        &self,
+        cursor: Option<u64>,
+        limit: usize,
+    ) -> Result<HistoryPage, HistoryError> {
         let end = cursor.unwrap_or(self.anchor + 1).min(self.anchor + 1);
-        self.read(|rec| {
-            let below: Vec<&Message> = rec.messages().iter().filter(|m| m.seq < end).collect();
-            let start = below.len().saturating_sub(limit);
-            let messages: Vec<Message> = below[start..].iter().map(|m| (*m).clone()).collect();
-            let next_cursor = (start > 0)
-                .then(|| messages.first().map(|m| m.seq))
-                .flatten();
-            HistoryPage {
-                messages,
-                next_cursor,
-            }
+        let messages = self.messages(HistoryRead::Before { end, limit }).await?;
+        let first = messages.first().map(|m| m.seq);
+        // More lies before the page when the page is full and does not
+        // start at the thread's first message.
+        let next_cursor = first.filter(|_| messages.len() == limit).filter(|&s| s > 1);
+        Ok(HistoryPage {
+            messages,
+            next_cursor,
         })
     }
 
     /// The runtime's default context: every context-visible message up to the
     /// anchor, except the messages of runs still waiting in the queue: those
     /// belong to their own run and enter context when it starts (K1, A4).
-    pub fn default_context(&self) -> Result<Vec<ModelMessage>, HistoryError> {
-        self.read(|rec| to_model_messages(rec.visible_messages().filter(|m| m.seq <= self.anchor)))
+    pub async fn default_context(&self) -> Result<Vec<ModelMessage>, HistoryError> {
+        let anchor = self.anchor;
+        let messages = self.messages(HistoryRead::Visible { anchor }).await?;
+        Ok(to_model_messages(messages.iter()))
     }
 }
 
@@ -173,13 +178,13 @@ impl ResolverThread<'_> {
     }
 
     /// Server-written, client-readable thread metadata.
-    pub fn metadata(&self) -> Result<Map<String, Value>, HistoryError> {
-        self.history.read(|rec| rec.metadata().clone())
+    pub async fn metadata(&self) -> Result<Map<String, Value>, HistoryError> {
+        self.history.map(HistoryRead::Metadata).await
     }
 
     /// Server-only thread metadata.
-    pub fn private_metadata(&self) -> Result<Map<String, Value>, HistoryError> {
-        self.history.read(|rec| rec.private_metadata().clone())
+    pub async fn private_metadata(&self) -> Result<Map<String, Value>, HistoryError> {
+        self.history.map(HistoryRead::PrivateMetadata).await
     }
 }
 
@@ -272,19 +277,25 @@ mod tests {
 
     /// SPEC M3, H5: every read is fenced to the owning agent and the
     /// thread's incarnation; a thread that is gone says so.
-    #[test]
-    fn m3_reads_are_fenced_to_agent_and_incarnation() {
-        let store = Store::default();
-        store.open("t", "agent", "owner", |_| ()).unwrap();
+    #[tokio::test]
+    async fn m3_reads_are_fenced_to_agent_and_incarnation() {
+        let store = StoreHandle::default();
+        let scope = crate::store::handle::Scope {
+            thread: "t",
+            agent: "agent",
+            owner: "owner",
+        };
+        store.open(&scope).await.unwrap();
         let ok = History::new(&store, "t", "agent", 1, 0);
-        assert_eq!(ok.collect(1, 9), Ok(vec![]));
+        assert_eq!(ok.collect(1, 9).await, Ok(vec![]));
         let fenced = HistoryError::Fenced { thread: "t".into() };
         let other_agent = History::new(&store, "t", "intruder", 1, 0);
-        assert_eq!(other_agent.collect(1, 9), Err(fenced.clone()));
+        assert_eq!(other_agent.collect(1, 9).await, Err(fenced.clone()));
         let old_incarnation = History::new(&store, "t", "agent", 2, 0);
-        assert_eq!(old_incarnation.before(None, 5), Err(fenced));
+        assert_eq!(old_incarnation.before(None, 5).await, Err(fenced));
         let gone = History::new(&store, "gone", "agent", 1, 0);
-        assert_eq!(gone.collect(1, 9), Err(HistoryError::Gone("gone".into())));
+        let gone_err = HistoryError::Gone("gone".into());
+        assert_eq!(gone.collect(1, 9).await, Err(gone_err));
         let thread = ResolverThread { history: &ok };
         assert_eq!(thread.id(), "t");
     }

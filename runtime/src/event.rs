@@ -259,6 +259,27 @@ pub enum EventKind {
     LeaseReleased {
         episode: u32,
     },
+    /// The holder renewed its lease (SPEC K3).
+    LeaseRenewed {
+        token: u64,
+    },
+    /// The driver lost the run's lease (refused as stale, or the store
+    /// could not be reached): it stops driving the run and writes nothing
+    /// more for it (SPEC K2, K3).
+    LeaseLost {
+        token: u64,
+        reason: String,
+    },
+    /// This worker took the run over from a holder whose lease expired
+    /// (SPEC K3); it continues from the last committed step.
+    TakenOver {
+        /// The worker that held the lease, if known.
+        from: Option<String>,
+        /// The previous holder's token, now stale.
+        stale_token: u64,
+        /// When that lease expired, on the store's clock.
+        expired_at: crate::clock::Millis,
+    },
     Ended {
         status: RunStatus,
         outcome: Outcome,
@@ -301,6 +322,9 @@ impl EventKind {
             EventKind::Failed { .. } => "failed",
             EventKind::Cancelled { .. } => "cancelled",
             EventKind::LeaseReleased { .. } => "lease_released",
+            EventKind::LeaseRenewed { .. } => "lease_renewed",
+            EventKind::LeaseLost { .. } => "lease_lost",
+            EventKind::TakenOver { .. } => "taken_over",
             EventKind::OnOutput { .. } => "on_output",
             EventKind::RunMetadata { .. } => "run_metadata",
             EventKind::ContextMessage { .. } => "context_message",

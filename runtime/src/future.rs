@@ -85,6 +85,24 @@ pub(crate) async fn catch_panic<F: Future>(fut: F) -> Result<F::Output, String> 
     .await
 }
 
+/// Drives `main` with `side` beside it, `main` always polled first;
+/// ends when `main` does, whatever `side` is doing.
+pub(crate) async fn alongside<F: Future>(main: F, side: impl Future<Output = ()>) -> F::Output {
+    let mut main = std::pin::pin!(main);
+    let mut side = std::pin::pin!(side);
+    let mut side_done = false;
+    std::future::poll_fn(move |cx| {
+        if let Poll::Ready(v) = main.as_mut().poll(cx) {
+            return Poll::Ready(v);
+        }
+        if !side_done {
+            side_done = side.as_mut().poll(cx).is_ready();
+        }
+        Poll::Pending
+    })
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

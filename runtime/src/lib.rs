@@ -32,6 +32,7 @@ pub mod text;
 mod tool;
 mod transform;
 mod typed_tool;
+mod worker;
 
 /// Single-phase hooks built from closures, in the spirit of [`tool_fn`]:
 ///
@@ -82,10 +83,15 @@ pub use model::{
 };
 pub use model_call::{AttemptPatch, ModelNext};
 pub use patch::{ModelSettings, Patch, ProviderOptions, Route, RoutePatch, ToolChoice};
-pub use store::{Answer, RunRecord, RunStatus, StoreError, StoredThread, WaitingCall};
+pub use store::{
+    Answer, AnswerMiss, Answered, Appended, CancelMiss, CancelTarget, Claimed, HistoryRead,
+    MemoryStore, RunEnd, RunRecord, RunStatus, Store, StoreError, StoreFuture, StoreReply,
+    StoreRequest, StoredThread, Submitted, Takeover, WaitingCall,
+};
 pub use text::{
     Pattern, PatternError, Verdict, guard_text, inspect_text_deltas, redact_text_deltas,
 };
 pub use tool::{FnTool, Tool, ToolCx, ToolError, ToolKind, ToolOutcome, ToolSpec, tool_fn};
 pub use transform::{Abort, Emit, StreamTransform};
 pub use typed_tool::{TypedTool, client_tool, typed_tool};
+pub use worker::WorkerConfig;

@@ -4,7 +4,7 @@
 //! none of this.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
@@ -74,21 +74,25 @@ impl Attached {
     }
 }
 
-/// Every thread this process has attached, by id.
+/// Every thread this process has attached, by id; each behind its own
+/// async lock, held while a commit and its watcher notices happen (H1).
 #[derive(Debug, Default)]
 pub(crate) struct Process {
-    threads: Mutex<BTreeMap<String, Attached>>,
+    threads: Mutex<BTreeMap<String, Arc<tokio::sync::Mutex<Attached>>>>,
 }
 
-impl Process {
-    /// Locks the process side. Lock order: the process before the store, so
-    /// a commit and its watcher notices happen in one critical section (H1).
-    pub(crate) fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Attached>> {
-        self.threads.lock().unwrap_or_else(|e| e.into_inner())
-    }
+/// A thread's process side, locked.
+pub(crate) type AttachedGuard = tokio::sync::OwnedMutexGuard<Attached>;
 
-    /// Runs `f` on a thread's process side, attaching it first if needed.
-    pub(crate) fn with<T>(&self, thread: &str, f: impl FnOnce(&mut Attached) -> T) -> T {
-        f(self.lock().entry(thread.to_string()).or_default())
+impl Process {
+    /// Locks a thread's process side, attaching it first if needed. Lock
+    /// order: the process side before the store, so a commit and its
+    /// watcher notices happen in one critical section (H1).
+    pub(crate) async fn attach(&self, thread: &str) -> AttachedGuard {
+        let slot = {
+            let mut map = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+            map.entry(thread.to_string()).or_default().clone()
+        };
+        slot.lock_owned().await
     }
 }

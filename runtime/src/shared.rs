@@ -11,7 +11,7 @@ use crate::live::LiveEvent;
 use crate::message::Message;
 use crate::model::ModelProvider;
 use crate::process::{Attached, Process};
-use crate::store::{Appended, RunEnd, Store, StoreError};
+use crate::store::{Appended, RunEnd, StoreError, StoreHandle, WaitingCall};
 use crate::tool::ToolSpec;
 
 pub(crate) struct Shared<C> {
@@ -23,7 +23,9 @@ pub(crate) struct Shared<C> {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) ids: Arc<dyn IdSource>,
     pub(crate) sink: Option<Arc<dyn EventSink>>,
-    pub(crate) store: Store,
+    pub(crate) store: StoreHandle,
+    /// This process's name as a lease holder, and how long its leases last.
+    pub(crate) worker: crate::worker::WorkerConfig,
     pub(crate) process: Process,
 }
 
@@ -55,9 +57,8 @@ impl<C> Shared<C> {
     }
 
     /// Tells a thread's watchers that `run` waits on `calls` (T7).
-    pub(crate) fn run_waits(&self, thread: &str, run: &str, calls: Vec<crate::store::WaitingCall>) {
-        let mut process = self.process.lock();
-        let attached = process.entry(thread.to_string()).or_default();
+    pub(crate) async fn run_waits(&self, thread: &str, run: &str, calls: Vec<WaitingCall>) {
+        let mut attached = self.process.attach(thread).await;
         if attached.watchers.is_empty() {
             return;
         }
@@ -69,36 +70,33 @@ impl<C> Shared<C> {
         });
     }
 
-    /// Appends messages to a thread in one commit (under `token` for a run's
-    /// writes, SPEC K2) and tells its watchers.
-    pub(crate) fn commit(
-        &self,
-        thread: &str,
-        token: Option<u64>,
-        messages: impl IntoIterator<Item = Message>,
-    ) -> Result<Appended, StoreError> {
-        self.commit_in(thread, |store, _| {
-            let appended = store.write(thread, |rec| rec.append(token, messages))??;
-            Ok((appended, appended.version))
-        })
-    }
-
-    /// Runs one store operation that commits once (it returns the new
-    /// version) with the thread's process side at hand, then tells its
-    /// watchers. The process side stays
-    /// locked throughout, so watchers hear of commits in version order (H1).
-    pub(crate) fn commit_in<T, E>(
-        &self,
-        thread: &str,
-        op: impl FnOnce(&Store, &mut Attached) -> Result<(T, u64), E>,
-    ) -> Result<T, E> {
-        let mut process = self.process.lock();
-        let attached = process.entry(thread.to_string()).or_default();
-        let (out, version) = op(&self.store, attached)?;
+    /// Tells a thread's watchers of a commit that made `version` (H1); the
+    /// caller holds the thread's process side since before the commit, so
+    /// they hear of commits in version order.
+    pub(crate) fn told(&self, attached: &mut Attached, version: u64) {
         if !attached.watchers.is_empty() {
             let at = self.clock.now();
             crate::live::committed(&mut attached.watchers, at, version);
         }
-        Ok(out)
+    }
+
+    /// Appends a run's messages in one commit under its lease token (SPEC
+    /// K2; with `step`, the commit of that model step) and tells the
+    /// thread's watchers.
+    pub(crate) async fn commit(
+        &self,
+        thread: &str,
+        run: &str,
+        token: u64,
+        messages: Vec<Message>,
+        step: Option<u32>,
+    ) -> Result<Appended, StoreError> {
+        let mut attached = self.process.attach(thread).await;
+        let appended = self
+            .store
+            .append(thread, run, token, messages, step)
+            .await?;
+        self.told(&mut attached, appended.version);
+        Ok(appended)
     }
 }

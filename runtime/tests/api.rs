@@ -61,7 +61,7 @@ fn s2_a_watch_can_be_awaited() {
     let rt = runtime(Agent::new("a", "m"), Arc::default());
     block_on(async {
         let t = rt.client("u").thread("t");
-        let mut watch = t.watch(Vec::new()).unwrap();
+        let mut watch = t.watch(Vec::new()).await.unwrap();
         t.send("hi").await.unwrap();
         t.wait_until_idle().await.unwrap();
         assert_eq!(

@@ -130,12 +130,12 @@ async fn h4_other_identities_cannot_reach_a_thread() {
     alice.wait_until_idle().await.unwrap();
     let mallory = rt.client("mallory").thread("t1");
     assert!(matches!(
-        mallory.state(),
+        mallory.state().await,
         Err(ClientError::Store(StoreError::Forbidden { .. }))
     ));
     assert!(mallory.send("let me in").await.is_err());
     assert_eq!(
-        alice.state().unwrap().version,
+        alice.state().await.unwrap().version,
         4,
         "a refused send changes nothing"
     );

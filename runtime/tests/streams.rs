@@ -84,7 +84,7 @@ fn run(pats: &[Pattern], chunks: Vec<String>) -> Seen {
         .unwrap()
         .block_on(async {
             let t = rt.client("u").thread("t");
-            let mut watch = t.watch(Vec::new()).unwrap();
+            let mut watch = t.watch(Vec::new()).await.unwrap();
             t.send("go").await.unwrap();
             let state = t.wait_until_idle().await.unwrap();
             let stored = state.messages[1].text();

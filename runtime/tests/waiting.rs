@@ -123,14 +123,15 @@ fn runtime(seen: Seen, complete: bool) -> Runtime<()> {
     });
     // Records each episode in the metadata and stores one hidden message.
     let remember = hook::prepare_run("remember", |cx, i| {
-        let r = cx.update_run_metadata(|n: &mut Notes| n.episodes_seen.push(i.resumed));
-        let r = r.and_then(|()| match i.resumed {
-            false => cx
-                .store_context_message("the user prefers short answers")
-                .map(drop),
-            true => Ok(()),
-        });
-        HookFuture::ready(r.map(|()| RunDecision::default()))
+        HookFuture::new(async move {
+            cx.update_run_metadata(|n: &mut Notes| n.episodes_seen.push(i.resumed))
+                .await?;
+            if !i.resumed {
+                cx.store_context_message("the user prefers short answers")
+                    .await?;
+            }
+            Ok(RunDecision::default())
+        })
     });
     let finish = hook::after_step("finish", move |_, _| {
         HookFuture::ready(Ok(match complete {
@@ -186,7 +187,7 @@ async fn t7_t9_approval_and_client_calls_wait_and_resume() {
     let rt = runtime(seen.clone(), false);
     let client = rt.client("alice");
     let thread = client.thread("t1");
-    let mut watch = thread.watch(vec![]).unwrap();
+    let mut watch = thread.watch(vec![]).await.unwrap();
     let first = thread.send("mail bob").await.unwrap();
     let state = thread.wait_until_idle().await.unwrap();
     let mut told = Vec::new();
@@ -203,7 +204,7 @@ async fn t7_t9_approval_and_client_calls_wait_and_resume() {
     let run = &state.runs[0];
     assert_eq!(run.status, RunStatus::Waiting);
     assert_eq!(
-        rt.inspect("t1").unwrap().lease_holder,
+        rt.inspect("t1").await.unwrap().unwrap().lease_holder,
         None,
         "a waiting run holds no lease"
     );
@@ -216,35 +217,42 @@ async fn t7_t9_approval_and_client_calls_wait_and_resume() {
     );
     // T9: a later send queues behind the waiting run.
     let second = thread.send("and then?").await.unwrap();
-    assert_eq!(thread.state().unwrap().runs[1].status, RunStatus::Queued);
+    assert_eq!(
+        thread.state().await.unwrap().runs[1].status,
+        RunStatus::Queued
+    );
     // Wrong answers change nothing.
-    let before = rt.inspect("t1").unwrap();
+    let before = rt.inspect("t1").await.unwrap().unwrap();
     assert!(matches!(
-        thread.approve("c1"),
+        thread.approve("c1").await,
         Err(ClientError::NotWaiting { .. })
     ));
     assert!(matches!(
-        thread.approve("c3"),
+        thread.approve("c3").await,
         Err(ClientError::WrongAnswer { .. })
     ));
-    let bad = thread.submit_tool_result("c3", json!({"choice": 7}));
+    let bad = thread.submit_tool_result("c3", json!({"choice": 7})).await;
     assert!(
         matches!(bad, Err(ClientError::InvalidOutput { .. })),
         "{bad:?}"
     );
-    assert_eq!(rt.inspect("t1").unwrap(), before);
-    thread.approve("c2").unwrap();
+    assert_eq!(rt.inspect("t1").await.unwrap().unwrap(), before);
+    thread.approve("c2").await.unwrap();
     assert!(matches!(
-        thread.deny("c2", "no"),
+        thread.deny("c2", "no").await,
         Err(ClientError::AlreadyAnswered { .. })
     ));
-    assert_eq!(thread.state().unwrap().runs[0].status, RunStatus::Waiting);
+    assert_eq!(
+        thread.state().await.unwrap().runs[0].status,
+        RunStatus::Waiting
+    );
     thread
         .submit_tool_result("c3", json!({"choice": "x"}))
+        .await
         .unwrap();
     let state = thread.wait_until_idle().await.unwrap();
 
-    let stored = rt.inspect("t1").unwrap();
+    let stored = rt.inspect("t1").await.unwrap().unwrap();
     let run = &stored.runs[0];
     assert_eq!(
         (run.status, run.episodes, run.steps),
@@ -310,10 +318,10 @@ async fn k6_cancelling_a_waiting_run_cancels_its_calls() {
     let thread = client.thread("t1");
     let sent = thread.send("mail bob").await.unwrap();
     thread.wait_until_idle().await.unwrap();
-    thread.approve("c2").unwrap();
-    assert_eq!(thread.cancel().unwrap(), sent.run_id);
+    thread.approve("c2").await.unwrap();
+    assert_eq!(thread.cancel().await.unwrap(), sent.run_id);
     thread.wait_until_idle().await.unwrap();
-    let stored = rt.inspect("t1").unwrap();
+    let stored = rt.inspect("t1").await.unwrap().unwrap();
     assert_eq!(stored.runs[0].status, RunStatus::Cancelled);
     let sources: Vec<ResultSource> = results(&stored.messages).into_iter().map(|r| r.1).collect();
     assert_eq!(
@@ -327,7 +335,7 @@ async fn k6_cancelling_a_waiting_run_cancels_its_calls() {
     let saw: Vec<ResultSource> = seen.lock().unwrap().iter().map(|s| s.1).collect();
     assert_eq!(saw, sources, "T4 saw the cancelled results");
     assert!(matches!(
-        thread.approve("c3"),
+        thread.approve("c3").await,
         Err(ClientError::NotWaiting { .. })
     ));
 }
@@ -366,9 +374,10 @@ async fn t7_a_denied_call_never_runs() {
     let thread = rt.client("alice").thread("t1");
     thread.send("mail bob").await.unwrap();
     thread.wait_until_idle().await.unwrap();
-    thread.deny("c2", "not to bob").unwrap();
+    thread.deny("c2", "not to bob").await.unwrap();
     thread
         .submit_tool_result("c3", json!({"choice": "y"}))
+        .await
         .unwrap();
     let state = thread.wait_until_idle().await.unwrap();
     let r = results(&state.messages);
@@ -460,9 +469,10 @@ async fn l12_a_response_on_resume_still_ends_every_waiting_call() {
     let thread = rt.client("alice").thread("t1");
     thread.send("mail bob").await.unwrap();
     thread.wait_until_idle().await.unwrap();
-    thread.approve("c2").unwrap();
+    thread.approve("c2").await.unwrap();
     thread
         .submit_tool_result("c3", json!({"choice": "x"}))
+        .await
         .unwrap();
     let state = thread.wait_until_idle().await.unwrap();
     let run = &state.runs[0];
@@ -531,7 +541,7 @@ async fn t8_a_cancel_beside_a_pending_call_gives_each_call_one_result() {
     let thread = rt.client("alice").thread("t1");
     thread.send("go").await.unwrap();
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-    thread.cancel().unwrap();
+    thread.cancel().await.unwrap();
     let state = thread.wait_until_idle().await.unwrap();
     assert_eq!(state.runs[0].status, RunStatus::Cancelled);
     let ids: Vec<(String, ResultSource)> = results(&state.messages)

@@ -140,10 +140,10 @@ async fn play(s: &Scenario, w: &World, played: &mut Played) {
                 Ok(Some(sent.run_id))
             }),
             Action::Steer(text) => thread.steer(text).await.map(|sent| Ok(Some(sent.run_id))),
-            Action::Cancel(None) => thread.cancel().map(|r| Ok(Some(r))),
+            Action::Cancel(None) => thread.cancel().await.map(|r| Ok(Some(r))),
             Action::Cancel(Some(n)) => {
                 match sends.get(m.thread.as_str()).and_then(|r| r.get(n - 1)) {
-                    Some(run) => thread.cancel_run(run).map(|r| Ok(Some(r))),
+                    Some(run) => thread.cancel_run(run).await.map(|r| Ok(Some(r))),
                     None => Err(pai_runtime::ClientError::NoRun {
                         thread: format!("{} (it has no send #{n} yet)", m.thread),
                     }),
@@ -151,23 +151,20 @@ async fn play(s: &Scenario, w: &World, played: &mut Played) {
             }
             Action::Watch { name, live } => thread
                 .watch(hooks::live_stages(live))
+                .await
                 .map(|w| played.watches.push((name.clone(), w)))
                 .map(|()| Ok(None)),
-            Action::Approve(c) => Ok(world::answer(&w.runtime, &thread, c, Answering::Approve)),
-            Action::Deny(c, reason) => Ok(world::answer(
-                &w.runtime,
-                &thread,
-                c,
-                Answering::Deny(reason),
-            )),
-            Action::Submit(c, output) => Ok(world::answer(
-                &w.runtime,
-                &thread,
-                c,
-                Answering::Submit(output),
-            )),
+            Action::Approve(c) => {
+                Ok(world::answer(&w.runtime, &thread, c, Answering::Approve).await)
+            }
+            Action::Deny(c, reason) => {
+                Ok(world::answer(&w.runtime, &thread, c, Answering::Deny(reason)).await)
+            }
+            Action::Submit(c, output) => {
+                Ok(world::answer(&w.runtime, &thread, c, Answering::Submit(output)).await)
+            }
             Action::ExpectWaiting(calls) => {
-                waiting_check = world::check_waiting(&w.runtime, &thread, calls);
+                waiting_check = world::check_waiting(&w.runtime, &thread, calls).await;
                 Ok(Ok(None))
             }
         };
@@ -233,12 +230,7 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
     let virtual_ms = w.clock.now();
     let mut obs = Observations {
         events: w.recorder.take(),
-        threads: w
-            .runtime
-            .thread_ids()
-            .iter()
-            .filter_map(|id| w.runtime.inspect(id))
-            .collect(),
+        threads: stored_threads(&w.runtime).await,
         calls: w.provider.take_calls(),
         live: drain(&mut watches),
         actions,
@@ -406,6 +398,17 @@ pub fn replay_command(path: &std::path::Path, seed: u64) -> String {
     let shown = path.display().to_string();
     let quoted = shlex::try_quote(&shown).map_or(shown.clone(), |q| q.into_owned());
     format!("pai-sim run {quoted} --seed {seed}")
+}
+
+/// Every stored thread, as trusted code reads it.
+async fn stored_threads(runtime: &pai_runtime::Runtime<SimContext>) -> Vec<StoredThread> {
+    let mut threads = Vec::new();
+    for id in runtime.thread_ids().await.unwrap_or_default() {
+        if let Ok(Some(t)) = runtime.inspect(&id).await {
+            threads.push(t);
+        }
+    }
+    threads
 }
 
 #[cfg(test)]

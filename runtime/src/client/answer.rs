@@ -10,47 +10,49 @@ use crate::store::{Answer, AnswerMiss, WaitingCall};
 
 impl<C: Send + Sync + 'static> ThreadHandle<C> {
     /// Approves a waiting call of an approval tool: it runs when the run resumes.
-    pub fn approve(&self, call_id: &str) -> Result<(), ClientError> {
-        self.answer(call_id, Answer::Approved)
+    pub async fn approve(&self, call_id: &str) -> Result<(), ClientError> {
+        self.answer(call_id, Answer::Approved).await
     }
 
     /// Denies a waiting call of an approval tool: it never runs, and the
     /// model sees `reason` as its error.
-    pub fn deny(&self, call_id: &str, reason: impl Into<String>) -> Result<(), ClientError> {
+    pub async fn deny(&self, call_id: &str, reason: impl Into<String>) -> Result<(), ClientError> {
         let reason = reason.into();
-        self.answer(call_id, Answer::Denied { reason })
+        self.answer(call_id, Answer::Denied { reason }).await
     }
 
     /// Submits the output of a waiting client tool call; it must match the
     /// tool's output type, or it is refused and nothing is stored.
-    pub fn submit_tool_result(&self, call_id: &str, output: Value) -> Result<(), ClientError> {
-        self.answer(call_id, Answer::Submitted { output })
+    pub async fn submit_tool_result(
+        &self,
+        call_id: &str,
+        output: Value,
+    ) -> Result<(), ClientError> {
+        self.answer(call_id, Answer::Submitted { output }).await
     }
 
     /// The calls the thread's current run waits on, with their answers so far.
-    pub fn waiting(&self) -> Result<Vec<WaitingCall>, ClientError> {
-        self.read_scoped(|rec| {
-            rec.current_run()
-                .map(|run| rec.waiting_calls(run))
-                .unwrap_or_default()
-        })
+    pub async fn waiting(&self) -> Result<Vec<WaitingCall>, ClientError> {
+        let t = self.read_scoped().await?;
+        // Only the current run has waiting calls: an end or a resume's
+        // commit forgets them.
+        let waiting = t.runs.into_iter().find(|r| !r.waiting.is_empty());
+        Ok(waiting.map(|r| r.waiting).unwrap_or_default())
     }
 
-    fn answer(&self, call_id: &str, answer: Answer) -> Result<(), ClientError> {
+    async fn answer(&self, call_id: &str, answer: Answer) -> Result<(), ClientError> {
         let sh = self.shared();
-        self.check_output(call_id, &answer)?;
-        let agent = &sh.agent.name;
+        self.check_output(call_id, &answer).await?;
         // One commit (H1): watchers hear of it, in version order.
-        let (done, start) = sh.commit_in(&self.id, |store, attached| {
-            let done = store.write(&self.id, |rec| {
-                rec.check_scope(&self.id, &self.identity, agent)?;
-                rec.answer(call_id, answer.clone())
-                    .map_err(|miss| miss_error(call_id, miss))
-            })??;
-            let start = done.ready && attached.claim_driver();
-            let version = done.version;
-            Ok::<_, ClientError>(((done, start), version))
-        })?;
+        let mut attached = sh.process.attach(&self.id).await;
+        let done = sh
+            .store
+            .answer(&self.scope(), call_id, answer.clone())
+            .await?
+            .map_err(|miss| miss_error(call_id, miss))?;
+        let start = done.ready && sh.worker.drives_sends() && attached.claim_driver();
+        sh.told(&mut attached, done.version);
+        drop(attached);
         sh.emit(&self.id, &done.run, || EventKind::Answered {
             call_id: call_id.to_string(),
             answer,
@@ -63,11 +65,16 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
     }
 
     /// A submitted output must match the tool's output type (T7).
-    fn check_output(&self, call_id: &str, answer: &Answer) -> Result<(), ClientError> {
+    async fn check_output(&self, call_id: &str, answer: &Answer) -> Result<(), ClientError> {
         let Answer::Submitted { output } = answer else {
             return Ok(());
         };
-        let Some(call) = self.waiting()?.into_iter().find(|c| c.call_id == call_id) else {
+        let Some(call) = self
+            .waiting()
+            .await?
+            .into_iter()
+            .find(|c| c.call_id == call_id)
+        else {
             return Err(ClientError::NotWaiting {
                 call: call_id.to_string(),
             });

@@ -3,6 +3,7 @@
 //! read.
 
 mod answer;
+mod worker;
 
 use std::fmt;
 use std::sync::Arc;
@@ -18,11 +19,13 @@ use crate::message::{Message, PaiMeta, Part, Producer, Role, Visibility};
 use crate::model::ModelProvider;
 use crate::process::Process;
 use crate::shared::Shared;
+use crate::store::handle::Scope;
 use crate::store::{
-    CancelMiss, CancelTarget, RunEnd, RunRecord, RunStatus, Store, StoreError, StoredThread,
-    ThreadRec,
+    CancelMiss, CancelTarget, RunEnd, RunRecord, RunStatus, Store, StoreError, StoreHandle,
+    StoredThread, Submitted,
 };
 use crate::transform::StreamTransform;
+use crate::worker::WorkerConfig;
 
 /// A runtime that is missing a required part.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -87,6 +90,8 @@ pub struct RuntimeBuilder<C> {
     clock: Option<Arc<dyn Clock>>,
     ids: Option<Arc<dyn IdSource>>,
     sink: Option<Arc<dyn EventSink>>,
+    store: Option<Arc<dyn Store>>,
+    worker: WorkerConfig,
 }
 
 impl<C: 'static> fmt::Debug for RuntimeBuilder<C> {
@@ -119,6 +124,21 @@ impl<C: Send + Sync + 'static> RuntimeBuilder<C> {
         self
     }
 
+    /// Where threads are kept; without one, a [`crate::MemoryStore`] of
+    /// this runtime's own, whose leases never expire.
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// How this runtime takes part among several workers sharing a store
+    /// (SPEC K2, K3): its name, its lease time, whether its clients' sends
+    /// are driven here or left to the workers.
+    pub fn worker(mut self, worker: WorkerConfig) -> Self {
+        self.worker = worker;
+        self
+    }
+
     pub fn build(self) -> Result<Runtime<C>, BuildError> {
         if self.agent.max_steps == 0 {
             return Err(BuildError::MaxSteps {
@@ -142,7 +162,8 @@ impl<C: Send + Sync + 'static> RuntimeBuilder<C> {
                 clock: self.clock.ok_or(BuildError::Missing("a clock"))?,
                 ids: self.ids.ok_or(BuildError::Missing("an id source"))?,
                 sink: self.sink,
-                store: Store::default(),
+                store: self.store.map(StoreHandle::new).unwrap_or_default(),
+                worker: self.worker,
                 process: Process::default(),
             }),
         })
@@ -197,6 +218,8 @@ impl<C: Send + Sync + 'static> Runtime<C> {
             clock: None,
             ids: None,
             sink: None,
+            store: None,
+            worker: WorkerConfig::default(),
         }
     }
 
@@ -209,16 +232,13 @@ impl<C: Send + Sync + 'static> Runtime<C> {
     }
 
     /// Trusted read of a whole stored thread (not scoped to an identity).
-    pub fn inspect(&self, thread_id: &str) -> Option<StoredThread> {
-        self.shared
-            .store
-            .read(thread_id, |rec| rec.to_stored(thread_id))
-            .ok()
+    pub async fn inspect(&self, thread_id: &str) -> Result<Option<StoredThread>, StoreError> {
+        self.shared.store.inspect(thread_id).await
     }
 
     /// Ids of every stored thread, in order.
-    pub fn thread_ids(&self) -> Vec<String> {
-        self.shared.store.ids()
+    pub async fn thread_ids(&self) -> Result<Vec<String>, StoreError> {
+        self.shared.store.ids().await
     }
 }
 
@@ -266,14 +286,6 @@ impl<C> fmt::Debug for ThreadHandle<C> {
     }
 }
 
-/// What a submitted user message became.
-enum Submitted {
-    /// A new run, queued (SPEC K1).
-    Run { run: String },
-    /// A steering message for the active run (SPEC A4).
-    Steer { run: String },
-}
-
 impl<C: Send + Sync + 'static> ThreadHandle<C> {
     pub fn id(&self) -> &str {
         &self.id
@@ -283,28 +295,40 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
         &self.runtime.shared
     }
 
+    fn scope(&self) -> Scope<'_> {
+        Scope {
+            thread: &self.id,
+            agent: &self.shared().agent.name,
+            owner: &self.identity,
+        }
+    }
+
     /// Reads the thread if this client's identity and agent may reach it (H4).
-    fn read_scoped<T>(&self, f: impl FnOnce(&ThreadRec) -> T) -> Result<T, ClientError> {
-        let agent = &self.shared().agent.name;
-        let out = self.shared().store.read(&self.id, |rec| {
-            rec.check_scope(&self.id, &self.identity, agent)
-                .map(|()| f(rec))
-        })??;
-        Ok(out)
+    async fn read_scoped(&self) -> Result<StoredThread, ClientError> {
+        let Some(t) = self.shared().store.inspect(&self.id).await? else {
+            return Err(StoreError::NoThread(self.id.clone()).into());
+        };
+        if t.owner != self.identity || t.agent != self.shared().agent.name {
+            return Err(StoreError::Forbidden {
+                thread: self.id.clone(),
+            }
+            .into());
+        }
+        Ok(t)
     }
 
     /// Appends a user message and queues a run for it (SPEC K1: one active
     /// run per thread, later runs wait in arrival order). Must be called inside
     /// a Tokio runtime: the thread's runs are driven by a spawned task.
     pub async fn send(&self, text: impl Into<String>) -> Result<Sent, ClientError> {
-        self.submit(text.into(), false)
+        self.submit(text.into(), false).await
     }
 
     /// Sends a steering message (SPEC A4): while a run is active, the message
     /// is stored at once and taken by that run's next step instead of starting
     /// a new run; with no active run it is an ordinary `send`.
     pub async fn steer(&self, text: impl Into<String>) -> Result<Sent, ClientError> {
-        self.submit(text.into(), true)
+        self.submit(text.into(), true).await
     }
 
     /// Cancels the thread's current run (SPEC K6, T8): the active run (its
@@ -312,25 +336,20 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
     /// with outcome cancelled), or else the oldest queued run, which then
     /// never starts. Returns the run it reached; a thread with no run to
     /// cancel is an error, so a cancel is never silently lost.
-    pub fn cancel(&self) -> Result<String, ClientError> {
-        self.cancel_target(None)
+    pub async fn cancel(&self) -> Result<String, ClientError> {
+        self.cancel_target(None).await
     }
 
     /// Cancels the run `run_id` of this thread (SPEC K6), active or queued.
     /// A run that has ended, or is not this thread's, is an error.
-    pub fn cancel_run(&self, run_id: &str) -> Result<String, ClientError> {
-        self.cancel_target(Some(run_id))
+    pub async fn cancel_run(&self, run_id: &str) -> Result<String, ClientError> {
+        self.cancel_target(Some(run_id)).await
     }
 
-    fn cancel_target(&self, run: Option<&str>) -> Result<String, ClientError> {
+    async fn cancel_target(&self, run: Option<&str>) -> Result<String, ClientError> {
         let sh = self.shared();
-        let mut process = sh.process.lock();
-        let attached = process.entry(self.id.clone()).or_default();
-        let agent = &sh.agent.name;
-        let reached = sh.store.write(&self.id, |rec| {
-            rec.check_scope(&self.id, &self.identity, agent)?;
-            Ok::<_, ClientError>(rec.cancel(run))
-        })??;
+        let mut attached = sh.process.attach(&self.id).await;
+        let reached = sh.store.cancel(&self.scope(), run).await?;
         let miss = |m| match m {
             CancelMiss::NoRun => ClientError::NoRun {
                 thread: self.id.clone(),
@@ -349,8 +368,8 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
             CancelTarget::Waiting(run) => {
                 // The waiting run resumes only to give its calls cancelled
                 // results (T8) and end cancelled.
-                let start = attached.claim_driver();
-                drop(process);
+                let start = sh.worker.drives_sends() && attached.claim_driver();
+                drop(attached);
                 if start {
                     tokio::spawn(crate::step_loop::drive(sh.clone(), self.id.clone()));
                 }
@@ -362,8 +381,8 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
                     outcome: Outcome::Cancelled,
                     reason: Some("cancelled while queued".to_string()),
                 };
-                sh.run_ended(attached, &run, &end);
-                drop(process);
+                sh.run_ended(&mut attached, &run, &end);
+                drop(attached);
                 sh.emit(&self.id, &run, || EventKind::ended(&end));
                 Ok(run)
             }
@@ -373,90 +392,79 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
     /// Watches the thread live (SPEC S2): every step's canonical stream as it
     /// is released, shaped by `live` transforms for this watcher only, and
     /// one invalidation per commit (H1). Creates the thread if needed.
-    pub fn watch(&self, live: Vec<Box<dyn StreamTransform>>) -> Result<Watch, ClientError> {
+    pub async fn watch(&self, live: Vec<Box<dyn StreamTransform>>) -> Result<Watch, ClientError> {
         let sh = self.shared();
-        let mut process = sh.process.lock();
-        sh.store
-            .open(&self.id, &sh.agent.name, &self.identity, |_| ())?;
+        let mut attached = sh.process.attach(&self.id).await;
+        sh.store.open(&self.scope()).await?;
         let (slot, watch) = crate::live::watcher(live);
-        process
-            .entry(self.id.clone())
-            .or_default()
-            .watchers
-            .push(slot);
+        attached.watchers.push(slot);
         Ok(watch)
     }
 
-    fn submit(&self, text: String, steer: bool) -> Result<Sent, ClientError> {
+    async fn submit(&self, text: String, steer: bool) -> Result<Sent, ClientError> {
         let sh = self.shared();
         let message_id = sh.ids.next_id(IdKind::Message);
-        let now = sh.clock.now();
-        let user_message = |run_id: &str| Message {
+        let message = Message {
             id: message_id.clone(),
             seq: 0,
             role: Role::User,
-            parts: vec![Part::text(text.clone())],
+            parts: vec![Part::text(text)],
             visibility: Visibility::ALL,
-            pai: PaiMeta::new(Producer::User, Some(run_id), None, now),
+            pai: PaiMeta::new(Producer::User, None, None, sh.clock.now()),
         };
         // One critical section: a run admitted here is seen by the driver, or
         // the driver has stopped and this call starts a new one.
-        let (submitted, start) = sh.commit_in(&self.id, |store, attached| {
-            let done = store.open(&self.id, &sh.agent.name, &self.identity, |rec| {
-                let (submitted, run) = match rec.current_run() {
-                    Some(active) if steer => {
-                        let run = active.to_string();
-                        (Submitted::Steer { run: run.clone() }, run)
-                    }
-                    _ => {
-                        let run = sh.ids.next_id(IdKind::Run);
-                        (Submitted::Run { run: run.clone() }, run)
-                    }
-                };
-                let appended = rec.append(None, [user_message(&run)])?;
-                match &submitted {
-                    Submitted::Steer { .. } => rec.steer(&message_id),
-                    Submitted::Run { run } => rec.admit(run, &message_id),
-                }
-                Ok::<_, StoreError>((submitted, appended.version))
-            })??;
-            let (submitted, version) = done;
-            let start = matches!(submitted, Submitted::Run { .. }) && attached.claim_driver();
-            Ok::<_, StoreError>(((submitted, start), version))
-        })?;
-        let run_id = match submitted {
-            Submitted::Steer { run } => {
-                sh.emit(&self.id, &run, || EventKind::Steered {
-                    message: message_id.clone(),
-                });
-                run
+        let mut attached = sh.process.attach(&self.id).await;
+        // A steer asks for a run id only when there is no run to steer.
+        let mut new_run = (!steer).then(|| sh.ids.next_id(IdKind::Run));
+        let submitted = loop {
+            let scope = self.scope();
+            let m = message.clone();
+            match sh.store.submit(&scope, m, steer, new_run.clone()).await? {
+                Some(s) => break s,
+                None if new_run.is_none() => new_run = Some(sh.ids.next_id(IdKind::Run)),
+                None => return Err(StoreError::Protocol("a run id was refused".into()).into()),
             }
-            Submitted::Run { run } => {
-                sh.emit(&self.id, &run, || EventKind::Admitted {
+        };
+        let (run_id, version) = match &submitted {
+            Submitted::Run { run, version } | Submitted::Steer { run, version } => {
+                (run.clone(), *version)
+            }
+        };
+        let start = matches!(submitted, Submitted::Run { .. })
+            && sh.worker.drives_sends()
+            && attached.claim_driver();
+        sh.told(&mut attached, version);
+        drop(attached);
+        match submitted {
+            Submitted::Steer { .. } => sh.emit(&self.id, &run_id, || EventKind::Steered {
+                message: message_id.clone(),
+            }),
+            Submitted::Run { .. } => {
+                sh.emit(&self.id, &run_id, || EventKind::Admitted {
                     trigger: message_id.clone(),
                 });
                 if start {
                     tokio::spawn(crate::step_loop::drive(sh.clone(), self.id.clone()));
                 }
-                run
             }
-        };
+        }
         Ok(Sent { message_id, run_id })
     }
 
     /// The thread as this client may see it.
-    pub fn state(&self) -> Result<ThreadState, ClientError> {
-        self.read_scoped(|rec| ThreadState {
+    pub async fn state(&self) -> Result<ThreadState, ClientError> {
+        let t = self.read_scoped().await?;
+        Ok(ThreadState {
             id: self.id.clone(),
-            version: rec.version(),
-            messages: rec
-                .messages()
-                .iter()
+            version: t.version,
+            messages: t
+                .messages
+                .into_iter()
                 .filter(|m| m.visibility.transcript)
-                .cloned()
                 .collect(),
-            metadata: rec.metadata().clone(),
-            runs: rec.runs().to_vec(),
+            metadata: t.metadata,
+            runs: t.runs,
         })
     }
 
@@ -465,10 +473,10 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
     /// state.
     pub async fn wait_until_idle(&self) -> Result<ThreadState, ClientError> {
         let sh = self.shared();
-        sh.store.read(&self.id, |_| ())?;
-        let mut driving = sh.process.with(&self.id, |a| a.driving());
+        self.read_scoped().await?;
+        let mut driving = sh.process.attach(&self.id).await.driving();
         // The sender lives as long as the runtime.
         let _ = driving.wait_for(|d| !*d).await;
-        self.state()
+        self.state().await
     }
 }

@@ -8,7 +8,7 @@ use super::input::HookCx;
 use crate::error::{HookError, HookResult};
 use crate::metadata::{RunMetadata, decode, encode};
 
-impl<C> HookCx<'_, C> {
+impl<C: Sync> HookCx<'_, C> {
     fn facade(&self) -> HookResult<&dyn RunFacade> {
         self.run.ok_or_else(|| {
             HookError::new("no thread facade: this hook context is not inside a run")
@@ -17,40 +17,47 @@ impl<C> HookCx<'_, C> {
 
     /// The run's metadata, `M::default()` until written. `M` must be the
     /// type the agent names ([`crate::Agent::run_metadata`]).
-    pub fn run_metadata<M: RunMetadata>(&self) -> HookResult<M> {
+    pub async fn run_metadata<M: RunMetadata>(&self) -> HookResult<M> {
         let f = self.facade()?;
         f.metadata_type().expect::<M>().map_err(HookError::new)?;
-        let stored = f.read_metadata().map_err(HookError::new)?;
+        let stored = f.read_metadata().await.map_err(HookError::new)?;
         decode(stored.as_ref()).map_err(HookError::new)
     }
 
     /// Replaces the run's metadata (one commit under the run's lease).
-    pub fn set_run_metadata<M: RunMetadata>(&self, value: &M) -> HookResult<()> {
+    pub async fn set_run_metadata<M: RunMetadata>(&self, value: &M) -> HookResult<()> {
         let f = self.facade()?;
         f.metadata_type().expect::<M>().map_err(HookError::new)?;
         let value = encode(value).map_err(HookError::new)?;
-        f.write_metadata(value).map(drop).map_err(HookError::new)
+        f.write_metadata(value)
+            .await
+            .map(drop)
+            .map_err(HookError::new)
     }
 
     /// Reads, changes and writes back the run's metadata; nothing is
     /// written when `f` leaves it as it was.
-    pub fn update_run_metadata<M: RunMetadata>(&self, f: impl FnOnce(&mut M)) -> HookResult<()> {
-        let before: M = self.run_metadata()?;
+    pub async fn update_run_metadata<M: RunMetadata>(
+        &self,
+        f: impl FnOnce(&mut M),
+    ) -> HookResult<()> {
+        let before: M = self.run_metadata().await?;
         let before_json = encode(&before).map_err(HookError::new)?;
         let mut after = before;
         f(&mut after);
         if encode(&after).map_err(HookError::new)? == before_json {
             return Ok(());
         }
-        self.set_run_metadata(&after)
+        self.set_run_metadata(&after).await
     }
 
     /// Stores a hidden lifecycle context message (SPEC L13): the model sees
     /// it in every later step's context, the transcript never shows it, and
     /// unlike an overlay it survives waiting and resume. Returns its id.
-    pub fn store_context_message(&self, text: impl Into<String>) -> HookResult<String> {
+    pub async fn store_context_message(&self, text: impl Into<String>) -> HookResult<String> {
         self.facade()?
             .store_context_message(text.into())
+            .await
             .map_err(HookError::new)
     }
 }

@@ -1,51 +1,65 @@
-//! The per-thread driver (SPEC K1, L3): one task drains a thread's run queue,
-//! one run at a time; each run is one or more episodes, each under a fresh
-//! lease (K2). Queue admission, leases and wake-ups happen here, whatever
-//! hooks the agent has.
+//! The driver (SPEC K1, K3, L3): a run is taken with its lease (a queued
+//! run, a waiting run that can resume, or a run whose holder's lease
+//! expired), driven through its episodes, each under a newer token (K2),
+//! and ended. In one process, a task per thread drains its queue; among
+//! several workers, each worker claims whatever run is free. Queue
+//! admission, leases and wake-ups happen here, whatever hooks the agent has.
 
 use std::sync::Arc;
 
 use tracing::Instrument;
 
-use super::episode::EpisodeEnd;
+use super::episode::{EpisodeEnd, Start};
 use super::exec::{Exec, Fail};
+use super::lease::{RunLease, renew};
 use crate::clock::IdKind;
 use crate::event::{EventKind, RunStage};
-use crate::future::catch_panic;
+use crate::future::{alongside, catch_panic};
 use crate::message::Outcome;
 use crate::shared::Shared;
 use crate::stop::StopSignal;
-use crate::store::{RunEnd, RunStatus, Started};
+use crate::store::{Claimed, RunEnd, RunStatus};
 
 /// Drains a thread's run queue, one run at a time, then lets the thread go idle.
 pub(crate) async fn drive<C: Send + Sync + 'static>(sh: Arc<Shared<C>>, thread: String) {
-    while let Some((started, stop)) = next_run(&sh, &thread) {
-        let run = started.run.clone();
-        let span = tracing::info_span!("run", run_id = %run, thread_id = %thread);
-        let ran = catch_panic(run_one(&sh, &thread, &started, &stop).instrument(span)).await;
-        if let Err(panic) = ran {
-            // A bug in the runtime itself (user code is guarded where it is
-            // called): the run fails and the thread stays usable.
-            tracing::error!(run_id = %run, panic = %panic, "the step loop panicked");
-            recover(&sh, &thread, &run, panic);
-        }
+    while let Some((claimed, stop)) = next_run(&sh, &thread).await {
+        drive_claimed(&sh, claimed, stop).await;
     }
 }
 
-/// The run to drive next (a waiting run that can resume, or the next
-/// queued run, now current) with its stop signal, already set for a run
-/// whose cancel came while it waited; `None` (and the driver released, in
-/// the same critical section as admission and answers) when there is none.
-fn next_run<C>(sh: &Shared<C>, thread: &str) -> Option<(Started, Arc<StopSignal>)> {
-    let mut process = sh.process.lock();
-    let attached = process.entry(thread.to_string()).or_default();
-    match sh.store.write(thread, |rec| rec.start_next()) {
-        Ok(Some(started)) => {
-            let stop = attached.start_run(&started.run);
-            if started.cancel_requested {
+/// One round of a worker sharing its store with others: claims a run of
+/// any thread and drives it. `false` when there was nothing to claim (or
+/// the store could not be reached).
+pub(crate) async fn work_once<C: Send + Sync + 'static>(sh: &Arc<Shared<C>>) -> bool {
+    let w = &sh.worker;
+    let Ok(Some(claimed)) = sh.store.claim(None, &w.name, w.lease_ttl).await else {
+        return false;
+    };
+    let stop = {
+        let mut attached = sh.process.attach(&claimed.thread).await;
+        attached.start_run(&claimed.run)
+    };
+    if claimed.cancel_requested {
+        stop.trigger();
+    }
+    drive_claimed(sh, claimed, stop).await;
+    true
+}
+
+/// The run to drive next on `thread` with its stop signal, already set
+/// for a run whose cancel came while it waited; `None` (and the driver
+/// released, in the same critical section as admission and answers) when
+/// there is none.
+async fn next_run<C>(sh: &Shared<C>, thread: &str) -> Option<(Claimed, Arc<StopSignal>)> {
+    let mut attached = sh.process.attach(thread).await;
+    let w = &sh.worker;
+    match sh.store.claim(Some(thread), &w.name, w.lease_ttl).await {
+        Ok(Some(claimed)) => {
+            let stop = attached.start_run(&claimed.run);
+            if claimed.cancel_requested {
                 stop.trigger();
             }
-            Some((started, stop))
+            Some((claimed, stop))
         }
         _ => {
             attached.release_driver();
@@ -54,28 +68,46 @@ fn next_run<C>(sh: &Shared<C>, thread: &str) -> Option<(Started, Arc<StopSignal>
     }
 }
 
+/// Drives a claimed run; a panic in the step loop fails it.
+async fn drive_claimed<C: Send + Sync + 'static>(
+    sh: &Shared<C>,
+    claimed: Claimed,
+    stop: Arc<StopSignal>,
+) {
+    let (thread, run) = (claimed.thread.as_str(), claimed.run.as_str());
+    let span = tracing::info_span!("run", run_id = %run, thread_id = %thread);
+    let lease = RunLease::new(claimed.token);
+    let ran = catch_panic(run_one(sh, &claimed, &stop, &lease).instrument(span)).await;
+    if let Err(panic) = ran {
+        // A bug in the runtime itself (user code is guarded where it is
+        // called): the run fails and the thread stays usable.
+        tracing::error!(run_id = %run, panic = %panic, "the step loop panicked");
+        recover(sh, thread, run, &lease, panic).await;
+    }
+}
+
 /// Drives one run through its episodes, then records how it ended; a run
-/// that waits for a client stays current and is left for its resume (T9).
+/// that waits for a client stays current and is left for its resume (T9);
+/// a run whose lease is lost is left to whoever takes it next (K3).
 async fn run_one<C: Send + Sync + 'static>(
     sh: &Shared<C>,
-    thread: &str,
-    started: &Started,
+    claimed: &Claimed,
     stop: &StopSignal,
+    lease: &RunLease,
 ) {
-    let run = started.run.as_str();
-    let mut next_step = match started.resumed {
-        true => sh.store.read(thread, |rec| rec.steps(run)).unwrap_or(0),
-        false => 0,
-    };
-    let mut resumed = started.resumed;
+    let (thread, run) = (claimed.thread.as_str(), claimed.run.as_str());
+    let mut next_step = claimed.steps;
+    let mut start = Start::of(claimed);
+    if let Some(t) = &claimed.takeover {
+        sh.emit(thread, run, || EventKind::TakenOver {
+            from: t.from.clone(),
+            stale_token: t.token,
+            expired_at: t.expired_at,
+        });
+    }
+    let mut episode = claimed.episode;
     let end = loop {
-        let acquired = sh
-            .store
-            .write(thread, |rec| (rec.acquire_lease(run), rec.episodes(run)));
-        let Ok((token, episode)) = acquired else {
-            // The thread is gone: nothing is left to act on.
-            return;
-        };
+        let token = lease.token();
         sh.emit(thread, run, || EventKind::LeaseAcquired { episode, token });
         let exec = Exec {
             sh,
@@ -84,41 +116,52 @@ async fn run_one<C: Send + Sync + 'static>(
             episode,
             token,
             stop,
+            lease,
         };
-        let ended = exec
-            .episode(&mut next_step, resumed)
-            .instrument(tracing::info_span!("episode", episode))
-            .await;
-        resumed = false;
-        let ended = settle(sh, thread, run, stop, ended);
-        if let EpisodeEnd::Wait(calls) = ended {
-            // The store released the lease when it recorded the wait.
-            sh.emit(thread, run, || EventKind::Waiting {
-                calls: calls.iter().map(|c| c.call_id.clone()).collect(),
-            });
-            sh.run_waits(thread, run, calls);
-            return;
-        }
-        let _ = sh.store.write(thread, |rec| rec.release_lease(run));
-        sh.emit(thread, run, || EventKind::LeaseReleased { episode });
-        match ended {
-            EpisodeEnd::Run(end) => break end,
-            EpisodeEnd::Steer | EpisodeEnd::Wait(_) => {}
+        let working = exec
+            .episode(&mut next_step, start)
+            .instrument(tracing::info_span!("episode", episode));
+        let ended = alongside(working, renew(sh, thread, run, lease, stop)).await;
+        start = Start::Fresh;
+        match settle(sh, thread, run, stop, lease, ended) {
+            EpisodeEnd::Wait(calls) => {
+                // The store released the lease when it recorded the wait.
+                sh.emit(thread, run, || EventKind::Waiting {
+                    calls: calls.iter().map(|c| c.call_id.clone()).collect(),
+                });
+                sh.run_waits(thread, run, calls).await;
+                return;
+            }
+            EpisodeEnd::Lost(reason) => return lost(sh, thread, run, token, reason).await,
+            EpisodeEnd::Steer => match sh.store.next_episode(thread, run, token).await {
+                Ok((newer, next)) => {
+                    sh.emit(thread, run, || EventKind::LeaseReleased { episode });
+                    lease.set_token(newer);
+                    episode = next;
+                }
+                Err(e) => return lost(sh, thread, run, token, e.to_string()).await,
+            },
+            EpisodeEnd::Run(end) => break (end, episode),
         }
     };
-    finish(sh, thread, run, &end);
+    finish(sh, thread, run, lease, end).await;
 }
 
-/// How an episode's outcome ends the run. A failure fails it (L4). A run
-/// whose stop was set before it ended ends cancelled (T8, K6), whether it
-/// failed, completed or was about to take a steer in a new episode.
+/// How an episode's outcome ends the run. A lost lease leaves it (K3). A
+/// failure fails it (L4). A run whose stop was set before it ended ends
+/// cancelled (T8, K6), whether it failed, completed or was about to take a
+/// steer in a new episode.
 fn settle<C>(
     sh: &Shared<C>,
     thread: &str,
     run: &str,
     stop: &StopSignal,
+    lease: &RunLease,
     ended: Result<EpisodeEnd, Fail>,
 ) -> EpisodeEnd {
+    if let Some(reason) = lease.lost() {
+        return EpisodeEnd::Lost(reason);
+    }
     let stage = match ended {
         // A wait is recorded only while no cancel was asked for; a cancel
         // that comes later finds the run waiting and resumes it.
@@ -151,39 +194,60 @@ fn failed(reason: String) -> RunEnd {
     }
 }
 
-/// Records how a run ended and tells its watchers. A steering message that
-/// arrived too late for this run starts the next one (A4).
-fn finish<C>(sh: &Shared<C>, thread: &str, run: &str, end: &RunEnd) {
-    let leftover = {
-        let mut process = sh.process.lock();
-        let attached = process.entry(thread.to_string()).or_default();
-        sh.run_ended(attached, run, end);
-        sh.store
-            .write(thread, |rec| {
-                rec.finish_run(run, end);
-                let steer = rec.take_steer()?;
-                let next = sh.ids.next_id(IdKind::Run);
-                rec.admit(&next, &steer);
-                Some((next, steer))
-            })
-            .ok()
-            .flatten()
+/// The run's lease is lost: this process forgets the run and writes
+/// nothing more for it; its lease expires and another worker takes it.
+async fn lost<C>(sh: &Shared<C>, thread: &str, run: &str, token: u64, reason: String) {
+    tracing::warn!(run_id = %run, %reason, "lease lost");
+    sh.process.attach(thread).await.end_run(run);
+    sh.emit(thread, run, || EventKind::LeaseLost { token, reason });
+}
+
+/// Records how a run ended (under its lease: a stale holder cannot end
+/// it) and tells its watchers. A steering message that arrived too late
+/// for this run starts the next one (A4).
+async fn finish<C>(
+    sh: &Shared<C>,
+    thread: &str,
+    run: &str,
+    lease: &RunLease,
+    ended: (RunEnd, u32),
+) {
+    let (end, episode) = ended;
+    let token = lease.token();
+    let mut attached = sh.process.attach(thread).await;
+    let mut next_run = None;
+    // Two rounds at most: the second carries the run id a leftover steer needs.
+    let admitted = loop {
+        match sh
+            .store
+            .finish(thread, run, Some(token), &end, next_run.clone())
+            .await
+        {
+            Ok(Some(admitted)) => break admitted,
+            Ok(None) if next_run.is_none() => next_run = Some(sh.ids.next_id(IdKind::Run)),
+            Ok(None) => break None,
+            Err(e) => {
+                drop(attached);
+                return lost(sh, thread, run, token, e.to_string()).await;
+            }
+        }
     };
-    sh.emit(thread, run, || EventKind::ended(end));
-    if let Some((next, trigger)) = leftover {
+    sh.run_ended(&mut attached, run, &end);
+    drop(attached);
+    sh.emit(thread, run, || EventKind::LeaseReleased { episode });
+    sh.emit(thread, run, || EventKind::ended(&end));
+    if let Some((next, trigger)) = admitted {
         sh.emit(thread, &next, || EventKind::Admitted { trigger });
     }
 }
 
 /// After a panic in the step loop: the run fails, its lease is released,
 /// the log says so, and the run ends as any other does.
-fn recover<C>(sh: &Shared<C>, thread: &str, run: &str, panic: String) {
+async fn recover<C>(sh: &Shared<C>, thread: &str, run: &str, lease: &RunLease, panic: String) {
     let reason = format!("runtime panicked: {panic}");
     sh.emit(thread, run, || EventKind::Failed {
         phase: RunStage::Runtime,
         message: reason.clone(),
     });
-    let _ = sh.store.write(thread, |rec| rec.release_lease(run));
-    sh.emit(thread, run, || EventKind::LeaseReleased { episode: 0 });
-    finish(sh, thread, run, &failed(reason));
+    finish(sh, thread, run, lease, (failed(reason), 0)).await;
 }

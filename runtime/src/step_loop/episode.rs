@@ -24,17 +24,42 @@ pub(super) enum EpisodeEnd {
     /// The run waits for a client to answer these calls (SPEC T7); its lease
     /// is released already.
     Wait(Vec<WaitingCall>),
+    /// The run's lease is lost (K3): this process leaves the run.
+    Lost(String),
+}
+
+/// How an episode begins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Start {
+    /// A new run, or a new episode of a run this driver holds.
+    Fresh,
+    /// The run waited, and every waiting call has its answer or a cancel came.
+    Resumed,
+    /// The run's previous holder lost its lease (K3): the run continues
+    /// from its last committed step; calls of that step without a
+    /// committed result run again (K5).
+    TakenOver,
+}
+
+impl Start {
+    pub(super) fn of(claimed: &crate::store::Claimed) -> Start {
+        match (claimed.resumed, &claimed.takeover) {
+            (false, _) => Start::Fresh,
+            (true, None) => Start::Resumed,
+            (true, Some(_)) => Start::TakenOver,
+        }
+    }
 }
 
 impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// One episode; `next_step` is the run's next step number, carried from
-    /// one episode to the next. `resumed`: the run waited and every waiting
-    /// call has its answer, or a cancel came.
+    /// one episode to the next.
     pub(super) async fn episode(
         &self,
         next_step: &mut u32,
-        resumed: bool,
+        start: Start,
     ) -> Result<EpisodeEnd, Fail> {
+        let resumed = start != Start::Fresh;
         if resumed && self.stop.is_set() {
             // A waiting run cancelled: its calls get cancelled results (T8)
             // and no phase runs for a run that is over.
@@ -44,13 +69,13 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         }
         let mut route = Route::new(self.sh.agent.model.clone());
         let mut overlay = Overlay::default();
-        let (messages, latest) = self.run_messages();
+        let (messages, latest) = self.run_messages().await?;
         match self.prepare_run(&route, &messages, latest, resumed).await? {
             RunDecision::Respond(r) => {
                 if resumed {
                     self.resume(Resolution::GiveUp(RESPONDED_WITHOUT)).await?;
                 }
-                return self.respond(r).map(EpisodeEnd::Run);
+                return self.respond(r).await.map(EpisodeEnd::Run);
             }
             RunDecision::Continue(p) => {
                 route.apply(&p.route);
@@ -72,6 +97,11 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         }
         if resumed {
             self.resume(Resolution::Answered).await?;
+            if start == Start::TakenOver
+                && let Some(end) = self.rerun_orphans(&route).await?
+            {
+                return Ok(end);
+            }
             if *next_step >= self.sh.agent.max_steps {
                 return Ok(EpisodeEnd::Run(RunEnd {
                     status: RunStatus::Completed,
@@ -90,7 +120,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 .await?;
             *next_step += 1;
             if transition == Transition::Wait {
-                return Ok(EpisodeEnd::Wait(self.waiting_calls()));
+                return Ok(EpisodeEnd::Wait(self.waiting_calls().await?));
             }
             if let Some(end) = episode_end(transition) {
                 return Ok(end);
@@ -99,32 +129,23 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     }
 
     /// The calls the run now waits on, as the store recorded them.
-    fn waiting_calls(&self) -> Vec<WaitingCall> {
-        let calls = self
-            .sh
-            .store
-            .read(self.thread, |rec| rec.waiting_calls(self.run));
-        calls.unwrap_or_default()
+    pub(super) async fn waiting_calls(&self) -> Result<Vec<WaitingCall>, Fail> {
+        let stage = RunStage::Tools;
+        let calls = self.sh.store.waiting_calls(self.thread, self.run).await;
+        calls.map_err(|e| self.store_fail(stage, e))
     }
 
     /// What `prepare_run` sees of the thread (L1): its stored messages at
     /// episode start without those of runs queued behind this one, and the
     /// index of this run's newest user message among them. Without a hook
     /// to read them, only that message is copied (for the event log).
-    fn run_messages(&self) -> (Vec<Message>, Option<usize>) {
+    async fn run_messages(&self) -> Result<(Vec<Message>, Option<usize>), Fail> {
         let all = self.handles(Phase::PrepareRun);
-        let read = self.sh.store.read(self.thread, |rec| {
-            let latest = rec.latest_user_of(self.run);
-            let messages: Vec<Message> = match (all, latest) {
-                (true, _) => rec.visible_messages().cloned().collect(),
-                (false, Some(m)) => vec![m.clone()],
-                (false, None) => Vec::new(),
-            };
-            (messages, latest.map(|m| m.seq))
-        });
-        let (messages, latest) = read.unwrap_or_default();
+        let read = self.sh.store.run_messages(self.thread, self.run, all).await;
+        let (messages, latest) =
+            read.map_err(|e| self.store_fail(RunStage::Phase(Phase::PrepareRun), e))?;
         let index = latest.and_then(|seq| messages.iter().position(|m| m.seq == seq));
-        (messages, index)
+        Ok((messages, index))
     }
 
     /// `prepare_run` (L1, L5): continue with a run patch, or respond.
@@ -146,7 +167,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     }
 
     /// Commits a `prepare_run` response and ends the run (SPEC L12).
-    fn respond(&self, mut r: Response) -> Result<RunEnd, Fail> {
+    async fn respond(&self, mut r: Response) -> Result<RunEnd, Fail> {
         // The response is output like any other: canonical transforms apply (L12).
         r.parts = self.finished(StreamKind::Respond, None, std::mem::take(&mut r.parts))?;
         let id = self.sh.ids.next_id(IdKind::Message);
@@ -161,7 +182,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             visibility: Visibility::ALL,
             pai,
         };
-        let appended = self.commit(RunStage::Respond, vec![msg])?;
+        let appended = self.commit(RunStage::Respond, vec![msg], None).await?;
         self.emit(|| EventKind::Respond {
             outcome: r.outcome,
             reason: r.reason.clone(),

@@ -4,6 +4,7 @@
 
 use tracing::Instrument;
 
+use super::lease::RunLease;
 use crate::attempt::AttemptEvents;
 use crate::error::{FailureCell, HookResult};
 use crate::event::{EventKind, RunStage};
@@ -12,7 +13,7 @@ use crate::lifecycle::{HookCx, HookNote, HookTrace, Lifecycle, Phase, RunFacade}
 use crate::message::{Message, PaiMeta, Producer};
 use crate::shared::Shared;
 use crate::stop::StopSignal;
-use crate::store::Appended;
+use crate::store::{Appended, StoreError};
 
 /// Why an episode stopped early: where, and the message.
 #[derive(Debug)]
@@ -43,6 +44,8 @@ pub(super) struct Exec<'a, C> {
     /// The episode's fencing token: every write carries it (SPEC K2).
     pub(super) token: u64,
     pub(super) stop: &'a StopSignal,
+    /// The run's lease: once lost, the episode writes nothing more (K3).
+    pub(super) lease: &'a RunLease,
 }
 
 impl<C: Send + Sync + 'static> HookTrace for Exec<'_, C> {
@@ -137,11 +140,33 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         PaiMeta::new(producer, Some(self.run), step, self.sh.clock.now())
     }
 
-    /// Commits messages under the episode's lease (SPEC K2); a refused write
-    /// fails the run in `stage`.
-    pub(super) fn commit(&self, stage: RunStage, messages: Vec<Message>) -> Result<Appended, Fail> {
+    /// Commits messages under the episode's lease (SPEC K2); with `step`,
+    /// the commit of that model step. A refused write fails the episode in
+    /// `stage` (and loses the lease if it was stale, K3).
+    pub(super) async fn commit(
+        &self,
+        stage: RunStage,
+        messages: Vec<Message>,
+        step: Option<u32>,
+    ) -> Result<Appended, Fail> {
+        self.writable(stage)?;
         self.sh
-            .commit(self.thread, Some(self.token), messages)
-            .map_err(|e| Fail::new(stage, e.to_string()))
+            .commit(self.thread, self.run, self.token, messages, step)
+            .await
+            .map_err(|e| self.store_fail(stage, e))
+    }
+
+    /// A run whose lease is lost stops at its next write (K3).
+    pub(super) fn writable(&self, stage: RunStage) -> Result<(), Fail> {
+        match self.lease.lost() {
+            Some(why) => Err(Fail::new(stage, why)),
+            None => Ok(()),
+        }
+    }
+
+    /// A store error in `stage`; one that loses the lease is recorded.
+    pub(super) fn store_fail(&self, stage: RunStage, e: StoreError) -> Fail {
+        self.lease.check(&e);
+        Fail::new(stage, e.to_string())
     }
 }

@@ -9,34 +9,39 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use super::exec::{Exec, Fail};
 use crate::clock::IdKind;
 use crate::event::{EventKind, RunStage};
+use crate::future::HookFuture;
 use crate::future::panic_message;
 use crate::lifecycle::{RunFacade, ToolResult};
 use crate::message::{Message, Part, Producer, Role, Visibility};
 use crate::metadata::MetaType;
-use crate::store::StoreError;
 
 impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// Replaces the run's metadata in one commit under the episode's token.
-    fn commit_metadata(&self, value: Value) -> Result<u64, StoreError> {
-        self.sh.commit_in(self.thread, |store, _| {
-            let v = store.write(self.thread, |rec| {
-                rec.set_run_metadata(self.run, self.token, value)
-            })??;
-            Ok((v, v))
-        })
+    async fn commit_metadata(&self, value: Value) -> Result<u64, String> {
+        self.writable(RunStage::OnOutput).map_err(|f| f.message)?;
+        let mut attached = self.sh.process.attach(self.thread).await;
+        let written = self
+            .sh
+            .store
+            .set_run_metadata(self.thread, self.run, self.token, value);
+        let version = written
+            .await
+            .map_err(|e| self.store_fail(RunStage::OnOutput, e).message)?;
+        self.sh.told(&mut attached, version);
+        Ok(version)
     }
 
     /// The tool's `on_output` handlers over one successful output (SPEC
     /// T6); what they leave in the run metadata is committed. An error or a
     /// panic in a handler fails the run (X2).
-    pub(super) fn on_output(
+    pub(super) async fn on_output(
         &self,
         step: u32,
         input: &Value,
         result: &ToolResult,
     ) -> Result<(), Fail> {
         let fail = |m: String| Fail::new(RunStage::OnOutput, m);
-        let stored = self.read_metadata().map_err(fail)?;
+        let stored = self.read_metadata().await.map_err(fail)?;
         let handlers = &self.sh.agent.on_output;
         let ran = catch_unwind(AssertUnwindSafe(|| {
             handlers.run(&result.tool, stored.as_ref(), input, &result.output)
@@ -46,7 +51,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             Err(p) => return Err(fail(format!("on_output panicked: {}", panic_message(&*p)))),
         };
         let version = match changed {
-            Some(v) => Some(self.commit_metadata(v).map_err(|e| fail(e.to_string()))?),
+            Some(v) => Some(self.commit_metadata(v).await.map_err(fail)?),
             None => None,
         };
         self.emit(|| EventKind::OnOutput {
@@ -64,20 +69,28 @@ impl<C: Send + Sync + 'static> RunFacade for Exec<'_, C> {
         self.sh.agent.metadata
     }
 
-    fn read_metadata(&self) -> Result<Option<Value>, String> {
-        self.sh
-            .store
-            .read(self.thread, |rec| rec.run_metadata(self.run).cloned())
-            .map_err(|e| e.to_string())
+    fn read_metadata(&self) -> HookFuture<'_, Result<Option<Value>, String>> {
+        HookFuture::new(async move {
+            let read = self.sh.store.run_metadata(self.thread, self.run).await;
+            read.map_err(|e| e.to_string())
+        })
     }
 
-    fn write_metadata(&self, value: Value) -> Result<u64, String> {
-        let version = self.commit_metadata(value).map_err(|e| e.to_string())?;
-        self.emit(|| EventKind::RunMetadata { version });
-        Ok(version)
+    fn write_metadata(&self, value: Value) -> HookFuture<'_, Result<u64, String>> {
+        HookFuture::new(async move {
+            let version = self.commit_metadata(value).await?;
+            self.emit(|| EventKind::RunMetadata { version });
+            Ok(version)
+        })
     }
 
-    fn store_context_message(&self, text: String) -> Result<String, String> {
+    fn store_context_message(&self, text: String) -> HookFuture<'_, Result<String, String>> {
+        HookFuture::new(self.context_message(text))
+    }
+}
+
+impl<C: Send + Sync + 'static> Exec<'_, C> {
+    async fn context_message(&self, text: String) -> Result<String, String> {
         let id = self.sh.ids.next_id(IdKind::Message);
         let message = Message {
             id: id.clone(),
@@ -88,9 +101,13 @@ impl<C: Send + Sync + 'static> RunFacade for Exec<'_, C> {
             pai: self.meta(Producer::Lifecycle, None),
         };
         let appended = self
-            .sh
-            .commit(self.thread, Some(self.token), [message])
-            .map_err(|e| e.to_string())?;
+            .commit(
+                RunStage::Phase(crate::lifecycle::Phase::PrepareRun),
+                vec![message],
+                None,
+            )
+            .await
+            .map_err(|f| f.message)?;
         self.emit(|| EventKind::ContextMessage {
             message: id.clone(),
             version: appended.version,

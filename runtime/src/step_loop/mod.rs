@@ -7,10 +7,12 @@ mod driver;
 mod episode;
 mod exec;
 mod facade;
+mod lease;
 mod resume;
 mod step;
 mod stream;
+mod takeover;
 mod tools;
 mod transition;
 
-pub(crate) use driver::drive;
+pub(crate) use driver::{drive, work_once};

@@ -11,7 +11,7 @@ use super::tools::{CANCELLED_WAITING, Call, Ready};
 use crate::event::{EventKind, RunStage};
 use crate::lifecycle::ToolResult;
 use crate::message::{ResultSource, ToolStatus};
-use crate::store::{Answer, WaitingCall};
+use crate::store::{Answer, Appended, WaitingCall};
 
 /// How the waiting calls end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,8 +30,9 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let waiting = self
             .sh
             .store
-            .read(self.thread, |rec| rec.waiting_calls(self.run))
-            .map_err(|e| Fail::new(RunStage::Resume, e.to_string()))?;
+            .waiting_calls(self.thread, self.run)
+            .await
+            .map_err(|e| self.store_fail(RunStage::Resume, e))?;
         let Some(step) = waiting.first().map(|w| w.step) else {
             return Ok(());
         };
@@ -54,23 +55,26 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let finals = self.run_ready(step, &calls, ready, early).await?;
         let message = self.results_message(step, &finals);
         let id = message.id.clone();
-        let appended = self
-            .sh
-            .commit_in(self.thread, |store, _| {
-                let a = store.write(self.thread, |rec| {
-                    rec.commit_resumed(self.run, self.token, vec![message])
-                })??;
-                Ok((a, a.version))
-            })
-            .map_err(|e: crate::store::StoreError| {
-                Fail::new(RunStage::CommitToolResults, e.to_string())
-            })?;
+        let appended = self.commit_resumed(message).await?;
         self.emit(|| EventKind::CommitToolResults {
             step,
             message: id,
             version: appended.version,
         });
         Ok(())
+    }
+
+    /// Commits a resumed run's results and forgets its waiting calls in
+    /// one write under the lease (K5), and tells the thread's watchers.
+    async fn commit_resumed(&self, message: crate::message::Message) -> Result<Appended, Fail> {
+        let stage = RunStage::CommitToolResults;
+        self.writable(stage)?;
+        let mut attached = self.sh.process.attach(self.thread).await;
+        let store = &self.sh.store;
+        let committed = store.commit_resumed(self.thread, self.run, self.token, vec![message]);
+        let appended = committed.await.map_err(|e| self.store_fail(stage, e))?;
+        self.sh.told(&mut attached, appended.version);
+        Ok(appended)
     }
 
     /// A waiting call's result from its answer, or the tool to run it with

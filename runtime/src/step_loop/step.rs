@@ -45,13 +45,15 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         route: &Route,
         overlay: &Overlay,
     ) -> Result<Transition, Fail> {
-        let history = self.take_anchor()?;
+        let history = self.take_anchor().await?;
         let context = self.resolve_context(step, &history).await?;
         let prepared = self.prepare(step, route, overlay, context).await?;
         let (stream, answered) = self.call_model(step, &prepared).await?;
         let (consumed, calls) = self.consume(step, stream).await?;
         let abort = consumed.abort;
-        let message = self.commit_step(step, consumed.parts, abort.as_ref())?;
+        let message = self
+            .commit_step(step, consumed.parts, abort.as_ref())
+            .await?;
         let done = if calls.is_empty() {
             ToolsDone::default()
         } else {
@@ -73,7 +75,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// records them and the run waits (refused when a cancel came first:
     /// then they are cancelled, T8); with any other transition they can
     /// never be answered, so each gets a cancelled result.
-    async fn settle_pending(
+    pub(super) async fn settle_pending(
         &self,
         step: u32,
         transition: &Transition,
@@ -85,12 +87,20 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         if *transition != Transition::Wait {
             return self.give_up(step, &done.pending, COMPLETED_WITHOUT).await;
         }
-        let waits = !self.stop.is_set()
-            && self
-                .sh
-                .store
-                .write(self.thread, |rec| rec.wait(self.run, done.pending.clone()))
-                .unwrap_or(false);
+        let waits = match self.stop.is_set() {
+            true => false,
+            false => {
+                self.writable(RunStage::Tools)?;
+                let waited =
+                    self.sh
+                        .store
+                        .wait(self.thread, self.run, self.token, done.pending.clone());
+                let waited = waited
+                    .await
+                    .map_err(|e| self.store_fail(RunStage::Tools, e))?;
+                waited.is_some()
+            }
+        };
         if waits {
             return Ok(());
         }
@@ -102,15 +112,15 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// The step's anchor (M1): history reads never go past the newest message
     /// stored now. A steering message stored before the anchor is taken by
     /// this step; only one that arrives later makes the step hand over (A4).
-    fn take_anchor(&self) -> Result<History<'_>, Fail> {
+    async fn take_anchor(&self) -> Result<History<'_>, Fail> {
+        let stage = RunStage::Phase(Phase::ResolveModelContext);
+        self.writable(stage)?;
         let (anchor, incarnation) = self
             .sh
             .store
-            .write(self.thread, |rec| {
-                rec.take_steer();
-                (rec.last_seq(), rec.incarnation())
-            })
-            .map_err(|e| Fail::phase(Phase::ResolveModelContext, e.to_string()))?;
+            .take_anchor(self.thread, self.run, self.token)
+            .await
+            .map_err(|e| self.store_fail(stage, e))?;
         Ok(History::new(
             &self.sh.store,
             self.thread,
@@ -260,7 +270,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// it with the tool calls it asked for (none after an abort, S4).
     async fn consume(&self, step: u32, stream: BoxStream) -> Result<(Consumed, Vec<Call>), Fail> {
         let stages = self.canonical(StreamKind::Model, Some(step))?;
-        let live = self.live_step(step);
+        let live = self.live_step(step).await;
         let consumed = consume(stream, stages, &live, &*self.sh.clock).await;
         let calls = match consumed.abort {
             Some(_) => Vec::new(),
@@ -289,7 +299,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
 
     /// Commits the step's canonical parts, or an abort's replacement (S4),
     /// itself passed through fresh canonical transforms (L12).
-    fn commit_step(
+    async fn commit_step(
         &self,
         step: u32,
         parts: Vec<Part>,
@@ -314,12 +324,10 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             visibility: Visibility::ALL,
             pai,
         };
-        let appended = self.commit(RunStage::CommitStep, vec![message.clone()])?;
+        let appended = self
+            .commit(RunStage::CommitStep, vec![message.clone()], Some(step))
+            .await?;
         message.seq = appended.first_seq;
-        let _ = self
-            .sh
-            .store
-            .write(self.thread, |rec| rec.step_committed(self.run));
         self.emit(|| EventKind::CommitStep {
             step,
             message: message.id.clone(),
@@ -344,11 +352,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let decision = self
             .decide(Phase::AfterStep, &input, |l, cx, i| l.after_step(cx, i))
             .await?;
-        let steering = self
-            .sh
-            .store
-            .read(self.thread, |rec| rec.has_steer())
-            .unwrap_or(false);
+        let steering = self.sh.store.has_steer(self.thread).await.unwrap_or(false);
         let transition = transition(&StepEnd {
             decision,
             abort: ended.abort.map(|a| (a.outcome, a.reason.as_str())),
@@ -359,7 +363,12 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             max_steps: self.sh.agent.max_steps,
         });
         if transition == Transition::Steer {
-            let _ = self.sh.store.write(self.thread, |rec| rec.take_steer());
+            let taken = self
+                .sh
+                .store
+                .take_steer(self.thread, self.run, self.token)
+                .await;
+            taken.map_err(|e| self.store_fail(RunStage::Phase(Phase::AfterStep), e))?;
         }
         self.emit(|| EventKind::AfterStep {
             step,

@@ -192,14 +192,8 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     }
 
     /// The thread's watchers for one step; empty when nobody watches.
-    pub(super) fn live_step(&self, step: u32) -> LiveStep<'_> {
-        let watchers = self
-            .sh
-            .process
-            .lock()
-            .get(self.thread)
-            .map(|a| a.watchers.clone())
-            .unwrap_or_default();
+    pub(super) async fn live_step(&self, step: u32) -> LiveStep<'_> {
+        let watchers = self.sh.process.attach(self.thread).await.watchers.clone();
         LiveStep {
             watchers,
             run_id: self.run,

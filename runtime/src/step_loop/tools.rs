@@ -144,7 +144,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         } = self.policy(step, route, calls).await?;
         let finals = self.run_ready(step, calls, ready, early).await?;
         if !finals.is_empty() {
-            self.commit_results(step, &finals)?;
+            self.commit_results(step, &finals).await?;
         }
         if self.stop.is_set() {
             self.give_up(step, &pending, CANCELLED_WAITING).await?;
@@ -204,7 +204,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             });
             finals.push(self.after_tool_result(step, result).await?);
         }
-        self.commit_results(step, &finals)
+        self.commit_results(step, &finals).await
     }
 
     /// `before_tool_call` for every call before any tool starts (T1): the
@@ -339,7 +339,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         // status output; every other source is an error.
         let successful = result.status == ToolStatus::Output;
         if successful && self.sh.agent.on_output.handles(&result.tool) {
-            self.on_output(step, input, &result)?;
+            self.on_output(step, input, &result).await?;
         }
         self.after_tool_result(step, result).await
     }
@@ -414,10 +414,12 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     }
 
     /// Commits the step's results, in call order, as one tool message (T2).
-    fn commit_results(&self, step: u32, finals: &[ToolResult]) -> Result<(), Fail> {
+    async fn commit_results(&self, step: u32, finals: &[ToolResult]) -> Result<(), Fail> {
         let message = self.results_message(step, finals);
         let id = message.id.clone();
-        let appended = self.commit(RunStage::CommitToolResults, vec![message])?;
+        let appended = self
+            .commit(RunStage::CommitToolResults, vec![message], None)
+            .await?;
         self.emit(|| EventKind::CommitToolResults {
             step,
             message: id,

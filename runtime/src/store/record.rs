@@ -2,13 +2,14 @@
 //! thread as trusted code reads it, and what operations report (SPEC K1,
 //! K2, K6, T9).
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::waiting::WaitingCall;
 use crate::message::{Message, Outcome};
 
 /// A store operation that could not be applied. Nothing changed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum StoreError {
     #[error("thread {0} does not exist")]
@@ -17,10 +18,28 @@ pub enum StoreError {
     Forbidden { thread: String },
     #[error("stale lease token {given} (current {current})")]
     StaleLease { given: u64, current: u64 },
+    /// The store could not be reached, or did not answer in time: the
+    /// request may or may not have been applied.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// The store answered something this request cannot be answered with.
+    #[error("store protocol error: {0}")]
+    Protocol(String),
+}
+
+impl StoreError {
+    /// Whether the caller lost its lease, or cannot know whether it still
+    /// holds it: a run that gets this must stop writing (SPEC K3).
+    pub fn loses_lease(&self) -> bool {
+        matches!(
+            self,
+            StoreError::StaleLease { .. } | StoreError::Unavailable(_)
+        )
+    }
 }
 
 /// Lifecycle status of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RunStatus {
     Queued,
     Running,
@@ -44,7 +63,7 @@ impl RunStatus {
 }
 
 /// A run as the store records it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     pub id: String,
     pub status: RunStatus,
@@ -88,27 +107,58 @@ impl RunRecord {
 }
 
 /// What recording an answer did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Answered {
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answered {
     /// The waiting run.
-    pub(crate) run: String,
+    pub run: String,
     /// Every waiting call of its step has an answer: it can resume.
-    pub(crate) ready: bool,
+    pub ready: bool,
     /// The thread's version after the answer's commit.
-    pub(crate) version: u64,
+    pub version: u64,
 }
 
-/// A run the driver takes up: a queued run's start, or a waiting run's resume.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Started {
-    pub(crate) run: String,
-    pub(crate) resumed: bool,
-    pub(crate) cancel_requested: bool,
+/// A run a worker takes up with its lease: a queued run's start, a waiting
+/// run's resume, or a takeover of a run whose holder's lease expired (K3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claimed {
+    pub thread: String,
+    pub run: String,
+    /// The run had begun before: it continues from its last committed step.
+    pub resumed: bool,
+    pub cancel_requested: bool,
+    /// The lease's fencing token, newer than every token before (K2).
+    pub token: u64,
+    /// The episode this lease begins.
+    pub episode: u32,
+    /// Model steps the run has committed: its next step's number.
+    pub steps: u32,
+    /// When the run was taken from a holder whose lease expired.
+    pub takeover: Option<Takeover>,
+}
+
+/// Whose expired lease a claim took over (SPEC K3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Takeover {
+    /// The worker that held it, if it said.
+    pub from: Option<String>,
+    /// Its token, now stale.
+    pub token: u64,
+    /// When its lease expired, on the store's clock.
+    pub expired_at: crate::clock::Millis,
+}
+
+/// What a submitted user message became.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Submitted {
+    /// A new run, queued (SPEC K1).
+    Run { run: String, version: u64 },
+    /// A steering message for the current run (SPEC A4).
+    Steer { run: String, version: u64 },
 }
 
 /// What a cancel reached (SPEC K6).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum CancelTarget {
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CancelTarget {
     /// The run being driven: its stop signal must be set.
     Active(String),
     /// The current run, waiting for a client: it resumes to end cancelled.
@@ -118,8 +168,8 @@ pub(crate) enum CancelTarget {
 }
 
 /// Why a cancel reached no run (SPEC K6: a cancel is never silently lost).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum CancelMiss {
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CancelMiss {
     /// The thread has no active or queued run.
     NoRun,
     /// The named run is not a run of this thread.
@@ -129,7 +179,7 @@ pub(crate) enum CancelMiss {
 }
 
 /// A thread as trusted server code sees it: every message, whatever its visibility.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredThread {
     pub id: String,
     pub agent: String,
@@ -141,21 +191,23 @@ pub struct StoredThread {
     pub runs: Vec<RunRecord>,
     /// The run holding the thread's lease, if any (SPEC K2; none while a run waits).
     pub lease_holder: Option<String>,
+    /// The newest fencing token handed out.
+    pub lease_token: u64,
 }
 
 /// What one commit did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Appended {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Appended {
     /// The thread's version after the commit.
-    pub(crate) version: u64,
+    pub version: u64,
     /// The sequence number of the first message appended.
-    pub(crate) first_seq: u64,
+    pub first_seq: u64,
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct RunEnd {
-    pub(crate) status: RunStatus,
-    pub(crate) outcome: Outcome,
-    pub(crate) reason: Option<String>,
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEnd {
+    pub status: RunStatus,
+    pub outcome: Outcome,
+    pub reason: Option<String>,
 }

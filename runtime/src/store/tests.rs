@@ -2,6 +2,7 @@
 //! the queue (K1), cancels (K6), waiting and answers (T7, T9).
 use super::*;
 use crate::message::{PaiMeta, Part, Producer, Visibility};
+use crate::store::Claimed;
 use crate::store::waiting::tests::call;
 
 fn message(text: &str) -> Message {
@@ -15,11 +16,24 @@ fn message(text: &str) -> Message {
     }
 }
 
+impl ThreadRec {
+    /// The next run, claimed by one worker whose leases never expire.
+    fn start_next(&mut self) -> Option<Claimed> {
+        self.claim("t", "w", None, 0)
+    }
+
+    /// The token of a claim of the next run.
+    fn acquire(&mut self) -> u64 {
+        self.start_next().expect("a run to claim").token
+    }
+}
+
 #[test]
 fn k2_a_stale_token_changes_nothing() {
     let mut rec = ThreadRec::new("a", "o");
-    let old = rec.acquire_lease("r1");
-    let new = rec.acquire_lease("r2");
+    rec.admit("r1", "m1");
+    let old = rec.acquire();
+    let (new, _) = rec.next_episode("r1", old, 0).unwrap();
     assert!(new > old);
     assert_eq!(
         rec.append(Some(new), [message("x")]).map(|a| a.version),
@@ -53,7 +67,6 @@ fn k1_runs_start_in_arrival_order_and_finish_clears_the_lease() {
     rec.admit("r2", "m2");
     assert_eq!(rec.start_next().map(|s| s.run).as_deref(), Some("r1"));
     assert_eq!(rec.queue.front().map(String::as_str), Some("r2"));
-    rec.acquire_lease("r1");
     let end = RunEnd {
         status: RunStatus::Completed,
         outcome: Outcome::Completed,
@@ -127,9 +140,11 @@ fn t9_a_waiting_run_stays_current_and_resumes_when_answered() {
     let mut rec = ThreadRec::new("a", "o");
     rec.admit("r1", "m1");
     rec.admit("r2", "m2");
-    rec.start_next();
-    rec.acquire_lease("r1");
-    assert!(rec.wait("r1", vec![call("c1", Approval), call("c2", Client)]));
+    let token = rec.acquire();
+    assert_eq!(
+        rec.wait("r1", token, vec![call("c1", Approval), call("c2", Client)]),
+        Ok(true)
+    );
     assert_eq!(
         (rec.lease.holder.clone(), rec.runs()[0].status),
         (None, RunStatus::Waiting)
@@ -156,7 +171,8 @@ fn t9_a_waiting_run_stays_current_and_resumes_when_answered() {
     );
     // A cancel before the wait is recorded refuses it.
     assert_eq!(rec.cancel(None), Ok(CancelTarget::Active("r1".into())));
-    assert!(!rec.wait("r1", vec![call("c3", Approval)]));
+    let token = resumed.token;
+    assert_eq!(rec.wait("r1", token, vec![call("c3", Approval)]), Ok(false));
     assert_eq!(rec.runs()[0].status, RunStatus::Running);
 }
 
@@ -167,9 +183,8 @@ fn h1_metadata_writes_are_fenced_commits_and_runs_count_their_own() {
     let mut rec = ThreadRec::new("a", "o");
     rec.admit("r1", "m1");
     rec.admit("r2", "m2");
-    rec.start_next();
-    let token = rec.acquire_lease("r1");
-    rec.acquire_lease("r1");
+    let token = rec.acquire();
+    rec.next_episode("r1", token, 0).unwrap();
     let stale = rec.set_run_metadata("r1", token, Value::from(1));
     assert!(matches!(stale, Err(StoreError::StaleLease { .. })));
     assert_eq!((rec.version(), rec.run_metadata("r1")), (0, None));
@@ -190,9 +205,9 @@ fn h1_metadata_writes_are_fenced_commits_and_runs_count_their_own() {
 fn k6_a_cancelled_waiting_run_resumes_to_end() {
     let mut rec = ThreadRec::new("a", "o");
     rec.admit("r1", "m1");
-    rec.start_next();
-    rec.acquire_lease("r1");
-    assert!(rec.wait("r1", vec![call("c1", crate::tool::ToolKind::Approval)]));
+    let token = rec.acquire();
+    let calls = vec![call("c1", crate::tool::ToolKind::Approval)];
+    assert_eq!(rec.wait("r1", token, calls), Ok(true));
     assert_eq!(rec.cancel(None), Ok(CancelTarget::Waiting("r1".into())));
     let started = rec.start_next().expect("resumes");
     assert!(started.resumed && started.cancel_requested);
@@ -221,11 +236,16 @@ mod k2_property {
         #[test]
         fn k2_only_the_newest_token_writes(ops in prop::collection::vec(op(), 1..40)) {
             let mut rec = ThreadRec::new("a", "o");
+            rec.admit("r1", "m1");
             let mut tokens: Vec<u64> = Vec::new();
             for (i, op) in ops.iter().enumerate() {
                 match op {
                     Op::Acquire => {
-                        let t = rec.acquire_lease(&format!("r{i}"));
+                        // Each claim comes after the last holder's lease
+                        // expired: the first starts r1, the others take it over.
+                        let now = 10 * (i as u64 + 1);
+                        let claimed = rec.claim("t", &format!("w{i}"), Some(5), now);
+                        let t = claimed.expect("an expired lease is taken").token;
                         prop_assert!(tokens.last().is_none_or(|last| t > *last), "tokens only grow");
                         tokens.push(t);
                     }

@@ -7,19 +7,16 @@ use std::collections::{BTreeSet, VecDeque};
 use serde_json::{Map, Value};
 
 use super::record::{
-    Answered, Appended, CancelMiss, CancelTarget, RunEnd, RunRecord, RunStatus, Started,
-    StoreError, StoredThread,
+    Answered, Appended, CancelMiss, CancelTarget, RunEnd, RunRecord, RunStatus, StoreError,
+    StoredThread,
 };
 use super::waiting::{self, Answer, AnswerMiss, WaitingCall};
 use crate::message::{Message, Outcome, Role};
 
-/// The lease on a thread's current run (SPEC K2): the holder of the current
-/// episode, and the newest fencing token handed out, which only grows.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct Lease {
-    holder: Option<String>,
-    token: u64,
-}
+#[path = "lease.rs"]
+mod lease;
+
+use lease::Lease;
 
 /// One thread's durable record.
 #[derive(Debug)]
@@ -113,17 +110,6 @@ impl ThreadRec {
         })
     }
 
-    /// Refuses a write under `token` unless it is the current lease token (K2).
-    fn fenced(&self, token: Option<u64>) -> Result<(), StoreError> {
-        match token {
-            Some(given) if given != self.lease.token => Err(StoreError::StaleLease {
-                given,
-                current: self.lease.token,
-            }),
-            _ => Ok(()),
-        }
-    }
-
     /// Writes `run`'s metadata under the run's lease token: one commit (H1).
     pub(crate) fn set_run_metadata(
         &mut self,
@@ -150,17 +136,23 @@ impl ThreadRec {
     /// Puts `run` to wait on `calls` (T7): its episode ends and it releases
     /// the lease, but it stays the current run (T9). Refused (`false`,
     /// nothing changed) when a cancel was requested: the run must end.
-    pub(crate) fn wait(&mut self, run: &str, calls: Vec<WaitingCall>) -> bool {
+    pub(crate) fn wait(
+        &mut self,
+        run: &str,
+        token: u64,
+        calls: Vec<WaitingCall>,
+    ) -> Result<bool, StoreError> {
+        self.fenced(Some(token))?;
         let Some(r) = self.run_mut(run) else {
-            return false;
+            return Ok(false);
         };
         if r.cancel_requested {
-            return false;
+            return Ok(false);
         }
         r.status = RunStatus::Waiting;
         r.waiting = calls;
         self.release_lease(run);
-        true
+        Ok(true)
     }
 
     /// Records a client's answer to a waiting call of the current run (T9),
@@ -250,34 +242,6 @@ impl ThreadRec {
         }
     }
 
-    /// The run to drive next: the current run if it waits and can resume
-    /// (T9), else nothing while a current run waits, else the next queued
-    /// run, made current and running (K1).
-    pub(crate) fn start_next(&mut self) -> Option<Started> {
-        if let Some(current) = self.current.clone() {
-            let r = self.run_mut(&current)?;
-            if !r.resumable() {
-                return None;
-            }
-            r.status = RunStatus::Running;
-            return Some(Started {
-                run: current,
-                resumed: true,
-                cancel_requested: r.cancel_requested,
-            });
-        }
-        let run = self.queue.pop_front()?;
-        if let Some(r) = self.run_mut(&run) {
-            r.status = RunStatus::Running;
-        }
-        self.current = Some(run.clone());
-        Some(Started {
-            run,
-            resumed: false,
-            cancel_requested: false,
-        })
-    }
-
     /// The run being driven now, if any.
     pub(crate) fn current_run(&self) -> Option<&str> {
         self.current.as_deref()
@@ -325,18 +289,8 @@ impl ThreadRec {
         })
     }
 
-    /// Gives `run` the lease for a new episode; returns its fencing token,
-    /// newer than every token handed out before (SPEC K2).
-    pub(crate) fn acquire_lease(&mut self, run: &str) -> u64 {
-        self.lease.token += 1;
-        self.lease.holder = Some(run.to_string());
-        if let Some(r) = self.run_mut(run) {
-            r.episodes += 1;
-        }
-        self.lease.token
-    }
-
     /// How many model steps `run` has committed: its next step's number.
+    #[cfg(test)]
     pub(crate) fn steps(&self, run: &str) -> u32 {
         self.runs
             .iter()
@@ -345,18 +299,12 @@ impl ThreadRec {
     }
 
     /// How many episodes `run` has begun.
+    #[cfg(test)]
     pub(crate) fn episodes(&self, run: &str) -> u32 {
         self.runs
             .iter()
             .find(|r| r.id == run)
             .map_or(0, |r| r.episodes)
-    }
-
-    /// Ends `run`'s episode: it no longer holds the lease.
-    pub(crate) fn release_lease(&mut self, run: &str) {
-        if self.lease.holder.as_deref() == Some(run) {
-            self.lease.holder = None;
-        }
     }
 
     /// Records a steering message for the current run's next step (SPEC A4).
@@ -413,6 +361,7 @@ impl ThreadRec {
         &self.agent
     }
 
+    #[cfg(test)]
     pub(crate) fn version(&self) -> u64 {
         self.version
     }
@@ -421,6 +370,7 @@ impl ThreadRec {
         &self.messages
     }
 
+    #[cfg(test)]
     pub(crate) fn runs(&self) -> &[RunRecord] {
         &self.runs
     }
@@ -445,6 +395,7 @@ impl ThreadRec {
             metadata: self.metadata.clone(),
             runs: self.runs.clone(),
             lease_holder: self.lease.holder.clone(),
+            lease_token: self.lease.token,
         }
     }
 }

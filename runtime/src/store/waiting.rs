@@ -1,12 +1,13 @@
 //! What a waiting run records (SPEC T7, T9): the calls its step left
 //! waiting for a client, and each call's answer once it comes.
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::tool::ToolKind;
 
 /// A client's answer to one waiting call.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Answer {
     /// An approval call may run.
     Approved,
@@ -35,7 +36,7 @@ impl Answer {
 }
 
 /// One call a waiting run's step is waiting on.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WaitingCall {
     pub call_id: String,
     pub tool: String,
@@ -48,8 +49,8 @@ pub struct WaitingCall {
 }
 
 /// Why an answer was refused (SPEC T9). Nothing changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum AnswerMiss {
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AnswerMiss {
     /// No waiting call of the thread's current run has this id.
     NotWaiting,
     /// The call has its answer already.

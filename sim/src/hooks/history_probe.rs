@@ -34,7 +34,7 @@ pub struct HistoryProbe {
 }
 
 /// Every read of the history view, recorded, and as one line.
-fn probe(
+async fn probe(
     cx: &HookCx<'_, SimContext>,
     input: &ContextInput<'_>,
     page: usize,
@@ -51,13 +51,20 @@ fn probe(
             seqs,
         });
     };
-    let all: Vec<u64> = h.collect(1, u64::MAX)?.iter().map(|m| m.seq).collect();
+    let all: Vec<u64> = h
+        .collect(1, u64::MAX)
+        .await?
+        .iter()
+        .map(|m| m.seq)
+        .collect();
     record("collect", all.clone());
-    let tail = h.model_messages(anchor.saturating_sub(1).max(1), anchor)?;
+    let tail = h
+        .model_messages(anchor.saturating_sub(1).max(1), anchor)
+        .await?;
     let mut pages = Vec::new();
     let mut cursor = None;
     for _ in 0..8 {
-        let p = h.before(cursor, page)?;
+        let p = h.before(cursor, page).await?;
         let seqs: Vec<u64> = p.messages.iter().map(|m| m.seq).collect();
         record("before", seqs.clone());
         pages.push(format!("[{}]", hashes(&seqs)));
@@ -91,7 +98,7 @@ impl HistoryProbe {
                     if wait > 0 {
                         tokio::time::sleep(Duration::from_millis(wait)).await;
                     }
-                    out.push(probe(cx, input, page)?);
+                    out.push(probe(cx, input, page).await?);
                     Ok(out)
                 })
             },

@@ -28,13 +28,16 @@ pub struct SetMetadata {
 
 impl SetMetadata {
     pub(super) fn build(&self, name: &str) -> SimHook {
-        let values: SimMetadata = self.values.clone().into_iter().collect();
+        let values: std::sync::Arc<SimMetadata> =
+            std::sync::Arc::new(self.values.clone().into_iter().collect());
         Box::new(hook::prepare_run(name, move |cx, input| {
-            let set = match input.resumed {
-                true => Ok(()),
-                false => cx.set_run_metadata(&values),
-            };
-            HookFuture::ready(set.map(|()| RunDecision::default()))
+            let values = values.clone();
+            HookFuture::new(async move {
+                if !input.resumed {
+                    cx.set_run_metadata(&*values).await?;
+                }
+                Ok(RunDecision::default())
+            })
         }))
     }
 }
@@ -90,7 +93,7 @@ pub struct PatchMetadata {
 }
 
 impl PatchMetadata {
-    fn update(&self, cx: &HookCx<'_, SimContext>) -> HookResult<()> {
+    async fn update(&self, cx: &HookCx<'_, SimContext>) -> HookResult<()> {
         cx.update_run_metadata(|m: &mut SimMetadata| {
             if let Some(key) = &self.count {
                 let n = m.get(key).and_then(Value::as_u64).unwrap_or(0);
@@ -100,31 +103,45 @@ impl PatchMetadata {
                 m.insert(k.clone(), v.clone());
             }
         })
+        .await
     }
 
     pub(super) fn build(&self, name: &str) -> SimHook {
-        let me = self.clone();
+        let me = std::sync::Arc::new(self.clone());
         match self.phase {
             MetadataPhase::PrepareRun => Box::new(hook::prepare_run(name, move |cx, _| {
-                HookFuture::ready(me.update(cx).map(|()| RunDecision::default()))
+                let me = me.clone();
+                HookFuture::new(async move { me.update(cx).await.map(|()| RunDecision::default()) })
             })),
             MetadataPhase::PrepareModelStep => {
                 Box::new(hook::prepare_model_step(name, move |cx, _| {
-                    HookFuture::ready(me.update(cx).map(|()| StepDecision::default()))
+                    let me = me.clone();
+                    HookFuture::new(
+                        async move { me.update(cx).await.map(|()| StepDecision::default()) },
+                    )
                 }))
             }
             MetadataPhase::BeforeToolCall => {
                 Box::new(hook::before_tool_call(name, move |cx, _| {
-                    HookFuture::ready(me.update(cx).map(|()| ToolCallDecision::Continue))
+                    let me = me.clone();
+                    HookFuture::new(async move {
+                        me.update(cx).await.map(|()| ToolCallDecision::Continue)
+                    })
                 }))
             }
             MetadataPhase::AfterToolResult => {
                 Box::new(hook::after_tool_result(name, move |cx, _| {
-                    HookFuture::ready(me.update(cx).map(|()| ToolResultDecision::Continue))
+                    let me = me.clone();
+                    HookFuture::new(async move {
+                        me.update(cx).await.map(|()| ToolResultDecision::Continue)
+                    })
                 }))
             }
             MetadataPhase::AfterStep => Box::new(hook::after_step(name, move |cx, _| {
-                HookFuture::ready(me.update(cx).map(|()| AfterStepDecision::Natural))
+                let me = me.clone();
+                HookFuture::new(
+                    async move { me.update(cx).await.map(|()| AfterStepDecision::Natural) },
+                )
             })),
         }
     }
@@ -144,11 +161,12 @@ pub struct MetadataOverlay {
 impl MetadataOverlay {
     pub(super) fn build(&self, name: &str) -> SimHook {
         Box::new(hook::prepare_run(name, move |cx, _| {
-            let shown = cx.run_metadata::<SimMetadata>().map(|m| {
+            HookFuture::new(async move {
+                let m = cx.run_metadata::<SimMetadata>().await?;
                 let text = serde_json::to_string(&m).unwrap_or_default();
-                RunDecision::Continue(Patch::append_system(format!("run metadata: {text}")))
-            });
-            HookFuture::ready(shown)
+                let shown = Patch::append_system(format!("run metadata: {text}"));
+                Ok(RunDecision::Continue(shown))
+            })
         }))
     }
 }
@@ -171,11 +189,13 @@ impl ContextMessage {
     pub(super) fn build(&self, name: &str) -> SimHook {
         let text = self.text.clone();
         Box::new(hook::prepare_run(name, move |cx, input| {
-            let stored = match input.resumed {
-                true => Ok(()),
-                false => cx.store_context_message(text.clone()).map(drop),
-            };
-            HookFuture::ready(stored.map(|()| RunDecision::default()))
+            let text = text.clone();
+            HookFuture::new(async move {
+                if !input.resumed {
+                    cx.store_context_message(text).await?;
+                }
+                Ok(RunDecision::default())
+            })
         }))
     }
 }

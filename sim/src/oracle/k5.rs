@@ -114,6 +114,7 @@ mod tests {
             metadata: Default::default(),
             runs: vec![],
             lease_holder: None,
+            lease_token: 0,
         }
     }
 

@@ -154,6 +154,7 @@ mod tests {
             metadata: Default::default(),
             runs: vec![],
             lease_holder: Some("r".into()),
+            lease_token: 0,
         };
         let v = stored(std::slice::from_ref(&thread), &left);
         assert_eq!(v.len(), 1, "{v:?}");

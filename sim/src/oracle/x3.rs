@@ -84,6 +84,7 @@ mod tests {
             metadata: Default::default(),
             runs: vec![],
             lease_holder: None,
+            lease_token: 0,
         };
         let v = check(&[commit("m2")], &[thread]);
         assert_eq!(v.len(), 1);

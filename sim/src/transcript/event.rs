@@ -32,6 +32,18 @@ pub(super) fn event(kind: &EventKind) -> String {
         EventKind::LeaseAcquired { episode, token } => {
             format!("lease_acquired episode={episode} token={token}")
         }
+        EventKind::LeaseRenewed { token } => format!("lease_renewed token={token}"),
+        EventKind::LeaseLost { token, reason } => {
+            format!("lease_lost token={token} reason={}", quoted(reason))
+        }
+        EventKind::TakenOver {
+            from,
+            stale_token,
+            expired_at,
+        } => format!(
+            "taken_over from={} stale_token={stale_token} expired_at={expired_at}ms",
+            opt(from)
+        ),
         EventKind::Hook(n) => note(n),
         EventKind::PrepareRun {
             route: r,

@@ -58,18 +58,18 @@ fn name_of(stored: Option<&StoredThread>, id: &str) -> String {
 }
 
 /// Approves, denies or submits for the named call; the call's id on success.
-pub fn answer(
+pub async fn answer(
     runtime: &Runtime<SimContext>,
     thread: &ThreadHandle<SimContext>,
     name: &CallName,
     how: Answering<'_>,
 ) -> Result<Option<String>, String> {
-    let stored = runtime.inspect(thread.id());
+    let stored = runtime.inspect(thread.id()).await.ok().flatten();
     let id = call_id(stored.as_ref(), name)?;
     let done = match how {
-        Answering::Approve => thread.approve(&id),
-        Answering::Deny(reason) => thread.deny(&id, reason),
-        Answering::Submit(output) => thread.submit_tool_result(&id, output.clone()),
+        Answering::Approve => thread.approve(&id).await,
+        Answering::Deny(reason) => thread.deny(&id, reason).await,
+        Answering::Submit(output) => thread.submit_tool_result(&id, output.clone()).await,
     };
     done.map(|()| Some(id)).map_err(|e| e.to_string())
 }
@@ -84,13 +84,13 @@ pub enum Answering<'a> {
 
 /// Whether the thread's current run waits on exactly `expected`, unanswered
 /// and in order: `None` if so, else what it waits on.
-pub fn check_waiting(
+pub async fn check_waiting(
     runtime: &Runtime<SimContext>,
     thread: &ThreadHandle<SimContext>,
     expected: &[CallName],
 ) -> Option<String> {
-    let stored = runtime.inspect(thread.id());
-    let waiting: Vec<WaitingCall> = thread.waiting().unwrap_or_default();
+    let stored = runtime.inspect(thread.id()).await.ok().flatten();
+    let waiting: Vec<WaitingCall> = thread.waiting().await.unwrap_or_default();
     let actual: Vec<String> = waiting
         .iter()
         .filter(|c| c.answer.is_none())

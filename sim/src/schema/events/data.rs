@@ -36,6 +36,27 @@ pub enum EventData {
         /// The fencing token of the lease.
         token: u64,
     },
+    /// The holder renewed the run's lease (SPEC K3).
+    LeaseRenewed {
+        /// The fencing token renewed.
+        token: u64,
+    },
+    /// The driver lost the run's lease and stopped driving it (SPEC K2, K3).
+    LeaseLost {
+        /// The token it held.
+        token: u64,
+        /// Why: a stale token refused, or the store unreachable.
+        reason: String,
+    },
+    /// A worker took the run over from a holder whose lease expired (SPEC K3).
+    TakenOver {
+        /// The worker that held the lease, if known.
+        from: Option<String>,
+        /// The previous holder's token, now stale.
+        stale_token: u64,
+        /// When that lease expired (virtual ms on the store's clock).
+        expired_at: u64,
+    },
     /// One hook's decision inside a composed lifecycle.
     Hook {
         /// The phase the hook handled.
@@ -287,6 +308,17 @@ impl From<&EventKind> for EventData {
             EventKind::LeaseAcquired { episode, token } => {
                 EventData::LeaseAcquired { episode, token }
             }
+            EventKind::LeaseRenewed { token } => EventData::LeaseRenewed { token },
+            EventKind::LeaseLost { token, reason } => EventData::LeaseLost { token, reason },
+            EventKind::TakenOver {
+                from,
+                stale_token,
+                expired_at,
+            } => EventData::TakenOver {
+                from,
+                stale_token,
+                expired_at,
+            },
             EventKind::Hook(n) => EventData::Hook {
                 phase: n.phase.into(),
                 hook: n.hook,

@@ -135,7 +135,7 @@ mod tests {
         expected.sort();
         found.sort();
         assert_eq!(found, expected);
-        assert_eq!(found.len(), 28);
+        assert_eq!(found.len(), 31);
     }
 
     /// Every stage the runtime names is in the schema's list.

@@ -1,0 +1,86 @@
+//! A run's lease as its driver holds it (SPEC K2, K3): the token of the
+//! current episode, renewal while the episode works, and what happens when
+//! the lease is lost: the driver stops at its next write.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::event::EventKind;
+use crate::shared::Shared;
+use crate::stop::StopSignal;
+use crate::store::StoreError;
+
+/// The lease a driver holds on one run.
+#[derive(Debug, Default)]
+pub(super) struct RunLease {
+    token: AtomicU64,
+    /// Why the lease is lost, once it is.
+    lost: Mutex<Option<String>>,
+}
+
+impl RunLease {
+    pub(super) fn new(token: u64) -> RunLease {
+        RunLease {
+            token: AtomicU64::new(token),
+            lost: Mutex::new(None),
+        }
+    }
+
+    pub(super) fn token(&self) -> u64 {
+        self.token.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn set_token(&self, token: u64) {
+        self.token.store(token, Ordering::Relaxed);
+    }
+
+    /// Records that the lease is lost (the first reason wins).
+    pub(super) fn lose(&self, why: String) {
+        let mut lost = self.lost.lock().unwrap_or_else(|e| e.into_inner());
+        lost.get_or_insert(why);
+    }
+
+    /// Why the lease is lost, if it is: the run must not write again (K3).
+    pub(super) fn lost(&self) -> Option<String> {
+        self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Whether `e` means the lease is lost; if so, it is recorded.
+    pub(super) fn check(&self, e: &StoreError) -> bool {
+        if e.loses_lease() {
+            self.lose(e.to_string());
+            return true;
+        }
+        false
+    }
+}
+
+/// Renews the lease while an episode works (K3), and hears of a cancel
+/// asked through another process (K6). Ends when the lease is lost; the
+/// episode it runs beside ends it otherwise.
+pub(super) async fn renew<C>(
+    sh: &Shared<C>,
+    thread: &str,
+    run: &str,
+    lease: &RunLease,
+    stop: &StopSignal,
+) {
+    let Some(ttl) = sh.worker.lease_ttl else {
+        return;
+    };
+    let every = sh.worker.renew_every.unwrap_or(ttl / 3).max(1);
+    loop {
+        sh.clock.sleep(every).await;
+        let token = lease.token();
+        match sh.store.renew(thread, run, token).await {
+            Ok(cancel) => {
+                sh.emit(thread, run, || EventKind::LeaseRenewed { token });
+                if cancel {
+                    stop.trigger();
+                }
+            }
+            Err(e) if lease.check(&e) => return,
+            Err(_) => {}
+        }
+    }
+}

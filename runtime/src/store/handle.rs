@@ -1,0 +1,410 @@
+//! The typed calls the runtime makes on its store: each builds one
+//! request and takes its answer apart; an answer of the wrong shape is a
+//! protocol error.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::memory::MemoryStore;
+use super::protocol::Store;
+use super::protocol::{HistoryRead, StoreReply, StoreRequest};
+use super::record::{
+    Answered, Appended, CancelMiss, CancelTarget, Claimed, RunEnd, StoreError, StoredThread,
+    Submitted,
+};
+use super::waiting::{Answer, AnswerMiss, WaitingCall};
+use crate::clock::Millis;
+use crate::message::Message;
+
+/// A runtime's store.
+#[derive(Clone)]
+pub(crate) struct StoreHandle(Arc<dyn Store>);
+
+impl std::fmt::Debug for StoreHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoreHandle")
+    }
+}
+
+impl Default for StoreHandle {
+    fn default() -> Self {
+        StoreHandle(Arc::new(MemoryStore::default()))
+    }
+}
+
+/// Takes an answer apart, or says it has the wrong shape.
+macro_rules! expect {
+    ($reply:expr, $pat:pat => $out:expr) => {
+        match $reply {
+            $pat => Ok($out),
+            other => Err(StoreError::Protocol(format!("unexpected answer {other:?}"))),
+        }
+    };
+}
+
+/// Who acts on a thread: its id, the agent and the owner (SPEC H4).
+pub(crate) struct Scope<'a> {
+    pub(crate) thread: &'a str,
+    pub(crate) agent: &'a str,
+    pub(crate) owner: &'a str,
+}
+
+impl StoreHandle {
+    pub(crate) fn new(store: Arc<dyn Store>) -> StoreHandle {
+        StoreHandle(store)
+    }
+
+    async fn ask(&self, request: StoreRequest) -> Result<StoreReply, StoreError> {
+        self.0.call(request).await
+    }
+
+    /// `None`: a steer found no current run and needs a run id.
+    pub(crate) async fn submit(
+        &self,
+        s: &Scope<'_>,
+        message: Message,
+        steer: bool,
+        new_run: Option<String>,
+    ) -> Result<Option<Submitted>, StoreError> {
+        let reply = self
+            .ask(StoreRequest::Submit {
+                thread: s.thread.into(),
+                agent: s.agent.into(),
+                owner: s.owner.into(),
+                message,
+                steer,
+                new_run,
+            })
+            .await?;
+        match reply {
+            StoreReply::NeedRunId => Ok(None),
+            other => expect!(other, StoreReply::Submitted(x) => Some(x)),
+        }
+    }
+
+    pub(crate) async fn open(&self, s: &Scope<'_>) -> Result<(), StoreError> {
+        let reply = self
+            .ask(StoreRequest::Open {
+                thread: s.thread.into(),
+                agent: s.agent.into(),
+                owner: s.owner.into(),
+            })
+            .await?;
+        expect!(reply, StoreReply::Done => ())
+    }
+
+    pub(crate) async fn cancel(
+        &self,
+        s: &Scope<'_>,
+        run: Option<&str>,
+    ) -> Result<Result<CancelTarget, CancelMiss>, StoreError> {
+        let reply = self
+            .ask(StoreRequest::Cancel {
+                thread: s.thread.into(),
+                agent: s.agent.into(),
+                owner: s.owner.into(),
+                run: run.map(str::to_string),
+            })
+            .await?;
+        expect!(reply, StoreReply::Cancelled(x) => x)
+    }
+
+    pub(crate) async fn answer(
+        &self,
+        s: &Scope<'_>,
+        call_id: &str,
+        answer: Answer,
+    ) -> Result<Result<Answered, AnswerMiss>, StoreError> {
+        let reply = self
+            .ask(StoreRequest::Answer {
+                thread: s.thread.into(),
+                agent: s.agent.into(),
+                owner: s.owner.into(),
+                call_id: call_id.into(),
+                answer,
+            })
+            .await?;
+        expect!(reply, StoreReply::Answered(x) => x)
+    }
+
+    pub(crate) async fn inspect(&self, thread: &str) -> Result<Option<StoredThread>, StoreError> {
+        let reply = self
+            .ask(StoreRequest::Inspect {
+                thread: thread.into(),
+            })
+            .await?;
+        expect!(reply, StoreReply::Thread(x) => x)
+    }
+
+    pub(crate) async fn ids(&self) -> Result<Vec<String>, StoreError> {
+        let reply = self.ask(StoreRequest::ThreadIds).await?;
+        expect!(reply, StoreReply::Ids(x) => x)
+    }
+
+    pub(crate) async fn claim(
+        &self,
+        thread: Option<&str>,
+        worker: &str,
+        ttl: Option<Millis>,
+    ) -> Result<Option<Claimed>, StoreError> {
+        let reply = self
+            .ask(StoreRequest::Claim {
+                thread: thread.map(str::to_string),
+                worker: worker.into(),
+                ttl,
+            })
+            .await?;
+        expect!(reply, StoreReply::Claimed(x) => x)
+    }
+
+    pub(crate) async fn next_episode(
+        &self,
+        thread: &str,
+        run: &str,
+        token: u64,
+    ) -> Result<(u64, u32), StoreError> {
+        let reply = self
+            .ask(StoreRequest::NextEpisode {
+                thread: thread.into(),
+                run: run.into(),
+                token,
+            })
+            .await?;
+        expect!(reply, StoreReply::Lease { token, episode } => (token, episode))
+    }
+
+    pub(crate) async fn renew(
+        &self,
+        thread: &str,
+        run: &str,
+        token: u64,
+    ) -> Result<bool, StoreError> {
+        let reply = self
+            .ask(StoreRequest::Renew {
+                thread: thread.into(),
+                run: run.into(),
+                token,
+            })
+            .await?;
+        expect!(reply, StoreReply::Renewed { cancel_requested } => cancel_requested)
+    }
+
+    pub(crate) async fn append(
+        &self,
+        thread: &str,
+        run: &str,
+        token: u64,
+        messages: Vec<Message>,
+        step: Option<u32>,
+    ) -> Result<Appended, StoreError> {
+        let reply = self
+            .ask(StoreRequest::Append {
+                thread: thread.into(),
+                run: run.into(),
+                token,
+                messages,
+                step,
+            })
+            .await?;
+        expect!(reply, StoreReply::Appended(x) => x)
+    }
+
+    /// The step's anchor and the thread's incarnation; takes a pending steer.
+    pub(crate) async fn take_anchor(
+        &self,
+        thread: &str,
+        run: &str,
+        token: u64,
+    ) -> Result<(u64, u64), StoreError> {
+        let reply = self
+            .ask(StoreRequest::TakeAnchor {
+                thread: thread.into(),
+                run: run.into(),
+                token,
+            })
+            .await?;
+        expect!(reply, StoreReply::Anchor { last_seq, incarnation } => (last_seq, incarnation))
+    }
+
+    pub(crate) async fn has_steer(&self, thread: &str) -> Result<bool, StoreError> {
+        let reply = self
+            .ask(StoreRequest::HasSteer {
+                thread: thread.into(),
+            })
+            .await?;
+        expect!(reply, StoreReply::Flag(x) => x)
+    }
+
+    pub(crate) async fn take_steer(
+        &self,
+        thread: &str,
+        run: &str,
+        token: u64,
+    ) -> Result<(), StoreError> {
+        let reply = self
+            .ask(StoreRequest::TakeSteer {
+                thread: thread.into(),
+                run: run.into(),
+                token,
+            })
+            .await?;
+        expect!(reply, StoreReply::Done => ())
+    }
+
+    pub(crate) async fn run_messages(
+        &self,
+        thread: &str,
+        run: &str,
+        all: bool,
+    ) -> Result<(Vec<Message>, Option<u64>), StoreError> {
+        let reply = self
+            .ask(StoreRequest::RunMessages {
+                thread: thread.into(),
+                run: run.into(),
+                all,
+            })
+            .await?;
+        expect!(reply, StoreReply::RunMessages { messages, latest } => (messages, latest))
+    }
+
+    pub(crate) async fn history_messages(
+        &self,
+        fence: (&str, &str, u64),
+        read: HistoryRead,
+    ) -> Result<Vec<Message>, StoreError> {
+        let reply = self.history(fence, read).await?;
+        expect!(reply, StoreReply::Messages(x) => x)
+    }
+
+    pub(crate) async fn history_map(
+        &self,
+        fence: (&str, &str, u64),
+        read: HistoryRead,
+    ) -> Result<Map<String, Value>, StoreError> {
+        let reply = self.history(fence, read).await?;
+        expect!(reply, StoreReply::Map(x) => x)
+    }
+
+    async fn history(
+        &self,
+        (thread, agent, incarnation): (&str, &str, u64),
+        read: HistoryRead,
+    ) -> Result<StoreReply, StoreError> {
+        self.ask(StoreRequest::History {
+            thread: thread.into(),
+            agent: agent.into(),
+            incarnation,
+            read,
+        })
+        .await
+    }
+
+    pub(crate) async fn run_metadata(
+        &self,
+        thread: &str,
+        run: &str,
+    ) -> Result<Option<Value>, StoreError> {
+        let reply = self
+            .ask(StoreRequest::RunMetadata {
+                thread: thread.into(),
+                run: run.into(),
+            })
+            .await?;
+        expect!(reply, StoreReply::Value(x) => x)
+    }
+
+    pub(crate) async fn set_run_metadata(
+        &self,
+        thread: &str,
+        run: &str,
+        token: u64,
+        value: Value,
+    ) -> Result<u64, StoreError> {
+        let reply = self
+            .ask(StoreRequest::SetRunMetadata {
+                thread: thread.into(),
+                run: run.into(),
+                token,
+                value,
+            })
+            .await?;
+        expect!(reply, StoreReply::Version(x) => x)
+    }
+
+    /// `None`: refused, a cancel came first.
+    pub(crate) async fn wait(
+        &self,
+        thread: &str,
+        run: &str,
+        token: u64,
+        calls: Vec<WaitingCall>,
+    ) -> Result<Option<Vec<WaitingCall>>, StoreError> {
+        let reply = self
+            .ask(StoreRequest::Wait {
+                thread: thread.into(),
+                run: run.into(),
+                token,
+                calls,
+            })
+            .await?;
+        expect!(reply, StoreReply::Waited(x) => x)
+    }
+
+    pub(crate) async fn waiting_calls(
+        &self,
+        thread: &str,
+        run: &str,
+    ) -> Result<Vec<WaitingCall>, StoreError> {
+        let reply = self
+            .ask(StoreRequest::WaitingCalls {
+                thread: thread.into(),
+                run: run.into(),
+            })
+            .await?;
+        expect!(reply, StoreReply::Calls(x) => x)
+    }
+
+    pub(crate) async fn commit_resumed(
+        &self,
+        thread: &str,
+        run: &str,
+        token: u64,
+        messages: Vec<Message>,
+    ) -> Result<Appended, StoreError> {
+        let reply = self
+            .ask(StoreRequest::CommitResumed {
+                thread: thread.into(),
+                run: run.into(),
+                token,
+                messages,
+            })
+            .await?;
+        expect!(reply, StoreReply::Appended(x) => x)
+    }
+
+    /// `Ok(None)`: a steer is left over and needs a run id. Otherwise the
+    /// run the leftover steer started, with its trigger, if any.
+    pub(crate) async fn finish(
+        &self,
+        thread: &str,
+        run: &str,
+        token: Option<u64>,
+        end: &RunEnd,
+        next_run: Option<String>,
+    ) -> Result<Option<Option<(String, String)>>, StoreError> {
+        let reply = self
+            .ask(StoreRequest::Finish {
+                thread: thread.into(),
+                run: run.into(),
+                token,
+                end: end.clone(),
+                next_run,
+            })
+            .await?;
+        match reply {
+            StoreReply::NeedRunId => Ok(None),
+            other => expect!(other, StoreReply::Finished { admitted } => Some(admitted)),
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! The lease on a thread's current run (SPEC K2, K3): who holds it, the
+//! fencing token that only grows, and when it expires on the store's
+//! clock. Claiming a run, moving to a new episode, renewing and releasing
+//! are here; every run write is checked by `fenced`.
+
+use super::super::record::{Claimed, RunStatus, StoreError, Takeover};
+use super::ThreadRec;
+use crate::clock::Millis;
+
+/// A thread's lease. `holder` is the run whose episode holds it; `worker`
+/// the process driving that episode.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Lease {
+    pub(super) holder: Option<String>,
+    worker: Option<String>,
+    pub(super) token: u64,
+    ttl: Option<Millis>,
+    expires: Option<Millis>,
+}
+
+impl Lease {
+    /// When the holder's lease ended or ends, if it expires at all.
+    fn expiry(&self) -> Option<Millis> {
+        self.holder.as_ref().and(self.expires)
+    }
+}
+
+impl ThreadRec {
+    /// Refuses a write under `token` unless it is the current lease token
+    /// (K2). A holder whose lease expired but that nobody took over still
+    /// has the newest token: its write lands, and renews the lease.
+    pub(in crate::store) fn fenced(&self, token: Option<u64>) -> Result<(), StoreError> {
+        match token {
+            Some(given) if given != self.lease.token => Err(StoreError::StaleLease {
+                given,
+                current: self.lease.token,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// A landed write under the current token extends the lease.
+    pub(in crate::store) fn touch(&mut self, now: Millis) {
+        if self.lease.holder.is_some() {
+            self.lease.expires = self.lease.ttl.map(|t| now + t);
+        }
+    }
+
+    /// Takes the lease of the run to drive (K1, K3, T9): the current run if
+    /// it waits and can resume, or runs with no live lease (a takeover);
+    /// else nothing while a current run is busy; else the next queued run,
+    /// made current. The new token is newer than every token before (K2).
+    pub(in crate::store) fn claim(
+        &mut self,
+        thread: &str,
+        worker: &str,
+        ttl: Option<Millis>,
+        now: Millis,
+    ) -> Option<Claimed> {
+        let (run, takeover) = match self.current.clone() {
+            Some(current) => {
+                let takeover = self.takeable(now);
+                let r = self.run_mut(&current)?;
+                match r.status {
+                    RunStatus::Waiting if r.resumable() => (current, None),
+                    RunStatus::Running if takeover.is_some() => (current, takeover),
+                    _ => return None,
+                }
+            }
+            None => {
+                let run = self.queue.pop_front()?;
+                self.current = Some(run.clone());
+                (run, None)
+            }
+        };
+        self.lease = Lease {
+            holder: Some(run.clone()),
+            worker: Some(worker.to_string()),
+            token: self.lease.token + 1,
+            ttl,
+            expires: ttl.map(|t| now + t),
+        };
+        let token = self.lease.token;
+        let r = self.run_mut(&run)?;
+        let resumed = r.status != RunStatus::Queued;
+        r.status = RunStatus::Running;
+        r.episodes += 1;
+        Some(Claimed {
+            thread: thread.to_string(),
+            run,
+            resumed,
+            cancel_requested: r.cancel_requested,
+            token,
+            episode: r.episodes,
+            steps: r.steps,
+            takeover,
+        })
+    }
+
+    /// Whether a running current run can be taken: nobody holds its lease,
+    /// or the holder's lease has expired by `now`.
+    fn takeable(&self, now: Millis) -> Option<Takeover> {
+        let from = self.lease.worker.clone();
+        match self.lease.expiry() {
+            _ if self.lease.holder.is_none() => Some(Takeover {
+                from,
+                token: self.lease.token,
+                expired_at: now,
+            }),
+            Some(at) if now >= at => Some(Takeover {
+                from,
+                token: self.lease.token,
+                expired_at: at,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Moves `run`'s lease to a new episode under a newer token, without a
+    /// moment in which another worker could take it.
+    pub(in crate::store) fn next_episode(
+        &mut self,
+        run: &str,
+        token: u64,
+        now: Millis,
+    ) -> Result<(u64, u32), StoreError> {
+        self.holding(run, token)?;
+        self.lease.token += 1;
+        self.touch(now);
+        let token = self.lease.token;
+        let r = self.run_mut(run).ok_or(StoreError::StaleLease {
+            given: token,
+            current: token,
+        })?;
+        r.episodes += 1;
+        Ok((token, r.episodes))
+    }
+
+    /// Extends `run`'s lease; answers whether a cancel was asked for, so a
+    /// holder in another process hears of it (K6).
+    pub(in crate::store) fn renew(
+        &mut self,
+        run: &str,
+        token: u64,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        self.holding(run, token)?;
+        self.touch(now);
+        Ok(self.runs.iter().any(|r| r.id == run && r.cancel_requested))
+    }
+
+    /// Checks that `token` is current and `run` holds the lease.
+    fn holding(&self, run: &str, token: u64) -> Result<(), StoreError> {
+        self.fenced(Some(token))?;
+        match self.lease.holder.as_deref() == Some(run) {
+            true => Ok(()),
+            false => Err(StoreError::StaleLease {
+                given: token,
+                current: self.lease.token,
+            }),
+        }
+    }
+
+    /// Ends `run`'s episode: it no longer holds the lease.
+    pub(crate) fn release_lease(&mut self, run: &str) {
+        if self.lease.holder.as_deref() == Some(run) {
+            self.lease.holder = None;
+            self.lease.expires = None;
+        }
+    }
+}

@@ -1,0 +1,362 @@
+//! The in-memory store: every thread's record behind one lock, each
+//! request applied in one short critical section (one transaction). Lease
+//! expiry reads the store's own clock (SPEC K2).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::protocol::{HistoryRead, StoreReply, StoreRequest};
+use super::protocol::{Store, StoreFuture};
+use super::record::{StoreError, Submitted};
+use super::thread::ThreadRec;
+use crate::clock::{Clock, Millis};
+use crate::future::HookFuture;
+use crate::message::Message;
+
+/// Threads kept in this process's memory. Several runtimes ("workers") may
+/// share one: each request is a transaction, and run writes are fenced by
+/// their lease tokens.
+pub struct MemoryStore {
+    threads: Mutex<BTreeMap<String, ThreadRec>>,
+    clock: Option<Arc<dyn Clock>>,
+}
+
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore").finish_non_exhaustive()
+    }
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore::new(None)
+    }
+}
+
+impl Store for MemoryStore {
+    fn call(&self, request: StoreRequest) -> StoreFuture<'_> {
+        HookFuture::ready(self.apply(request))
+    }
+}
+
+impl MemoryStore {
+    /// A store whose leases expire by `clock` (without one, leases never expire).
+    pub fn new(clock: Option<Arc<dyn Clock>>) -> MemoryStore {
+        MemoryStore {
+            threads: Mutex::new(BTreeMap::new()),
+            clock,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, ThreadRec>> {
+        // A panic while holding the lock cannot leave a half-applied commit:
+        // every operation mutates only after all its checks pass.
+        self.threads.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn now(&self) -> Millis {
+        self.clock.as_ref().map_or(0, |c| c.now())
+    }
+
+    /// Applies one request as one transaction: a server hosting this store
+    /// for remote workers calls this for each request it receives.
+    pub fn apply(&self, request: StoreRequest) -> Result<StoreReply, StoreError> {
+        let now = self.now();
+        let mut map = self.lock();
+        match request {
+            StoreRequest::ThreadIds => Ok(StoreReply::Ids(map.keys().cloned().collect())),
+            StoreRequest::Inspect { thread } => Ok(StoreReply::Thread(
+                map.get(&thread).map(|rec| rec.to_stored(&thread)),
+            )),
+            StoreRequest::Claim {
+                thread,
+                worker,
+                ttl,
+            } => {
+                let claimed = map
+                    .iter_mut()
+                    .filter(|(id, _)| thread.as_ref().is_none_or(|t| t == *id))
+                    .find_map(|(id, rec)| rec.claim(id, &worker, ttl, now));
+                Ok(StoreReply::Claimed(claimed))
+            }
+            StoreRequest::Submit { .. } | StoreRequest::Open { .. } => open(&mut map, request),
+            request => {
+                let thread = thread_of(&request).to_string();
+                let rec = map.get_mut(&thread).ok_or(StoreError::NoThread(thread))?;
+                let reply = client_op(rec, request, now)?;
+                Ok(reply)
+            }
+        }
+    }
+}
+
+/// The thread a request acts on (every request but `ThreadIds` and an
+/// unscoped `Claim` names one).
+fn thread_of(request: &StoreRequest) -> &str {
+    use StoreRequest as R;
+    match request {
+        R::Submit { thread, .. }
+        | R::Open { thread, .. }
+        | R::Cancel { thread, .. }
+        | R::Answer { thread, .. }
+        | R::Inspect { thread }
+        | R::NextEpisode { thread, .. }
+        | R::Renew { thread, .. }
+        | R::Append { thread, .. }
+        | R::TakeAnchor { thread, .. }
+        | R::HasSteer { thread }
+        | R::TakeSteer { thread, .. }
+        | R::RunMessages { thread, .. }
+        | R::History { thread, .. }
+        | R::RunMetadata { thread, .. }
+        | R::SetRunMetadata { thread, .. }
+        | R::Wait { thread, .. }
+        | R::WaitingCalls { thread, .. }
+        | R::CommitResumed { thread, .. }
+        | R::Finish { thread, .. } => thread,
+        R::Claim { thread, .. } => thread.as_deref().unwrap_or(""),
+        R::ThreadIds => "",
+    }
+}
+
+/// The requests that may create a thread (SPEC H4: a thread of someone
+/// else is refused).
+fn open(
+    map: &mut BTreeMap<String, ThreadRec>,
+    request: StoreRequest,
+) -> Result<StoreReply, StoreError> {
+    let (thread, agent, owner) = match &request {
+        StoreRequest::Submit {
+            thread,
+            agent,
+            owner,
+            ..
+        }
+        | StoreRequest::Open {
+            thread,
+            agent,
+            owner,
+        } => (thread.clone(), agent.clone(), owner.clone()),
+        _ => return Err(StoreError::Protocol("not an opening request".into())),
+    };
+    let rec = map
+        .entry(thread.clone())
+        .or_insert_with(|| ThreadRec::new(&agent, &owner));
+    rec.check_scope(&thread, &owner, &agent)?;
+    let StoreRequest::Submit {
+        message,
+        steer,
+        new_run,
+        ..
+    } = request
+    else {
+        return Ok(StoreReply::Done);
+    };
+    let steered = rec.current_run().filter(|_| steer).map(str::to_string);
+    let (run, is_steer) = match (steered, new_run) {
+        (Some(run), _) => (run, true),
+        (None, Some(run)) => (run, false),
+        (None, None) => return Ok(StoreReply::NeedRunId),
+    };
+    let mut message = message;
+    message.pai.run_id = Some(run.clone());
+    let appended = rec.append(None, [message.clone()])?;
+    let submitted = match is_steer {
+        true => {
+            rec.steer(&message.id);
+            Submitted::Steer {
+                run,
+                version: appended.version,
+            }
+        }
+        false => {
+            rec.admit(&run, &message.id);
+            Submitted::Run {
+                run,
+                version: appended.version,
+            }
+        }
+    };
+    Ok(StoreReply::Submitted(submitted))
+}
+
+/// Requests on one existing thread.
+fn client_op(
+    rec: &mut ThreadRec,
+    request: StoreRequest,
+    now: Millis,
+) -> Result<StoreReply, StoreError> {
+    use StoreRequest as R;
+    match request {
+        R::Cancel {
+            thread,
+            agent,
+            owner,
+            run,
+        } => {
+            rec.check_scope(&thread, &owner, &agent)?;
+            Ok(StoreReply::Cancelled(rec.cancel(run.as_deref())))
+        }
+        R::Answer {
+            thread,
+            agent,
+            owner,
+            call_id,
+            answer,
+        } => {
+            rec.check_scope(&thread, &owner, &agent)?;
+            Ok(StoreReply::Answered(rec.answer(&call_id, answer)))
+        }
+        R::History {
+            thread,
+            agent,
+            incarnation,
+            read,
+        } => history(rec, &thread, &agent, incarnation, read),
+        R::HasSteer { .. } => Ok(StoreReply::Flag(rec.has_steer())),
+        R::RunMessages { run, all, .. } => Ok(run_messages(rec, &run, all)),
+        R::RunMetadata { run, .. } => Ok(StoreReply::Value(rec.run_metadata(&run).cloned())),
+        R::WaitingCalls { run, .. } => Ok(StoreReply::Calls(rec.waiting_calls(&run))),
+        request => {
+            let reply = run_op(rec, request, now)?;
+            rec.touch(now);
+            Ok(reply)
+        }
+    }
+}
+
+/// A run's writes, each under its lease token (SPEC K2).
+fn run_op(
+    rec: &mut ThreadRec,
+    request: StoreRequest,
+    now: Millis,
+) -> Result<StoreReply, StoreError> {
+    use StoreRequest as R;
+    match request {
+        R::NextEpisode { run, token, .. } => {
+            let (token, episode) = rec.next_episode(&run, token, now)?;
+            Ok(StoreReply::Lease { token, episode })
+        }
+        R::Renew { run, token, .. } => Ok(StoreReply::Renewed {
+            cancel_requested: rec.renew(&run, token, now)?,
+        }),
+        R::Append {
+            run,
+            token,
+            messages,
+            step,
+            ..
+        } => {
+            let appended = rec.append(Some(token), messages)?;
+            if step.is_some() {
+                rec.step_committed(&run);
+            }
+            Ok(StoreReply::Appended(appended))
+        }
+        R::TakeAnchor { token, .. } => {
+            rec.fenced(Some(token))?;
+            rec.take_steer();
+            Ok(StoreReply::Anchor {
+                last_seq: rec.last_seq(),
+                incarnation: rec.incarnation(),
+            })
+        }
+        R::TakeSteer { token, .. } => {
+            rec.fenced(Some(token))?;
+            rec.take_steer();
+            Ok(StoreReply::Done)
+        }
+        R::SetRunMetadata {
+            run, token, value, ..
+        } => Ok(StoreReply::Version(
+            rec.set_run_metadata(&run, token, value)?,
+        )),
+        R::Wait {
+            run, token, calls, ..
+        } => {
+            let waits = rec.wait(&run, token, calls)?;
+            Ok(StoreReply::Waited(waits.then(|| rec.waiting_calls(&run))))
+        }
+        R::CommitResumed {
+            run,
+            token,
+            messages,
+            ..
+        } => Ok(StoreReply::Appended(
+            rec.commit_resumed(&run, token, messages)?,
+        )),
+        R::Finish {
+            run,
+            token,
+            end,
+            next_run,
+            ..
+        } => {
+            rec.fenced(token)?;
+            if rec.has_steer() && next_run.is_none() {
+                return Ok(StoreReply::NeedRunId);
+            }
+            rec.finish_run(&run, &end);
+            let admitted = rec.take_steer().zip(next_run).map(|(steer, next)| {
+                rec.admit(&next, &steer);
+                (next, steer)
+            });
+            Ok(StoreReply::Finished { admitted })
+        }
+        other => Err(StoreError::Protocol(format!(
+            "{} is not a request on a thread",
+            other.name()
+        ))),
+    }
+}
+
+/// What `prepare_run` sees of the thread (SPEC L1).
+fn run_messages(rec: &ThreadRec, run: &str, all: bool) -> StoreReply {
+    let latest = rec.latest_user_of(run);
+    let messages: Vec<Message> = match (all, latest) {
+        (true, _) => rec.visible_messages().cloned().collect(),
+        (false, Some(m)) => vec![m.clone()],
+        (false, None) => Vec::new(),
+    };
+    StoreReply::RunMessages {
+        latest: latest.map(|m| m.seq),
+        messages,
+    }
+}
+
+/// A history read, fenced to the agent and incarnation (SPEC M3).
+fn history(
+    rec: &ThreadRec,
+    thread: &str,
+    agent: &str,
+    incarnation: u64,
+    read: HistoryRead,
+) -> Result<StoreReply, StoreError> {
+    if rec.incarnation() != incarnation || rec.agent() != agent {
+        return Err(StoreError::Forbidden {
+            thread: thread.to_string(),
+        });
+    }
+    let messages = rec.messages().iter();
+    Ok(match read {
+        HistoryRead::Range { from, through } => StoreReply::Messages(
+            messages
+                .filter(|m| m.seq >= from && m.seq <= through)
+                .cloned()
+                .collect(),
+        ),
+        HistoryRead::Before { end, limit } => {
+            let below: Vec<&Message> = messages.filter(|m| m.seq < end).collect();
+            let start = below.len().saturating_sub(limit);
+            StoreReply::Messages(below[start..].iter().map(|m| (*m).clone()).collect())
+        }
+        HistoryRead::Visible { anchor } => StoreReply::Messages(
+            rec.visible_messages()
+                .filter(|m| m.seq <= anchor)
+                .cloned()
+                .collect(),
+        ),
+        HistoryRead::Metadata => StoreReply::Map(rec.metadata().clone()),
+        HistoryRead::PrivateMetadata => StoreReply::Map(rec.private_metadata().clone()),
+    })
+}

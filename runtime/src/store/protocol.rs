@@ -1,0 +1,251 @@
+//! The store seam's protocol: every operation the runtime asks of a store,
+//! and every answer, as plain serializable data. An in-process store
+//! applies a request directly; a remote one carries it over a connection
+//! (the simulator serves one over turmoil's simulated TCP). Each request is
+//! one transaction: it is applied whole or not at all.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::record::{
+    Answered, Appended, CancelMiss, CancelTarget, Claimed, RunEnd, StoreError, StoredThread,
+    Submitted,
+};
+use super::waiting::{Answer, AnswerMiss, WaitingCall};
+use crate::clock::Millis;
+use crate::future::HookFuture;
+use crate::message::Message;
+
+/// What a store answers one request with.
+pub type StoreFuture<'a> = HookFuture<'a, Result<StoreReply, StoreError>>;
+
+/// Where threads are kept. Every request is one transaction, applied
+/// whole or not at all; a run's writes carry its lease token and are
+/// refused under a stale one (K2). A store that cannot be reached answers
+/// [`StoreError::Unavailable`]: the request may or may not have landed.
+pub trait Store: Send + Sync + 'static {
+    fn call(&self, request: StoreRequest) -> StoreFuture<'_>;
+}
+
+/// One store operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum StoreRequest {
+    /// Stores a user message: a new queued run (with `new_run`), or a steer
+    /// of the current run (with `steer`). A steer that finds no current run
+    /// and no `new_run` is answered [`StoreReply::NeedRunId`].
+    Submit {
+        thread: String,
+        agent: String,
+        owner: String,
+        message: Message,
+        steer: bool,
+        new_run: Option<String>,
+    },
+    /// Creates the thread for `owner` and `agent` if it does not exist.
+    Open {
+        thread: String,
+        agent: String,
+        owner: String,
+    },
+    /// Cancels the named run, or the current one, or the oldest queued one.
+    Cancel {
+        thread: String,
+        agent: String,
+        owner: String,
+        run: Option<String>,
+    },
+    /// Records a client's answer to a waiting call.
+    Answer {
+        thread: String,
+        agent: String,
+        owner: String,
+        call_id: String,
+        answer: Answer,
+    },
+    /// The whole thread, for trusted code.
+    Inspect { thread: String },
+    /// Every thread's id, in order.
+    ThreadIds,
+    /// Takes the lease of a run to drive: the current run of `thread` (or
+    /// of the first thread in id order that has one, without `thread`) if
+    /// it can resume or its lease expired, else the next queued run.
+    Claim {
+        thread: Option<String>,
+        worker: String,
+        ttl: Option<Millis>,
+    },
+    /// Moves the lease holder to a new episode under a newer token.
+    NextEpisode {
+        thread: String,
+        run: String,
+        token: u64,
+    },
+    /// Extends the lease; answers whether a cancel was asked for.
+    Renew {
+        thread: String,
+        run: String,
+        token: u64,
+    },
+    /// Appends a run's messages; with `step`, the commit of that model step.
+    Append {
+        thread: String,
+        run: String,
+        token: u64,
+        messages: Vec<Message>,
+        step: Option<u32>,
+    },
+    /// Takes a pending steer and answers the step's anchor.
+    TakeAnchor {
+        thread: String,
+        run: String,
+        token: u64,
+    },
+    /// Whether a steering message waits for the next step.
+    HasSteer { thread: String },
+    /// Takes the pending steering message.
+    TakeSteer {
+        thread: String,
+        run: String,
+        token: u64,
+    },
+    /// What `prepare_run` sees: the messages visible to a new run (all, or
+    /// only the run's newest user message) and that message's sequence number.
+    RunMessages {
+        thread: String,
+        run: String,
+        all: bool,
+    },
+    /// A fenced history read (SPEC M3).
+    History {
+        thread: String,
+        agent: String,
+        incarnation: u64,
+        read: HistoryRead,
+    },
+    /// The run's metadata.
+    RunMetadata { thread: String, run: String },
+    /// Replaces the run's metadata.
+    SetRunMetadata {
+        thread: String,
+        run: String,
+        token: u64,
+        value: Value,
+    },
+    /// Puts the run to wait on `calls` and releases its lease.
+    Wait {
+        thread: String,
+        run: String,
+        token: u64,
+        calls: Vec<WaitingCall>,
+    },
+    /// The calls the run waits on.
+    WaitingCalls { thread: String, run: String },
+    /// Appends a resumed run's results and forgets its waiting calls.
+    CommitResumed {
+        thread: String,
+        run: String,
+        token: u64,
+        messages: Vec<Message>,
+    },
+    /// Records how the run ended. A steer left over is admitted as the run
+    /// `next_run`; without one, the answer is [`StoreReply::NeedRunId`].
+    Finish {
+        thread: String,
+        run: String,
+        token: Option<u64>,
+        end: RunEnd,
+        next_run: Option<String>,
+    },
+}
+
+/// Which part of the history a fenced read wants; every read stops at `anchor`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum HistoryRead {
+    /// Messages with sequence numbers in `from..=through`.
+    Range {
+        from: u64,
+        through: u64,
+    },
+    /// Up to `limit` messages before `end` (exclusive).
+    Before {
+        end: u64,
+        limit: usize,
+    },
+    /// Messages visible to a step (not of queued runs) up to `anchor`.
+    Visible {
+        anchor: u64,
+    },
+    Metadata,
+    PrivateMetadata,
+}
+
+/// A store's answer to one request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum StoreReply {
+    Done,
+    NeedRunId,
+    Submitted(Submitted),
+    Cancelled(Result<CancelTarget, CancelMiss>),
+    Answered(Result<Answered, AnswerMiss>),
+    Thread(Option<StoredThread>),
+    Ids(Vec<String>),
+    Claimed(Option<Claimed>),
+    Lease {
+        token: u64,
+        episode: u32,
+    },
+    Renewed {
+        cancel_requested: bool,
+    },
+    Appended(Appended),
+    Anchor {
+        last_seq: u64,
+        incarnation: u64,
+    },
+    Flag(bool),
+    RunMessages {
+        messages: Vec<Message>,
+        latest: Option<u64>,
+    },
+    Messages(Vec<Message>),
+    Map(Map<String, Value>),
+    Value(Option<Value>),
+    Version(u64),
+    Waited(Option<Vec<WaitingCall>>),
+    Calls(Vec<WaitingCall>),
+    Finished {
+        admitted: Option<(String, String)>,
+    },
+}
+
+impl StoreRequest {
+    /// The request's name, for errors and transcripts.
+    pub fn name(&self) -> &'static str {
+        use StoreRequest as R;
+        match self {
+            R::Submit { .. } => "submit",
+            R::Open { .. } => "open",
+            R::Cancel { .. } => "cancel",
+            R::Answer { .. } => "answer",
+            R::Inspect { .. } => "inspect",
+            R::ThreadIds => "thread_ids",
+            R::Claim { .. } => "claim",
+            R::NextEpisode { .. } => "next_episode",
+            R::Renew { .. } => "renew",
+            R::Append { .. } => "append",
+            R::TakeAnchor { .. } => "take_anchor",
+            R::HasSteer { .. } => "has_steer",
+            R::TakeSteer { .. } => "take_steer",
+            R::RunMessages { .. } => "run_messages",
+            R::History { .. } => "history",
+            R::RunMetadata { .. } => "run_metadata",
+            R::SetRunMetadata { .. } => "set_run_metadata",
+            R::Wait { .. } => "wait",
+            R::WaitingCalls { .. } => "waiting_calls",
+            R::CommitResumed { .. } => "commit_resumed",
+            R::Finish { .. } => "finish",
+        }
+    }
+}
