@@ -95,6 +95,9 @@ pub struct Event {
     pub at: Millis,
     pub thread_id: String,
     pub run_id: String,
+    /// The worker that did it, when several share a store (`None` in a
+    /// runtime that is the only process).
+    pub worker: Option<String>,
     pub kind: EventKind,
 }
 
@@ -279,6 +282,8 @@ pub enum EventKind {
         stale_token: u64,
         /// When that lease expired, on the store's clock.
         expired_at: crate::clock::Millis,
+        /// The run's next step: the one after its last committed step.
+        next_step: u32,
     },
     Ended {
         status: RunStatus,

@@ -37,6 +37,7 @@ impl<C> Shared<C> {
                 at: self.clock.now(),
                 thread_id: thread.to_string(),
                 run_id: run.to_string(),
+                worker: self.worker.name.clone(),
                 kind: kind(),
             });
         }

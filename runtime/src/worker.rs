@@ -7,8 +7,9 @@ use crate::clock::Millis;
 /// How a runtime takes part among workers sharing a store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerConfig {
-    /// The name this runtime holds leases under.
-    pub name: String,
+    /// The name this runtime holds leases under and tags its events with;
+    /// `None` for a runtime that is the only process on its store.
+    pub name: Option<String>,
     /// How long a lease lasts unless renewed; `None`: leases never expire
     /// (one process owns the store).
     pub lease_ttl: Option<Millis>,
@@ -24,7 +25,7 @@ pub struct WorkerConfig {
 impl Default for WorkerConfig {
     fn default() -> Self {
         WorkerConfig {
-            name: "local".to_string(),
+            name: None,
             lease_ttl: None,
             renew_every: None,
             drive_sends: true,
@@ -38,11 +39,16 @@ impl WorkerConfig {
     /// to the workers.
     pub fn shared(name: impl Into<String>, lease_ttl: Millis) -> WorkerConfig {
         WorkerConfig {
-            name: name.into(),
+            name: Some(name.into()),
             lease_ttl: Some(lease_ttl),
             drive_sends: false,
             ..WorkerConfig::default()
         }
+    }
+
+    /// The name leases are held under.
+    pub(crate) fn holder(&self) -> &str {
+        self.name.as_deref().unwrap_or("local")
     }
 
     pub(crate) fn drives_sends(&self) -> bool {

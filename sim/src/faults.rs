@@ -37,6 +37,13 @@ pub(crate) fn plant(fault: &FaultSpec, obs: &mut Observations) -> Result<String,
             })
         }
         FaultSpec::EditMessage { .. } => edit_message(fault, obs),
+        // Faults acting on workers are carried out by the simulator, not here.
+        FaultSpec::Crash { .. }
+        | FaultSpec::Partition { .. }
+        | FaultSpec::Hold { .. }
+        | FaultSpec::Pause { .. }
+        | FaultSpec::AcceptStale
+        | FaultSpec::RefuseTakeover => return Ok("acts on the workers".to_string()),
         FaultSpec::EditRequest {
             call,
             append,

@@ -7,6 +7,7 @@
 //! → one observed value → oracles and transcript → [`Report`] →
 //! [`snapshot`] files.
 
+mod cluster;
 mod defaults;
 mod faults;
 mod format;
@@ -14,6 +15,8 @@ pub mod fuzz;
 pub mod hooks;
 mod oracle;
 mod planted;
+mod play;
+mod report;
 mod rule_coverage;
 mod rules;
 mod run;
@@ -29,14 +32,15 @@ mod world;
 pub use format::diff;
 pub use oracle::Violation;
 pub use planted::{PLANTED_PANIC, quiet_planted_panics};
+pub use report::{Report, SimError};
 pub use rule_coverage::{RuleCoverage, TestRef, coverage, tests_in};
 pub use rules::{Rule, rule, rules};
-pub use run::{Report, SimError, check, replay_command, simulate, verdict};
+pub use run::{check, replay_command, simulate, verdict};
 pub use scenario::{
-    Action, AgentDef, AgentSpec, Behaviour, CancelRun, CancelSpec, CheckError,
-    DEFAULT_TIME_LIMIT_MS, EventName, Expect, Expectation, FaultSpec, FieldPath, HookDef,
-    ModelSpec, Moment, OracleId, RequestExpect, Scenario, ScenarioError, ScenarioSpec, Segment,
-    TimelineEntry, ToolCallSpec, ToolDef, ToolSpec, TurnSpec,
+    Action, AgentDef, AgentSpec, Behaviour, CancelRun, CancelSpec, CheckError, Cluster,
+    ClusterSpec, DEFAULT_TIME_LIMIT_MS, EventName, Expect, Expectation, FaultSpec, FieldPath,
+    HookDef, ModelSpec, Moment, OracleId, RequestExpect, Scenario, ScenarioError, ScenarioSpec,
+    Segment, TimelineEntry, ToolCallSpec, ToolDef, ToolSpec, TurnSpec, WorkerSpec,
 };
 pub use schema::{EventData, EventRecord, event_log_json, schema_text};
 pub use suite::{

@@ -32,7 +32,7 @@ pub(crate) async fn drive<C: Send + Sync + 'static>(sh: Arc<Shared<C>>, thread: 
 /// the store could not be reached).
 pub(crate) async fn work_once<C: Send + Sync + 'static>(sh: &Arc<Shared<C>>) -> bool {
     let w = &sh.worker;
-    let Ok(Some(claimed)) = sh.store.claim(None, &w.name, w.lease_ttl).await else {
+    let Ok(Some(claimed)) = sh.store.claim(None, w.holder(), w.lease_ttl).await else {
         return false;
     };
     let stop = {
@@ -53,7 +53,7 @@ pub(crate) async fn work_once<C: Send + Sync + 'static>(sh: &Arc<Shared<C>>) -> 
 async fn next_run<C>(sh: &Shared<C>, thread: &str) -> Option<(Claimed, Arc<StopSignal>)> {
     let mut attached = sh.process.attach(thread).await;
     let w = &sh.worker;
-    match sh.store.claim(Some(thread), &w.name, w.lease_ttl).await {
+    match sh.store.claim(Some(thread), w.holder(), w.lease_ttl).await {
         Ok(Some(claimed)) => {
             let stop = attached.start_run(&claimed.run);
             if claimed.cancel_requested {
@@ -103,6 +103,7 @@ async fn run_one<C: Send + Sync + 'static>(
             from: t.from.clone(),
             stale_token: t.token,
             expired_at: t.expired_at,
+            next_step: claimed.steps,
         });
     }
     let mut episode = claimed.episode;

@@ -58,6 +58,8 @@ pub fn case(seed: u64) -> ScenarioSpec {
         docs,
         timeline: vec![],
         faults: vec![],
+        workers: vec![],
+        cluster: None,
         format: None,
         schema: None,
         time_limit_ms: None,

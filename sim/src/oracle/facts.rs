@@ -127,6 +127,7 @@ pub(super) fn beside_phases(kind: &EventKind) -> bool {
             | EventKind::OnOutput { .. }
             | EventKind::RunMetadata { .. }
             | EventKind::ContextMessage { .. }
+            | EventKind::LeaseRenewed { .. }
     )
 }
 
@@ -189,6 +190,24 @@ pub(super) fn ev(kind: EventKind) -> Event {
         at: 0,
         thread_id: "t".into(),
         run_id: "r".into(),
+        worker: None,
         kind,
+    }
+}
+
+/// A stored thread holding `messages`, for tests.
+#[cfg(test)]
+pub(super) fn thread_of(messages: Vec<pai_runtime::Message>) -> StoredThread {
+    StoredThread {
+        id: "t".into(),
+        agent: "a".into(),
+        owner: "o".into(),
+        incarnation: 1,
+        version: 1,
+        messages,
+        metadata: Default::default(),
+        runs: Vec::new(),
+        lease_holder: None,
+        lease_token: 0,
     }
 }

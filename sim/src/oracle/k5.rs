@@ -12,7 +12,10 @@ use crate::scenario::OracleId;
 
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     let mut out = results_once(o.threads);
-    out.extend(no_run_after_commit(o.events, o.threads));
+    // Among workers, a stale worker's tool starts count too: a side effect
+    // is one whoever causes it.
+    let events = o.cluster.map_or(o.events, |c| &c.raw_events);
+    out.extend(no_run_after_commit(events, o.threads));
     out
 }
 

@@ -50,6 +50,14 @@ enum State {
     Released,
     /// The run waits for a client: its episode ended with `wait`.
     Waiting,
+    /// The driver lost the run's lease (K3): the episode is over here.
+    Lost,
+    /// Another worker took the run over (K3): a resumed episode follows.
+    TakenOver,
+    /// A takeover's calls of the last committed step without a committed
+    /// result run again (K5): their policy, then their results.
+    OrphanPolicy,
+    OrphanTools,
     Ended,
     /// A violation was reported; later events of the run are not checked.
     Broken,
@@ -62,6 +70,8 @@ struct Run {
     state: State,
     step: Option<u32>,
     resumed: bool,
+    /// The current episode took the run over from a lost holder.
+    takeover: bool,
 }
 
 /// SPEC §1: each run's events follow
@@ -137,8 +147,13 @@ pub(super) fn check(events: &[Event], cut_short: bool) -> Vec<Violation> {
 
 /// Moves `run` past one event, or says why the grammar refuses it.
 fn advance(run: &mut Run, kind: &EventKind) -> Result<(), String> {
+    if let Some(state) = lease_change(run, kind) {
+        run.state = state?;
+        return Ok(());
+    }
     if let EventKind::LeaseAcquired { .. } = kind {
-        run.resumed = run.state == State::Waiting;
+        run.takeover = run.state == State::TakenOver;
+        run.resumed = run.state == State::Waiting || run.takeover;
     }
     if let EventKind::PrepareRun { resumed, .. } = kind
         && *resumed != run.resumed
@@ -149,9 +164,36 @@ fn advance(run: &mut Run, kind: &EventKind) -> Result<(), String> {
         });
     }
     let state = run.state;
-    run.state = next(state, run.resumed, kind)
+    let takeover = run.takeover.then(|| after_takeover(state, kind)).flatten();
+    run.state = takeover
+        .or_else(|| next(state, run.resumed, kind))
         .ok_or_else(|| format!("unexpected {} after state {state:?}", kind.name()))?;
     step_number(run, kind)
+}
+
+/// Among several workers (K3): the driver loses the lease, ending its
+/// episode wherever it was; or another worker takes the run over (also
+/// from a driver that vanished without a word, in a crash), and the run
+/// continues after its last committed step.
+fn lease_change(run: &mut Run, kind: &EventKind) -> Option<Result<State, String>> {
+    use State::*;
+    let in_episode = !matches!(
+        run.state,
+        Start | Admitted | Released | Ended | Waiting | Broken | Lost | TakenOver
+    );
+    Some(match kind {
+        EventKind::LeaseLost { .. } if in_episode => Ok(Lost),
+        EventKind::TakenOver { next_step, .. } if in_episode || run.state == Lost => {
+            run.step = next_step.checked_sub(1);
+            Ok(TakenOver)
+        }
+        EventKind::LeaseLost { .. } | EventKind::TakenOver { .. } => Err(format!(
+            "unexpected {} after state {:?}",
+            kind.name(),
+            run.state
+        )),
+        _ => return None,
+    })
 }
 
 /// Step numbers: a step begins with the number after the run's last one;
@@ -208,7 +250,7 @@ fn next(state: State, resumed: bool, kind: &EventKind) -> Option<State> {
     use State::*;
     let in_episode = !matches!(
         state,
-        Start | Admitted | Released | Ended | Failed | Waiting | Broken
+        Start | Admitted | Released | Ended | Failed | Waiting | Broken | Lost | TakenOver
     );
     if in_episode && matches!(kind, EventKind::Failed { .. } | EventKind::Cancelled { .. }) {
         return Some(Failed);
@@ -216,6 +258,23 @@ fn next(state: State, resumed: bool, kind: &EventKind) -> Option<State> {
     in_step(state, kind)
         .or_else(|| in_results(state, resumed, kind))
         .or_else(|| between_episodes(state, resumed, kind))
+}
+
+/// What a takeover's episode may do beyond a resumed one's: begin a step
+/// at once, run the last step's calls that have no committed result, end
+/// at the step limit, or respond without waiting calls to give up.
+fn after_takeover(state: State, kind: &EventKind) -> Option<State> {
+    use State::*;
+    Some(match (state, kind) {
+        (Resuming, EventKind::ResolveModelContext { .. }) => Resolved,
+        (Resuming, EventKind::LeaseReleased { .. }) => Released,
+        (Leased, EventKind::Respond { .. }) => Responded,
+        (Resuming | OrphanPolicy, EventKind::BeforeToolCall { .. }) => OrphanPolicy,
+        (OrphanPolicy | OrphanTools, k) if result_event(k) => OrphanTools,
+        (OrphanTools, EventKind::CommitToolResults { .. }) => Ready,
+        (OrphanPolicy, EventKind::Waiting { .. }) => Waiting,
+        _ => return None,
+    })
 }
 
 /// A step's own events, up to its after_step.
@@ -261,7 +320,7 @@ fn between_episodes(state: State, resumed: bool, kind: &EventKind) -> Option<Sta
     use State::*;
     Some(match (state, kind) {
         (Start, EventKind::Admitted { .. }) => Admitted,
-        (Admitted | Released | Waiting, EventKind::LeaseAcquired { .. }) => Leased,
+        (Admitted | Released | Waiting | TakenOver, EventKind::LeaseAcquired { .. }) => Leased,
         (Leased, EventKind::PrepareRun { .. }) if resumed => Resuming,
         (Leased, EventKind::PrepareRun { .. }) => Ready,
         (Leased, EventKind::Respond { .. }) if !resumed => Responded,

@@ -14,6 +14,8 @@ mod h1;
 mod h6;
 mod k1;
 mod k2;
+mod k2_lease;
+mod k2_steps;
 mod k5;
 mod k6;
 mod l1;
@@ -21,6 +23,7 @@ mod l12;
 mod l13;
 mod l14;
 mod l4;
+mod liveness;
 mod m1;
 mod m3;
 mod observed;
@@ -38,7 +41,7 @@ mod t7;
 mod t9;
 mod x3;
 
-pub use observed::{Observations, Observed, Verdicts, Violation};
+pub use observed::{ClusterObs, Observations, Observed, Verdicts, Violation};
 
 /// Runs every oracle over one run.
 pub fn check_all(o: &Observed<'_>) -> Verdicts {
@@ -64,8 +67,15 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     violations.extend(a2::check(o));
     violations.extend(a3::check(o));
     violations.extend(a4::check(o));
-    violations.extend(k1::check(o));
-    violations.extend(k2::check(o));
+    match o.cluster {
+        // Among workers, processes' logs interleave out of the store's
+        // order: K1 and K2 are judged from the store's own log instead.
+        Some(c) => violations.extend(k2_lease::check(c)),
+        None => {
+            violations.extend(k1::check(o));
+            violations.extend(k2::check(o));
+        }
+    }
     violations.extend(k5::check(o));
     violations.extend(k6::check(o));
     violations.extend(m3::check(o));
@@ -74,6 +84,10 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     violations.extend(check::check(o));
     violations.extend(t6::check(o));
     violations.extend(l13::check(o));
+    violations.extend(k2_steps::check(o.threads));
+    if let Some(c) = o.cluster {
+        violations.extend(liveness::check(c, o.threads));
+    }
     Verdicts {
         violations,
         mismatches,

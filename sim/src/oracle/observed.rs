@@ -45,6 +45,8 @@ pub struct Observed<'a> {
     /// The virtual-time limit stopped the scenario before it went idle:
     /// runs still going then are not judged for never ending.
     pub cut_short: bool,
+    /// With several workers: the raw log, the store's lease log, the bounds.
+    pub cluster: Option<&'a ClusterObs>,
 }
 
 /// What one run left behind, owned: the data an [`Observed`] view borrows.
@@ -58,6 +60,25 @@ pub struct Observations {
     pub actions: Vec<ActionRecord>,
     pub reads: Vec<HistoryRead>,
     pub cut_short: bool,
+    /// With several workers: what the store and the simulator saw.
+    pub cluster: Option<ClusterObs>,
+}
+
+/// What a run with several workers leaves beside the per-run event log.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterObs {
+    /// Every worker's events as they happened, stale workers' included.
+    pub raw_events: Vec<Event>,
+    /// Faults carried out, and what the store did with leases.
+    pub log: Vec<crate::world::ClusterRecord>,
+    /// How long a lease lasts unless renewed.
+    pub lease_ms: u64,
+    /// When the last fault ended.
+    pub healed_at: u64,
+    /// The liveness bound after that.
+    pub liveness_ms: u64,
+    /// When every run was over or waiting, if by the bound.
+    pub settled_at: Option<u64>,
 }
 
 impl Observations {
@@ -73,6 +94,7 @@ impl Observations {
             actions: &self.actions,
             reads: &self.reads,
             cut_short: self.cut_short,
+            cluster: self.cluster.as_ref(),
         }
     }
 }

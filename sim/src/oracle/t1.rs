@@ -8,12 +8,14 @@ use super::observed::Violation;
 use crate::scenario::OracleId;
 
 /// SPEC T1: within one step, no tool starts before every `before_tool_call`
-/// of that step has finished.
+/// of that step has finished. A takeover (K3) runs the calls of the last
+/// committed step that have no committed result as a batch of its own.
 pub(super) fn check(events: &[Event]) -> Vec<Violation> {
     let mut started: BTreeMap<(&str, u32), &str> = BTreeMap::new();
     let mut out = Vec::new();
     for e in events {
         match &e.kind {
+            EventKind::TakenOver { .. } => started.retain(|(run, _), _| *run != e.run_id),
             EventKind::ToolStart { step, call_id, .. } => {
                 started.entry((e.run_id.as_str(), *step)).or_insert(call_id);
             }

@@ -101,6 +101,7 @@ mod tests {
             at: 0,
             thread_id: "t".into(),
             run_id: run.into(),
+            worker: None,
             kind,
         }
     }

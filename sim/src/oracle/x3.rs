@@ -64,6 +64,7 @@ mod tests {
             at: 0,
             thread_id: "t".into(),
             run_id: "r".into(),
+            worker: None,
             kind: EventKind::CommitStep {
                 step: 0,
                 message: message.into(),

@@ -8,6 +8,7 @@ use std::fmt;
 
 use serde_json::Value;
 
+use super::cluster::{Cluster, cluster};
 use super::field::{CheckError, Segment, fail};
 use super::names::OracleId;
 use super::spec::{Expect, FaultSpec, ModelSpec, OnOutputSpec, ScenarioSpec, ToolSpec};
@@ -32,7 +33,11 @@ pub struct Scenario {
     pub docs: BTreeMap<String, String>,
     /// Client actions, in time order (entries at one time in file order).
     pub timeline: Vec<Moment>,
+    /// Planted faults in what the oracles read (SPEC D5).
     pub faults: Vec<FaultSpec>,
+    /// Workers sharing one store, and what happens to them; `None`: one
+    /// runtime, no turmoil.
+    pub cluster: Option<Cluster>,
     /// Virtual milliseconds after which a run not yet idle fails.
     pub time_limit_ms: u64,
 }
@@ -128,6 +133,12 @@ impl Scenario {
         docs(&spec.docs)?;
         let hooks = hooks(spec.lifecycle)?;
         faults(&spec.faults)?;
+        let cluster = cluster(&spec.workers, spec.cluster, &spec.faults, time_limit_ms)?;
+        let faults = spec
+            .faults
+            .into_iter()
+            .filter(|f| !f.is_cluster())
+            .collect();
         Ok(Scenario {
             name: spec.name,
             rules: spec.rules,
@@ -146,7 +157,8 @@ impl Scenario {
             models: spec.models,
             docs: spec.docs,
             timeline,
-            faults: spec.faults,
+            faults,
+            cluster,
             time_limit_ms,
         })
     }
@@ -314,6 +326,12 @@ fn zero_count(f: &FaultSpec) -> Option<&'static str> {
             call, drop_message, ..
         } => vec![("call", *call), ("drop_message", drop_message.unwrap_or(1))],
         FaultSpec::EditMessage { seq, .. } => vec![("seq", usize::from(*seq != 0))],
+        FaultSpec::Crash { .. }
+        | FaultSpec::Partition { .. }
+        | FaultSpec::Hold { .. }
+        | FaultSpec::Pause { .. }
+        | FaultSpec::AcceptStale
+        | FaultSpec::RefuseTakeover => Vec::new(),
     };
     counts
         .iter()

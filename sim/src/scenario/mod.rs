@@ -3,6 +3,7 @@
 //! and loading with positions (SPEC X1).
 
 mod checked;
+mod cluster;
 mod field;
 mod names;
 mod position;
@@ -18,12 +19,13 @@ use annotate_snippets::{AnnotationKind, Level, Renderer, Snippet};
 pub use checked::{
     AgentDef, Behaviour, DEFAULT_TIME_LIMIT_MS, Expectation, HookDef, Scenario, ToolDef,
 };
+pub use cluster::{Cluster, FaultAction, StoreBugs, Timed};
 pub use field::{CheckError, FieldPath, Segment};
 pub use names::{EventName, OracleId};
 pub use spec::{
-    AgentSpec, CallRef, CancelRun, CancelSpec, DenySpec, Expect, FaultSpec, ModelSpec,
+    AgentSpec, CallRef, CancelRun, CancelSpec, ClusterSpec, DenySpec, Expect, FaultSpec, ModelSpec,
     OnOutputSpec, RequestExpect, ScenarioSpec, SubmitSpec, TimelineEntry, ToolCallSpec, ToolSpec,
-    TurnSpec,
+    TurnSpec, WorkerSpec,
 };
 pub use timeline::{Action, CallName, Moment};
 

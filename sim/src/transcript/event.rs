@@ -40,8 +40,9 @@ pub(super) fn event(kind: &EventKind) -> String {
             from,
             stale_token,
             expired_at,
+            next_step,
         } => format!(
-            "taken_over from={} stale_token={stale_token} expired_at={expired_at}ms",
+            "taken_over from={} stale_token={stale_token} expired_at={expired_at}ms next_step={next_step}",
             opt(from)
         ),
         EventKind::Hook(n) => note(n),

@@ -3,6 +3,7 @@
 //! oracles judge, and their verdicts.
 
 mod calls;
+mod cluster;
 mod event;
 
 use std::fmt::Write as _;
@@ -103,8 +104,13 @@ pub(crate) fn render(o: &Observed<'_>, verdicts: &Verdicts, notes: &[String]) ->
     let _ = writeln!(out, "seed: {}", o.seed);
     let _ = writeln!(out, "expect: {}", s.expect);
     out.push_str("\n== events ==\n");
-    for e in o.events {
-        let _ = writeln!(out, "{:>6}ms {} {}", e.at, e.run_id, event(&e.kind));
+    match o.cluster {
+        None => {
+            for e in o.events {
+                let _ = writeln!(out, "{:>6}ms {} {}", e.at, e.run_id, event(&e.kind));
+            }
+        }
+        Some(c) => cluster::events(&mut out, c),
     }
     calls(&mut out, o, verdicts);
     for t in o.threads {

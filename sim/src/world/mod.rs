@@ -5,6 +5,7 @@
 mod actions;
 mod answer;
 mod clock;
+mod cluster_log;
 mod lock;
 mod model;
 mod recorder;
@@ -14,6 +15,7 @@ mod tool;
 pub use actions::ActionRecord;
 pub use answer::{Answering, answer, check_waiting};
 pub use clock::VirtualClock;
+pub use cluster_log::{ClusterEvent, ClusterLog, ClusterRecord};
 pub use model::{Answer, ModelCallRecord, ScriptName, ScriptedProvider, SharedProvider};
 pub use recorder::Recorder;
 pub use seeded::{Rng, SimIds};

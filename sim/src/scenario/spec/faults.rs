@@ -6,11 +6,13 @@ use serde::{Deserialize, Serialize};
 use super::super::names::EventName;
 use crate::hooks::MessageSpec;
 
-/// A planted fault (SPEC D5): a lie told to the oracles about one run, so a
-/// scenario can prove an oracle fires. Faults change only what the oracles
-/// (and the transcript) read, never the runtime. Events are named by kind
-/// and counted from 1 in log order (`nth`), so a fault means the same under
-/// every seed.
+/// A fault. Most are planted (SPEC D5): a lie told to the oracles about one
+/// run, so a scenario can prove an oracle fires; they change only what the
+/// oracles (and the transcript) read, never the runtime. Events are named
+/// by kind and counted from 1 in log order (`nth`), so a fault means the
+/// same under every seed. With `[[workers]]`, faults also happen to the
+/// system at virtual times (`crash`, `partition`, `hold`, `pause`), and two
+/// plant a bug in the store (`accept_stale`, `refuse_takeover`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 #[schemars(transform = crate::schema::checks::by_kind)]
@@ -119,4 +121,73 @@ pub enum FaultSpec {
         #[schemars(range(min = 1))]
         nth: usize,
     },
+    /// Crash a worker at `at_ms` (everything it holds is lost), and start
+    /// it afresh `restart_after_ms` later (never, when left out).
+    Crash {
+        /// The worker.
+        worker: String,
+        /// When (virtual ms).
+        at_ms: u64,
+        /// How long it stays down.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schemars(range(min = 1))]
+        restart_after_ms: Option<u64>,
+    },
+    /// Cut a worker off from the store (messages between them are lost)
+    /// at `at_ms`, and heal the link `heal_after_ms` later.
+    Partition {
+        /// The worker.
+        worker: String,
+        /// When (virtual ms).
+        at_ms: u64,
+        /// How long the link stays cut.
+        #[schemars(range(min = 1))]
+        heal_after_ms: u64,
+    },
+    /// Hold the messages between a worker and the store at `at_ms`, and
+    /// deliver them all `release_after_ms` later.
+    Hold {
+        /// The worker.
+        worker: String,
+        /// When (virtual ms).
+        at_ms: u64,
+        /// How long messages are held.
+        #[schemars(range(min = 1))]
+        release_after_ms: u64,
+    },
+    /// Pause a worker at `at_ms` for `for_ms` (a GC pause, a slow disk):
+    /// nothing it sends arrives, and nothing reaches it, until the pause
+    /// ends; then everything held is delivered late (turmoil has no host
+    /// pause, so this is a hold of all of the worker's links).
+    Pause {
+        /// The worker.
+        worker: String,
+        /// When (virtual ms).
+        at_ms: u64,
+        /// How long.
+        #[schemars(range(min = 1))]
+        for_ms: u64,
+    },
+    /// A planted store bug: run writes land whatever their lease token
+    /// (SPEC K2 forbids it).
+    AcceptStale,
+    /// A planted store bug: the store never lets a worker take over a run
+    /// whose lease expired (SPEC K3 needs it).
+    RefuseTakeover,
+}
+
+impl FaultSpec {
+    /// Whether the fault acts on the system of workers (and so needs
+    /// `[[workers]]`) rather than on what the oracles read.
+    pub fn is_cluster(&self) -> bool {
+        matches!(
+            self,
+            FaultSpec::Crash { .. }
+                | FaultSpec::Partition { .. }
+                | FaultSpec::Hold { .. }
+                | FaultSpec::Pause { .. }
+                | FaultSpec::AcceptStale
+                | FaultSpec::RefuseTakeover
+        )
+    }
 }

@@ -13,9 +13,11 @@ use serde_json::Value;
 use super::names::OracleId;
 use crate::hooks::HookSpec;
 
+mod cluster;
 mod faults;
 mod timeline;
 
+pub use cluster::{ClusterSpec, WorkerSpec};
 pub use faults::FaultSpec;
 pub use timeline::{CallRef, CancelRun, CancelSpec, DenySpec, SubmitSpec, TimelineEntry};
 
@@ -104,9 +106,17 @@ pub struct ScenarioSpec {
     /// Client actions at virtual times: at least one.
     #[schemars(length(min = 1))]
     pub timeline: Vec<TimelineEntry>,
-    /// Planted faults in the observed event stream (SPEC D5).
+    /// Faults: planted in what the oracles read (SPEC D5), or, with
+    /// `[[workers]]`, happening to workers and links at virtual times.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultSpec>,
+    /// Workers sharing one store, each a turmoil host (SPEC K2, K3); none:
+    /// one runtime drives every run, without turmoil.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<WorkerSpec>,
+    /// Lease and network settings when there are workers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterSpec>,
     /// Virtual milliseconds after which a run that has not gone idle is
     /// stopped and fails (default one hour).
     #[serde(default, skip_serializing_if = "Option::is_none")]

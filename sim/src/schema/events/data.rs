@@ -56,6 +56,8 @@ pub enum EventData {
         stale_token: u64,
         /// When that lease expired (virtual ms on the store's clock).
         expired_at: u64,
+        /// The run's next step: the one after its last committed step.
+        next_step: u32,
     },
     /// One hook's decision inside a composed lifecycle.
     Hook {
@@ -314,10 +316,12 @@ impl From<&EventKind> for EventData {
                 from,
                 stale_token,
                 expired_at,
+                next_step,
             } => EventData::TakenOver {
                 from,
                 stale_token,
                 expired_at,
+                next_step,
             },
             EventKind::Hook(n) => EventData::Hook {
                 phase: n.phase.into(),

@@ -1,0 +1,130 @@
+//! The software of each turmoil host: a worker (a runtime claiming runs
+//! from the shared store), and the client host that plays the timeline
+//! through a gateway runtime that stores sends and answers but drives
+//! nothing. Everything a worker holds is built inside its host's software,
+//! so a crash loses all of it; the store, the scripted models, the id
+//! source and the recorders are the world's and survive.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pai_runtime::{Clock as _, RunRecord, RunStatus, Runtime, WorkerConfig};
+
+use super::net::RemoteStore;
+use crate::hooks::{HistoryRead, SimContext};
+use crate::play::{Played, agent, play};
+use crate::scenario::Scenario;
+use crate::world::{Recorder, ScriptedProvider, SharedProvider, SimIds, VirtualClock};
+
+/// What every host reaches of the world.
+#[derive(Debug, Clone)]
+pub struct Env {
+    pub scenario: Arc<Scenario>,
+    pub ids: Arc<SimIds>,
+    pub provider: Arc<ScriptedProvider>,
+    pub recorder: Arc<Recorder>,
+    pub reads: Arc<Mutex<Vec<HistoryRead>>>,
+}
+
+impl Env {
+    /// A runtime for host `name` whose store is reached over the network.
+    fn runtime(&self, name: &str) -> Result<Runtime<SimContext>, String> {
+        let s = &self.scenario;
+        let c = s.cluster.as_ref().ok_or("no cluster")?;
+        let (agent, context) = agent(s, &self.reads);
+        let worker = WorkerConfig {
+            name: Some(name.to_string()),
+            lease_ttl: Some(c.settings.lease_ms),
+            renew_every: c.settings.renew_ms,
+            drive_sends: false,
+            poll_every: c.settings.poll_ms,
+        };
+        Runtime::builder(agent, context)
+            .models(SharedProvider(self.provider.clone()))
+            .clock(Arc::new(VirtualClock::turmoil()))
+            .ids(self.ids.clone())
+            .events(self.recorder.clone())
+            .store(Arc::new(RemoteStore::new(c.settings.request_timeout_ms)))
+            .worker(worker)
+            .build()
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// A worker's software: claim, drive, repeat, until the simulation ends.
+/// A worker that starts late waits for its start only at first boot.
+pub async fn worker(env: Env, name: String, start_ms: u64) -> turmoil::Result {
+    let now = VirtualClock::turmoil().now();
+    tokio::time::sleep(Duration::from_millis(start_ms.saturating_sub(now))).await;
+    let runtime = env.runtime(&name)?;
+    runtime.work().await;
+    Ok(())
+}
+
+/// What the client host leaves for the simulator.
+#[derive(Debug, Default)]
+pub struct ClientOut {
+    pub played: Played,
+    /// When every run was over or waiting, if that happened by the deadline.
+    pub settled_at: Option<u64>,
+}
+
+/// The client host: plays the timeline; once the last fault has healed
+/// (the safety phase is over), waits until every run is over or waiting
+/// for a client, or the liveness deadline passes.
+pub async fn client(
+    env: Env,
+    (healed_at, deadline): (u64, u64),
+    out: Rc<RefCell<ClientOut>>,
+) -> turmoil::Result {
+    let runtime = env.runtime("client")?;
+    let mut played = Played::default();
+    play(&env.scenario, &runtime, &env.recorder, &mut played).await;
+    out.borrow_mut().played = played;
+    let clock = VirtualClock::turmoil();
+    let healing = healed_at.saturating_sub(clock.now());
+    tokio::time::sleep(Duration::from_millis(healing)).await;
+    let poll = env
+        .scenario
+        .cluster
+        .as_ref()
+        .map_or(20, |c| c.settings.poll_ms);
+    // Bounded: the deadline is in the scenario's time.
+    while clock.now() < deadline {
+        if settled(&runtime).await {
+            out.borrow_mut().settled_at = Some(clock.now());
+            // Let the workers' last events (a run's end) be recorded.
+            tokio::time::sleep(Duration::from_millis(poll)).await;
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(poll)).await;
+    }
+    Ok(())
+}
+
+/// Whether every run of every thread is over, or waits for answers that
+/// have not all come (a run whose answers are in still has to resume).
+async fn settled(runtime: &Runtime<SimContext>) -> bool {
+    let Ok(ids) = runtime.thread_ids().await else {
+        return false;
+    };
+    for id in ids {
+        let Ok(Some(t)) = runtime.inspect(&id).await else {
+            return false;
+        };
+        if !t.runs.iter().all(run_settled) {
+            return false;
+        }
+    }
+    true
+}
+
+fn run_settled(r: &RunRecord) -> bool {
+    match r.status {
+        RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled => true,
+        RunStatus::Waiting => !r.cancel_requested && r.waiting.iter().any(|c| c.answer.is_none()),
+        RunStatus::Queued | RunStatus::Running => false,
+    }
+}

@@ -1,0 +1,197 @@
+//! Several workers on one store under turmoil (SPEC K2, K3, K5): the store
+//! is a host serving the store protocol over simulated TCP (`net.rs`,
+//! `store_host.rs`), each worker a host running a runtime that claims runs
+//! (`hosts.rs`), and the timeline a client host. The simulator's loop steps
+//! turmoil one tick at a time and carries out the scenario's faults at
+//! their virtual times (crash and restart, partition and heal, hold and
+//! release, pause and resume); `log.rs` records them beside what the store
+//! did with leases. One seed drives turmoil's rng (message latencies) and
+//! the world's (ids, models), so a run replays exactly (D1).
+
+mod hosts;
+mod linear;
+mod net;
+mod store_host;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, UNIX_EPOCH};
+
+use pai_runtime::{StoreReply, StoreRequest, StoredThread};
+
+use crate::oracle::{ClusterObs, Observations};
+use crate::report::{Report, SimError, report};
+use crate::scenario::{Cluster, FaultAction, Scenario, Timed};
+use crate::world::{
+    ClusterEvent, ClusterLog, Recorder, Rng, ScriptedProvider, SimIds, VirtualClock,
+};
+use hosts::{ClientOut, Env};
+use net::STORE_HOST;
+use store_host::StoreHost;
+
+/// The simulated time one turmoil step advances.
+const TICK_MS: u64 = 1;
+
+/// Runs a scenario with `[[workers]]` under turmoil.
+pub fn simulate(s: &Scenario, seed: u64) -> Result<Report, SimError> {
+    let cluster = s
+        .cluster
+        .clone()
+        .ok_or_else(|| SimError::Setup("the scenario has no workers".into()))?;
+    let rng = Arc::new(Mutex::new(Rng::new(seed)));
+    let ids = Arc::new(SimIds::new(rng));
+    let clock = Arc::new(VirtualClock::turmoil());
+    let recorder = Arc::new(Recorder::default());
+    let provider = Arc::new(ScriptedProvider::new(&s.model, &s.models, &ids, &clock));
+    let env = Env {
+        scenario: Arc::new(s.clone()),
+        ids,
+        provider: provider.clone(),
+        recorder: recorder.clone(),
+        reads: Arc::new(Mutex::new(Vec::new())),
+    };
+    let log = Arc::new(ClusterLog::new(recorder.clone()));
+    let store = Arc::new(StoreHost::new(cluster.bugs, log.clone()));
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(seed)
+        .epoch(UNIX_EPOCH)
+        .tick_duration(Duration::from_millis(TICK_MS))
+        .simulation_duration(Duration::from_millis(s.time_limit_ms.saturating_mul(2)))
+        .min_message_latency(Duration::ZERO)
+        .max_message_latency(Duration::from_millis(cluster.settings.max_latency_ms))
+        .build();
+    let host = store.clone();
+    sim.host(STORE_HOST, move || net::serve(host.clone()));
+    for (name, start) in cluster.workers.iter().zip(&cluster.starts) {
+        let (env, owned, start) = (env.clone(), name.clone(), *start);
+        sim.host(name.as_str(), move || {
+            hosts::worker(env.clone(), owned.clone(), start)
+        });
+    }
+    let deadline = liveness_deadline(s, &cluster);
+    let out = Rc::new(RefCell::new(ClientOut::default()));
+    let phases = (cluster.healed_at(), deadline);
+    sim.client("client", hosts::client(env.clone(), phases, out.clone()));
+    let cut_short = drive(&mut sim, s, &cluster, &log)?;
+    let virtual_ms = millis(sim.elapsed());
+    let out = std::mem::take(&mut *out.borrow_mut());
+    observe(
+        s,
+        seed,
+        &cluster,
+        store,
+        (&env, &log),
+        out,
+        cut_short,
+        virtual_ms,
+        &provider,
+    )
+}
+
+/// When the liveness phase ends: the bound after the last fault heals
+/// and the last timeline entry, within the scenario's time limit.
+fn liveness_deadline(s: &Scenario, c: &Cluster) -> u64 {
+    let last_entry = s.timeline.iter().map(|m| m.at).max().unwrap_or(0);
+    let start = c.healed_at().max(last_entry);
+    (start + c.settings.liveness_ms).min(s.time_limit_ms)
+}
+
+/// Steps turmoil until the client is done, carrying out faults as their
+/// times come; `true` if the time limit cut the run short.
+fn drive(
+    sim: &mut turmoil::Sim<'_>,
+    s: &Scenario,
+    c: &Cluster,
+    log: &ClusterLog,
+) -> Result<bool, SimError> {
+    let mut due = c.schedule.iter().peekable();
+    // Bounded: one tick per step up to the time limit.
+    loop {
+        let now = millis(sim.elapsed());
+        while let Some(t) = due.next_if(|t| t.at <= now) {
+            fault(sim, t);
+            log.push(
+                now,
+                ClusterEvent::Fault {
+                    action: t.action,
+                    worker: t.worker.clone(),
+                },
+            );
+        }
+        if now >= s.time_limit_ms {
+            return Ok(true);
+        }
+        match sim.step() {
+            Ok(true) => return Ok(false),
+            Ok(false) => {}
+            Err(e) => return Err(SimError::Setup(format!("turmoil: {e}"))),
+        }
+    }
+}
+
+/// Carries out one fault.
+fn fault(sim: &mut turmoil::Sim<'_>, t: &Timed) {
+    let w = t.worker.as_str();
+    match t.action {
+        FaultAction::Crash => sim.crash(w),
+        FaultAction::Restart => sim.bounce(w),
+        FaultAction::Partition => sim.partition(w, STORE_HOST),
+        FaultAction::Heal => sim.repair(w, STORE_HOST),
+        FaultAction::Hold | FaultAction::Pause => sim.hold(w, STORE_HOST),
+        FaultAction::Release | FaultAction::Resume => sim.release(w, STORE_HOST),
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Everything the run left, for the oracles and the transcript.
+#[allow(clippy::too_many_arguments)]
+fn observe(
+    s: &Scenario,
+    seed: u64,
+    c: &Cluster,
+    store: Arc<StoreHost>,
+    (env, log): (&Env, &ClusterLog),
+    out: ClientOut,
+    cut_short: bool,
+    virtual_ms: u64,
+    provider: &ScriptedProvider,
+) -> Result<Report, SimError> {
+    let raw = env.recorder.take();
+    let obs = Observations {
+        events: linear::linearize(&raw),
+        threads: stored_threads(&store),
+        calls: provider.take_calls(),
+        live: Vec::new(),
+        actions: out.played.actions,
+        reads: env.reads.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        cut_short,
+        cluster: Some(ClusterObs {
+            raw_events: raw,
+            log: log.take(),
+            lease_ms: c.settings.lease_ms,
+            healed_at: c.healed_at(),
+            liveness_ms: c.settings.liveness_ms,
+            settled_at: out.settled_at,
+        }),
+    };
+    report(s, seed, obs, out.played.notes, provider, virtual_ms)
+}
+
+/// The store's threads at the end, read directly (the store is the world's).
+fn stored_threads(store: &StoreHost) -> Vec<StoredThread> {
+    let Ok(StoreReply::Ids(ids)) = store.store().apply(StoreRequest::ThreadIds) else {
+        return Vec::new();
+    };
+    ids.into_iter()
+        .filter_map(
+            |thread| match store.store().apply(StoreRequest::Inspect { thread }) {
+                Ok(StoreReply::Thread(t)) => t,
+                _ => None,
+            },
+        )
+        .collect()
+}

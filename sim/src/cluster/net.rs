@@ -1,0 +1,126 @@
+//! The store over turmoil's simulated TCP: a request/response protocol of
+//! length-prefixed JSON frames, the server loop on the store host, and the
+//! client every worker (and the timeline's gateway) reaches the store with.
+//! turmoil drops a partitioned link's segments without retransmitting, so
+//! the client gives a request up after a timeout and reconnects for the
+//! next: a request given up may still land (the store refuses it then if
+//! its lease token is stale, SPEC K2).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pai_runtime::{HookFuture, Store, StoreError, StoreFuture, StoreReply, StoreRequest};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use turmoil::net::{TcpListener, TcpStream};
+
+use super::store_host::StoreHost;
+
+/// The store's host name and port.
+pub const STORE_HOST: &str = "store";
+const PORT: u16 = 7070;
+/// The largest frame either side accepts.
+const MAX_FRAME: usize = 16 << 20;
+
+async fn write_frame(stream: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
+    let len = u32::try_from(bytes.len()).map_err(std::io::Error::other)?;
+    stream.write_all(&len.to_be_bytes()).await?;
+    stream.write_all(bytes).await?;
+    stream.flush().await
+}
+
+async fn read_frame(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len).await?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(std::io::Error::other("frame too large"));
+    }
+    let mut buf = vec![0u8; len];
+    stream.read_exact(&mut buf).await?;
+    Ok(buf)
+}
+
+/// The store host's software: accepts connections and answers each
+/// request in arrival order. Runs until the simulation ends.
+pub async fn serve(host: Arc<StoreHost>) -> turmoil::Result {
+    let listener = TcpListener::bind(("0.0.0.0", PORT)).await?;
+    loop {
+        let (stream, peer) = listener.accept().await?;
+        let from = turmoil::reverse_lookup(peer.ip()).unwrap_or_else(|| peer.ip().to_string());
+        tokio::task::spawn_local(connection(stream, from, host.clone()));
+    }
+}
+
+/// One connection: requests in, answers out, until it closes.
+async fn connection(mut stream: TcpStream, from: String, host: Arc<StoreHost>) {
+    while let Ok(frame) = read_frame(&mut stream).await {
+        let reply = match serde_json::from_slice::<StoreRequest>(&frame) {
+            Ok(request) => host.apply(&from, request),
+            Err(e) => Err(StoreError::Protocol(format!("bad request: {e}"))),
+        };
+        let Ok(bytes) = serde_json::to_vec(&reply) else {
+            return;
+        };
+        if write_frame(&mut stream, &bytes).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// A store reached over the simulated network, one request at a time.
+pub struct RemoteStore {
+    conn: tokio::sync::Mutex<Option<TcpStream>>,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for RemoteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteStore").finish_non_exhaustive()
+    }
+}
+
+impl RemoteStore {
+    pub fn new(timeout_ms: u64) -> RemoteStore {
+        RemoteStore {
+            conn: tokio::sync::Mutex::new(None),
+            timeout: Duration::from_millis(timeout_ms),
+        }
+    }
+
+    async fn ask(&self, request: StoreRequest) -> Result<StoreReply, StoreError> {
+        let bytes =
+            serde_json::to_vec(&request).map_err(|e| StoreError::Protocol(e.to_string()))?;
+        let mut conn = self.conn.lock().await;
+        let exchange = async {
+            if conn.is_none() {
+                *conn = Some(TcpStream::connect((STORE_HOST, PORT)).await?);
+            }
+            let stream = conn
+                .as_mut()
+                .ok_or_else(|| std::io::Error::other("no connection"))?;
+            write_frame(stream, &bytes).await?;
+            read_frame(stream).await
+        };
+        let answer = match tokio::time::timeout(self.timeout, exchange).await {
+            Ok(Ok(frame)) => frame,
+            Ok(Err(e)) => {
+                *conn = None;
+                return Err(StoreError::Unavailable(e.to_string()));
+            }
+            Err(_) => {
+                // The request may still arrive; the next one starts afresh.
+                *conn = None;
+                return Err(StoreError::Unavailable("no answer in time".to_string()));
+            }
+        };
+        let reply: Result<StoreReply, StoreError> =
+            serde_json::from_slice(&answer).map_err(|e| StoreError::Protocol(e.to_string()))?;
+        reply
+    }
+}
+
+impl Store for RemoteStore {
+    fn call(&self, request: StoreRequest) -> StoreFuture<'_> {
+        HookFuture::new(self.ask(request))
+    }
+}

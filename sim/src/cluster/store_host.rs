@@ -1,0 +1,186 @@
+//! The store host: the durable store every worker shares (it survives
+//! worker crashes; the store itself is never crashed), answering each
+//! request as one transaction on its own clock, and logging what bears on
+//! leases. Two planted bugs (SPEC D5) let violation scenarios prove the
+//! lease oracles fire.
+
+use std::sync::Arc;
+
+use pai_runtime::{Clock, MemoryStore, RunStatus, StoreError, StoreReply, StoreRequest};
+
+use crate::scenario::StoreBugs;
+use crate::world::{ClusterEvent, ClusterLog, VirtualClock};
+
+/// The store, its clock, its planted bugs and its log.
+#[derive(Debug)]
+pub struct StoreHost {
+    store: MemoryStore,
+    clock: Arc<VirtualClock>,
+    bugs: StoreBugs,
+    log: Arc<ClusterLog>,
+}
+
+/// The lease token a request writes under, with its thread and run.
+struct Fenced {
+    thread: String,
+    run: String,
+    token: u64,
+}
+
+impl StoreHost {
+    pub fn new(bugs: StoreBugs, log: Arc<ClusterLog>) -> StoreHost {
+        let clock = Arc::new(VirtualClock::turmoil());
+        StoreHost {
+            store: MemoryStore::new(Some(clock.clone())),
+            clock,
+            bugs,
+            log,
+        }
+    }
+
+    /// The store, for reading its final state after the run.
+    pub fn store(&self) -> &MemoryStore {
+        &self.store
+    }
+
+    /// Answers one request from host `from`.
+    pub fn apply(&self, from: &str, mut request: StoreRequest) -> Result<StoreReply, StoreError> {
+        let fenced = fenced(&request);
+        if self.bugs.accept_stale
+            && let Some(f) = &fenced
+        {
+            let current = self.current_token(&f.thread);
+            set_token(&mut request, current);
+        }
+        if self.bugs.refuse_takeover
+            && matches!(request, StoreRequest::Claim { .. })
+            && self.any_running()
+        {
+            return Ok(StoreReply::Claimed(None));
+        }
+        let name = request.name();
+        let reply = self.store.apply(request);
+        self.record(from, name, fenced, &reply);
+        reply
+    }
+
+    fn record(
+        &self,
+        from: &str,
+        request: &'static str,
+        fenced: Option<Fenced>,
+        reply: &Result<StoreReply, StoreError>,
+    ) {
+        let at = self.clock.now();
+        let from = from.to_string();
+        let what = match (reply, fenced) {
+            (Ok(StoreReply::Claimed(Some(c))), _) => ClusterEvent::Claimed {
+                from,
+                thread: c.thread.clone(),
+                run: c.run.clone(),
+                token: c.token,
+                episode: c.episode,
+                takeover: c.takeover.clone(),
+            },
+            (Ok(reply), Some(f)) => ClusterEvent::Wrote {
+                from,
+                request,
+                thread: f.thread,
+                run: f.run,
+                token: f.token,
+                next_token: match reply {
+                    StoreReply::Lease { token, .. } => Some(*token),
+                    _ => None,
+                },
+                releases: matches!(
+                    reply,
+                    StoreReply::Waited(Some(_)) | StoreReply::Finished { .. }
+                ),
+            },
+            (Err(StoreError::StaleLease { given, current }), Some(f)) => ClusterEvent::Refused {
+                from,
+                request,
+                thread: f.thread,
+                run: f.run,
+                given: *given,
+                current: *current,
+            },
+            _ => return,
+        };
+        self.log.push(at, what);
+    }
+
+    fn current_token(&self, thread: &str) -> u64 {
+        let read = self.store.apply(StoreRequest::Inspect {
+            thread: thread.to_string(),
+        });
+        match read {
+            Ok(StoreReply::Thread(Some(t))) => t.lease_token,
+            _ => 0,
+        }
+    }
+
+    /// Whether some thread has a run being driven (a claim could only take it over).
+    fn any_running(&self) -> bool {
+        let Ok(StoreReply::Ids(ids)) = self.store.apply(StoreRequest::ThreadIds) else {
+            return false;
+        };
+        ids.into_iter().any(|thread| {
+            let read = self.store.apply(StoreRequest::Inspect { thread });
+            matches!(read, Ok(StoreReply::Thread(Some(t)))
+                if t.runs.iter().any(|r| r.status == RunStatus::Running))
+        })
+    }
+}
+
+/// The lease token a request writes under, if it is a run's write.
+fn fenced(request: &StoreRequest) -> Option<Fenced> {
+    use StoreRequest as R;
+    let (thread, run, token) = match request {
+        R::NextEpisode { thread, run, token }
+        | R::Renew { thread, run, token }
+        | R::Append {
+            thread, run, token, ..
+        }
+        | R::TakeAnchor { thread, run, token }
+        | R::TakeSteer { thread, run, token }
+        | R::SetRunMetadata {
+            thread, run, token, ..
+        }
+        | R::Wait {
+            thread, run, token, ..
+        }
+        | R::CommitResumed {
+            thread, run, token, ..
+        } => (thread, run, *token),
+        R::Finish {
+            thread,
+            run,
+            token: Some(token),
+            ..
+        } => (thread, run, *token),
+        _ => return None,
+    };
+    Some(Fenced {
+        thread: thread.clone(),
+        run: run.clone(),
+        token,
+    })
+}
+
+/// Rewrites a run write's token (the planted `accept_stale` bug).
+fn set_token(request: &mut StoreRequest, to: u64) {
+    use StoreRequest as R;
+    match request {
+        R::NextEpisode { token, .. }
+        | R::Renew { token, .. }
+        | R::Append { token, .. }
+        | R::TakeAnchor { token, .. }
+        | R::TakeSteer { token, .. }
+        | R::SetRunMetadata { token, .. }
+        | R::Wait { token, .. }
+        | R::CommitResumed { token, .. } => *token = to,
+        R::Finish { token, .. } => *token = Some(to),
+        _ => {}
+    }
+}

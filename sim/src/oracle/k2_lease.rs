@@ -1,0 +1,195 @@
+//! SPEC K2 (and K1) among several workers, judged from what the store did:
+//! a reference of each thread's lease, replayed from the store's log
+//! (claims, writes that landed, their times), independent of the runtime's
+//! lease code. No write under a token older than the thread's newest lands;
+//! tokens only grow; no worker is handed a run's lease while another holds
+//! it unexpired, by the store's clock; and a thread's next run is claimed
+//! only once its current run has ended (K1).
+
+use std::collections::BTreeMap;
+
+use super::observed::{ClusterObs, Violation};
+use crate::scenario::OracleId;
+use crate::world::ClusterEvent;
+
+/// One thread's lease as the reference sees it.
+#[derive(Debug, Default)]
+struct Lease<'a> {
+    token: u64,
+    /// The worker holding it, and the run.
+    holder: Option<(&'a str, &'a str)>,
+    /// When the holder's lease runs out unless renewed.
+    expires: u64,
+    /// The thread's current run: claimed, not yet ended (K1).
+    current: Option<&'a str>,
+}
+
+pub(super) fn check(c: &ClusterObs) -> Vec<Violation> {
+    let mut leases: BTreeMap<&str, Lease<'_>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for r in &c.log {
+        match &r.what {
+            ClusterEvent::Claimed {
+                from,
+                thread,
+                run,
+                token,
+                ..
+            } => {
+                let l = leases.entry(thread).or_default();
+                if *token <= l.token {
+                    let message = format!("token {token} handed out after token {}", l.token);
+                    out.push(Violation::new(OracleId::K2, Some(run), message));
+                }
+                if let Some((held_by, _)) = l.holder
+                    && r.at < l.expires
+                {
+                    let message = format!(
+                        "{from} was given the lease at {}ms while {held_by} held it until {}ms",
+                        r.at, l.expires
+                    );
+                    out.push(Violation::new(OracleId::K2, Some(run), message));
+                }
+                if let Some(other) = l.current.filter(|cur| *cur != run.as_str()) {
+                    let message = format!("{from} claimed {run} while {other} had not ended");
+                    out.push(Violation::new(OracleId::K1, Some(run), message));
+                }
+                *l = Lease {
+                    token: *token,
+                    holder: Some((from, run)),
+                    expires: r.at + c.lease_ms,
+                    current: Some(run),
+                };
+            }
+            ClusterEvent::Wrote {
+                from,
+                request,
+                thread,
+                run,
+                token,
+                next_token,
+                releases,
+            } => {
+                let l = leases.entry(thread).or_default();
+                if *token != l.token {
+                    let message = format!(
+                        "{request} from {from} landed under stale token {token} (newest {})",
+                        l.token
+                    );
+                    out.push(Violation::new(OracleId::K2, Some(run), message));
+                    continue;
+                }
+                l.expires = r.at + c.lease_ms;
+                if let Some(next) = next_token {
+                    l.token = (*next).max(l.token);
+                }
+                if *releases {
+                    l.holder = None;
+                }
+                if *releases && *request == "finish" {
+                    l.current = None;
+                }
+            }
+            ClusterEvent::Refused { .. } | ClusterEvent::Fault { .. } => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::ClusterRecord;
+
+    fn at(at: u64, what: ClusterEvent) -> ClusterRecord {
+        ClusterRecord {
+            at,
+            after_event: 0,
+            what,
+        }
+    }
+
+    fn claim(from: &str, run: &str, token: u64) -> ClusterEvent {
+        ClusterEvent::Claimed {
+            from: from.into(),
+            thread: "t".into(),
+            run: run.into(),
+            token,
+            episode: 1,
+            takeover: None,
+        }
+    }
+
+    fn write(from: &str, token: u64, request: &'static str, releases: bool) -> ClusterEvent {
+        ClusterEvent::Wrote {
+            from: from.into(),
+            request,
+            thread: "t".into(),
+            run: "r".into(),
+            token,
+            next_token: None,
+            releases,
+        }
+    }
+
+    fn judge(log: Vec<ClusterRecord>) -> Vec<(OracleId, String)> {
+        let c = ClusterObs {
+            log,
+            lease_ms: 100,
+            ..ClusterObs::default()
+        };
+        check(&c)
+            .into_iter()
+            .map(|v| (v.oracle, v.message))
+            .collect()
+    }
+
+    /// A takeover after expiry, and a write under the newest token, are fine.
+    #[test]
+    fn k2_a_takeover_after_expiry_is_allowed() {
+        let found = judge(vec![
+            at(0, claim("w1", "r", 1)),
+            at(50, write("w1", 1, "append", false)),
+            at(160, claim("w2", "r", 2)),
+            at(170, write("w2", 2, "finish", true)),
+        ]);
+        assert_eq!(found, vec![]);
+    }
+
+    /// A write's landing renews the lease: a claim before the renewed
+    /// expiry is a second holder at once; a stale write that lands, and a
+    /// token that does not grow, are reported too.
+    #[test]
+    fn k2_two_holders_stale_writes_and_old_tokens_are_reported() {
+        let found = judge(vec![
+            at(0, claim("w1", "r", 1)),
+            at(90, write("w1", 1, "renew", false)),
+            at(150, claim("w2", "r", 2)),
+            at(160, write("w1", 1, "append", false)),
+            at(400, claim("w3", "r", 2)),
+        ]);
+        let oracles: Vec<OracleId> = found.iter().map(|(o, _)| *o).collect();
+        assert_eq!(oracles, vec![OracleId::K2, OracleId::K2, OracleId::K2]);
+        assert!(
+            found[0].1.contains("while w1 held it until 190ms"),
+            "{found:?}"
+        );
+        assert!(found[1].1.contains("stale token 1"), "{found:?}");
+        assert!(
+            found[2].1.contains("token 2 handed out after token 2"),
+            "{found:?}"
+        );
+    }
+
+    /// K1: a thread's next run is claimed only after its current run ended.
+    #[test]
+    fn k1_a_second_run_claimed_before_the_first_ended_is_reported() {
+        let found = judge(vec![
+            at(0, claim("w1", "r", 1)),
+            at(10, write("w1", 1, "wait", true)),
+            at(20, claim("w2", "q", 2)),
+        ]);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].0, OracleId::K1);
+    }
+}

@@ -1,0 +1,47 @@
+//! Liveness among several workers (SPEC K3: another worker may take the
+//! run after expiry and continue it): once the last fault has healed,
+//! every run ends, or waits for a client's answers, within the scenario's
+//! bound. The simulator's safety phase is the faults; this is the
+//! liveness phase after them.
+
+use pai_runtime::{RunRecord, RunStatus, StoredThread};
+
+use super::observed::{ClusterObs, Violation};
+use crate::scenario::OracleId;
+
+pub(super) fn check(c: &ClusterObs, threads: &[StoredThread]) -> Vec<Violation> {
+    let bound = c.healed_at + c.liveness_ms;
+    let mut out = Vec::new();
+    match c.settled_at {
+        Some(at) if at <= bound => {}
+        Some(at) => out.push(Violation::new(
+            OracleId::Liveness,
+            None,
+            format!("runs settled at {at}ms, after the bound {bound}ms"),
+        )),
+        None => out.push(Violation::new(
+            OracleId::Liveness,
+            None,
+            format!(
+                "runs had not all ended or waited by {bound}ms ({}ms after the last fault healed)",
+                c.liveness_ms
+            ),
+        )),
+    }
+    for t in threads {
+        for r in t.runs.iter().filter(|r| !settled(r)) {
+            let message = format!("run is still {} at the end", r.status.as_str());
+            out.push(Violation::new(OracleId::Liveness, Some(&r.id), message));
+        }
+    }
+    out
+}
+
+/// Over, or waiting on an answer that has not come.
+fn settled(r: &RunRecord) -> bool {
+    match r.status {
+        RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled => true,
+        RunStatus::Waiting => !r.cancel_requested && r.waiting.iter().any(|c| c.answer.is_none()),
+        RunStatus::Queued | RunStatus::Running => false,
+    }
+}

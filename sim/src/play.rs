@@ -1,0 +1,160 @@
+//! Playing a scenario's timeline through a runtime: the scenario's agent
+//! (scripted tools, the composed hook library), each client action at its
+//! virtual time, recorded with the runtime's answer. Shared by the single
+//! runtime's run and the client host among workers.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pai_runtime::{Agent, Clock as _, Runtime, TypedTool, Watch, compose};
+
+use crate::hooks::{self, HistoryRead, SimContext, SimMetadata};
+use crate::scenario::{Action, Scenario};
+use crate::world::{self, ActionRecord, Answering, Recorder, ScriptedTool, VirtualClock};
+
+/// The scenario's agent (scripted tools, the composed hook library) and
+/// the context its hooks read.
+pub(crate) fn agent(
+    s: &Scenario,
+    reads: &Arc<Mutex<Vec<HistoryRead>>>,
+) -> (Agent<SimContext>, SimContext) {
+    let mut agent = Agent::new(s.agent.name.clone(), s.agent.model.clone())
+        .instructions(s.agent.instructions.clone())
+        .max_steps(s.agent.max_steps);
+    agent = agent.run_metadata::<SimMetadata>();
+    for t in &s.agent.tools {
+        let tool = TypedTool::dynamic(Arc::new(ScriptedTool::new(t.clone())));
+        agent = agent.typed_tool(&tool);
+        if let Some(spec) = &t.on_output {
+            agent = agent.on_output(&tool, world::on_output(spec.clone()));
+        }
+    }
+    let hooks = s.hooks.iter().map(|h| h.spec.build(&h.name)).collect();
+    let agent = agent.lifecycle(compose(hooks));
+    let context = SimContext {
+        docs: s.docs.clone(),
+        reads: reads.clone(),
+    };
+    (agent, context)
+}
+
+/// What playing the timeline leaves behind, even if the time limit cuts it short.
+#[derive(Debug, Default)]
+pub(crate) struct Played {
+    pub(crate) notes: Vec<String>,
+    pub(crate) watches: Vec<(String, Watch)>,
+    pub(crate) actions: Vec<ActionRecord>,
+    /// Every (client, thread) an action touched, in first-touch order.
+    pub(crate) touched: Vec<(String, String)>,
+}
+
+/// Plays the timeline: each client action at its virtual time (from the
+/// clock's zero), recorded with the runtime's answer.
+pub(crate) async fn play(
+    s: &Scenario,
+    runtime: &Runtime<SimContext>,
+    recorder: &Recorder,
+    played: &mut Played,
+) {
+    let clock = VirtualClock::turmoil();
+    let in_turmoil = turmoil::sim_elapsed().is_some();
+    let start = tokio::time::Instant::now();
+    // Run ids of each thread's sends, in order, for `cancel = { run = N }`.
+    let mut sends: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (i, m) in s.timeline.iter().enumerate() {
+        match in_turmoil {
+            true => {
+                let now = clock.now();
+                tokio::time::sleep(Duration::from_millis(m.at.saturating_sub(now))).await;
+            }
+            false => tokio::time::sleep_until(start + Duration::from_millis(m.at)).await,
+        }
+        let thread = runtime.client(m.client.clone()).thread(m.thread.clone());
+        let mut waiting_check = None;
+        let outcome = match &m.action {
+            Action::Send(text) => thread.send(text).await.map(|sent| {
+                sends
+                    .entry(&m.thread)
+                    .or_default()
+                    .push(sent.run_id.clone());
+                Ok(Some(sent.run_id))
+            }),
+            Action::Steer(text) => thread.steer(text).await.map(|sent| Ok(Some(sent.run_id))),
+            Action::Cancel(None) => thread.cancel().await.map(|r| Ok(Some(r))),
+            Action::Cancel(Some(n)) => {
+                match sends.get(m.thread.as_str()).and_then(|r| r.get(n - 1)) {
+                    Some(run) => thread.cancel_run(run).await.map(|r| Ok(Some(r))),
+                    None => Err(pai_runtime::ClientError::NoRun {
+                        thread: format!("{} (it has no send #{n} yet)", m.thread),
+                    }),
+                }
+            }
+            Action::Watch { name, live } => thread
+                .watch(hooks::live_stages(live))
+                .await
+                .map(|w| played.watches.push((name.clone(), w)))
+                .map(|()| Ok(None)),
+            Action::Approve(c) => Ok(world::answer(runtime, &thread, c, Answering::Approve).await),
+            Action::Deny(c, reason) => {
+                Ok(world::answer(runtime, &thread, c, Answering::Deny(reason)).await)
+            }
+            Action::Submit(c, output) => {
+                Ok(world::answer(runtime, &thread, c, Answering::Submit(output)).await)
+            }
+            Action::ExpectWaiting(calls) => {
+                waiting_check = world::check_waiting(runtime, &thread, calls).await;
+                Ok(Ok(None))
+            }
+        };
+        let outcome = match outcome {
+            Ok(Ok(done)) => Ok(done),
+            Ok(Err(e)) => Err(e),
+            Err(e) => Err(e.to_string()),
+        };
+        let check = waiting_check.take().or_else(|| error_check(m, &outcome));
+        if let Err(e) = &outcome {
+            let expected = if m.expect_error.is_some() {
+                " (expected)"
+            } else {
+                ""
+            };
+            let note = format!(
+                "at {}ms {} could not {} on {}{expected}: {e}",
+                m.at,
+                m.client,
+                m.action.name(),
+                m.thread
+            );
+            played.notes.push(note);
+        }
+        played.actions.push(ActionRecord {
+            moment: i,
+            at: m.at,
+            after_event: recorder.len(),
+            outcome,
+            check,
+        });
+        let key = (m.client.clone(), m.thread.clone());
+        if !played.touched.contains(&key) {
+            played.touched.push(key);
+        }
+    }
+}
+
+/// Whether an action's `expect_error` held: `None` if so (or none was
+/// expected), else what happened instead.
+fn error_check(
+    m: &crate::scenario::Moment,
+    outcome: &Result<Option<String>, String>,
+) -> Option<String> {
+    let wanted = m.expect_error.as_deref()?;
+    match outcome {
+        Err(e) if e.contains(wanted) => None,
+        Err(e) => Some(format!("expected an error containing {wanted:?}, got: {e}")),
+        Ok(_) => Some(format!(
+            "expected an error containing {wanted:?}, but the {} succeeded",
+            m.action.name()
+        )),
+    }
+}

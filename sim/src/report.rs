@@ -1,0 +1,100 @@
+//! What one run reports: the oracles' verdicts and the transcript over its
+//! observations, after the planted faults edit them.
+
+use pai_runtime::{Event, EventKind, LiveEvent, RunStage, StoredThread};
+
+use crate::faults;
+use crate::oracle::{self, Observations, Violation};
+use crate::scenario::Scenario;
+use crate::transcript;
+use crate::world::ScriptedProvider;
+
+/// A scenario that could not be run at all.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("cannot start the simulated runtime: {0}")]
+    Setup(String),
+}
+
+/// The result of one run.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub transcript: String,
+    /// Model steps committed, over all runs.
+    pub steps: u32,
+    /// Virtual time when the scenario went idle.
+    pub virtual_ms: u64,
+    pub violations: Vec<Violation>,
+    /// Every stored thread at the end, as trusted code sees it.
+    pub threads: Vec<StoredThread>,
+    /// The runtime's event log, as the oracles read it.
+    pub events: Vec<Event>,
+    /// What each watcher received, in order.
+    pub live: Vec<(String, LiveEvent)>,
+    /// The scenario was stopped at its virtual-time limit before it went idle.
+    pub limit_reached: bool,
+    /// Planted faults that found nothing to change, as notes.
+    pub idle_faults: Vec<String>,
+    /// The runtime's own step loop panicked (a runtime bug, caught).
+    pub runtime_panicked: bool,
+}
+
+/// The oracles, the transcript and the report over one run's observations,
+/// after the planted faults edit them.
+pub(crate) fn report(
+    s: &Scenario,
+    seed: u64,
+    mut obs: Observations,
+    mut notes: Vec<String>,
+    provider: &ScriptedProvider,
+    virtual_ms: u64,
+) -> Result<Report, SimError> {
+    let mut idle_faults = Vec::new();
+    for (i, fault) in s.faults.iter().enumerate() {
+        match faults::plant(fault, &mut obs) {
+            Ok(note) => notes.push(note),
+            Err(note) => {
+                idle_faults.push(format!("faults[{i}]: {note}"));
+                notes.push(note);
+            }
+        }
+    }
+    for m in provider.scripts() {
+        let unused = m.unused_turns();
+        if unused > 0 {
+            notes.push(format!(
+                "{unused} turn(s) of script {} were never used",
+                m.script()
+            ));
+        }
+    }
+    let observed = obs.view(s, seed);
+    let verdicts = oracle::check_all(&observed);
+    let transcript = transcript::render(&observed, &verdicts, &notes);
+    let runtime_panicked = obs.events.iter().any(|e| {
+        matches!(
+            e.kind,
+            EventKind::Failed {
+                phase: RunStage::Runtime,
+                ..
+            }
+        )
+    });
+    Ok(Report {
+        transcript,
+        steps: obs
+            .threads
+            .iter()
+            .flat_map(|t| &t.runs)
+            .map(|r| r.steps)
+            .sum(),
+        virtual_ms,
+        violations: verdicts.violations,
+        threads: obs.threads,
+        events: obs.events,
+        live: obs.live,
+        limit_reached: obs.cut_short,
+        idle_faults,
+        runtime_panicked,
+    })
+}

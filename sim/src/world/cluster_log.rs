@@ -1,0 +1,87 @@
+//! What the simulator sees of the system of workers beside the runtime's
+//! own events: the faults it injects and every lease-bearing request the
+//! store answers (claims, fenced writes that land, stale ones refused). It
+//! only records; oracles judge it.
+
+use std::sync::{Arc, Mutex};
+
+use pai_runtime::Takeover;
+
+use super::recorder::Recorder;
+use crate::scenario::FaultAction;
+
+/// One thing that happened to the system, at a virtual time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterRecord {
+    pub at: u64,
+    /// How many runtime events had been recorded when this happened.
+    pub after_event: usize,
+    pub what: ClusterEvent,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClusterEvent {
+    /// The simulator did this to a worker or its link.
+    Fault { action: FaultAction, worker: String },
+    /// The store gave `from` a run's lease.
+    Claimed {
+        from: String,
+        thread: String,
+        run: String,
+        token: u64,
+        episode: u32,
+        takeover: Option<Takeover>,
+    },
+    /// A write under a lease token landed.
+    Wrote {
+        from: String,
+        request: &'static str,
+        thread: String,
+        run: String,
+        token: u64,
+        /// The token a new episode got.
+        next_token: Option<u64>,
+        /// The write gave the lease up (a wait, a run's end).
+        releases: bool,
+    },
+    /// A write under a stale token was refused (SPEC K2).
+    Refused {
+        from: String,
+        request: &'static str,
+        thread: String,
+        run: String,
+        given: u64,
+        current: u64,
+    },
+}
+
+/// The log, shared by the store host and the simulator's loop.
+#[derive(Debug)]
+pub struct ClusterLog {
+    records: Mutex<Vec<ClusterRecord>>,
+    recorder: Arc<Recorder>,
+}
+
+impl ClusterLog {
+    pub fn new(recorder: Arc<Recorder>) -> ClusterLog {
+        ClusterLog {
+            records: Mutex::new(Vec::new()),
+            recorder,
+        }
+    }
+
+    pub fn push(&self, at: u64, what: ClusterEvent) {
+        let after_event = self.recorder.len();
+        let mut records = self.records.lock().unwrap_or_else(|e| e.into_inner());
+        records.push(ClusterRecord {
+            at,
+            after_event,
+            what,
+        });
+    }
+
+    pub fn take(&self) -> Vec<ClusterRecord> {
+        std::mem::take(&mut *self.records.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
