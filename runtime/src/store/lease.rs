@@ -128,9 +128,9 @@ impl ThreadRec {
         self.lease.token += 1;
         self.touch(now);
         let token = self.lease.token;
-        let r = self.run_mut(run).ok_or(StoreError::StaleLease {
-            given: token,
-            current: token,
+        let r = self.run_mut(run).ok_or_else(|| StoreError::LeaseNotHeld {
+            run: run.to_string(),
+            token,
         })?;
         r.episodes += 1;
         Ok((token, r.episodes))
@@ -154,9 +154,9 @@ impl ThreadRec {
         self.fenced(Some(token))?;
         match self.lease.holder.as_deref() == Some(run) {
             true => Ok(()),
-            false => Err(StoreError::StaleLease {
-                given: token,
-                current: self.lease.token,
+            false => Err(StoreError::LeaseNotHeld {
+                run: run.to_string(),
+                token,
             }),
         }
     }

@@ -18,6 +18,10 @@ pub enum StoreError {
     Forbidden { thread: String },
     #[error("stale lease token {given} (current {current})")]
     StaleLease { given: u64, current: u64 },
+    /// The token is the newest, but the run no longer holds the lease (it
+    /// waited or ended since).
+    #[error("run {run} does not hold the lease (token {token})")]
+    LeaseNotHeld { run: String, token: u64 },
     /// The store could not be reached, or did not answer in time: the
     /// request may or may not have been applied.
     #[error("store unavailable: {0}")]
@@ -33,7 +37,9 @@ impl StoreError {
     pub fn loses_lease(&self) -> bool {
         matches!(
             self,
-            StoreError::StaleLease { .. } | StoreError::Unavailable(_)
+            StoreError::StaleLease { .. }
+                | StoreError::LeaseNotHeld { .. }
+                | StoreError::Unavailable(_)
         )
     }
 }

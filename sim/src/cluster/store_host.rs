@@ -105,6 +105,14 @@ impl StoreHost {
                 given: *given,
                 current: *current,
             },
+            (Err(StoreError::LeaseNotHeld { token, .. }), Some(f)) => ClusterEvent::Refused {
+                from,
+                request,
+                thread: f.thread,
+                run: f.run,
+                given: *token,
+                current: *token,
+            },
             _ => return,
         };
         self.log.push(at, what);

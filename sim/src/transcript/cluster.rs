@@ -69,6 +69,16 @@ fn record(out: &mut String, r: &ClusterRecord) {
             given,
             current,
             ..
+        } if given == current => format!(
+            "~ store: refused {request} of {run} from {from}: token {given} no longer holds the lease"
+        ),
+        ClusterEvent::Refused {
+            from,
+            request,
+            run,
+            given,
+            current,
+            ..
         } => format!(
             "~ store: refused {request} of {run} from {from}: stale token {given} (current {current})"
         ),

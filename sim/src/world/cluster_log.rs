@@ -45,7 +45,9 @@ pub enum ClusterEvent {
         /// The write gave the lease up (a wait, a run's end).
         releases: bool,
     },
-    /// A write under a stale token was refused (SPEC K2).
+    /// A write under a stale token was refused (SPEC K2); `given` equals
+    /// `current` when the token is the newest but its run no longer holds
+    /// the lease.
     Refused {
         from: String,
         request: &'static str,
