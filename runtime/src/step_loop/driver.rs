@@ -123,6 +123,9 @@ async fn run_one<C: Send + Sync + 'static>(
             .episode(&mut next_step, start)
             .instrument(tracing::info_span!("episode", episode));
         let ended = alongside(working, renew(sh, thread, run, lease, stop)).await;
+        if !matches!(ended, Ok(EpisodeEnd::Wait(_))) {
+            hear_the_store(sh, thread, run, lease, stop).await;
+        }
         start = Start::Fresh;
         match settle(sh, thread, run, stop, lease, ended) {
             EpisodeEnd::Wait(calls) => {
@@ -146,6 +149,30 @@ async fn run_one<C: Send + Sync + 'static>(
         }
     };
     finish(sh, thread, run, lease, end).await;
+}
+
+/// Among workers, before the outcome of an episode that still holds its
+/// lease is settled: one renewal, so
+/// a cancel asked through another process still makes the run end
+/// cancelled (K6), and a store this worker can no longer reach makes it
+/// leave the run rather than end it (K3).
+async fn hear_the_store<C>(
+    sh: &Shared<C>,
+    thread: &str,
+    run: &str,
+    lease: &RunLease,
+    stop: &StopSignal,
+) {
+    if sh.worker.lease_ttl.is_none() || lease.lost().is_some() {
+        return;
+    }
+    match sh.store.renew(thread, run, lease.token()).await {
+        Ok(true) => stop.trigger(),
+        Ok(false) => {}
+        Err(e) => {
+            lease.check(&e);
+        }
+    }
 }
 
 /// How an episode's outcome ends the run. A lost lease leaves it (K3). A

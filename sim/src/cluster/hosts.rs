@@ -114,17 +114,27 @@ async fn settled(runtime: &Runtime<SimContext>) -> bool {
         let Ok(Some(t)) = runtime.inspect(&id).await else {
             return false;
         };
-        if !t.runs.iter().all(run_settled) {
+        let held = t.runs.iter().any(waits_for_a_client);
+        if !t.runs.iter().all(|r| run_settled(r, held)) {
             return false;
         }
     }
     true
 }
 
-fn run_settled(r: &RunRecord) -> bool {
+/// Over, waiting on answers that have not all come, or queued behind such
+/// a run (`held`).
+fn run_settled(r: &RunRecord, held: bool) -> bool {
     match r.status {
         RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled => true,
-        RunStatus::Waiting => !r.cancel_requested && r.waiting.iter().any(|c| c.answer.is_none()),
-        RunStatus::Queued | RunStatus::Running => false,
+        RunStatus::Waiting => waits_for_a_client(r),
+        RunStatus::Queued => held,
+        RunStatus::Running => false,
     }
+}
+
+fn waits_for_a_client(r: &RunRecord) -> bool {
+    r.status == RunStatus::Waiting
+        && !r.cancel_requested
+        && r.waiting.iter().any(|c| c.answer.is_none())
 }

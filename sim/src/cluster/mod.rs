@@ -22,9 +22,9 @@ use pai_runtime::{StoreReply, StoreRequest, StoredThread};
 
 use crate::oracle::{ClusterObs, Observations};
 use crate::report::{Report, SimError, report};
-use crate::scenario::{Cluster, FaultAction, Scenario, Timed};
+use crate::scenario::{Action, Cluster, FaultAction, Scenario, Timed};
 use crate::world::{
-    ClusterEvent, ClusterLog, Recorder, Rng, ScriptedProvider, SimIds, VirtualClock,
+    ActionRecord, ClusterEvent, ClusterLog, Recorder, Rng, ScriptedProvider, SimIds, VirtualClock,
 };
 use hosts::{ClientOut, Env};
 use net::STORE_HOST;
@@ -161,17 +161,22 @@ fn observe(
     provider: &ScriptedProvider,
 ) -> Result<Report, SimError> {
     let raw = env.recorder.take();
+    let log = log.take();
+    let (events, places) = linear::linearize(&raw, &log);
+    let mut actions = out.played.actions;
+    let is_cancel = |a: &ActionRecord| matches!(s.timeline[a.moment].action, Action::Cancel(_));
+    linear::place_actions(&mut actions, is_cancel, &log, &places);
     let obs = Observations {
-        events: linear::linearize(&raw),
+        events,
         threads: stored_threads(&store),
         calls: provider.take_calls(),
         live: Vec::new(),
-        actions: out.played.actions,
+        actions,
         reads: env.reads.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         cut_short,
         cluster: Some(ClusterObs {
             raw_events: raw,
-            log: log.take(),
+            log,
             lease_ms: c.settings.lease_ms,
             healed_at: c.healed_at(),
             liveness_ms: c.settings.liveness_ms,

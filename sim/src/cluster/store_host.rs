@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
-use pai_runtime::{Clock, MemoryStore, RunStatus, StoreError, StoreReply, StoreRequest};
+use pai_runtime::{
+    CancelTarget, Clock, MemoryStore, RunStatus, StoreError, StoreReply, StoreRequest,
+};
 
 use crate::scenario::StoreBugs;
 use crate::world::{ClusterEvent, ClusterLog, VirtualClock};
@@ -20,11 +22,13 @@ pub struct StoreHost {
     log: Arc<ClusterLog>,
 }
 
-/// The lease token a request writes under, with its thread and run.
+/// The lease token a request writes under, with its thread and run, and
+/// the messages it appends.
 struct Fenced {
     thread: String,
     run: String,
     token: u64,
+    messages: Vec<String>,
 }
 
 impl StoreHost {
@@ -59,7 +63,25 @@ impl StoreHost {
             return Ok(StoreReply::Claimed(None));
         }
         let name = request.name();
+        let stored = client_write(&request);
         let reply = self.store.apply(request);
+        let stored = match (stored, &reply) {
+            (Some(s), Ok(StoreReply::Submitted(_) | StoreReply::Answered(Ok(_)))) => Some(s),
+            (Some((thread, _)), Ok(StoreReply::Cancelled(Ok(target)))) => {
+                Some((thread, cancelled_run(target).to_string()))
+            }
+            _ => None,
+        };
+        if let Some((thread, key)) = stored {
+            let from = from.to_string();
+            let what = ClusterEvent::Stored {
+                from,
+                request: name,
+                thread,
+                key,
+            };
+            self.log.push(self.clock.now(), what);
+        }
         self.record(from, name, fenced, &reply);
         reply
     }
@@ -96,6 +118,13 @@ impl StoreHost {
                     reply,
                     StoreReply::Waited(Some(_)) | StoreReply::Finished { .. }
                 ),
+                messages: f.messages,
+                admitted: match reply {
+                    StoreReply::Finished {
+                        admitted: Some((run, _)),
+                    } => Some(run.clone()),
+                    _ => None,
+                },
             },
             (Err(StoreError::StaleLease { given, current }), Some(f)) => ClusterEvent::Refused {
                 from,
@@ -169,11 +198,41 @@ fn fenced(request: &StoreRequest) -> Option<Fenced> {
         } => (thread, run, *token),
         _ => return None,
     };
+    let messages = match request {
+        R::Append { messages, .. } | R::CommitResumed { messages, .. } => {
+            messages.iter().map(|m| m.id.clone()).collect()
+        }
+        _ => Vec::new(),
+    };
     Some(Fenced {
         thread: thread.clone(),
         run: run.clone(),
         token,
+        messages,
     })
+}
+
+/// The thread and key of a client's write: a submitted message's id, the
+/// call an answer is for; a cancel's key is the run it reaches, known from
+/// the answer.
+fn client_write(request: &StoreRequest) -> Option<(String, String)> {
+    match request {
+        StoreRequest::Submit {
+            thread, message, ..
+        } => Some((thread.clone(), message.id.clone())),
+        StoreRequest::Answer {
+            thread, call_id, ..
+        } => Some((thread.clone(), call_id.clone())),
+        StoreRequest::Cancel { thread, .. } => Some((thread.clone(), String::new())),
+        _ => None,
+    }
+}
+
+/// The run a cancel reached.
+fn cancelled_run(target: &CancelTarget) -> &str {
+    match target {
+        CancelTarget::Active(r) | CancelTarget::Waiting(r) | CancelTarget::Queued(r) => r,
+    }
 }
 
 /// Rewrites a run write's token (the planted `accept_stale` bug).

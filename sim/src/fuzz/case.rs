@@ -65,6 +65,7 @@ pub fn case(seed: u64) -> ScenarioSpec {
         time_limit_ms: None,
     };
     spec.timeline = timeline(&mut g, &waiters(&spec));
+    super::cluster::cluster(seed, &mut spec);
     spec
 }
 

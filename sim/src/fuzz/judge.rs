@@ -38,7 +38,9 @@ impl Failure {
     /// The SPEC rule a written reproduction names.
     pub fn rule(&self) -> &str {
         match self {
-            Failure::Oracle(o) => o.as_str(),
+            // An oracle named after its rule names it; others (`K2-steps`,
+            // `liveness`, `request`) name the first rule they judge.
+            Failure::Oracle(o) => o.judges().first().copied().unwrap_or("D8"),
             Failure::Nondeterministic => "D4",
             Failure::RuntimePanic | Failure::Error(_) => "X2",
             Failure::TimeLimit => "L14",

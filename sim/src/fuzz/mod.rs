@@ -5,6 +5,7 @@
 
 mod campaign;
 mod case;
+mod cluster;
 mod coverage;
 mod draw;
 mod hooks;

@@ -45,6 +45,7 @@ async fn probe(
         let mut reads = cx.context.reads.lock().unwrap_or_else(|e| e.into_inner());
         reads.push(HistoryRead {
             run_id: cx.run_id.to_string(),
+            episode: cx.episode,
             step: input.step,
             anchor,
             read,

@@ -25,6 +25,9 @@ pub struct SimContext {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistoryRead {
     pub run_id: String,
+    /// The episode it was read in (a step begun again after a takeover is
+    /// another episode's).
+    pub episode: u32,
     pub step: u32,
     /// The anchor the history view reported.
     pub anchor: u64,

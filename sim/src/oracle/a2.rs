@@ -1,4 +1,6 @@
-//! SPEC A2: no run starts more steps than the agent's limit.
+//! SPEC A2: no run starts more steps than the agent's limit. A takeover
+//! (K3) continues after the last committed step: a step whose commit was
+//! lost with the old holder is started again, and counts once.
 
 use std::collections::BTreeMap;
 
@@ -11,8 +13,14 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     let limit = o.scenario.agent.max_steps;
     let mut steps: BTreeMap<&str, u32> = BTreeMap::new();
     for e in o.events {
-        if let EventKind::ResolveModelContext { .. } = e.kind {
-            *steps.entry(e.run_id.as_str()).or_default() += 1;
+        match e.kind {
+            EventKind::ResolveModelContext { .. } => {
+                *steps.entry(e.run_id.as_str()).or_default() += 1;
+            }
+            EventKind::TakenOver { next_step, .. } => {
+                steps.insert(e.run_id.as_str(), next_step);
+            }
+            _ => {}
         }
     }
     steps

@@ -6,8 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use pai_runtime::{Event, EventKind, LiveEvent, StoredThread};
 
 use super::facts::run_commit_version;
-use super::observed::{Observed, Violation};
+use super::observed::{ClusterObs, Observed, Violation};
 use crate::scenario::{Action, OracleId};
+use crate::world::ClusterEvent;
 
 /// SPEC H1: each commit bumps its thread's version by exactly one, so the
 /// versions the log reports rise strictly and the final version equals the
@@ -50,6 +51,40 @@ pub(super) fn versions(events: &[Event], threads: &[StoredThread]) -> Vec<Violat
             });
         }
     }
+    final_versions(&commits, threads, &mut out);
+    out
+}
+
+/// SPEC H1 among workers: a commit whose answer never reached its process
+/// is in no event, and processes' logs interleave out of version order; so
+/// the commits are counted from what the store applied (client writes, and
+/// run writes that append or write metadata), and each thread's final
+/// version must equal them.
+pub(super) fn versions_in_store(c: &ClusterObs, threads: &[StoredThread]) -> Vec<Violation> {
+    let mut commits: BTreeMap<&str, u64> = BTreeMap::new();
+    for r in &c.log {
+        let thread = match &r.what {
+            ClusterEvent::Stored {
+                thread, request, ..
+            } if *request != "cancel" => thread,
+            ClusterEvent::Wrote {
+                thread, request, ..
+            } if ["append", "commit_resumed", "set_run_metadata"].contains(request) => thread,
+            _ => continue,
+        };
+        *commits.entry(thread.as_str()).or_default() += 1;
+    }
+    let mut out = Vec::new();
+    final_versions(&commits, threads, &mut out);
+    out
+}
+
+/// Each thread's final version equals the commits counted for it.
+fn final_versions(
+    commits: &BTreeMap<&str, u64>,
+    threads: &[StoredThread],
+    out: &mut Vec<Violation>,
+) {
     for t in threads {
         let n = commits.get(t.id.as_str()).copied().unwrap_or(0);
         if t.version != n {
@@ -63,7 +98,6 @@ pub(super) fn versions(events: &[Event], threads: &[StoredThread]) -> Vec<Violat
             });
         }
     }
-    out
 }
 
 /// SPEC H1 (watchers): each watcher gets one invalidation per commit, in

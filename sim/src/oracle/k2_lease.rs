@@ -69,6 +69,7 @@ pub(super) fn check(c: &ClusterObs) -> Vec<Violation> {
                 token,
                 next_token,
                 releases,
+                ..
             } => {
                 let l = leases.entry(thread).or_default();
                 if *token != l.token {
@@ -90,7 +91,9 @@ pub(super) fn check(c: &ClusterObs) -> Vec<Violation> {
                     l.current = None;
                 }
             }
-            ClusterEvent::Refused { .. } | ClusterEvent::Fault { .. } => {}
+            ClusterEvent::Refused { .. }
+            | ClusterEvent::Fault { .. }
+            | ClusterEvent::Stored { .. } => {}
         }
     }
     out
@@ -129,6 +132,8 @@ mod tests {
             token,
             next_token: None,
             releases,
+            admitted: None,
+            messages: Vec::new(),
         }
     }
 

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{Event, EventKind, RunStatus, Transition};
+use pai_runtime::{Event, EventKind, RunStatus, StoredThread, Transition};
 
 use super::facts::beside_phases;
 use super::observed::Violation;
@@ -58,6 +58,9 @@ enum State {
     /// result run again (K5): their policy, then their results.
     OrphanPolicy,
     OrphanTools,
+    /// The rerun calls' results are committed; the episode goes on as a
+    /// resumed one does, or waits if some of them wait for a client.
+    OrphansDone,
     Ended,
     /// A violation was reported; later events of the run are not checked.
     Broken,
@@ -106,7 +109,16 @@ struct Run {
 /// and a resumed run's results carry the number of the step that waited.
 /// Only the first violation of each run is reported; a run still waiting
 /// when the scenario ends is not one, nor a run queued behind it.
-pub(super) fn check(events: &[Event], cut_short: bool) -> Vec<Violation> {
+///
+/// Among workers (`stored` holds the store's final threads), a process may
+/// vanish after the store applied its write but before it logged it: a
+/// run the store has ended (or put to wait) may lack its last events, and
+/// a run a crashed worker admitted for a leftover steer its `admit`.
+pub(super) fn check(
+    events: &[Event],
+    cut_short: bool,
+    stored: Option<&[StoredThread]>,
+) -> Vec<Violation> {
     let mut runs: BTreeMap<(&str, &str), Run> = BTreeMap::new();
     let mut out = Vec::new();
     for e in events {
@@ -119,6 +131,13 @@ pub(super) fn check(events: &[Event], cut_short: bool) -> Vec<Violation> {
         if run.state == State::Broken {
             continue;
         }
+        let claim = matches!(
+            e.kind,
+            EventKind::LeaseAcquired { .. } | EventKind::TakenOver { .. }
+        );
+        if stored.is_some() && claim && run.state == State::Start {
+            run.state = State::Admitted;
+        }
         if let Err(message) = advance(run, &e.kind) {
             out.push(Violation::new(OracleId::L14, Some(&e.run_id), message));
             run.state = State::Broken;
@@ -130,12 +149,20 @@ pub(super) fn check(events: &[Event], cut_short: bool) -> Vec<Violation> {
         .filter(|(_, r)| r.state == State::Waiting)
         .map(|((thread, _), _)| *thread)
         .collect();
+    let settled_in_store = |thread: &str, id: &str| {
+        stored.into_iter().flatten().any(|t| {
+            t.id == thread
+                && t.runs.iter().any(|r| {
+                    r.id == id && !matches!(r.status, RunStatus::Queued | RunStatus::Running)
+                })
+        })
+    };
     for ((thread, id), run) in runs {
         // A scenario stopped at its time limit fails as such, not here.
         let done = match run.state {
             State::Ended | State::Broken | State::Waiting => true,
             State::Admitted => held.contains(thread),
-            _ => false,
+            _ => settled_in_store(thread, id),
         };
         if !done && !cut_short {
             let message = format!("run never ended (last state {:?})", run.state);
@@ -183,7 +210,11 @@ fn lease_change(run: &mut Run, kind: &EventKind) -> Option<Result<State, String>
     );
     Some(match kind {
         EventKind::LeaseLost { .. } if in_episode => Ok(Lost),
-        EventKind::TakenOver { next_step, .. } if in_episode || run.state == Lost => {
+        // A claim whose answer never reached its worker leaves a queued or
+        // waiting run held by nobody who knows: it is taken over too.
+        EventKind::TakenOver { next_step, .. }
+            if in_episode || matches!(run.state, Lost | Admitted | Waiting) =>
+        {
             run.step = next_step.checked_sub(1);
             Ok(TakenOver)
         }
@@ -271,8 +302,10 @@ fn after_takeover(state: State, kind: &EventKind) -> Option<State> {
         (Leased, EventKind::Respond { .. }) => Responded,
         (Resuming | OrphanPolicy, EventKind::BeforeToolCall { .. }) => OrphanPolicy,
         (OrphanPolicy | OrphanTools, k) if result_event(k) => OrphanTools,
-        (OrphanTools, EventKind::CommitToolResults { .. }) => Ready,
-        (OrphanPolicy, EventKind::Waiting { .. }) => Waiting,
+        (OrphanTools, EventKind::CommitToolResults { .. }) => OrphansDone,
+        (OrphansDone, EventKind::ResolveModelContext { .. }) => Resolved,
+        (OrphansDone, EventKind::LeaseReleased { .. }) => Released,
+        (OrphanPolicy | OrphansDone, EventKind::Waiting { .. }) => Waiting,
         _ => return None,
     })
 }
@@ -490,7 +523,7 @@ mod tests {
 
     fn judge(kinds: Vec<EventKind>) -> Vec<Violation> {
         let events: Vec<Event> = kinds.into_iter().map(ev).collect();
-        check(&events, false)
+        check(&events, false, None)
     }
 
     /// SPEC L14, T7: a run that waits, is answered and resumes follows the grammar.

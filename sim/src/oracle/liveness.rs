@@ -29,7 +29,8 @@ pub(super) fn check(c: &ClusterObs, threads: &[StoredThread]) -> Vec<Violation> 
         )),
     }
     for t in threads {
-        for r in t.runs.iter().filter(|r| !settled(r)) {
+        let held = t.runs.iter().any(waits_for_a_client);
+        for r in t.runs.iter().filter(|r| !settled(r, held)) {
             let message = format!("run is still {} at the end", r.status.as_str());
             out.push(Violation::new(OracleId::Liveness, Some(&r.id), message));
         }
@@ -37,11 +38,20 @@ pub(super) fn check(c: &ClusterObs, threads: &[StoredThread]) -> Vec<Violation> 
     out
 }
 
-/// Over, or waiting on an answer that has not come.
-fn settled(r: &RunRecord) -> bool {
+/// Over, or waiting on an answer that has not come, or queued behind a
+/// run that waits so (`held`, K1).
+fn settled(r: &RunRecord, held: bool) -> bool {
     match r.status {
         RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled => true,
-        RunStatus::Waiting => !r.cancel_requested && r.waiting.iter().any(|c| c.answer.is_none()),
-        RunStatus::Queued | RunStatus::Running => false,
+        RunStatus::Waiting => waits_for_a_client(r),
+        RunStatus::Queued => held,
+        RunStatus::Running => false,
     }
+}
+
+/// A waiting run some of whose calls have no answer yet, and no cancel.
+fn waits_for_a_client(r: &RunRecord) -> bool {
+    r.status == RunStatus::Waiting
+        && !r.cancel_requested
+        && r.waiting.iter().any(|c| c.answer.is_none())
 }

@@ -46,9 +46,13 @@ pub use observed::{ClusterObs, Observations, Observed, Verdicts, Violation};
 /// Runs every oracle over one run.
 pub fn check_all(o: &Observed<'_>) -> Verdicts {
     let mismatches = request::mismatches(o);
-    let mut violations = l14::check(o.events, o.cut_short);
+    let stored = o.cluster.map(|_| o.threads);
+    let mut violations = l14::check(o.events, o.cut_short, stored);
     violations.extend(t1::check(o.events));
-    violations.extend(h1::versions(o.events, o.threads));
+    violations.extend(match o.cluster {
+        Some(c) => h1::versions_in_store(c, o.threads),
+        None => h1::versions(o.events, o.threads),
+    });
     violations.extend(m1::check(o));
     violations.extend(h6::check(o.calls));
     violations.extend(x3::check(o.events, o.threads));

@@ -32,7 +32,9 @@ fn while_waiting(events: &[Event]) -> (Vec<Violation>, BTreeSet<&str>) {
         }
         match &e.kind {
             EventKind::Answered { .. } | EventKind::Steered { .. } => {}
-            EventKind::LeaseAcquired { .. } => {
+            // A takeover (K3) is a new lease too: a resume whose claim never
+            // reached its worker is taken over after the lease expired.
+            EventKind::LeaseAcquired { .. } | EventKind::TakenOver { .. } => {
                 waiting.remove(run);
             }
             kind => {

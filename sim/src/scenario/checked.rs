@@ -127,6 +127,7 @@ impl Scenario {
             );
         }
         let time_limit_ms = spec.time_limit_ms.unwrap_or(DEFAULT_TIME_LIMIT_MS);
+        let first_watch = spec.timeline.iter().position(|t| t.watch.is_some());
         let timeline = timeline(spec.timeline, time_limit_ms)?;
         let tools = tools(spec.agent.tools)?;
         scripts(&spec.model, &spec.models)?;
@@ -134,6 +135,19 @@ impl Scenario {
         let hooks = hooks(spec.lifecycle)?;
         faults(&spec.faults)?;
         let cluster = cluster(&spec.workers, spec.cluster, &spec.faults, time_limit_ms)?;
+        if cluster.is_some()
+            && let Some(i) = first_watch
+        {
+            let at = [
+                Segment::Key("timeline"),
+                Segment::Index(i),
+                Segment::Key("watch"),
+            ];
+            return fail(
+                &at,
+                "a watcher sees one process; with [[workers]] a run moves between processes, so `watch` is not available",
+            );
+        }
         let faults = spec
             .faults
             .into_iter()

@@ -82,7 +82,13 @@ fn record(out: &mut String, r: &ClusterRecord) {
         } => format!(
             "~ store: refused {request} of {run} from {from}: stale token {given} (current {current})"
         ),
-        ClusterEvent::Wrote { .. } => return,
+        ClusterEvent::Stored {
+            from,
+            request: "cancel",
+            key,
+            ..
+        } => format!("~ store: {from}'s cancel reaches {key}"),
+        ClusterEvent::Wrote { .. } | ClusterEvent::Stored { .. } => return,
     };
     let _ = writeln!(out, "{:>6}ms {line}", r.at);
 }

@@ -44,6 +44,19 @@ pub enum ClusterEvent {
         next_token: Option<u64>,
         /// The write gave the lease up (a wait, a run's end).
         releases: bool,
+        /// A run's end admitted the run a leftover steer starts (SPEC A4).
+        admitted: Option<String>,
+        /// The ids of the messages it appended.
+        messages: Vec<String>,
+    },
+    /// A client's write landed: a user message (`submit`, keyed by its
+    /// message id), an answer (`answer`, keyed by the call id) or a cancel
+    /// (`cancel`, keyed by the run it reached).
+    Stored {
+        from: String,
+        request: &'static str,
+        thread: String,
+        key: String,
     },
     /// A write under a stale token was refused (SPEC K2); `given` equals
     /// `current` when the token is the newest but its run no longer holds
