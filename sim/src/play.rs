@@ -71,7 +71,9 @@ pub(crate) async fn play(
             false => tokio::time::sleep_until(start + Duration::from_millis(m.at)).await,
         }
         let thread = runtime.client(m.client.clone()).thread(m.thread.clone());
+        let before_event = recorder.len();
         let mut waiting_check = None;
+        let mut reached = true;
         let outcome = match &m.action {
             Action::Send(text) => thread.send(text).await.map(|sent| {
                 sends
@@ -85,9 +87,12 @@ pub(crate) async fn play(
             Action::Cancel(Some(n)) => {
                 match sends.get(m.thread.as_str()).and_then(|r| r.get(n - 1)) {
                     Some(run) => thread.cancel_run(run).await.map(|r| Ok(Some(r))),
-                    None => Err(pai_runtime::ClientError::NoRun {
-                        thread: format!("{} (it has no send #{n} yet)", m.thread),
-                    }),
+                    None => {
+                        reached = false;
+                        Err(pai_runtime::ClientError::NoRun {
+                            thread: format!("{} (it has no send #{n} yet)", m.thread),
+                        })
+                    }
                 }
             }
             Action::Watch { name, live } => thread
@@ -132,6 +137,8 @@ pub(crate) async fn play(
             moment: i,
             at: m.at,
             after_event: recorder.len(),
+            before_event,
+            reached,
             outcome,
             check,
         });

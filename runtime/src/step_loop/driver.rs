@@ -18,7 +18,7 @@ use crate::future::{alongside, catch_panic};
 use crate::message::Outcome;
 use crate::shared::Shared;
 use crate::stop::StopSignal;
-use crate::store::{Claimed, RunEnd, RunStatus};
+use crate::store::{Claimed, Finish, RunEnd, RunStatus};
 
 /// Drains a thread's run queue, one run at a time, then lets the thread go idle.
 pub(crate) async fn drive<C: Send + Sync + 'static>(sh: Arc<Shared<C>>, thread: String) {
@@ -127,7 +127,8 @@ async fn run_one<C: Send + Sync + 'static>(
             hear_the_store(sh, thread, run, lease, stop).await;
         }
         start = Start::Fresh;
-        match settle(sh, thread, run, stop, lease, ended) {
+        let (ended, says) = settle(stop, lease, ended);
+        match ended {
             EpisodeEnd::Wait(calls) => {
                 // The store released the lease when it recorded the wait.
                 sh.emit(thread, run, || EventKind::Waiting {
@@ -145,7 +146,7 @@ async fn run_one<C: Send + Sync + 'static>(
                 }
                 Err(e) => return lost(sh, thread, run, token, e.to_string()).await,
             },
-            EpisodeEnd::Run(end) => break (end, episode),
+            EpisodeEnd::Run(end) => break Ending { end, says, episode },
         }
     };
     finish(sh, thread, run, lease, end).await;
@@ -175,43 +176,52 @@ async fn hear_the_store<C>(
     }
 }
 
-/// How an episode's outcome ends the run. A lost lease leaves it (K3). A
-/// failure fails it (L4). A run whose stop was set before it ended ends
-/// cancelled (T8, K6), whether it failed, completed or was about to take a
-/// steer in a new episode.
-fn settle<C>(
-    sh: &Shared<C>,
-    thread: &str,
-    run: &str,
+/// A run's end on its way to the store, with what the log says of it
+/// first (`failed` or `cancelled`) once the store has it.
+struct Ending {
+    end: RunEnd,
+    says: Option<EventKind>,
+    episode: u32,
+}
+
+/// How an episode's outcome ends the run, and the event that says so. A
+/// lost lease leaves it (K3). A failure fails it (L4). A run whose stop was
+/// set before it ended ends cancelled (T8, K6), whether it failed,
+/// completed or was about to take a steer in a new episode.
+fn settle(
     stop: &StopSignal,
     lease: &RunLease,
     ended: Result<EpisodeEnd, Fail>,
-) -> EpisodeEnd {
+) -> (EpisodeEnd, Option<EventKind>) {
     if let Some(reason) = lease.lost() {
-        return EpisodeEnd::Lost(reason);
+        return (EpisodeEnd::Lost(reason), None);
     }
     let stage = match ended {
         // A wait is recorded only while no cancel was asked for; a cancel
         // that comes later finds the run waiting and resumes it.
-        Ok(end @ EpisodeEnd::Wait(_)) => return end,
-        Ok(end) if !stop.is_set() => return end,
+        Ok(end @ EpisodeEnd::Wait(_)) => return (end, None),
+        Ok(end) if !stop.is_set() => return (end, None),
         Ok(_) => RunStage::EpisodeEnd,
         Err(fail) if stop.is_set() => fail.stage,
         Err(fail) => {
             tracing::warn!(phase = %fail.stage, message = %fail.message, "run failed");
-            sh.emit(thread, run, || EventKind::Failed {
+            let says = EventKind::Failed {
                 phase: fail.stage,
                 message: fail.message.clone(),
-            });
-            return EpisodeEnd::Run(failed(fail.message));
+            };
+            return (EpisodeEnd::Run(failed(fail.message)), Some(says));
         }
     };
-    sh.emit(thread, run, || EventKind::Cancelled { phase: stage });
-    EpisodeEnd::Run(RunEnd {
+    let says = EventKind::Cancelled { phase: stage };
+    (EpisodeEnd::Run(cancelled()), Some(says))
+}
+
+fn cancelled() -> RunEnd {
+    RunEnd {
         status: RunStatus::Cancelled,
         outcome: Outcome::Cancelled,
         reason: Some("cancelled by the client".to_string()),
-    })
+    }
 }
 
 fn failed(reason: String) -> RunEnd {
@@ -231,37 +241,48 @@ async fn lost<C>(sh: &Shared<C>, thread: &str, run: &str, token: u64, reason: St
 }
 
 /// Records how a run ended (under its lease: a stale holder cannot end
-/// it) and tells its watchers. A steering message that arrived too late
-/// for this run starts the next one (A4).
-async fn finish<C>(
-    sh: &Shared<C>,
-    thread: &str,
-    run: &str,
-    lease: &RunLease,
-    ended: (RunEnd, u32),
-) {
-    let (end, episode) = ended;
+/// it), says so in the log and tells its watchers. A steering message that
+/// arrived too late for this run starts the next one (A4). A cancel that
+/// reached the run before its end was stored makes it end cancelled (K6).
+async fn finish<C>(sh: &Shared<C>, thread: &str, run: &str, lease: &RunLease, ending: Ending) {
+    let Ending {
+        mut end,
+        mut says,
+        episode,
+    } = ending;
     let token = lease.token();
     let mut attached = sh.process.attach(thread).await;
     let mut next_run = None;
-    // Two rounds at most: the second carries the run id a leftover steer needs.
-    let admitted = loop {
+    // Three rounds at most: a cancel first, then a run id for a leftover steer.
+    let mut admitted = None;
+    for _ in 0..3 {
         match sh
             .store
             .finish(thread, run, Some(token), &end, next_run.clone())
             .await
         {
-            Ok(Some(admitted)) => break admitted,
-            Ok(None) if next_run.is_none() => next_run = Some(sh.ids.next_id(IdKind::Run)),
-            Ok(None) => break None,
+            Ok(Finish::Stored(a)) => {
+                admitted = a;
+                break;
+            }
+            Ok(Finish::NeedRunId) => next_run = Some(sh.ids.next_id(IdKind::Run)),
+            Ok(Finish::CancelFirst) => {
+                end = cancelled();
+                says = Some(EventKind::Cancelled {
+                    phase: RunStage::EpisodeEnd,
+                });
+            }
             Err(e) => {
                 drop(attached);
                 return lost(sh, thread, run, token, e.to_string()).await;
             }
         }
-    };
+    }
     sh.run_ended(&mut attached, run, &end);
     drop(attached);
+    if let Some(says) = says {
+        sh.emit(thread, run, || says);
+    }
     sh.emit(thread, run, || EventKind::LeaseReleased { episode });
     sh.emit(thread, run, || EventKind::ended(&end));
     if let Some((next, trigger)) = admitted {
@@ -273,9 +294,14 @@ async fn finish<C>(
 /// the log says so, and the run ends as any other does.
 async fn recover<C>(sh: &Shared<C>, thread: &str, run: &str, lease: &RunLease, panic: String) {
     let reason = format!("runtime panicked: {panic}");
-    sh.emit(thread, run, || EventKind::Failed {
+    let says = EventKind::Failed {
         phase: RunStage::Runtime,
         message: reason.clone(),
-    });
-    finish(sh, thread, run, lease, (failed(reason), 0)).await;
+    };
+    let ending = Ending {
+        end: failed(reason),
+        says: Some(says),
+        episode: 0,
+    };
+    finish(sh, thread, run, lease, ending).await;
 }

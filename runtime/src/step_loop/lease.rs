@@ -3,7 +3,7 @@
 //! the lease is lost: the driver stops at its next write.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::event::EventKind;
 use crate::shared::Shared;
@@ -16,6 +16,9 @@ pub(super) struct RunLease {
     token: AtomicU64,
     /// Why the lease is lost, once it is.
     lost: Mutex<Option<String>>,
+    /// The episode gave the lease up itself (a wait): nothing to renew,
+    /// and a renewal refused since is no loss.
+    released: AtomicBool,
 }
 
 impl RunLease {
@@ -23,6 +26,7 @@ impl RunLease {
         RunLease {
             token: AtomicU64::new(token),
             lost: Mutex::new(None),
+            released: AtomicBool::new(false),
         }
     }
 
@@ -32,10 +36,24 @@ impl RunLease {
 
     pub(super) fn set_token(&self, token: u64) {
         self.token.store(token, Ordering::Relaxed);
+        self.released.store(false, Ordering::Relaxed);
     }
 
-    /// Records that the lease is lost (the first reason wins).
+    /// The store recorded that the episode gave its lease up (a wait).
+    pub(super) fn release(&self) {
+        self.released.store(true, Ordering::Relaxed);
+    }
+
+    fn released(&self) -> bool {
+        self.released.load(Ordering::Relaxed)
+    }
+
+    /// Records that the lease is lost (the first reason wins); a lease the
+    /// episode gave up itself is not lost.
     pub(super) fn lose(&self, why: String) {
+        if self.released() {
+            return;
+        }
         let mut lost = self.lost.lock().unwrap_or_else(|e| e.into_inner());
         lost.get_or_insert(why);
     }
@@ -71,6 +89,9 @@ pub(super) async fn renew<C>(
     let every = sh.worker.renew_every.unwrap_or(ttl / 3).max(1);
     loop {
         sh.clock.sleep(every).await;
+        if lease.released() {
+            return;
+        }
         let token = lease.token();
         match sh.store.renew(thread, run, token).await {
             Ok(cancel) => {

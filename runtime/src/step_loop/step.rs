@@ -98,6 +98,9 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 let waited = waited
                     .await
                     .map_err(|e| self.store_fail(RunStage::Tools, e))?;
+                if waited.is_some() {
+                    self.lease.release();
+                }
                 waited.is_some()
             }
         };

@@ -383,8 +383,8 @@ impl StoreHandle {
         expect!(reply, StoreReply::Appended(x) => x)
     }
 
-    /// `Ok(None)`: a steer is left over and needs a run id. Otherwise the
-    /// run the leftover steer started, with its trigger, if any.
+    /// How a finish went: stored (with the run a leftover steer started,
+    /// and its trigger), or it needs a run id, or a cancel came first.
     pub(crate) async fn finish(
         &self,
         thread: &str,
@@ -392,7 +392,7 @@ impl StoreHandle {
         token: Option<u64>,
         end: &RunEnd,
         next_run: Option<String>,
-    ) -> Result<Option<Option<(String, String)>>, StoreError> {
+    ) -> Result<Finish, StoreError> {
         let reply = self
             .ask(StoreRequest::Finish {
                 thread: thread.into(),
@@ -403,8 +403,20 @@ impl StoreHandle {
             })
             .await?;
         match reply {
-            StoreReply::NeedRunId => Ok(None),
-            other => expect!(other, StoreReply::Finished { admitted } => Some(admitted)),
+            StoreReply::NeedRunId => Ok(Finish::NeedRunId),
+            StoreReply::CancelFirst => Ok(Finish::CancelFirst),
+            other => expect!(other, StoreReply::Finished { admitted } => Finish::Stored(admitted)),
         }
     }
+}
+
+/// How a finish went.
+#[derive(Debug)]
+pub(crate) enum Finish {
+    /// Stored; the run a leftover steer started, with its trigger, if any.
+    Stored(Option<(String, String)>),
+    /// A steer is left over: ask again with a run id for it.
+    NeedRunId,
+    /// A cancel reached the run first: it must end cancelled (K6).
+    CancelFirst,
 }

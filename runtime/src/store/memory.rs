@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::protocol::{HistoryRead, StoreReply, StoreRequest};
 use super::protocol::{Store, StoreFuture};
-use super::record::{StoreError, Submitted};
+use super::record::{RunStatus, StoreError, Submitted};
 use super::thread::ThreadRec;
 use crate::clock::{Clock, Millis};
 use crate::future::HookFuture;
@@ -293,6 +293,9 @@ fn run_op(
             ..
         } => {
             rec.fenced(token)?;
+            if end.status != RunStatus::Cancelled && rec.cancel_requested(&run) {
+                return Ok(StoreReply::CancelFirst);
+            }
             if rec.has_steer() && next_run.is_none() {
                 return Ok(StoreReply::NeedRunId);
             }

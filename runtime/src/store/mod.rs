@@ -14,7 +14,7 @@ mod record;
 mod thread;
 mod waiting;
 
-pub(crate) use handle::StoreHandle;
+pub(crate) use handle::{Finish, StoreHandle};
 pub use memory::MemoryStore;
 pub use protocol::{HistoryRead, Store, StoreFuture, StoreReply, StoreRequest};
 pub use record::{

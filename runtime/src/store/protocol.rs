@@ -149,7 +149,9 @@ pub enum StoreRequest {
         messages: Vec<Message>,
     },
     /// Records how the run ended. A steer left over is admitted as the run
-    /// `next_run`; without one, the answer is [`StoreReply::NeedRunId`].
+    /// `next_run`; without one, the answer is [`StoreReply::NeedRunId`]. A
+    /// run a cancel reached ends cancelled: another end is answered
+    /// [`StoreReply::CancelFirst`] and nothing changes.
     Finish {
         thread: String,
         run: String,
@@ -186,6 +188,9 @@ pub enum HistoryRead {
 pub enum StoreReply {
     Done,
     NeedRunId,
+    /// A cancel reached the run before its end was stored (K6): it must end
+    /// cancelled.
+    CancelFirst,
     Submitted(Submitted),
     Cancelled(Result<CancelTarget, CancelMiss>),
     Answered(Result<Answered, AnswerMiss>),

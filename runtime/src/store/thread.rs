@@ -329,6 +329,11 @@ impl ThreadRec {
         }
     }
 
+    /// Whether a cancel reached `run` (K6).
+    pub(crate) fn cancel_requested(&self, run: &str) -> bool {
+        self.runs.iter().any(|r| r.id == run && r.cancel_requested)
+    }
+
     /// Records how `run` ended; it is no longer current and holds no lease.
     pub(crate) fn finish_run(&mut self, run: &str, end: &RunEnd) {
         self.release_lease(run);

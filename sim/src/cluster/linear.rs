@@ -17,39 +17,82 @@ use pai_runtime::{Event, EventKind};
 
 use crate::world::{ActionRecord, ClusterEvent, ClusterRecord};
 
-/// The linear log, and for each place in the raw log (0..=len) the place
-/// it maps to in the linear one.
-pub fn linearize(raw: &[Event], log: &[ClusterRecord]) -> (Vec<Event>, Vec<usize>) {
+/// The linear log.
+#[derive(Debug)]
+pub struct Linear {
+    pub events: Vec<Event>,
+    /// For each place in the raw log (0..=len), its place in the linear one,
+    /// after (`places`) or before (`starts`) the store transactions applied
+    /// while the raw log had that many events.
+    pub places: Vec<usize>,
+    pub starts: Vec<usize>,
+    /// For each store log record asked about, its place in the linear log.
+    pub records: BTreeMap<usize, usize>,
+}
+
+/// One item of the merged log: an event, or a store log record whose place
+/// someone wants to know.
+enum Item<'a> {
+    Event(&'a Event),
+    Record(usize),
+}
+
+/// Puts the raw log in the store's order; `asked` are the store log
+/// records (by index) whose places in the linear log are wanted.
+pub fn linearize(raw: &[Event], log: &[ClusterRecord], asked: &[usize]) -> Linear {
     let placed = client_writes(raw, log);
-    // At one place, in the order the store applied them.
-    let mut at: BTreeMap<usize, BTreeMap<usize, &Event>> = BTreeMap::new();
+    // At one place, in the order the store applied them (and the events
+    // that report one transaction in the order they were logged).
+    let mut at: BTreeMap<usize, BTreeMap<(usize, usize), Item<'_>>> = BTreeMap::new();
     for (&i, &(pos, seq)) in &placed {
-        at.entry(pos).or_default().insert(seq, &raw[i]);
+        at.entry(pos)
+            .or_default()
+            .insert((seq, i), Item::Event(&raw[i]));
     }
-    // The store's order first, then each run's driver only.
-    let mut merged: Vec<&Event> = Vec::with_capacity(raw.len());
+    for &k in asked {
+        // A record's own order is twice its index, as `client_writes` has it.
+        let pos = log[k].after_event;
+        at.entry(pos)
+            .or_default()
+            .insert((2 * k + 1, usize::MAX), Item::Record(k));
+    }
+    let mut merged: Vec<Item<'_>> = Vec::with_capacity(raw.len());
     let mut merged_at = Vec::with_capacity(raw.len() + 1);
+    let mut merged_start = Vec::with_capacity(raw.len() + 1);
     for (i, e) in raw.iter().enumerate() {
+        merged_start.push(merged.len());
         merged.extend(at.remove(&i).into_iter().flat_map(BTreeMap::into_values));
         merged_at.push(merged.len());
         if !placed.contains_key(&i) {
-            merged.push(e);
+            merged.push(Item::Event(e));
         }
     }
+    merged_start.push(merged.len());
     merged.extend(at.into_values().flat_map(BTreeMap::into_values));
     merged_at.push(merged.len());
     let mut driver: BTreeMap<(&str, &str), Option<&str>> = BTreeMap::new();
-    let mut out = Vec::with_capacity(merged.len());
+    let mut events = Vec::with_capacity(merged.len());
+    let mut records = BTreeMap::new();
     let mut out_at = Vec::with_capacity(merged.len() + 1);
-    for e in merged {
-        out_at.push(out.len());
-        if driven_by_its_holder(&mut driver, e) {
-            out.push(e.clone());
+    for item in merged {
+        out_at.push(events.len());
+        match item {
+            Item::Record(k) => {
+                records.insert(k, events.len());
+            }
+            Item::Event(e) if driven_by_its_holder(&mut driver, e) => events.push(e.clone()),
+            Item::Event(_) => {}
         }
     }
-    out_at.push(out.len());
+    out_at.push(events.len());
     let places = merged_at.into_iter().map(|j| out_at[j]).collect();
-    (out, places)
+    let starts = merged_start.into_iter().map(|j| out_at[j]).collect();
+    Linear {
+        events,
+        places,
+        starts,
+        records,
+    }
 }
 
 /// Whether `e` belongs in its run's story: a claim (which makes its worker
@@ -79,6 +122,8 @@ enum Key<'a> {
     Admit(&'a str),
     /// A run's n-th wait (T7).
     Wait(&'a str, usize),
+    /// A run's end: its `failed` or `cancelled`, `lease_released` and `end`.
+    Finish(&'a str),
     Lease(u64),
     Stale(u64),
 }
@@ -111,14 +156,16 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
             }
             ClusterEvent::Wrote {
                 thread,
-                next_token: Some(token),
-                ..
-            } => (thread, Key::Lease(*token)),
-            ClusterEvent::Wrote {
-                thread,
                 admitted: Some(run),
                 ..
             } => (thread, Key::Admit(run)),
+            ClusterEvent::Wrote {
+                thread,
+                run,
+                request: "finish",
+                releases: true,
+                ..
+            } => (thread, Key::Finish(run)),
             ClusterEvent::Wrote {
                 thread,
                 run,
@@ -137,10 +184,15 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
             .or_insert((r.after_event, 2 * seq + 1));
     }
     let mut waited: BTreeMap<&str, usize> = BTreeMap::new();
+    let ends = run_ends(raw);
     raw.iter()
         .enumerate()
         .filter_map(|(i, e)| {
             let thread = e.thread_id.as_str();
+            if ends.contains(&i) {
+                let (pos, seq) = *stored.get(&(thread, Key::Finish(&e.run_id)))?;
+                return Some((i, (pos.min(i), seq)));
+            }
             let key = match &e.kind {
                 EventKind::Waiting { .. } => {
                     let n = waited.entry(&e.run_id).or_default();
@@ -162,6 +214,30 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
         .collect()
 }
 
+/// The events that report runs' ends: each `end`, and the `failed`,
+/// `cancelled` and `lease_released` its worker logged for the run just
+/// before it.
+fn run_ends(raw: &[Event]) -> std::collections::BTreeSet<usize> {
+    let mut pending: BTreeMap<(&str, Option<&str>), Vec<usize>> = BTreeMap::new();
+    let mut out = std::collections::BTreeSet::new();
+    for (i, e) in raw.iter().enumerate() {
+        let key = (e.run_id.as_str(), e.worker.as_deref());
+        match e.kind {
+            EventKind::Failed { .. }
+            | EventKind::Cancelled { .. }
+            | EventKind::LeaseReleased { .. } => pending.entry(key).or_default().push(i),
+            EventKind::Ended { .. } => {
+                out.extend(pending.remove(&key).unwrap_or_default());
+                out.insert(i);
+            }
+            _ => {
+                pending.remove(&key);
+            }
+        }
+    }
+    out
+}
+
 /// The key of a client's write an event reports: the message stored, or
 /// the call answered.
 fn client_write(kind: &EventKind) -> Option<&str> {
@@ -172,31 +248,51 @@ fn client_write(kind: &EventKind) -> Option<&str> {
     }
 }
 
-/// Moves each client action to its place in the linear log: a cancel to
-/// where the store applied it (the run it reached is in its answer), any
-/// other action to where its answer came.
-pub fn place_actions(
-    actions: &mut [ActionRecord],
-    is_cancel: impl Fn(&ActionRecord) -> bool,
+/// For each cancel action (by its index among `actions`), the store log
+/// record of its cancel: a thread's cancels reach the store in the order
+/// the client made them.
+pub fn cancel_records<'s>(
+    actions: &[ActionRecord],
+    cancel_on: impl Fn(&ActionRecord) -> Option<&'s str>,
     log: &[ClusterRecord],
-    places: &[usize],
-) {
-    let mut cancels: BTreeMap<&str, usize> = BTreeMap::new();
-    for r in log {
+) -> BTreeMap<usize, Option<usize>> {
+    let mut cancels: BTreeMap<&str, std::collections::VecDeque<usize>> = BTreeMap::new();
+    for (k, r) in log.iter().enumerate() {
         if let ClusterEvent::Stored {
             request: "cancel",
-            key,
+            thread,
             ..
         } = &r.what
         {
-            cancels.entry(key.as_str()).or_insert(r.after_event);
+            cancels.entry(thread.as_str()).or_default().push_back(k);
         }
     }
-    for a in actions {
-        let raw = match &a.outcome {
-            Ok(Some(run)) if is_cancel(a) => cancels.remove(run.as_str()).unwrap_or(a.after_event),
-            _ => a.after_event,
+    actions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| {
+            let thread = cancel_on(a)?;
+            // A cancel the simulator refused itself never reached the store.
+            let record = cancels.get_mut(thread).filter(|_| a.reached);
+            Some((i, record.and_then(|q| q.pop_front())))
+        })
+        .collect()
+}
+
+/// Moves each client action to its place in the linear log: a cancel to
+/// where the store applied it (one that never reached the store, to where
+/// it began), any other action to where its answer came.
+pub fn place_actions(
+    actions: &mut [ActionRecord],
+    cancels: &BTreeMap<usize, Option<usize>>,
+    linear: &Linear,
+) {
+    for (i, a) in actions.iter_mut().enumerate() {
+        let placed = match cancels.get(&i) {
+            Some(Some(k)) => linear.records.get(k),
+            Some(None) => linear.starts.get(a.before_event),
+            None => linear.places.get(a.after_event),
         };
-        a.after_event = places.get(raw).copied().unwrap_or(a.after_event);
+        a.after_event = placed.copied().unwrap_or(a.after_event);
     }
 }

@@ -162,12 +162,17 @@ fn observe(
 ) -> Result<Report, SimError> {
     let raw = env.recorder.take();
     let log = log.take();
-    let (events, places) = linear::linearize(&raw, &log);
     let mut actions = out.played.actions;
-    let is_cancel = |a: &ActionRecord| matches!(s.timeline[a.moment].action, Action::Cancel(_));
-    linear::place_actions(&mut actions, is_cancel, &log, &places);
+    let cancel_on = |a: &ActionRecord| {
+        let m = &s.timeline[a.moment];
+        matches!(m.action, Action::Cancel(_)).then_some(m.thread.as_str())
+    };
+    let cancels = linear::cancel_records(&actions, cancel_on, &log);
+    let asked: Vec<usize> = cancels.values().flatten().copied().collect();
+    let linear = linear::linearize(&raw, &log, &asked);
+    linear::place_actions(&mut actions, &cancels, &linear);
     let obs = Observations {
-        events,
+        events: linear.events,
         threads: stored_threads(&store),
         calls: provider.take_calls(),
         live: Vec::new(),

@@ -70,6 +70,9 @@ impl StoreHost {
             (Some((thread, _)), Ok(StoreReply::Cancelled(Ok(target)))) => {
                 Some((thread, cancelled_run(target).to_string()))
             }
+            // A cancel that found no run (or no thread) is logged too: where
+            // it happened matters to what it could have reached (K6).
+            (Some((thread, key)), _) if key.is_empty() => Some((thread, key)),
             _ => None,
         };
         if let Some((thread, key)) = stored {

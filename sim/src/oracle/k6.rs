@@ -22,10 +22,11 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             continue; // it named a send that never made a run: the runtime was not asked
         }
         let problem = match &a.outcome {
-            Ok(Some(run)) => reached(o.events, before, run, named_run.as_deref())
+            Ok(Some(run)) => reached(o, before, run, named_run.as_deref())
                 .filter(|_| !o.cut_short || ended(o.events, run)),
             Ok(None) => Some("the cancel reached no run and said nothing".to_string()),
-            Err(_) => missed(before, &m.thread, named_run.as_deref()),
+            Err(_) => missed(before, &m.thread, named_run.as_deref())
+                .filter(|_| !ended_unseen(o, before, &m.thread)),
         };
         if let Some(p) = problem {
             out.push(Violation::new(
@@ -55,17 +56,25 @@ fn ended(events: &[Event], run: &str) -> bool {
 
 /// A cancel that reached `run`: it was the run asked for, it ends
 /// cancelled, and if it had not started it never does.
-fn reached(all: &[Event], before: &[Event], run: &str, named: Option<&str>) -> Option<String> {
+/// Among workers a run's end may be stored by a worker that vanished
+/// before logging it; the store then says how it ended.
+fn reached(o: &Observed<'_>, before: &[Event], run: &str, named: Option<&str>) -> Option<String> {
+    let all = o.events;
     if let Some(n) = named
         && n != run
     {
         return Some(format!("it named {n} but reached {run}"));
     }
     let of_run = |e: &&Event| e.run_id == run;
-    let status = all.iter().filter(of_run).find_map(|e| match &e.kind {
+    let logged = all.iter().filter(of_run).find_map(|e| match &e.kind {
         EventKind::Ended { status, .. } => Some(*status),
         _ => None,
     });
+    let stored = || {
+        let runs = o.threads.iter().flat_map(|t| &t.runs);
+        runs.filter(|r| r.id == run).map(|r| r.status).next()
+    };
+    let status = logged.or_else(|| o.cluster.and_then(|_| stored()));
     if status != Some(RunStatus::Cancelled) {
         let s = status.map_or("never ended", |s| s.as_str());
         return Some(format!("it reached {run}, which then ended {s}"));
@@ -76,10 +85,58 @@ fn reached(all: &[Event], before: &[Event], run: &str, named: Option<&str>) -> O
             .filter(of_run)
             .any(|e| matches!(e.kind, EventKind::LeaseAcquired { .. }))
     };
-    if !leased(before) && leased(all) {
+    // A run whose first claim event is a takeover had been claimed before
+    // by a worker that vanished without a word (K3): it was not queued.
+    let claimed_unseen = all
+        .iter()
+        .filter(of_run)
+        .find(|e| {
+            matches!(
+                e.kind,
+                EventKind::LeaseAcquired { .. } | EventKind::TakenOver { .. }
+            )
+        })
+        .is_some_and(|e| matches!(e.kind, EventKind::TakenOver { .. }));
+    if !leased(before) && leased(all) && !claimed_unseen {
         return Some(format!("{run} was cancelled while queued, then started"));
     }
     None
+}
+
+/// Among workers: every run the log leaves open before the cancel was
+/// ended in the store by a worker that vanished before logging it.
+fn ended_unseen(o: &Observed<'_>, before: &[Event], thread: &str) -> bool {
+    if o.cluster.is_none() {
+        return false;
+    }
+    let logged_end = |run: &str| {
+        o.events
+            .iter()
+            .any(|e| e.run_id == run && matches!(e.kind, EventKind::Ended { .. }))
+    };
+    let admitted = before
+        .iter()
+        .filter(|e| e.thread_id == thread)
+        .filter_map(|e| match e.kind {
+            EventKind::Admitted { .. } => Some(e.run_id.as_str()),
+            _ => None,
+        });
+    let stored_over = |run: &str| {
+        o.threads.iter().flat_map(|t| &t.runs).any(|r| {
+            r.id == run
+                && matches!(
+                    r.status,
+                    RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
+                )
+        })
+    };
+    admitted
+        .filter(|r| {
+            !before
+                .iter()
+                .any(|e| e.run_id == *r && matches!(e.kind, EventKind::Ended { .. }))
+        })
+        .all(|r| !logged_end(r) && stored_over(r))
 }
 
 /// A cancel that found no run: true only if no run it could reach was open.

@@ -14,8 +14,10 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     let mut own: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     // The run's newest own message when its episode began: `prepare_run`
     // reads the thread then (a steer stored while it runs is the next
-    // step's to take).
-    let mut at_start: BTreeMap<&str, Option<&str>> = BTreeMap::new();
+    // step's to take). Among workers the read crosses the network after
+    // the claim: a steer stored in between may be the one it reads.
+    let mut at_start: BTreeMap<&str, (Option<&str>, usize)> = BTreeMap::new();
+    let distributed = o.cluster.is_some();
     let mut out = Vec::new();
     for e in o.events {
         let run = e.run_id.as_str();
@@ -24,11 +26,16 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
                 own.entry(run).or_default().push(m);
             }
             EventKind::LeaseAcquired { .. } => {
-                at_start.insert(run, own.get(run).and_then(|m| m.last()).copied());
+                let mine = own.get(run).map(Vec::as_slice).unwrap_or_default();
+                at_start.insert(run, (mine.last().copied(), mine.len()));
             }
             EventKind::PrepareRun { latest_user, .. } => {
-                let expected = at_start.get(run).copied().flatten();
-                if latest_user.as_deref() != expected {
+                let (expected, count) = at_start.get(run).copied().unwrap_or_default();
+                let mine = own.get(run).map(Vec::as_slice).unwrap_or_default();
+                let since = mine.get(count..).unwrap_or_default();
+                let got_later =
+                    distributed && latest_user.as_deref().is_some_and(|m| since.contains(&m));
+                if latest_user.as_deref() != expected && !got_later {
                     let got = latest_user.as_deref().unwrap_or("none");
                     let message = format!(
                         "prepare_run was given {got} as the latest user message; the run's own newest is {}",

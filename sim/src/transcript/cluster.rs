@@ -87,6 +87,12 @@ fn record(out: &mut String, r: &ClusterRecord) {
             request: "cancel",
             key,
             ..
+        } if key.is_empty() => format!("~ store: {from}'s cancel finds no run"),
+        ClusterEvent::Stored {
+            from,
+            request: "cancel",
+            key,
+            ..
         } => format!("~ store: {from}'s cancel reaches {key}"),
         ClusterEvent::Wrote { .. } | ClusterEvent::Stored { .. } => return,
     };

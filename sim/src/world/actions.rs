@@ -11,6 +11,11 @@ pub struct ActionRecord {
     /// How many events the runtime had recorded when the action returned:
     /// the action happened after `events[..after_event]` and before the rest.
     pub after_event: usize,
+    /// How many events had been recorded when the action began.
+    pub before_event: usize,
+    /// The action reached the runtime (the simulator refuses some itself:
+    /// a cancel naming a send that made no run yet).
+    pub reached: bool,
     /// The run the action started, steered or cancelled, or the call it
     /// answered (`None` for a watch or a check), or the error the client got.
     pub outcome: Result<Option<String>, String>,
