@@ -164,6 +164,25 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         }
     }
 
+    /// Among workers, before tools with side effects start: one renewal, so
+    /// a holder that lost its lease (taken over while it paused) does not
+    /// run a call whose result the new holder may have committed (K5). A
+    /// pause longer than the lease between this check and the start can
+    /// still run a call twice; its idempotency key is the last guard.
+    pub(super) async fn confirm_lease(&self) -> Result<(), Fail> {
+        let stage = RunStage::Tools;
+        self.writable(stage)?;
+        if self.sh.worker.lease_ttl.is_none() {
+            return Ok(());
+        }
+        let renewed = self.sh.store.renew(self.thread, self.run, self.token).await;
+        match renewed.map_err(|e| self.store_fail(stage, e))? {
+            true => self.stop.trigger(),
+            false => {}
+        }
+        Ok(())
+    }
+
     /// A store error in `stage`; one that loses the lease is recorded.
     pub(super) fn store_fail(&self, stage: RunStage, e: StoreError) -> Fail {
         self.lease.check(&e);

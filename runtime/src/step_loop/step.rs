@@ -355,7 +355,12 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let decision = self
             .decide(Phase::AfterStep, &input, |l, cx, i| l.after_step(cx, i))
             .await?;
-        let steering = self.sh.store.has_steer(self.thread).await.unwrap_or(false);
+        let steering = self
+            .sh
+            .store
+            .has_steer(self.thread, self.run)
+            .await
+            .unwrap_or(false);
         let transition = transition(&StepEnd {
             decision,
             abort: ended.abort.map(|a| (a.outcome, a.reason.as_str())),

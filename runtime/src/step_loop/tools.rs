@@ -163,6 +163,9 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         ready: Vec<Ready>,
         early: Vec<Option<ToolResult>>,
     ) -> Result<Vec<ToolResult>, Fail> {
+        if !ready.is_empty() {
+            self.confirm_lease().await?;
+        }
         // The calls this batch owes a result: the ready and the early ones,
         // never a call left pending for a client (it is given up apart).
         let mut owed: Vec<bool> = early.iter().map(Option::is_some).collect();

@@ -227,10 +227,11 @@ impl StoreHandle {
         expect!(reply, StoreReply::Anchor { last_seq, incarnation } => (last_seq, incarnation))
     }
 
-    pub(crate) async fn has_steer(&self, thread: &str) -> Result<bool, StoreError> {
+    pub(crate) async fn has_steer(&self, thread: &str, run: &str) -> Result<bool, StoreError> {
         let reply = self
             .ask(StoreRequest::HasSteer {
                 thread: thread.into(),
+                run: run.into(),
             })
             .await?;
         expect!(reply, StoreReply::Flag(x) => x)

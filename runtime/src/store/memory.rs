@@ -104,7 +104,7 @@ fn thread_of(request: &StoreRequest) -> &str {
         | R::Renew { thread, .. }
         | R::Append { thread, .. }
         | R::TakeAnchor { thread, .. }
-        | R::HasSteer { thread }
+        | R::HasSteer { thread, .. }
         | R::TakeSteer { thread, .. }
         | R::RunMessages { thread, .. }
         | R::History { thread, .. }

@@ -101,8 +101,8 @@ pub enum StoreRequest {
         run: String,
         token: u64,
     },
-    /// Whether a steering message waits for the next step.
-    HasSteer { thread: String },
+    /// Whether a steering message waits for the next step of `run`.
+    HasSteer { thread: String, run: String },
     /// Takes the pending steering message.
     TakeSteer {
         thread: String,

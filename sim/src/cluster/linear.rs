@@ -41,6 +41,7 @@ enum Item<'a> {
 /// records (by index) whose places in the linear log are wanted.
 pub fn linearize(raw: &[Event], log: &[ClusterRecord], asked: &[usize]) -> Linear {
     let placed = client_writes(raw, log);
+    let unlogged = unlogged_waits(raw, log);
     // At one place, in the order the store applied them (and the events
     // that report one transaction in the order they were logged).
     let mut at: BTreeMap<usize, BTreeMap<(usize, usize), Item<'_>>> = BTreeMap::new();
@@ -48,6 +49,12 @@ pub fn linearize(raw: &[Event], log: &[ClusterRecord], asked: &[usize]) -> Linea
         at.entry(pos)
             .or_default()
             .insert((seq, i), Item::Event(&raw[i]));
+    }
+    for (k, e) in &unlogged {
+        let pos = log[*k].after_event;
+        at.entry(pos)
+            .or_default()
+            .insert((2 * k + 1, usize::MAX - 1), Item::Event(e));
     }
     for &k in asked {
         // A record's own order is twice its index, as `client_writes` has it.
@@ -70,7 +77,7 @@ pub fn linearize(raw: &[Event], log: &[ClusterRecord], asked: &[usize]) -> Linea
     merged_start.push(merged.len());
     merged.extend(at.into_values().flat_map(BTreeMap::into_values));
     merged_at.push(merged.len());
-    let mut driver: BTreeMap<(&str, &str), Option<&str>> = BTreeMap::new();
+    let mut driver = Drivers::new();
     let mut events = Vec::with_capacity(merged.len());
     let mut records = BTreeMap::new();
     let mut out_at = Vec::with_capacity(merged.len() + 1);
@@ -95,22 +102,73 @@ pub fn linearize(raw: &[Event], log: &[ClusterRecord], asked: &[usize]) -> Linea
     }
 }
 
+/// Each run's driver, and whether its episode already ended with a wait.
+type Drivers<'a> = BTreeMap<(&'a str, &'a str), (Option<&'a str>, bool)>;
+
 /// Whether `e` belongs in its run's story: a claim (which makes its worker
-/// the run's driver), a client's write, or the driver's own event.
-fn driven_by_its_holder<'a>(
-    driver: &mut BTreeMap<(&'a str, &'a str), Option<&'a str>>,
-    e: &'a Event,
-) -> bool {
+/// the run's driver), a client's write, or the driver's own event. A lost
+/// lease after the store recorded the episode's wait ends nothing more.
+fn driven_by_its_holder<'a>(driver: &mut Drivers<'a>, e: &'a Event) -> bool {
     let key = (e.thread_id.as_str(), e.run_id.as_str());
     let worker = e.worker.as_deref();
-    let current = driver.entry(key).or_default();
+    let (current, waited) = driver.entry(key).or_default();
     match &e.kind {
         EventKind::TakenOver { .. } | EventKind::LeaseAcquired { .. } => {
             *current = worker;
+            *waited = false;
             true
+        }
+        EventKind::LeaseLost { .. } if *waited => false,
+        EventKind::Waiting { .. } => {
+            *waited = true;
+            current.is_none() || *current == worker
         }
         _ => current.is_none() || *current == worker || client_write(&e.kind).is_some(),
     }
+}
+
+/// Waits the store recorded that no event reports (the worker vanished,
+/// or lost touch, before it heard the store's answer): the store is the
+/// witness, so the run's story gets the `wait` it would have logged, by the
+/// store's log index.
+fn unlogged_waits(raw: &[Event], log: &[ClusterRecord]) -> Vec<(usize, Event)> {
+    let mut logged: BTreeMap<&str, usize> = BTreeMap::new();
+    for e in raw {
+        if let EventKind::Waiting { .. } = e.kind {
+            *logged.entry(&e.run_id).or_default() += 1;
+        }
+    }
+    let mut out = Vec::new();
+    for (k, r) in log.iter().enumerate() {
+        let ClusterEvent::Wrote {
+            from,
+            request: "wait",
+            releases: true,
+            thread,
+            run,
+            waits_on,
+            ..
+        } = &r.what
+        else {
+            continue;
+        };
+        let n = logged.entry(run).or_default();
+        if *n > 0 {
+            *n -= 1;
+            continue;
+        }
+        let event = Event {
+            at: r.at,
+            thread_id: thread.clone(),
+            run_id: run.clone(),
+            worker: Some(from.clone()),
+            kind: EventKind::Waiting {
+                calls: waits_on.clone(),
+            },
+        };
+        out.push((k, event));
+    }
+    out
 }
 
 /// What a store transaction is known by: a client write's key, or a
@@ -124,6 +182,9 @@ enum Key<'a> {
     Wait(&'a str, usize),
     /// A run's end: its `failed` or `cancelled`, `lease_released` and `end`.
     Finish(&'a str),
+    /// A worker's n-th look for a steer for a run: where its next
+    /// `after_step` of the run decided (A3).
+    Decide(&'a str, &'a str, usize),
     Lease(u64),
     Stale(u64),
 }
@@ -134,14 +195,26 @@ enum Key<'a> {
 fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize, usize)> {
     let mut stored: BTreeMap<(&str, Key<'_>), (usize, usize)> = BTreeMap::new();
     let mut waits: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut looks: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for (seq, r) in log.iter().enumerate() {
         let (thread, key) = match &r.what {
+            ClusterEvent::Stored {
+                thread,
+                request: "has_steer",
+                from,
+                key,
+            } => {
+                let run = key.strip_prefix("has_steer ").unwrap_or(key);
+                let n = looks.entry((from, run)).or_default();
+                *n += 1;
+                (thread, Key::Decide(from, run, *n))
+            }
             ClusterEvent::Stored {
                 thread,
                 key,
                 request,
                 ..
-            } if *request != "cancel" => (thread, Key::Write(key)),
+            } if *request != "cancel" && *request != "has_steer" => (thread, Key::Write(key)),
             ClusterEvent::Claimed {
                 thread,
                 token,
@@ -184,6 +257,7 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
             .or_insert((r.after_event, 2 * seq + 1));
     }
     let mut waited: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut decided: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     let ends = run_ends(raw);
     raw.iter()
         .enumerate()
@@ -194,6 +268,12 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
                 return Some((i, (pos.min(i), seq)));
             }
             let key = match &e.kind {
+                EventKind::AfterStep { .. } => {
+                    let from = e.worker.as_deref()?;
+                    let n = decided.entry((from, &e.run_id)).or_default();
+                    *n += 1;
+                    Key::Decide(from, &e.run_id, *n)
+                }
                 EventKind::Waiting { .. } => {
                     let n = waited.entry(&e.run_id).or_default();
                     *n += 1;

@@ -29,6 +29,7 @@ struct Fenced {
     run: String,
     token: u64,
     messages: Vec<String>,
+    waits_on: Vec<String>,
 }
 
 impl StoreHost {
@@ -71,8 +72,11 @@ impl StoreHost {
                 Some((thread, cancelled_run(target).to_string()))
             }
             // A cancel that found no run (or no thread) is logged too: where
-            // it happened matters to what it could have reached (K6).
-            (Some((thread, key)), _) if key.is_empty() => Some((thread, key)),
+            // it happened matters to what it could have reached (K6). So is
+            // a step's look for a steer: its decision is made there (A3).
+            (Some((thread, key)), _) if key.is_empty() || key.starts_with("has_steer ") => {
+                Some((thread, key))
+            }
             _ => None,
         };
         if let Some((thread, key)) = stored {
@@ -122,6 +126,7 @@ impl StoreHost {
                     StoreReply::Waited(Some(_)) | StoreReply::Finished { .. }
                 ),
                 messages: f.messages,
+                waits_on: f.waits_on,
                 admitted: match reply {
                     StoreReply::Finished {
                         admitted: Some((run, _)),
@@ -207,11 +212,16 @@ fn fenced(request: &StoreRequest) -> Option<Fenced> {
         }
         _ => Vec::new(),
     };
+    let waits_on = match request {
+        R::Wait { calls, .. } => calls.iter().map(|c| c.call_id.clone()).collect(),
+        _ => Vec::new(),
+    };
     Some(Fenced {
         thread: thread.clone(),
         run: run.clone(),
         token,
         messages,
+        waits_on,
     })
 }
 
@@ -227,6 +237,9 @@ fn client_write(request: &StoreRequest) -> Option<(String, String)> {
             thread, call_id, ..
         } => Some((thread.clone(), call_id.clone())),
         StoreRequest::Cancel { thread, .. } => Some((thread.clone(), String::new())),
+        StoreRequest::HasSteer { thread, run } => {
+            Some((thread.clone(), format!("has_steer {run}")))
+        }
         _ => None,
     }
 }

@@ -171,9 +171,12 @@ fn sent(o: &Observed<'_>, run: &str, step: u32, text: &str) -> bool {
     if reshaped(o) {
         return true;
     }
+    // The step's last call: its attempts send one context, and a step a
+    // takeover began again (K3) sends the context of the attempt that counts.
     let Some(c) = o
         .calls
         .iter()
+        .rev()
         .find(|c| c.request.run_id == run && c.request.step == step)
     else {
         // The step failed before its model call: nothing was sent to judge.

@@ -66,7 +66,7 @@ pub(super) fn versions_in_store(c: &ClusterObs, threads: &[StoredThread]) -> Vec
         let thread = match &r.what {
             ClusterEvent::Stored {
                 thread, request, ..
-            } if *request != "cancel" => thread,
+            } if *request == "submit" || *request == "answer" => thread,
             ClusterEvent::Wrote {
                 thread, request, ..
             } if ["append", "commit_resumed", "set_run_metadata"].contains(request) => thread,

@@ -134,6 +134,7 @@ mod tests {
             releases,
             admitted: None,
             messages: Vec::new(),
+            waits_on: Vec::new(),
         }
     }
 

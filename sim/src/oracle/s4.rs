@@ -2,6 +2,8 @@
 //! only (through the canonical stages, L12), as a lifecycle message with the
 //! abort's outcome and reason, and asks for no tool.
 
+use std::collections::BTreeMap;
+
 use pai_runtime::{EventKind, Part, Producer};
 
 use super::facts::stored;
@@ -13,16 +15,21 @@ use crate::scenario::OracleId;
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     let messages = stored(o.threads);
     let mut out = Vec::new();
-    let mut aborted: Option<(u32, &str)> = None;
+    // Each run's aborted stream, until its step commits (runs of several
+    // threads, or workers, interleave in the log).
+    let mut aborted: BTreeMap<&str, (u32, &str)> = BTreeMap::new();
     for e in o.events {
         match &e.kind {
             EventKind::Stream {
                 step,
                 aborted: Some(reason),
                 ..
-            } => aborted = Some((*step, reason)),
+            } => {
+                aborted.insert(&e.run_id, (*step, reason));
+            }
             EventKind::CommitStep { step, message, .. } => {
-                let Some((s, reason)) = aborted.take().filter(|(s, _)| s == step) else {
+                let taken = aborted.remove(e.run_id.as_str());
+                let Some((s, reason)) = taken.filter(|(s, _)| s == step) else {
                     continue;
                 };
                 let Some(m) = messages.get(&(e.thread_id.as_str(), message.as_str())) else {

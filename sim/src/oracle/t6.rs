@@ -28,6 +28,11 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     for e in o.events {
         let run = e.run_id.as_str();
         match &e.kind {
+            // An episode that lost its lease (K3) leaves its outputs
+            // uncommitted: the run's next holder owes them nothing.
+            EventKind::LeaseLost { .. } | EventKind::TakenOver { .. } => {
+                output.retain(|(r, _), _| *r != run);
+            }
             EventKind::ToolEnd { result, .. } if result.status == ToolStatus::Output => {
                 let owed = handled.contains(result.tool.as_str());
                 output.insert((run, result.call_id.as_str()), owed);

@@ -48,6 +48,8 @@ pub enum ClusterEvent {
         admitted: Option<String>,
         /// The ids of the messages it appended.
         messages: Vec<String>,
+        /// A wait's calls.
+        waits_on: Vec<String>,
     },
     /// A client's write landed: a user message (`submit`, keyed by its
     /// message id), an answer (`answer`, keyed by the call id) or a cancel
