@@ -176,9 +176,8 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             return Ok(());
         }
         let renewed = self.sh.store.renew(self.thread, self.run, self.token).await;
-        match renewed.map_err(|e| self.store_fail(stage, e))? {
-            true => self.stop.trigger(),
-            false => {}
+        if renewed.map_err(|e| self.store_fail(stage, e))? {
+            self.stop.trigger();
         }
         Ok(())
     }
