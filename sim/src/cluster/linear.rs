@@ -132,10 +132,10 @@ fn driven_by_its_holder<'a>(driver: &mut Drivers<'a>, e: &'a Event) -> bool {
 /// witness, so the run's story gets the `wait` it would have logged, by the
 /// store's log index.
 fn unlogged_waits(raw: &[Event], log: &[ClusterRecord]) -> Vec<(usize, Event)> {
-    let mut logged: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut logged: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for e in raw {
-        if let EventKind::Waiting { .. } = e.kind {
-            *logged.entry(&e.run_id).or_default() += 1;
+        if let (EventKind::Waiting { .. }, Some(w)) = (&e.kind, e.worker.as_deref()) {
+            *logged.entry((&e.run_id, w)).or_default() += 1;
         }
     }
     let mut out = Vec::new();
@@ -152,7 +152,7 @@ fn unlogged_waits(raw: &[Event], log: &[ClusterRecord]) -> Vec<(usize, Event)> {
         else {
             continue;
         };
-        let n = logged.entry(run).or_default();
+        let n = logged.entry((run, from)).or_default();
         if *n > 0 {
             *n -= 1;
             continue;
@@ -178,8 +178,8 @@ enum Key<'a> {
     Write(&'a str),
     /// A run a run's end admitted for a leftover steer.
     Admit(&'a str),
-    /// A run's n-th wait (T7).
-    Wait(&'a str, usize),
+    /// A worker's n-th wait of a run (T7).
+    Wait(&'a str, &'a str, usize),
     /// A run's end: its `failed` or `cancelled`, `lease_released` and `end`.
     Finish(&'a str),
     /// A worker's n-th look for a steer for a run: where its next
@@ -194,7 +194,7 @@ enum Key<'a> {
 /// transaction's place in the store's log.
 fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize, usize)> {
     let mut stored: BTreeMap<(&str, Key<'_>), (usize, usize)> = BTreeMap::new();
-    let mut waits: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut waits: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     let mut looks: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for (seq, r) in log.iter().enumerate() {
         let (thread, key) = match &r.what {
@@ -240,15 +240,16 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
                 ..
             } => (thread, Key::Finish(run)),
             ClusterEvent::Wrote {
+                from,
                 thread,
                 run,
                 request: "wait",
                 releases: true,
                 ..
             } => {
-                let n = waits.entry(run).or_default();
+                let n = waits.entry((run, from)).or_default();
                 *n += 1;
-                (thread, Key::Wait(run, *n))
+                (thread, Key::Wait(run, from, *n))
             }
             _ => continue,
         };
@@ -256,7 +257,7 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
             .entry((thread, key))
             .or_insert((r.after_event, 2 * seq + 1));
     }
-    let mut waited: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut waited: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     let mut decided: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     let ends = run_ends(raw);
     raw.iter()
@@ -275,9 +276,10 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
                     Key::Decide(from, &e.run_id, *n)
                 }
                 EventKind::Waiting { .. } => {
-                    let n = waited.entry(&e.run_id).or_default();
+                    let from = e.worker.as_deref()?;
+                    let n = waited.entry((&e.run_id, from)).or_default();
                     *n += 1;
-                    Key::Wait(&e.run_id, *n)
+                    Key::Wait(&e.run_id, from, *n)
                 }
                 EventKind::LeaseAcquired { token, .. } => Key::Lease(*token),
                 EventKind::TakenOver { stale_token, .. } => Key::Stale(*stale_token),

@@ -165,36 +165,39 @@ fn reshaped(o: &Observed<'_>) -> bool {
     })
 }
 
-/// Whether the first request of `run`'s `step` held a user message `text`
-/// (true when a hook chose the context, or the step sent nothing).
+/// Whether a request of `run`'s `step` held a user message `text` (true
+/// when a hook chose the context, or the step sent nothing). A step's
+/// attempts send one context; a step begun again after a takeover (K3)
+/// sends its own, and a stale worker may still send the one it had: the
+/// step took the steer if any of them holds it.
 fn sent(o: &Observed<'_>, run: &str, step: u32, text: &str) -> bool {
     if reshaped(o) {
         return true;
     }
-    // The step's last call: its attempts send one context, and a step a
-    // takeover began again (K3) sends the context of the attempt that counts.
-    let Some(c) = o
+    let mut calls = o
         .calls
         .iter()
-        .rev()
-        .find(|c| c.request.run_id == run && c.request.step == step)
-    else {
+        .filter(|c| c.request.run_id == run && c.request.step == step)
+        .peekable();
+    if calls.peek().is_none() {
         // The step failed before its model call: nothing was sent to judge.
         return true;
-    };
-    c.request
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::User)
-        .any(|m| {
-            let t: String = m
-                .content
-                .iter()
-                .filter_map(|c| match c {
-                    ModelContent::Text { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect();
-            t == text
-        })
+    }
+    calls.any(|c| {
+        c.request
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .any(|m| {
+                let t: String = m
+                    .content
+                    .iter()
+                    .filter_map(|c| match c {
+                        ModelContent::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                t == text
+            })
+    })
 }

@@ -27,6 +27,10 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             } => {
                 aborted.insert(&e.run_id, (*step, reason));
             }
+            // A step its worker lost (K3) is begun again by the next holder.
+            EventKind::LeaseLost { .. } | EventKind::TakenOver { .. } => {
+                aborted.remove(e.run_id.as_str());
+            }
             EventKind::CommitStep { step, message, .. } => {
                 let taken = aborted.remove(e.run_id.as_str());
                 let Some((s, reason)) = taken.filter(|(s, _)| s == step) else {
