@@ -355,12 +355,10 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let decision = self
             .decide(Phase::AfterStep, &input, |l, cx, i| l.after_step(cx, i))
             .await?;
-        let steering = self
-            .sh
-            .store
-            .has_steer(self.thread, self.run)
-            .await
-            .unwrap_or(false);
+        // A store this worker cannot reach is a lost lease, not "no steer".
+        let steering = self.sh.store.has_steer(self.thread, self.run).await;
+        let steering =
+            steering.map_err(|e| self.store_fail(RunStage::Phase(Phase::AfterStep), e))?;
         let transition = transition(&StepEnd {
             decision,
             abort: ended.abort.map(|a| (a.outcome, a.reason.as_str())),

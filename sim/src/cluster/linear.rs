@@ -127,19 +127,36 @@ fn driven_by_its_holder<'a>(driver: &mut Drivers<'a>, e: &'a Event) -> bool {
     }
 }
 
-/// Waits the store recorded that no event reports (the worker vanished,
-/// or lost touch, before it heard the store's answer): the store is the
-/// witness, so the run's story gets the `wait` it would have logged, by the
-/// store's log index.
+/// Waits and admissions the store recorded that no event reports (the
+/// worker vanished, or lost touch, before it heard the store's answer): the
+/// store is the witness, so the run's story gets the `wait` or `admit` it
+/// would have logged, by the store's log index.
 fn unlogged_waits(raw: &[Event], log: &[ClusterRecord]) -> Vec<(usize, Event)> {
     let mut logged: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    let mut admitted: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
     for e in raw {
         if let (EventKind::Waiting { .. }, Some(w)) = (&e.kind, e.worker.as_deref()) {
             *logged.entry((&e.run_id, w)).or_default() += 1;
         }
+        if let EventKind::Admitted { .. } = e.kind {
+            admitted.insert(&e.run_id);
+        }
     }
     let mut out = Vec::new();
     for (k, r) in log.iter().enumerate() {
+        if let ClusterEvent::Wrote {
+            from,
+            thread,
+            admitted: Some((run, trigger)),
+            ..
+        } = &r.what
+            && !admitted.contains(run.as_str())
+        {
+            let kind = EventKind::Admitted {
+                trigger: trigger.clone(),
+            };
+            out.push((k, witnessed(r, from, thread, run, kind)));
+        }
         let ClusterEvent::Wrote {
             from,
             request: "wait",
@@ -157,18 +174,23 @@ fn unlogged_waits(raw: &[Event], log: &[ClusterRecord]) -> Vec<(usize, Event)> {
             *n -= 1;
             continue;
         }
-        let event = Event {
-            at: r.at,
-            thread_id: thread.clone(),
-            run_id: run.clone(),
-            worker: Some(from.clone()),
-            kind: EventKind::Waiting {
-                calls: waits_on.clone(),
-            },
+        let kind = EventKind::Waiting {
+            calls: waits_on.clone(),
         };
-        out.push((k, event));
+        out.push((k, witnessed(r, from, thread, run, kind)));
     }
     out
+}
+
+/// An event the store witnessed for `run`, as its worker would have logged it.
+fn witnessed(r: &ClusterRecord, from: &str, thread: &str, run: &str, kind: EventKind) -> Event {
+    Event {
+        at: r.at,
+        thread_id: thread.to_string(),
+        run_id: run.to_string(),
+        worker: Some(from.to_string()),
+        kind,
+    }
 }
 
 /// What a store transaction is known by: a client write's key, or a
@@ -182,8 +204,8 @@ enum Key<'a> {
     Wait(&'a str, &'a str, usize),
     /// A run's end: its `failed` or `cancelled`, `lease_released` and `end`.
     Finish(&'a str),
-    /// A worker's n-th look for a steer for a run: where its next
-    /// `after_step` of the run decided (A3).
+    /// A worker's look for a steer for a run (by its log index): where its
+    /// next `after_step` of the run decided (A3).
     Decide(&'a str, &'a str, usize),
     Lease(u64),
     Stale(u64),
@@ -195,7 +217,8 @@ enum Key<'a> {
 fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize, usize)> {
     let mut stored: BTreeMap<(&str, Key<'_>), (usize, usize)> = BTreeMap::new();
     let mut waits: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-    let mut looks: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    // Each worker's looks for a run's steer: (place, log index), in order.
+    let mut looks: BTreeMap<(&str, &str), Vec<(usize, usize)>> = BTreeMap::new();
     for (seq, r) in log.iter().enumerate() {
         let (thread, key) = match &r.what {
             ClusterEvent::Stored {
@@ -205,9 +228,11 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
                 key,
             } => {
                 let run = key.strip_prefix("has_steer ").unwrap_or(key);
-                let n = looks.entry((from, run)).or_default();
-                *n += 1;
-                (thread, Key::Decide(from, run, *n))
+                looks
+                    .entry((from, run))
+                    .or_default()
+                    .push((r.after_event, seq));
+                (thread, Key::Decide(from, run, seq))
             }
             ClusterEvent::Stored {
                 thread,
@@ -229,7 +254,7 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
             }
             ClusterEvent::Wrote {
                 thread,
-                admitted: Some(run),
+                admitted: Some((run, _)),
                 ..
             } => (thread, Key::Admit(run)),
             ClusterEvent::Wrote {
@@ -258,7 +283,6 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
             .or_insert((r.after_event, 2 * seq + 1));
     }
     let mut waited: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-    let mut decided: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     let ends = run_ends(raw);
     raw.iter()
         .enumerate()
@@ -269,11 +293,12 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
                 return Some((i, (pos.min(i), seq)));
             }
             let key = match &e.kind {
+                // The decision was made at the worker's last look before it.
                 EventKind::AfterStep { .. } => {
                     let from = e.worker.as_deref()?;
-                    let n = decided.entry((from, &e.run_id)).or_default();
-                    *n += 1;
-                    Key::Decide(from, &e.run_id, *n)
+                    let mine = looks.get(&(from, e.run_id.as_str()))?;
+                    let last = mine.iter().rev().find(|(pos, _)| *pos <= i)?;
+                    Key::Decide(from, &e.run_id, last.1)
                 }
                 EventKind::Waiting { .. } => {
                     let from = e.worker.as_deref()?;

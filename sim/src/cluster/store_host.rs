@@ -128,9 +128,7 @@ impl StoreHost {
                 messages: f.messages,
                 waits_on: f.waits_on,
                 admitted: match reply {
-                    StoreReply::Finished {
-                        admitted: Some((run, _)),
-                    } => Some(run.clone()),
+                    StoreReply::Finished { admitted } => admitted.clone(),
                     _ => None,
                 },
             },

@@ -110,6 +110,11 @@ struct Run {
 /// Only the first violation of each run is reported; a run still waiting
 /// when the scenario ends is not one, nor a run queued behind it.
 ///
+/// Among workers (K3) an episode may also end with `lease_lost` anywhere,
+/// or be cut off by `taken_over` (its worker crashed or was cut off); the
+/// next episode is then a resumed one that may begin a step at once, run
+/// the last committed step's calls without a committed result, or end.
+///
 /// Among workers (`stored` holds the store's final threads), a process may
 /// vanish after the store applied its write but before it logged it: a
 /// run the store has ended (or put to wait) may lack its last events, and

@@ -44,8 +44,9 @@ pub enum ClusterEvent {
         next_token: Option<u64>,
         /// The write gave the lease up (a wait, a run's end).
         releases: bool,
-        /// A run's end admitted the run a leftover steer starts (SPEC A4).
-        admitted: Option<String>,
+        /// A run's end admitted the run a leftover steer starts (SPEC A4),
+        /// with that steer.
+        admitted: Option<(String, String)>,
         /// The ids of the messages it appended.
         messages: Vec<String>,
         /// A wait's calls.
