@@ -120,19 +120,12 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 .await?;
             *next_step += 1;
             if transition == Transition::Wait {
-                return Ok(EpisodeEnd::Wait(self.waiting_calls().await?));
+                return Ok(EpisodeEnd::Wait(self.lease.take_waited()));
             }
             if let Some(end) = episode_end(transition) {
                 return Ok(end);
             }
         }
-    }
-
-    /// The calls the run now waits on, as the store recorded them.
-    pub(super) async fn waiting_calls(&self) -> Result<Vec<WaitingCall>, Fail> {
-        let stage = RunStage::Tools;
-        let calls = self.sh.store.waiting_calls(self.thread, self.run).await;
-        calls.map_err(|e| self.store_fail(stage, e))
     }
 
     /// What `prepare_run` sees of the thread (L1): its stored messages at

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::event::EventKind;
 use crate::shared::Shared;
 use crate::stop::StopSignal;
-use crate::store::StoreError;
+use crate::store::{StoreError, WaitingCall};
 
 /// The lease a driver holds on one run.
 #[derive(Debug, Default)]
@@ -19,6 +19,8 @@ pub(super) struct RunLease {
     /// The episode gave the lease up itself (a wait): nothing to renew,
     /// and a renewal refused since is no loss.
     released: AtomicBool,
+    /// The calls the store recorded the run waiting on, with the wait.
+    waited: Mutex<Vec<WaitingCall>>,
 }
 
 impl RunLease {
@@ -27,6 +29,7 @@ impl RunLease {
             token: AtomicU64::new(token),
             lost: Mutex::new(None),
             released: AtomicBool::new(false),
+            waited: Mutex::new(Vec::new()),
         }
     }
 
@@ -39,9 +42,16 @@ impl RunLease {
         self.released.store(false, Ordering::Relaxed);
     }
 
-    /// The store recorded that the episode gave its lease up (a wait).
-    pub(super) fn release(&self) {
+    /// The store recorded that the episode gave its lease up to wait on
+    /// `calls` (T7): whatever happens next, the episode ends waiting.
+    pub(super) fn release(&self, calls: Vec<WaitingCall>) {
         self.released.store(true, Ordering::Relaxed);
+        *self.waited.lock().unwrap_or_else(|e| e.into_inner()) = calls;
+    }
+
+    /// The calls the wait recorded.
+    pub(super) fn take_waited(&self) -> Vec<WaitingCall> {
+        std::mem::take(&mut *self.waited.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     fn released(&self) -> bool {

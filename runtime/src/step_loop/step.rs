@@ -98,10 +98,11 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 let waited = waited
                     .await
                     .map_err(|e| self.store_fail(RunStage::Tools, e))?;
-                if waited.is_some() {
-                    self.lease.release();
+                let waits = waited.is_some();
+                if let Some(calls) = waited {
+                    self.lease.release(calls);
                 }
-                waited.is_some()
+                waits
             }
         };
         if waits {

@@ -28,7 +28,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             return Ok(None);
         }
         self.settle_pending(step, &Transition::Wait, done).await?;
-        Ok(Some(EpisodeEnd::Wait(self.waiting_calls().await?)))
+        Ok(Some(EpisodeEnd::Wait(self.lease.take_waited())))
     }
 }
 
