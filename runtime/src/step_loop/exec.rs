@@ -172,12 +172,20 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     pub(super) async fn confirm_lease(&self) -> Result<(), Fail> {
         let stage = RunStage::Tools;
         self.writable(stage)?;
-        if self.sh.worker.lease_ttl.is_none() {
+        let Some(ttl) = self.sh.worker.lease_ttl else {
             return Ok(());
-        }
+        };
+        let sent = self.sh.clock.now();
         let renewed = self.sh.store.renew(self.thread, self.run, self.token).await;
         if renewed.map_err(|e| self.store_fail(stage, e))? {
             self.stop.trigger();
+        }
+        // An answer that took a whole lease to come proves nothing: the
+        // lease may have expired, and been taken, in between.
+        if self.sh.clock.now() >= sent + ttl {
+            self.lease
+                .lose("the lease's renewal was answered too late".to_string());
+            return Err(Fail::new(stage, "lease renewal answered too late"));
         }
         Ok(())
     }

@@ -103,7 +103,13 @@ pub(super) async fn renew<C>(
             return;
         }
         let token = lease.token();
+        let sent = sh.clock.now();
         match sh.store.renew(thread, run, token).await {
+            // An answer that took a whole lease to come proves nothing.
+            Ok(_) if sh.clock.now() >= sent + ttl => {
+                lease.lose("the lease's renewal was answered too late".to_string());
+                return;
+            }
             Ok(cancel) => {
                 sh.emit(thread, run, || EventKind::LeaseRenewed { token });
                 if cancel {

@@ -81,13 +81,20 @@ fn hidden_details(o: &Observed<'_>) -> Vec<Violation> {
 fn replacements_read(o: &Observed<'_>) -> Vec<Violation> {
     let mut replaced: BTreeMap<&str, (&str, &Value)> = BTreeMap::new();
     for e in o.events {
-        if let EventKind::AfterToolResult {
-            call_id,
-            decision: ToolResultDecision::ReplaceOutput(v),
-            ..
-        } = &e.kind
-        {
-            replaced.insert(call_id, (&e.run_id, v));
+        match &e.kind {
+            EventKind::AfterToolResult {
+                call_id,
+                decision: ToolResultDecision::ReplaceOutput(v),
+                ..
+            } => {
+                replaced.insert(call_id, (&e.run_id, v));
+            }
+            // An episode that lost its lease (K3) committed none of its
+            // replacements: the next holder gives the call its own result.
+            EventKind::LeaseLost { .. } | EventKind::TakenOver { .. } => {
+                replaced.retain(|_, (run, _)| *run != e.run_id);
+            }
+            _ => {}
         }
     }
     let mut out = Vec::new();
