@@ -60,6 +60,9 @@ pub fn simulate(s: &Scenario, seed: u64) -> Result<Report, SimError> {
         .simulation_duration(Duration::from_millis(s.time_limit_ms.saturating_mul(2)))
         .min_message_latency(Duration::ZERO)
         .max_message_latency(Duration::from_millis(cluster.settings.max_latency_ms))
+        // Messages held for long (a pause, a hold) arrive at once when
+        // released, every timed-out request's reconnect among them.
+        .tcp_capacity(1 << 16)
         .build();
     let host = store.clone();
     sim.host(STORE_HOST, move || net::serve(host.clone()));
@@ -73,7 +76,22 @@ pub fn simulate(s: &Scenario, seed: u64) -> Result<Report, SimError> {
     let out = Rc::new(RefCell::new(ClientOut::default()));
     let phases = (cluster.healed_at(), deadline);
     sim.client("client", hosts::client(env.clone(), phases, out.clone()));
-    let cut_short = drive(&mut sim, s, &cluster, &log)?;
+    // turmoil panics on what it cannot simulate; that is a failed run of
+    // the harness, never a crash of the suite or the fuzzer.
+    let driven = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        drive(&mut sim, s, &cluster, &log)
+    }));
+    let cut_short = match driven {
+        Ok(done) => done?,
+        Err(p) => {
+            let why = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            return Err(SimError::Setup(format!("turmoil panicked: {why}")));
+        }
+    };
     let virtual_ms = millis(sim.elapsed());
     let out = std::mem::take(&mut *out.borrow_mut());
     observe(
