@@ -26,7 +26,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
                 .filter(|_| !o.cut_short || ended(o.events, run)),
             Ok(None) => Some("the cancel reached no run and said nothing".to_string()),
             Err(_) => missed(before, &m.thread, named_run.as_deref())
-                .filter(|_| !ended_unseen(o, before, &m.thread)),
+                .filter(|_| !ended_unseen(o, before, &m.thread, named_run.as_deref())),
         };
         if let Some(p) = problem {
             out.push(Violation::new(
@@ -103,9 +103,10 @@ fn reached(o: &Observed<'_>, before: &[Event], run: &str, named: Option<&str>) -
     None
 }
 
-/// Among workers: every run the log leaves open before the cancel was
-/// ended in the store by a worker that vanished before logging it.
-fn ended_unseen(o: &Observed<'_>, before: &[Event], thread: &str) -> bool {
+/// Among workers: the named run, or every run the log leaves open before
+/// the cancel, was ended in the store by a worker that vanished before
+/// logging it.
+fn ended_unseen(o: &Observed<'_>, before: &[Event], thread: &str, named: Option<&str>) -> bool {
     if o.cluster.is_none() {
         return false;
     }
@@ -131,6 +132,7 @@ fn ended_unseen(o: &Observed<'_>, before: &[Event], thread: &str) -> bool {
         })
     };
     admitted
+        .filter(|r| named.is_none_or(|n| n == *r))
         .filter(|r| {
             !before
                 .iter()
