@@ -364,6 +364,9 @@ fn between_episodes(state: State, resumed: bool, kind: &EventKind) -> Option<Sta
         (Leased, EventKind::Respond { .. }) if !resumed => Responded,
         (Dropped, EventKind::Respond { .. }) => Responded,
         (Stepped { waits: true }, EventKind::Waiting { .. }) => Waiting,
+        // Among workers: a wait whose answer never came back (the worker
+        // gave the lease up) may still land while nobody took the run over.
+        (Lost, EventKind::Waiting { .. }) => Waiting,
         (Waiting, EventKind::Answered { .. }) => Waiting,
         (
             Ready | Stepped { waits: false } | GaveUp | Responded | Failed,
