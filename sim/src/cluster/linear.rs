@@ -254,16 +254,18 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
             }
             ClusterEvent::Wrote {
                 thread,
-                admitted: Some((run, _)),
-                ..
-            } => (thread, Key::Admit(run)),
-            ClusterEvent::Wrote {
-                thread,
                 run,
                 request: "finish",
                 releases: true,
+                admitted,
                 ..
-            } => (thread, Key::Finish(run)),
+            } => {
+                // The run a leftover steer started is admitted in the same write.
+                if let Some((next, _)) = admitted {
+                    stored.insert((thread, Key::Admit(next)), (r.after_event, 2 * seq + 1));
+                }
+                (thread, Key::Finish(run))
+            }
             ClusterEvent::Wrote {
                 from,
                 thread,
