@@ -217,10 +217,25 @@ enum Key<'a> {
 fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize, usize)> {
     let mut stored: BTreeMap<(&str, Key<'_>), (usize, usize)> = BTreeMap::new();
     let mut waits: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-    // Each worker's looks for a run's steer: (place, log index), in order.
+    // Each worker's looks for a run's steer, and its takes of one:
+    // (place, log index), in order.
     let mut looks: BTreeMap<(&str, &str), Vec<(usize, usize)>> = BTreeMap::new();
+    let mut takes: BTreeMap<(&str, &str), Vec<(usize, usize)>> = BTreeMap::new();
     for (seq, r) in log.iter().enumerate() {
         let (thread, key) = match &r.what {
+            ClusterEvent::Wrote {
+                from,
+                thread,
+                run,
+                request: "take_steer",
+                ..
+            } => {
+                takes
+                    .entry((from, run))
+                    .or_default()
+                    .push((r.after_event, seq));
+                (thread, Key::Decide(from, run, seq))
+            }
             ClusterEvent::Stored {
                 thread,
                 request: "has_steer",
@@ -295,10 +310,16 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
                 return Some((i, (pos.min(i), seq)));
             }
             let key = match &e.kind {
-                // The decision was made at the worker's last look before it.
-                EventKind::AfterStep { .. } => {
+                // The decision was made at the worker's last look before
+                // it; a hand-over to a steer took the steer a moment later
+                // (A4), at its last take.
+                EventKind::AfterStep { transition, .. } => {
                     let from = e.worker.as_deref()?;
-                    let mine = looks.get(&(from, e.run_id.as_str()))?;
+                    let marks = match transition {
+                        pai_runtime::Transition::Steer => &takes,
+                        _ => &looks,
+                    };
+                    let mine = marks.get(&(from, e.run_id.as_str()))?;
                     let last = mine.iter().rev().find(|(pos, _)| *pos <= i)?;
                     Key::Decide(from, &e.run_id, last.1)
                 }
