@@ -387,7 +387,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
 }
 
 /// The tool calls among a step's assembled parts, in order.
-fn tool_calls(parts: &[Part]) -> Vec<Call> {
+pub(super) fn tool_calls(parts: &[Part]) -> Vec<Call> {
     parts
         .iter()
         .filter_map(|p| match p {

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 
 use super::episode::EpisodeEnd;
 use super::exec::{Exec, Fail};
+use super::step::tool_calls;
 use super::tools::Call;
 use crate::event::{RunStage, Transition};
 use crate::message::{Message, Part, Role};
@@ -48,21 +49,7 @@ fn orphans(messages: &[Message], run: &str) -> Option<(u32, Vec<Call>)> {
             _ => None,
         })
         .collect();
-    let calls: Vec<Call> = last
-        .parts
-        .iter()
-        .filter_map(|p| match p {
-            Part::ToolCall {
-                call_id,
-                tool,
-                input,
-            } if !answered.contains(call_id.as_str()) => Some(Call {
-                call_id: call_id.clone(),
-                tool: tool.clone(),
-                input: input.clone(),
-            }),
-            _ => None,
-        })
-        .collect();
+    let mut calls: Vec<Call> = tool_calls(&last.parts);
+    calls.retain(|c| !answered.contains(c.call_id.as_str()));
     (!calls.is_empty()).then_some((step, calls))
 }

@@ -40,6 +40,7 @@ impl StoreError {
             StoreError::StaleLease { .. }
                 | StoreError::LeaseNotHeld { .. }
                 | StoreError::Unavailable(_)
+                | StoreError::Protocol(_)
         )
     }
 }

@@ -91,27 +91,28 @@ impl RemoteStore {
         let bytes =
             serde_json::to_vec(&request).map_err(|e| StoreError::Protocol(e.to_string()))?;
         let mut conn = self.conn.lock().await;
-        let exchange = async {
-            if conn.is_none() {
-                *conn = Some(TcpStream::connect((STORE_HOST, PORT)).await?);
-            }
-            let stream = conn
-                .as_mut()
-                .ok_or_else(|| std::io::Error::other("no connection"))?;
-            write_frame(stream, &bytes).await?;
-            read_frame(stream).await
+        // The connection is taken out for the exchange and put back only
+        // after a whole one: a caller that drops this future mid-request
+        // (a renewal beside an episode that ended) drops the connection
+        // with it, so no later request reads its answer.
+        let held = conn.take();
+        let exchange = async move {
+            let mut stream = match held {
+                Some(s) => s,
+                None => TcpStream::connect((STORE_HOST, PORT)).await?,
+            };
+            write_frame(&mut stream, &bytes).await?;
+            let frame = read_frame(&mut stream).await?;
+            Ok::<_, std::io::Error>((stream, frame))
         };
         let answer = match tokio::time::timeout(self.timeout, exchange).await {
-            Ok(Ok(frame)) => frame,
-            Ok(Err(e)) => {
-                *conn = None;
-                return Err(StoreError::Unavailable(e.to_string()));
+            Ok(Ok((stream, frame))) => {
+                *conn = Some(stream);
+                frame
             }
-            Err(_) => {
-                // The request may still arrive; the next one starts afresh.
-                *conn = None;
-                return Err(StoreError::Unavailable("no answer in time".to_string()));
-            }
+            Ok(Err(e)) => return Err(StoreError::Unavailable(e.to_string())),
+            // The request may still arrive; the next one starts afresh.
+            Err(_) => return Err(StoreError::Unavailable("no answer in time".to_string())),
         };
         let reply: Result<StoreReply, StoreError> =
             serde_json::from_slice(&answer).map_err(|e| StoreError::Protocol(e.to_string()))?;

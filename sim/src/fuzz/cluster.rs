@@ -27,7 +27,7 @@ pub(super) fn cluster(seed: u64, spec: &mut ScenarioSpec) {
     let lease_ms = g.range(60, 400);
     spec.cluster = Some(ClusterSpec {
         lease_ms,
-        renew_ms: None,
+        renew_ms: g.maybe(25, |g| g.range(1, lease_ms - 1)),
         request_timeout_ms: *g.pick(&[20, 100, 2_000]),
         poll_ms: g.range(1, 30),
         max_latency_ms: g.range(0, 6),
