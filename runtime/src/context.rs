@@ -142,6 +142,13 @@ impl<'a> History<'a> {
         })
     }
 
+    /// Every stored message visible to the step up to the anchor (context-
+    /// hidden ones included), except those of runs still queued.
+    pub async fn visible(&self) -> Result<Vec<Message>, HistoryError> {
+        let anchor = self.anchor;
+        self.messages(HistoryRead::Visible { anchor }).await
+    }
+
     /// The runtime's default context: every context-visible message up to the
     /// anchor, except the messages of runs still waiting in the queue: those
     /// belong to their own run and enter context when it starts (K1, A4).

@@ -11,7 +11,7 @@ use crate::lifecycle::{
 use crate::message::Outcome;
 use crate::model::FinishReason;
 use crate::patch::Route;
-use crate::store::{Answer, RunEnd, RunStatus};
+use crate::store::{Answer, RunEnd, RunStatus, VisibilityChange};
 
 /// Where a run was when it failed or was cancelled. `Display` gives the
 /// name the event log uses.
@@ -290,6 +290,76 @@ pub enum EventKind {
         outcome: Outcome,
         reason: Option<String>,
     },
+    /// A mutation committed as one change (SPEC H2): by the run (`run_id`
+    /// names it) or by trusted code (`run_id` empty).
+    Mutated {
+        version: u64,
+        appended: Vec<String>,
+        /// Client-readable metadata keys it set or removed.
+        metadata: Vec<String>,
+        /// Private metadata keys it set or removed (names only: values
+        /// never leave the server side, H4).
+        private: Vec<String>,
+        /// Visibility changes (a rewrite, R1).
+        visibility: Vec<VisibilityChange>,
+    },
+    /// A mutation or rewrite committed nothing: its expectation failed
+    /// (H3), an active run refused it (K4), it named a missing message, or
+    /// a hook refused it.
+    MutationRefused {
+        /// `mutate`, `regenerate`, `set_visibility`.
+        op: &'static str,
+        reason: String,
+        /// A conflict the caller can retry on (H3).
+        conflict: bool,
+    },
+    /// A history rewrite committed (SPEC R1, R2): regeneration or visibility.
+    HistoryRewritten {
+        version: u64,
+        kind: &'static str,
+        /// Messages it removed (a regeneration).
+        removed: Vec<String>,
+        /// Metadata keys its `prepare_history_rewrite` patches wrote.
+        patched: Vec<String>,
+        /// The run a regeneration started.
+        started: Option<String>,
+    },
+    /// `history_rewritten` hooks heard these rewrites' facts (SPEC R3), in
+    /// one call; `error` if one of them failed (best effort: dropped).
+    RewriteDelivered {
+        versions: Vec<u64>,
+        error: Option<String>,
+    },
+    /// The thread's incarnation was deleted (SPEC H5); these runs were
+    /// cancelled with it.
+    ThreadDeleted {
+        incarnation: u64,
+        cancelled: Vec<String>,
+    },
+    /// The thread was created (again): this incarnation starts.
+    ThreadCreated {
+        incarnation: u64,
+    },
+    /// Compaction progress (SPEC C1): the resolver is summarizing messages
+    /// up to and including `through` (a sequence number).
+    CompactionStarted {
+        step: u32,
+        through: u64,
+        messages: usize,
+    },
+    /// Compaction committed its summary record and moved its cursor (C1).
+    Compacted {
+        step: u32,
+        summary: String,
+        through: u64,
+        version: u64,
+    },
+    /// Compaction gave up for this step (a conflict, or the summary model
+    /// failed); the step's context is built from the stored cursor.
+    CompactionSkipped {
+        step: u32,
+        reason: String,
+    },
 }
 
 impl EventKind {
@@ -336,6 +406,15 @@ impl EventKind {
             EventKind::Waiting { .. } => "wait",
             EventKind::Answered { .. } => "answer",
             EventKind::Ended { .. } => "end",
+            EventKind::Mutated { .. } => "mutated",
+            EventKind::MutationRefused { .. } => "mutation_refused",
+            EventKind::HistoryRewritten { .. } => "history_rewritten",
+            EventKind::RewriteDelivered { .. } => "rewrite_delivered",
+            EventKind::ThreadDeleted { .. } => "thread_deleted",
+            EventKind::ThreadCreated { .. } => "thread_created",
+            EventKind::CompactionStarted { .. } => "compaction_started",
+            EventKind::Compacted { .. } => "compacted",
+            EventKind::CompactionSkipped { .. } => "compaction_skipped",
         }
     }
 }

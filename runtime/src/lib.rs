@@ -10,9 +10,11 @@ mod agent;
 mod attempt;
 mod client;
 mod clock;
+mod compaction;
 mod context;
 mod error;
 mod event;
+mod facade;
 mod future;
 mod lifecycle;
 mod live;
@@ -21,10 +23,13 @@ mod metadata;
 mod model;
 mod model_call;
 mod model_view;
+mod mutate;
 mod on_output;
 mod patch;
+mod pending_rewrites;
 mod process;
 mod shared;
+mod staged;
 mod step_loop;
 mod stop;
 mod store;
@@ -61,15 +66,17 @@ pub use client::{
     BuildError, Client, ClientError, Runtime, RuntimeBuilder, Sent, ThreadHandle, ThreadState,
 };
 pub use clock::{Clock, IdKind, IdSource, Millis};
+pub use compaction::{COMPACTION_KEY, Compaction, CompactionCursor};
 pub use context::{ContextInput, ContextNext, History, HistoryError, HistoryPage, ResolverThread};
 pub use error::{HookError, HookResult};
 pub use event::{Event, EventKind, EventSink, RunStage, Transition};
+pub use facade::{Admin, AdminThread};
 pub use future::HookFuture;
 pub use lifecycle::{
     AfterStepDecision, AfterStepInput, Composed, HookCx, HookNote, Lifecycle, NoLifecycle,
-    NoteDecision, Phase, Phases, Response, RunDecision, RunInput, StepDecision, StepInput,
-    StreamInput, StreamKind, ToolCallDecision, ToolCallInput, ToolResult, ToolResultDecision,
-    ToolResultInput, compose,
+    NoteDecision, Phase, Phases, Response, RewriteFact, RewriteInput, RewriteKind, RewritePatch,
+    RunDecision, RunInput, StepDecision, StepInput, StreamInput, StreamKind, ToolCallDecision,
+    ToolCallInput, ToolResult, ToolResultDecision, ToolResultInput, compose,
 };
 pub use live::{LiveEvent, Watch};
 pub use message::{
@@ -83,10 +90,12 @@ pub use model::{
 };
 pub use model_call::{AttemptPatch, ModelNext};
 pub use patch::{ModelSettings, Patch, ProviderOptions, Route, RoutePatch, ToolChoice};
+pub use staged::{MutateError, Staged};
 pub use store::{
-    Answer, AnswerMiss, Answered, Appended, CancelMiss, CancelTarget, Claimed, HistoryRead,
-    MemoryStore, RunEnd, RunRecord, RunStatus, Store, StoreError, StoreFuture, StoreReply,
-    StoreRequest, StoredThread, Submitted, Takeover, WaitingCall,
+    Answer, AnswerMiss, Answered, Appended, CancelMiss, CancelTarget, Claimed, DELETED, Deletion,
+    Expect, HistoryRead, MemoryStore, Mutation, Refusal, Regeneration, RunEnd, RunRecord,
+    RunStatus, Store, StoreError, StoreFuture, StoreReply, StoreRequest, StoredThread, Submitted,
+    Takeover, VisibilityChange, WaitingCall, Write, Writer,
 };
 pub use text::{
     Pattern, PatternError, Verdict, guard_text, inspect_text_deltas, redact_text_deltas,

@@ -27,6 +27,10 @@ pub(crate) struct Shared<C> {
     /// This process's name as a lease holder, and how long its leases last.
     pub(crate) worker: crate::worker::WorkerConfig,
     pub(crate) process: Process,
+    /// Rewrite facts on their way to `history_rewritten` (SPEC R3).
+    pub(crate) rewrites: crate::pending_rewrites::Deliveries,
+    /// This value itself, for tasks it starts.
+    pub(crate) me: std::sync::Weak<Shared<C>>,
 }
 
 impl<C> Shared<C> {

@@ -92,6 +92,7 @@ pub struct RuntimeBuilder<C> {
     sink: Option<Arc<dyn EventSink>>,
     store: Option<Arc<dyn Store>>,
     worker: WorkerConfig,
+    rewrite_threads: usize,
 }
 
 impl<C: 'static> fmt::Debug for RuntimeBuilder<C> {
@@ -139,6 +140,13 @@ impl<C: Send + Sync + 'static> RuntimeBuilder<C> {
         self
     }
 
+    /// How many threads' `history_rewritten` hooks may run at once
+    /// (SPEC R3; default 4, at least 1).
+    pub fn rewrite_concurrency(mut self, threads: usize) -> Self {
+        self.rewrite_threads = threads;
+        self
+    }
+
     pub fn build(self) -> Result<Runtime<C>, BuildError> {
         if self.agent.max_steps == 0 {
             return Err(BuildError::MaxSteps {
@@ -153,20 +161,24 @@ impl<C: Send + Sync + 'static> RuntimeBuilder<C> {
                 found: found.name(),
             });
         }
-        Ok(Runtime {
-            shared: Arc::new(Shared {
-                tool_specs: self.agent.tools.iter().map(|t| t.spec().clone()).collect(),
-                agent: self.agent,
-                context: self.context,
-                models: self.models.ok_or(BuildError::Missing("a model provider"))?,
-                clock: self.clock.ok_or(BuildError::Missing("a clock"))?,
-                ids: self.ids.ok_or(BuildError::Missing("an id source"))?,
-                sink: self.sink,
-                store: self.store.map(StoreHandle::new).unwrap_or_default(),
-                worker: self.worker,
-                process: Process::default(),
-            }),
-        })
+        let models = self.models.ok_or(BuildError::Missing("a model provider"))?;
+        let clock = self.clock.ok_or(BuildError::Missing("a clock"))?;
+        let ids = self.ids.ok_or(BuildError::Missing("an id source"))?;
+        let shared = Arc::new_cyclic(|me| Shared {
+            tool_specs: self.agent.tools.iter().map(|t| t.spec().clone()).collect(),
+            agent: self.agent,
+            context: self.context,
+            models,
+            clock,
+            ids,
+            sink: self.sink,
+            store: self.store.map(StoreHandle::new).unwrap_or_default(),
+            worker: self.worker,
+            process: Process::default(),
+            rewrites: crate::pending_rewrites::Deliveries::new(self.rewrite_threads),
+            me: me.clone(),
+        });
+        Ok(Runtime { shared })
     }
 }
 
@@ -220,6 +232,7 @@ impl<C: Send + Sync + 'static> Runtime<C> {
             sink: None,
             store: None,
             worker: WorkerConfig::default(),
+            rewrite_threads: 4,
         }
     }
 
@@ -234,6 +247,14 @@ impl<C: Send + Sync + 'static> Runtime<C> {
     /// Trusted read of a whole stored thread (not scoped to an identity).
     pub async fn inspect(&self, thread_id: &str) -> Result<Option<StoredThread>, StoreError> {
         self.shared.store.inspect(thread_id).await
+    }
+
+    /// The trusted admin API (SPEC H7): mutations, rewrites and deletion
+    /// of any thread, outside any run and any client's scope.
+    pub fn admin(&self) -> crate::facade::Admin<C> {
+        crate::facade::Admin {
+            shared: self.shared.clone(),
+        }
     }
 
     /// Ids of every stored thread, in order.

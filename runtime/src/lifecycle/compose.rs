@@ -17,6 +17,7 @@ use super::input::{
     ToolResult, ToolResultInput,
 };
 use super::phase::{PHASES, Phase, Phases};
+use super::rewrite::{RewriteFact, RewriteInput, RewritePatch};
 use crate::context::{ContextInput, ContextNext};
 use crate::error::HookResult;
 use crate::future::HookFuture;
@@ -304,6 +305,43 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
                 joined = joined.max(decision);
             }
             Ok(joined)
+        })
+    }
+
+    /// L11: in order; patches merge, a later hook's keys winning. The
+    /// first error refuses the rewrite.
+    fn prepare_history_rewrite<'a>(
+        &'a self,
+        cx: &'a HookCx<'_, C>,
+        input: &'a RewriteInput<'_>,
+    ) -> HookFuture<'a, HookResult<RewritePatch>> {
+        HookFuture::new(async move {
+            let mut merged = RewritePatch::default();
+            for hook in self.handlers(Phase::PrepareHistoryRewrite) {
+                merged.then(call(hook, || hook.prepare_history_rewrite(cx, input)).await?);
+            }
+            Ok(merged)
+        })
+    }
+
+    /// L11, R3: each hook in order, after commit; one hook's failure does
+    /// not keep the later ones from hearing the facts.
+    fn history_rewritten<'a>(
+        &'a self,
+        cx: &'a HookCx<'_, C>,
+        facts: &'a [RewriteFact],
+    ) -> HookFuture<'a, HookResult<()>> {
+        HookFuture::new(async move {
+            let mut failures = Vec::new();
+            for hook in self.handlers(Phase::HistoryRewritten) {
+                if let Err(e) = call(hook, || hook.history_rewritten(cx, facts)).await {
+                    failures.push(format!("{}: {e}", hook.name()));
+                }
+            }
+            match failures.is_empty() {
+                true => Ok(()),
+                false => Err(crate::error::HookError::new(failures.join("; "))),
+            }
         })
     }
 }

@@ -7,6 +7,8 @@ use super::facade::RunFacade;
 use super::input::HookCx;
 use crate::error::{HookError, HookResult};
 use crate::metadata::{RunMetadata, decode, encode};
+use crate::staged::{MutateError, Staged};
+use crate::store::{Expect, Mutation, StoredThread};
 
 impl<C: Sync> HookCx<'_, C> {
     fn facade(&self) -> HookResult<&dyn RunFacade> {
@@ -59,5 +61,37 @@ impl<C: Sync> HookCx<'_, C> {
             .store_context_message(text.into())
             .await
             .map_err(HookError::new)
+    }
+
+    /// The thread as stored, private metadata included (hooks are server code).
+    pub async fn read_thread(&self) -> Result<StoredThread, MutateError> {
+        let f = self
+            .facade()
+            .map_err(|e| MutateError::Aborted(e.to_string()))?;
+        f.read_thread().await
+    }
+
+    /// SPEC H2, H3: stages writes in `f` over the stored thread and commits
+    /// them as one change under the run's lease token (K2) if `expect`
+    /// holds. An error or panic in `f` commits nothing; a conflict can be
+    /// retried after reading again.
+    pub async fn mutate<T: Send>(
+        &self,
+        expect: Expect,
+        f: impl FnOnce(&mut Staged<'_>) -> Result<T, String> + Send,
+    ) -> Result<(T, Mutation), MutateError> {
+        let facade = self
+            .facade()
+            .map_err(|e| MutateError::Aborted(e.to_string()))?;
+        let mut out = None;
+        let stage = Box::new(|s: &mut Staged<'_>| {
+            out = Some(f(s)?);
+            Ok(())
+        });
+        let done = facade.mutate(expect, stage).await?;
+        match out {
+            Some(out) => Ok((out, done)),
+            None => Err(MutateError::Aborted("the mutation staged nothing".into())),
+        }
     }
 }

@@ -5,6 +5,11 @@ use serde_json::Value;
 
 use crate::future::HookFuture;
 use crate::metadata::MetaType;
+use crate::staged::{MutateError, Staged};
+use crate::store::{Expect, Mutation, StoredThread};
+
+/// A mutation's staging closure, boxed to cross the facade.
+pub(crate) type StageFn<'a> = Box<dyn FnOnce(&mut Staged<'_>) -> Result<(), String> + Send + 'a>;
 
 /// What the runtime lends a hook for durable writes of its run.
 pub(crate) trait RunFacade: Send + Sync {
@@ -16,4 +21,34 @@ pub(crate) trait RunFacade: Send + Sync {
     fn write_metadata(&self, value: Value) -> HookFuture<'_, Result<u64, String>>;
     /// Stores a hidden lifecycle context message; returns its id.
     fn store_context_message(&self, text: String) -> HookFuture<'_, Result<String, String>>;
+    /// The thread as stored (trusted: private metadata included).
+    fn read_thread(&self) -> HookFuture<'_, Result<StoredThread, MutateError>>;
+    /// A mutation under the run's lease token (SPEC H2, H3, K2).
+    fn mutate<'a>(
+        &'a self,
+        expect: Expect,
+        f: StageFn<'a>,
+    ) -> HookFuture<'a, Result<Mutation, MutateError>>;
+    /// Logs compaction progress for the run (C1).
+    fn progress(&self, progress: Progress);
+}
+
+/// Compaction progress, as the run's log reports it (SPEC C1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Progress {
+    Started {
+        step: u32,
+        through: u64,
+        messages: usize,
+    },
+    Compacted {
+        step: u32,
+        summary: String,
+        through: u64,
+        version: u64,
+    },
+    Skipped {
+        step: u32,
+        reason: String,
+    },
 }

@@ -7,6 +7,7 @@ use super::input::{
     AfterStepInput, HookCx, RunInput, StepInput, StreamInput, ToolCallInput, ToolResultInput,
 };
 use super::phase::Phases;
+use super::rewrite::{RewriteFact, RewriteInput, RewritePatch};
 use crate::context::{ContextInput, ContextNext};
 use crate::error::HookResult;
 use crate::future::HookFuture;
@@ -127,6 +128,30 @@ pub trait Lifecycle<C>: Send + Sync + 'static {
     ) -> HookFuture<'a, HookResult<AfterStepDecision>> {
         let _ = (cx, input);
         HookFuture::ready(Ok(AfterStepDecision::Natural))
+    }
+
+    /// Before a history rewrite commits (L11, R2): metadata patches to
+    /// commit in the rewrite's own transaction. An error refuses the
+    /// rewrite; nothing is committed. `cx.run_id` is empty: no run.
+    fn prepare_history_rewrite<'a>(
+        &'a self,
+        cx: &'a HookCx<'_, C>,
+        input: &'a RewriteInput<'_>,
+    ) -> HookFuture<'a, HookResult<RewritePatch>> {
+        let _ = (cx, input);
+        HookFuture::ready(Ok(RewritePatch::default()))
+    }
+
+    /// After rewrites committed (L11, R3): best effort, serialized per
+    /// thread, facts of one thread possibly coalesced. It cannot undo them;
+    /// an error is logged and dropped.
+    fn history_rewritten<'a>(
+        &'a self,
+        cx: &'a HookCx<'_, C>,
+        facts: &'a [RewriteFact],
+    ) -> HookFuture<'a, HookResult<()>> {
+        let _ = (cx, facts);
+        HookFuture::ready(Ok(()))
     }
 }
 

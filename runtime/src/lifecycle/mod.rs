@@ -11,13 +11,14 @@ pub(crate) mod from_fn;
 mod hook;
 mod input;
 mod phase;
+mod rewrite;
 
 pub use compose::{Composed, compose};
 pub use decision::{
     AfterStepDecision, HookNote, NoteDecision, Response, RunDecision, StepDecision,
     ToolCallDecision, ToolResultDecision,
 };
-pub(crate) use facade::RunFacade;
+pub(crate) use facade::{Progress, RunFacade, StageFn};
 pub use hook::{Lifecycle, NoLifecycle};
 pub(crate) use input::HookTrace;
 pub use input::{
@@ -25,3 +26,4 @@ pub use input::{
     ToolResult, ToolResultInput,
 };
 pub use phase::{Phase, Phases};
+pub use rewrite::{RewriteFact, RewriteInput, RewriteKind, RewritePatch};

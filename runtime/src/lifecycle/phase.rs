@@ -13,10 +13,14 @@ pub enum Phase {
     BeforeToolCall,
     AfterToolResult,
     AfterStep,
+    /// Before a history rewrite commits (SPEC L11, R2).
+    PrepareHistoryRewrite,
+    /// After history rewrites committed, best effort (SPEC L11, R3).
+    HistoryRewritten,
 }
 
 /// How many phases there are.
-pub(crate) const PHASES: usize = 8;
+pub(crate) const PHASES: usize = 10;
 
 impl Phase {
     pub const ALL: [Phase; PHASES] = [
@@ -28,6 +32,8 @@ impl Phase {
         Phase::BeforeToolCall,
         Phase::AfterToolResult,
         Phase::AfterStep,
+        Phase::PrepareHistoryRewrite,
+        Phase::HistoryRewritten,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -40,10 +46,12 @@ impl Phase {
             Phase::BeforeToolCall => "before_tool_call",
             Phase::AfterToolResult => "after_tool_result",
             Phase::AfterStep => "after_step",
+            Phase::PrepareHistoryRewrite => "prepare_history_rewrite",
+            Phase::HistoryRewritten => "history_rewritten",
         }
     }
 
-    const fn bit(self) -> u8 {
+    const fn bit(self) -> u16 {
         1 << self as u8
     }
 }
@@ -57,11 +65,11 @@ impl fmt::Display for Phase {
 /// The set of phases a hook handles. Composition dispatches a phase only to
 /// the hooks whose set contains it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Phases(u8);
+pub struct Phases(u16);
 
 impl Phases {
     pub const NONE: Phases = Phases(0);
-    pub const ALL: Phases = Phases(0b1111_1111);
+    pub const ALL: Phases = Phases(0b11_1111_1111);
 
     pub const fn only(phase: Phase) -> Phases {
         Phases(phase.bit())

@@ -137,14 +137,17 @@ async fn run_one<C: Send + Sync + 'static>(
                 sh.run_waits(thread, run, calls).await;
                 return;
             }
-            EpisodeEnd::Lost(reason) => return lost(sh, thread, run, token, reason).await,
+            EpisodeEnd::Lost(reason) => return lost(sh, thread, run, lease, reason).await,
             EpisodeEnd::Steer => match sh.store.next_episode(thread, run, token).await {
                 Ok((newer, next)) => {
                     sh.emit(thread, run, || EventKind::LeaseReleased { episode });
                     lease.set_token(newer);
                     episode = next;
                 }
-                Err(e) => return lost(sh, thread, run, token, e.to_string()).await,
+                Err(e) => {
+                    lease.check(&e);
+                    return lost(sh, thread, run, lease, e.to_string()).await;
+                }
             },
             EpisodeEnd::Run(end) => break Ending { end, says, episode },
         }
@@ -234,10 +237,33 @@ fn failed(reason: String) -> RunEnd {
 
 /// The run's lease is lost: this process forgets the run and writes
 /// nothing more for it; its lease expires and another worker takes it.
-async fn lost<C>(sh: &Shared<C>, thread: &str, run: &str, token: u64, reason: String) {
+/// When its thread was deleted under it, the store has ended it cancelled
+/// (SPEC H5), and the log says so.
+async fn lost<C>(sh: &Shared<C>, thread: &str, run: &str, lease: &RunLease, reason: String) {
+    let token = lease.token();
+    let mut attached = sh.process.attach(thread).await;
+    if lease.deleted() {
+        let end = deleted();
+        sh.run_ended(&mut attached, run, &end);
+        drop(attached);
+        sh.emit(thread, run, || EventKind::Cancelled {
+            phase: RunStage::EpisodeEnd,
+        });
+        sh.emit(thread, run, || EventKind::ended(&end));
+        return;
+    }
+    attached.end_run(run);
+    drop(attached);
     tracing::warn!(run_id = %run, %reason, "lease lost");
-    sh.process.attach(thread).await.end_run(run);
     sh.emit(thread, run, || EventKind::LeaseLost { token, reason });
+}
+
+fn deleted() -> RunEnd {
+    RunEnd {
+        status: RunStatus::Cancelled,
+        outcome: Outcome::Cancelled,
+        reason: Some(crate::store::DELETED.to_string()),
+    }
 }
 
 /// Records how a run ended (under its lease: a stale holder cannot end
@@ -274,7 +300,8 @@ async fn finish<C>(sh: &Shared<C>, thread: &str, run: &str, lease: &RunLease, en
             }
             Err(e) => {
                 drop(attached);
-                return lost(sh, thread, run, token, e.to_string()).await;
+                lease.check(&e);
+                return lost(sh, thread, run, lease, e.to_string()).await;
             }
         }
     }

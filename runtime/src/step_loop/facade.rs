@@ -11,9 +11,12 @@ use crate::clock::IdKind;
 use crate::event::{EventKind, RunStage};
 use crate::future::HookFuture;
 use crate::future::panic_message;
-use crate::lifecycle::{RunFacade, ToolResult};
+use crate::lifecycle::{Progress, RunFacade, StageFn, ToolResult};
 use crate::message::{Message, Part, Producer, Role, Visibility};
 use crate::metadata::MetaType;
+use crate::mutate::Committer;
+use crate::staged::MutateError;
+use crate::store::{Expect, Mutation, StoredThread, Writer};
 
 impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// Replaces the run's metadata in one commit under the episode's token.
@@ -86,6 +89,67 @@ impl<C: Send + Sync + 'static> RunFacade for Exec<'_, C> {
 
     fn store_context_message(&self, text: String) -> HookFuture<'_, Result<String, String>> {
         HookFuture::new(self.context_message(text))
+    }
+
+    fn read_thread(&self) -> HookFuture<'_, Result<StoredThread, MutateError>> {
+        HookFuture::new(async move { Ok(self.committer().read().await?) })
+    }
+
+    fn mutate<'a>(
+        &'a self,
+        expect: Expect,
+        f: StageFn<'a>,
+    ) -> HookFuture<'a, Result<Mutation, MutateError>> {
+        HookFuture::new(async move {
+            let stage = RunStage::Phase(crate::lifecycle::Phase::ResolveModelContext);
+            self.writable(stage)
+                .map_err(|f| MutateError::Aborted(f.message))?;
+            let done = self.committer().mutate(expect, f).await;
+            if let Err(MutateError::Store(e)) = &done {
+                self.lease.check(e);
+            }
+            Ok(done?.1)
+        })
+    }
+
+    fn progress(&self, progress: Progress) {
+        self.emit(|| match progress {
+            Progress::Started {
+                step,
+                through,
+                messages,
+            } => EventKind::CompactionStarted {
+                step,
+                through,
+                messages,
+            },
+            Progress::Compacted {
+                step,
+                summary,
+                through,
+                version,
+            } => EventKind::Compacted {
+                step,
+                summary,
+                through,
+                version,
+            },
+            Progress::Skipped { step, reason } => EventKind::CompactionSkipped { step, reason },
+        });
+    }
+}
+
+impl<C: Send + Sync + 'static> Exec<'_, C> {
+    fn committer(&self) -> Committer<'_, C> {
+        Committer {
+            sh: self.sh,
+            thread: self.thread,
+            writer: Writer::Run {
+                run: self.run.to_string(),
+                token: self.token,
+            },
+            incarnation: None,
+        }
     }
 }
 

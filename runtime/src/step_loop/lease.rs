@@ -21,6 +21,8 @@ pub(super) struct RunLease {
     released: AtomicBool,
     /// The calls the store recorded the run waiting on, with the wait.
     waited: Mutex<Vec<WaitingCall>>,
+    /// The thread's incarnation was deleted under the run (SPEC H5).
+    deleted: AtomicBool,
 }
 
 impl RunLease {
@@ -30,6 +32,7 @@ impl RunLease {
             lost: Mutex::new(None),
             released: AtomicBool::new(false),
             waited: Mutex::new(Vec::new()),
+            deleted: AtomicBool::new(false),
         }
     }
 
@@ -68,6 +71,12 @@ impl RunLease {
         lost.get_or_insert(why);
     }
 
+    /// Whether the run's thread incarnation was deleted (SPEC H5): the
+    /// store ended the run, cancelled.
+    pub(super) fn deleted(&self) -> bool {
+        self.deleted.load(Ordering::Relaxed)
+    }
+
     /// Why the lease is lost, if it is: the run must not write again (K3).
     pub(super) fn lost(&self) -> Option<String> {
         self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -75,6 +84,9 @@ impl RunLease {
 
     /// Whether `e` means the lease is lost; if so, it is recorded.
     pub(super) fn check(&self, e: &StoreError) -> bool {
+        if matches!(e, StoreError::Deleted { .. }) {
+            self.deleted.store(true, Ordering::Relaxed);
+        }
         if e.loses_lease() {
             self.lose(e.to_string());
             return true;

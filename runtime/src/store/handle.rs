@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::memory::MemoryStore;
+use super::mutation::{Deletion, Expect, Mutation, Refusal, Regeneration, Write, Writer};
 use super::protocol::Store;
 use super::protocol::{HistoryRead, StoreReply, StoreRequest};
 use super::record::{
@@ -420,4 +421,58 @@ pub(crate) enum Finish {
     NeedRunId,
     /// A cancel reached the run first: it must end cancelled (K6).
     CancelFirst,
+}
+
+/// The thread facade's transactions (SPEC H2, H3, H5, K4, R1).
+impl StoreHandle {
+    pub(crate) async fn mutate(
+        &self,
+        thread: &str,
+        incarnation: u64,
+        writer: &Writer,
+        expect: Expect,
+        writes: Vec<Write>,
+    ) -> Result<Result<Mutation, Refusal>, StoreError> {
+        let reply = self
+            .ask(StoreRequest::Mutate {
+                thread: thread.into(),
+                incarnation: Some(incarnation),
+                writer: writer.clone(),
+                expect,
+                writes,
+            })
+            .await?;
+        expect!(reply, StoreReply::Mutated(x) => x)
+    }
+
+    pub(crate) async fn regenerate(
+        &self,
+        thread: &str,
+        incarnation: u64,
+        from: &str,
+        new_run: String,
+        expect: Expect,
+        writes: Vec<Write>,
+    ) -> Result<Result<Regeneration, Refusal>, StoreError> {
+        let reply = self
+            .ask(StoreRequest::Regenerate {
+                thread: thread.into(),
+                incarnation: Some(incarnation),
+                from: from.into(),
+                new_run,
+                expect,
+                writes,
+            })
+            .await?;
+        expect!(reply, StoreReply::Regenerated(x) => x)
+    }
+
+    pub(crate) async fn delete(&self, thread: &str) -> Result<Option<Deletion>, StoreError> {
+        let reply = self
+            .ask(StoreRequest::Delete {
+                thread: thread.into(),
+            })
+            .await?;
+        expect!(reply, StoreReply::Deleted(x) => x)
+    }
 }

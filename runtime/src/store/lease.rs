@@ -161,6 +161,15 @@ impl ThreadRec {
         }
     }
 
+    /// The thread's incarnation ends (SPEC H5): nobody holds the lease and
+    /// every token handed out so far is stale.
+    pub(in crate::store) fn retire_lease(&mut self) {
+        self.lease.holder = None;
+        self.lease.worker = None;
+        self.lease.expires = None;
+        self.lease.token += 1;
+    }
+
     /// Ends `run`'s episode: it no longer holds the lease.
     pub(crate) fn release_lease(&mut self, run: &str) {
         if self.lease.holder.as_deref() == Some(run) {

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::mutation::Writer;
 use super::protocol::{HistoryRead, StoreReply, StoreRequest};
 use super::protocol::{Store, StoreFuture};
 use super::record::{RunStatus, StoreError, Submitted};
@@ -64,9 +65,21 @@ impl MemoryStore {
         let now = self.now();
         let mut map = self.lock();
         match request {
-            StoreRequest::ThreadIds => Ok(StoreReply::Ids(map.keys().cloned().collect())),
+            StoreRequest::ThreadIds => Ok(StoreReply::Ids(
+                map.iter()
+                    .filter(|(_, rec)| !rec.is_deleted())
+                    .map(|(id, _)| id.clone())
+                    .collect(),
+            )),
             StoreRequest::Inspect { thread } => Ok(StoreReply::Thread(
-                map.get(&thread).map(|rec| rec.to_stored(&thread)),
+                map.get(&thread)
+                    .filter(|rec| !rec.is_deleted())
+                    .map(|rec| rec.to_stored(&thread)),
+            )),
+            StoreRequest::Delete { thread } => Ok(StoreReply::Deleted(
+                map.get_mut(&thread)
+                    .filter(|rec| !rec.is_deleted())
+                    .map(ThreadRec::delete),
             )),
             StoreRequest::Claim {
                 thread,
@@ -82,8 +95,16 @@ impl MemoryStore {
             StoreRequest::Submit { .. } | StoreRequest::Open { .. } => open(&mut map, request),
             request => {
                 let thread = thread_of(&request).to_string();
-                let rec = map.get_mut(&thread).ok_or(StoreError::NoThread(thread))?;
-                let reply = client_op(rec, request, now)?;
+                let rec = map
+                    .get_mut(&thread)
+                    .ok_or_else(|| StoreError::NoThread(thread.clone()))?;
+                live_incarnation(rec, &thread, &request)?;
+                let reply = match request {
+                    StoreRequest::Mutate { .. } | StoreRequest::Regenerate { .. } => {
+                        facade_op(rec, request, now)?
+                    }
+                    request => client_op(rec, request, now)?,
+                };
                 Ok(reply)
             }
         }
@@ -113,7 +134,10 @@ fn thread_of(request: &StoreRequest) -> &str {
         | R::Wait { thread, .. }
         | R::WaitingCalls { thread, .. }
         | R::CommitResumed { thread, .. }
-        | R::Finish { thread, .. } => thread,
+        | R::Finish { thread, .. }
+        | R::Mutate { thread, .. }
+        | R::Regenerate { thread, .. }
+        | R::Delete { thread } => thread,
         R::Claim { thread, .. } => thread.as_deref().unwrap_or(""),
         R::ThreadIds => "",
     }
@@ -142,6 +166,9 @@ fn open(
     let rec = map
         .entry(thread.clone())
         .or_insert_with(|| ThreadRec::new(&agent, &owner));
+    if rec.is_deleted() {
+        rec.recreate(&agent, &owner);
+    }
     rec.check_scope(&thread, &owner, &agent)?;
     let StoreRequest::Submit {
         message,
@@ -178,6 +205,91 @@ fn open(
         }
     };
     Ok(StoreReply::Submitted(submitted))
+}
+
+/// The run a request acts for, if it names one.
+fn run_of(request: &StoreRequest) -> Option<&str> {
+    use StoreRequest as R;
+    match request {
+        R::NextEpisode { run, .. }
+        | R::Renew { run, .. }
+        | R::Append { run, .. }
+        | R::TakeAnchor { run, .. }
+        | R::HasSteer { run, .. }
+        | R::TakeSteer { run, .. }
+        | R::RunMessages { run, .. }
+        | R::RunMetadata { run, .. }
+        | R::SetRunMetadata { run, .. }
+        | R::Wait { run, .. }
+        | R::WaitingCalls { run, .. }
+        | R::CommitResumed { run, .. }
+        | R::Finish { run, .. } => Some(run),
+        R::Mutate {
+            writer: Writer::Run { run, .. },
+            ..
+        } => Some(run),
+        _ => None,
+    }
+}
+
+/// SPEC H5: a request of a run of a deleted incarnation is refused as
+/// such; any other request on a deleted thread finds no thread.
+fn live_incarnation(
+    rec: &ThreadRec,
+    thread: &str,
+    request: &StoreRequest,
+) -> Result<(), StoreError> {
+    if let Some(incarnation) = run_of(request).and_then(|run| rec.retired(run)) {
+        return Err(StoreError::Deleted {
+            thread: thread.to_string(),
+            incarnation,
+        });
+    }
+    match rec.is_deleted() {
+        true => Err(StoreError::NoThread(thread.to_string())),
+        false => Ok(()),
+    }
+}
+
+/// The thread facade's transactions (SPEC H2, H3, H5, K4, R1).
+fn facade_op(
+    rec: &mut ThreadRec,
+    request: StoreRequest,
+    now: Millis,
+) -> Result<StoreReply, StoreError> {
+    match request {
+        StoreRequest::Mutate {
+            thread,
+            incarnation,
+            writer,
+            expect,
+            writes,
+        } => {
+            rec.bound_to(&thread, incarnation)?;
+            let done = rec.mutate(&writer, &expect, writes)?;
+            if matches!(writer, Writer::Run { .. }) && done.is_ok() {
+                rec.touch(now);
+            }
+            Ok(StoreReply::Mutated(done))
+        }
+        StoreRequest::Regenerate {
+            thread,
+            incarnation,
+            from,
+            new_run,
+            expect,
+            writes,
+        } => {
+            rec.bound_to(&thread, incarnation)?;
+            Ok(StoreReply::Regenerated(
+                rec.regenerate(&from, &new_run, &expect, writes)?,
+            ))
+        }
+        other => Err(StoreError::Protocol(format!(
+            "{} is not a facade request",
+            other.name()
+        ))),
+    }
 }
 
 /// Requests on one existing thread.

@@ -9,6 +9,7 @@
 
 pub(crate) mod handle;
 mod memory;
+mod mutation;
 mod protocol;
 mod record;
 mod thread;
@@ -16,6 +17,9 @@ mod waiting;
 
 pub(crate) use handle::{Finish, StoreHandle};
 pub use memory::MemoryStore;
+pub use mutation::{
+    DELETED, Deletion, Expect, Mutation, Refusal, Regeneration, VisibilityChange, Write, Writer,
+};
 pub use protocol::{HistoryRead, Store, StoreFuture, StoreReply, StoreRequest};
 pub use record::{
     Answered, Appended, CancelMiss, CancelTarget, Claimed, RunEnd, RunRecord, RunStatus,

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::mutation::{Deletion, Expect, Mutation, Refusal, Regeneration, Write, Writer};
 use super::record::{
     Answered, Appended, CancelMiss, CancelTarget, Claimed, RunEnd, StoreError, StoredThread,
     Submitted,
@@ -159,6 +160,28 @@ pub enum StoreRequest {
         end: RunEnd,
         next_run: Option<String>,
     },
+    /// Commits staged writes as one change if `expect` holds (SPEC H2,
+    /// H3). Bound to `incarnation` when given (H5); a run's writes carry
+    /// its token (K2); a trusted visibility rewrite waits for no run (K4).
+    Mutate {
+        thread: String,
+        incarnation: Option<u64>,
+        writer: Writer,
+        expect: Expect,
+        writes: Vec<Write>,
+    },
+    /// Truncates after user message `from`, applies the rewrite's metadata
+    /// `writes` and queues `new_run` from `from`, in one commit (SPEC R1, R2).
+    Regenerate {
+        thread: String,
+        incarnation: Option<u64>,
+        from: String,
+        new_run: String,
+        expect: Expect,
+        writes: Vec<Write>,
+    },
+    /// Deletes the thread's incarnation (SPEC H5): its runs end cancelled.
+    Delete { thread: String },
 }
 
 /// Which part of the history a fenced read wants; every read stops at `anchor`.
@@ -223,6 +246,10 @@ pub enum StoreReply {
     Finished {
         admitted: Option<(String, String)>,
     },
+    Mutated(Result<Mutation, Refusal>),
+    Regenerated(Result<Regeneration, Refusal>),
+    /// `None`: there was no thread to delete.
+    Deleted(Option<Deletion>),
 }
 
 impl StoreRequest {
@@ -251,6 +278,9 @@ impl StoreRequest {
             R::WaitingCalls { .. } => "waiting_calls",
             R::CommitResumed { .. } => "commit_resumed",
             R::Finish { .. } => "finish",
+            R::Mutate { .. } => "mutate",
+            R::Regenerate { .. } => "regenerate",
+            R::Delete { .. } => "delete",
         }
     }
 }

@@ -29,6 +29,11 @@ pub enum StoreError {
     /// The store answered something this request cannot be answered with.
     #[error("store protocol error: {0}")]
     Protocol(String),
+    /// The request is bound to an incarnation of the thread that was
+    /// deleted (SPEC H5): a run, resolver, lease or handle of it can no
+    /// longer read or write the thread.
+    #[error("incarnation {incarnation} of thread {thread} was deleted")]
+    Deleted { thread: String, incarnation: u64 },
 }
 
 impl StoreError {
@@ -41,6 +46,8 @@ impl StoreError {
                 | StoreError::LeaseNotHeld { .. }
                 | StoreError::Unavailable(_)
                 | StoreError::Protocol(_)
+                | StoreError::Deleted { .. }
+                | StoreError::NoThread(_)
         )
     }
 }
@@ -195,6 +202,9 @@ pub struct StoredThread {
     pub version: u64,
     pub messages: Vec<Message>,
     pub metadata: Map<String, Value>,
+    /// Server-side only (SPEC H4): never part of what a client receives.
+    #[serde(default)]
+    pub private_metadata: Map<String, Value>,
     pub runs: Vec<RunRecord>,
     /// The run holding the thread's lease, if any (SPEC K2; none while a run waits).
     pub lease_holder: Option<String>,

@@ -2,7 +2,7 @@
 //! lease). It keeps its own invariants through methods; nothing outside
 //! this file writes its fields.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde_json::{Map, Value};
 
@@ -15,6 +15,8 @@ use crate::message::{Message, Outcome, Role};
 
 #[path = "lease.rs"]
 mod lease;
+#[path = "thread_ops.rs"]
+mod thread_ops;
 
 use lease::Lease;
 
@@ -37,6 +39,10 @@ pub(crate) struct ThreadRec {
     lease: Lease,
     /// The newest steering message not yet taken by a step (SPEC A4).
     pending_steer: Option<String>,
+    /// The incarnation was deleted and no new one created yet (SPEC H5).
+    deleted: bool,
+    /// Runs of incarnations that were deleted: their writes are refused.
+    retired: BTreeMap<String, u64>,
 }
 
 /// The user messages of queued runs, by run id and by trigger message id.
@@ -75,6 +81,8 @@ impl ThreadRec {
             current: None,
             lease: Lease::default(),
             pending_steer: None,
+            deleted: false,
+            retired: BTreeMap::new(),
         }
     }
 
@@ -398,6 +406,7 @@ impl ThreadRec {
             version: self.version,
             messages: self.messages.clone(),
             metadata: self.metadata.clone(),
+            private_metadata: self.private_metadata.clone(),
             runs: self.runs.clone(),
             lease_holder: self.lease.holder.clone(),
             lease_token: self.lease.token,

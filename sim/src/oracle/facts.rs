@@ -206,6 +206,7 @@ pub(super) fn thread_of(messages: Vec<pai_runtime::Message>) -> StoredThread {
         version: 1,
         messages,
         metadata: Default::default(),
+        private_metadata: Default::default(),
         runs: Vec::new(),
         lease_holder: None,
         lease_token: 0,

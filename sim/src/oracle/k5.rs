@@ -115,6 +115,7 @@ mod tests {
             version: 1,
             messages: vec![message],
             metadata: Default::default(),
+            private_metadata: Default::default(),
             runs: vec![],
             lease_holder: None,
             lease_token: 0,

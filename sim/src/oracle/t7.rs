@@ -161,6 +161,7 @@ mod tests {
             version: 1,
             messages: vec![],
             metadata: Default::default(),
+            private_metadata: Default::default(),
             runs: vec![],
             lease_holder: Some("r".into()),
             lease_token: 0,

@@ -83,6 +83,7 @@ mod tests {
             version: 2,
             messages: vec![],
             metadata: Default::default(),
+            private_metadata: Default::default(),
             runs: vec![],
             lease_holder: None,
             lease_token: 0,

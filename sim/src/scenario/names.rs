@@ -116,6 +116,15 @@ pub enum EventName {
     ContextMessage,
     Wait,
     Answer,
+    Mutated,
+    MutationRefused,
+    HistoryRewritten,
+    RewriteDelivered,
+    ThreadDeleted,
+    ThreadCreated,
+    CompactionStarted,
+    Compacted,
+    CompactionSkipped,
 }
 
 impl EventName {
@@ -153,6 +162,15 @@ impl EventName {
             EventKind::ContextMessage { .. } => EventName::ContextMessage,
             EventKind::Waiting { .. } => EventName::Wait,
             EventKind::Answered { .. } => EventName::Answer,
+            EventKind::Mutated { .. } => EventName::Mutated,
+            EventKind::MutationRefused { .. } => EventName::MutationRefused,
+            EventKind::HistoryRewritten { .. } => EventName::HistoryRewritten,
+            EventKind::RewriteDelivered { .. } => EventName::RewriteDelivered,
+            EventKind::ThreadDeleted { .. } => EventName::ThreadDeleted,
+            EventKind::ThreadCreated { .. } => EventName::ThreadCreated,
+            EventKind::CompactionStarted { .. } => EventName::CompactionStarted,
+            EventKind::Compacted { .. } => EventName::Compacted,
+            EventKind::CompactionSkipped { .. } => EventName::CompactionSkipped,
         }
     }
 }

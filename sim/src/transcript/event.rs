@@ -15,6 +15,9 @@ use crate::format::{
 };
 
 pub(super) fn event(kind: &EventKind) -> String {
+    if let Some(line) = super::facade::facade_event(kind) {
+        return line;
+    }
     match kind {
         EventKind::Admitted { trigger } => format!("admit trigger={trigger}"),
         EventKind::Steered { message } => format!("steered by {message} (taken at the next step)"),
@@ -172,6 +175,15 @@ pub(super) fn event(kind: &EventKind) -> String {
             let (s, o, r) = (status.as_str(), outcome.as_str(), opt(reason));
             format!("end status={s} outcome={o} reason={r}")
         }
+        EventKind::Mutated { .. }
+        | EventKind::MutationRefused { .. }
+        | EventKind::HistoryRewritten { .. }
+        | EventKind::RewriteDelivered { .. }
+        | EventKind::ThreadDeleted { .. }
+        | EventKind::ThreadCreated { .. }
+        | EventKind::CompactionStarted { .. }
+        | EventKind::Compacted { .. }
+        | EventKind::CompactionSkipped { .. } => String::new(),
     }
 }
 

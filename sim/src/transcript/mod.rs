@@ -5,6 +5,7 @@
 mod calls;
 mod cluster;
 mod event;
+mod facade;
 
 use std::fmt::Write as _;
 

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use pai_runtime::EventKind;
 
+use super::facade::FacadeData;
 use super::{decisions::*, names::*, values::*};
 use crate::schema::mirror::Outcome;
 
@@ -291,6 +292,24 @@ pub enum EventData {
         /// The episode, from 1.
         episode: u32,
     },
+    /// A mutation committed as one change (SPEC H2).
+    Mutated(FacadeData),
+    /// A mutation or rewrite committed nothing (SPEC H3, K4).
+    MutationRefused(FacadeData),
+    /// A history rewrite committed (SPEC R1, R2).
+    HistoryRewritten(FacadeData),
+    /// `history_rewritten` hooks heard rewrite facts (SPEC R3).
+    RewriteDelivered(FacadeData),
+    /// The thread's incarnation was deleted (SPEC H5).
+    ThreadDeleted(FacadeData),
+    /// An incarnation of the thread started (SPEC H5).
+    ThreadCreated(FacadeData),
+    /// Compaction is summarizing older messages (SPEC C1).
+    CompactionStarted(FacadeData),
+    /// Compaction committed a summary and moved its cursor (SPEC C1).
+    Compacted(FacadeData),
+    /// Compaction gave up for a step (SPEC C1).
+    CompactionSkipped(FacadeData),
     /// The run ended.
     End {
         /// The run's final status.
@@ -304,6 +323,9 @@ pub enum EventData {
 
 impl From<&EventKind> for EventData {
     fn from(kind: &EventKind) -> Self {
+        if let Some(f) = FacadeData::of(kind) {
+            return facade(kind, f);
+        }
         match kind.clone() {
             EventKind::Admitted { trigger } => EventData::Admit { trigger },
             EventKind::Steered { message } => EventData::Steered { message },
@@ -533,6 +555,33 @@ impl From<&EventKind> for EventData {
                 outcome: outcome.into(),
                 reason,
             },
+            EventKind::Mutated { .. }
+            | EventKind::MutationRefused { .. }
+            | EventKind::HistoryRewritten { .. }
+            | EventKind::RewriteDelivered { .. }
+            | EventKind::ThreadDeleted { .. }
+            | EventKind::ThreadCreated { .. }
+            | EventKind::CompactionStarted { .. }
+            | EventKind::Compacted { .. }
+            | EventKind::CompactionSkipped { .. } => facade(
+                kind,
+                FacadeData::of(kind).unwrap_or(FacadeData::Created { incarnation: 0 }),
+            ),
         }
+    }
+}
+
+/// A facade event's variant, by its kind.
+fn facade(kind: &EventKind, f: FacadeData) -> EventData {
+    match kind {
+        EventKind::Mutated { .. } => EventData::Mutated(f),
+        EventKind::MutationRefused { .. } => EventData::MutationRefused(f),
+        EventKind::HistoryRewritten { .. } => EventData::HistoryRewritten(f),
+        EventKind::RewriteDelivered { .. } => EventData::RewriteDelivered(f),
+        EventKind::ThreadDeleted { .. } => EventData::ThreadDeleted(f),
+        EventKind::ThreadCreated { .. } => EventData::ThreadCreated(f),
+        EventKind::CompactionStarted { .. } => EventData::CompactionStarted(f),
+        EventKind::Compacted { .. } => EventData::Compacted(f),
+        _ => EventData::CompactionSkipped(f),
     }
 }

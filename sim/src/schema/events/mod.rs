@@ -5,6 +5,7 @@
 
 mod data;
 mod decisions;
+mod facade;
 mod names;
 mod values;
 
@@ -135,7 +136,7 @@ mod tests {
         expected.sort();
         found.sort();
         assert_eq!(found, expected);
-        assert_eq!(found.len(), 31);
+        assert_eq!(found.len(), 40);
     }
 
     /// Every stage the runtime names is in the schema's list.

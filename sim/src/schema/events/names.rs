@@ -40,6 +40,8 @@ names! {
         BeforeToolCall = Phase::BeforeToolCall: "`before_tool_call`",
         AfterToolResult = Phase::AfterToolResult: "`after_tool_result`",
         AfterStep = Phase::AfterStep: "`after_step`",
+        PrepareHistoryRewrite = Phase::PrepareHistoryRewrite: "`prepare_history_rewrite`",
+        HistoryRewritten = Phase::HistoryRewritten: "`history_rewritten`",
     }
 }
 
@@ -130,6 +132,10 @@ pub(crate) enum StageName {
     AfterToolResult,
     /// Inside `after_step`.
     AfterStep,
+    /// Inside `prepare_history_rewrite`.
+    PrepareHistoryRewrite,
+    /// Inside `history_rewritten`.
+    HistoryRewritten,
     /// Consuming the provider stream.
     Stream,
     /// Committing the assistant message of a step.

@@ -1,0 +1,118 @@
+//! The thread facade's store data (SPEC H2, H3, H5, K4, R1, R2): staged
+//! writes, what a mutation expects of the stored thread, who writes, and
+//! why a store refuses a mutation or a history rewrite.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::record::RunStatus;
+use crate::message::{Message, Visibility};
+
+/// What a mutation expects of the stored thread when it commits (SPEC H3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub enum Expect {
+    /// Commit whatever changed since the writer read.
+    #[default]
+    Nothing,
+    /// Conflict if any change happened since the thread had this version.
+    Version(u64),
+    /// Conflict only if private metadata is no longer this map; other
+    /// changes (messages, usage, lease renewals) do not conflict.
+    PrivateMetadata(Map<String, Value>),
+}
+
+/// One staged write of a mutation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Write {
+    /// Appends a message (its sequence number is assigned at commit).
+    Append(Message),
+    /// Sets (`Some`) or removes (`None`) a key of the client-readable metadata.
+    Metadata { key: String, value: Option<Value> },
+    /// Sets or removes a key of the private metadata (never sent to clients, H4).
+    PrivateMetadata { key: String, value: Option<Value> },
+    /// Changes a stored message's visibility (a visibility rewrite, R1).
+    Visibility {
+        message: String,
+        visibility: Visibility,
+    },
+}
+
+impl Write {
+    /// Whether this write rewrites history (SPEC R1, K4).
+    pub fn rewrites(&self) -> bool {
+        matches!(self, Write::Visibility { .. })
+    }
+}
+
+/// Who commits a mutation: trusted server code, or a run under its lease
+/// token (SPEC K2, H7).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Writer {
+    Trusted,
+    Run { run: String, token: u64 },
+}
+
+/// Why a mutation or rewrite committed nothing, though the store was reached.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum Refusal {
+    /// The expectation no longer holds (SPEC H3): read again and retry.
+    #[error("conflict: the thread is at version {version}{}", if *.private_changed { " and its private metadata changed" } else { "" })]
+    Conflict { version: u64, private_changed: bool },
+    /// A history rewrite found a run holding or owed the thread (SPEC K4):
+    /// a running or waiting run (its pending calls must keep their
+    /// messages), or for a regeneration a queued run.
+    #[error("run {run} is {} on this thread: a history rewrite must wait until it ends or is cancelled", .status.as_str())]
+    Busy { run: String, status: RunStatus },
+    /// A write names a message the thread does not have.
+    #[error("message {message} is not in the thread")]
+    NoMessage { message: String },
+    /// A regeneration must start from a user message.
+    #[error("message {message} is not a user message: a regeneration starts from one")]
+    NotUserMessage { message: String },
+}
+
+/// What a committed mutation did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Mutation {
+    /// The thread's version after it (unchanged when nothing was staged).
+    pub version: u64,
+    pub incarnation: u64,
+    /// Ids of the messages it appended, in order.
+    pub appended: Vec<String>,
+    /// The visibility changes it made (a rewrite when not empty).
+    pub changed: Vec<VisibilityChange>,
+}
+
+/// One message's visibility before and after a rewrite (SPEC R2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VisibilityChange {
+    pub message: String,
+    pub before: Visibility,
+    pub after: Visibility,
+}
+
+/// What a committed regeneration did (SPEC R1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Regeneration {
+    pub version: u64,
+    pub incarnation: u64,
+    /// The run it started, queued behind nothing.
+    pub run: String,
+    /// The user message the run starts from: the last message kept.
+    pub from: String,
+    /// Ids of the messages it removed, in order.
+    pub removed: Vec<String>,
+}
+
+/// What deleting a thread did (SPEC H5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Deletion {
+    /// The incarnation that is gone.
+    pub incarnation: u64,
+    /// Every run that had not ended, each now cancelled (reason `deleted`),
+    /// with the status it had.
+    pub cancelled: Vec<(String, RunStatus)>,
+}
+
+/// The reason a deleted thread's runs end with.
+pub const DELETED: &str = "deleted";
