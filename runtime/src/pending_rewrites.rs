@@ -14,6 +14,9 @@ pub(crate) struct Deliveries {
     state: Mutex<Pending>,
     /// One permit per thread being delivered to.
     pub(crate) permits: Arc<Semaphore>,
+    /// How many threads have a delivery task, for those who wait until
+    /// every fact was delivered.
+    tasks: tokio::sync::watch::Sender<usize>,
 }
 
 #[derive(Debug, Default)]
@@ -29,6 +32,7 @@ impl Deliveries {
         Deliveries {
             state: Mutex::default(),
             permits: Arc::new(Semaphore::new(threads.max(1))),
+            tasks: tokio::sync::watch::channel(0).0,
         }
     }
 
@@ -41,7 +45,18 @@ impl Deliveries {
     pub(crate) fn push(&self, thread: &str, fact: RewriteFact) -> bool {
         let mut p = self.lock();
         p.facts.entry(thread.to_string()).or_default().push(fact);
-        p.active.insert(thread.to_string())
+        let start = p.active.insert(thread.to_string());
+        if start {
+            self.tasks.send_modify(|n| *n += 1);
+        }
+        start
+    }
+
+    /// Resolves once no thread has facts waiting or being delivered.
+    pub(crate) async fn idle(&self) {
+        let mut rx = self.tasks.subscribe();
+        // The sender lives as long as this value.
+        let _ = rx.wait_for(|n| *n == 0).await;
     }
 
     /// Every fact pending for `thread`; when there is none, the thread's
@@ -52,7 +67,9 @@ impl Deliveries {
         match p.facts.remove(thread) {
             Some(facts) if !facts.is_empty() => Some(facts),
             _ => {
-                p.active.remove(thread);
+                if p.active.remove(thread) {
+                    self.tasks.send_modify(|n| *n = n.saturating_sub(1));
+                }
                 None
             }
         }

@@ -32,3 +32,7 @@ pub(crate) fn is_default_thread(s: &str) -> bool {
 pub(crate) fn first() -> usize {
     1
 }
+
+pub(crate) fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}

@@ -16,6 +16,7 @@ pub mod hooks;
 mod oracle;
 mod planted;
 mod play;
+mod play_facade;
 mod report;
 mod rule_coverage;
 mod rules;

@@ -62,6 +62,7 @@ pub(crate) async fn play(
     let start = tokio::time::Instant::now();
     // Run ids of each thread's sends, in order, for `cancel = { run = N }`.
     let mut sends: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut snapshots = crate::play_facade::Snapshots::new();
     for (i, m) in s.timeline.iter().enumerate() {
         match in_turmoil {
             true => {
@@ -111,6 +112,14 @@ pub(crate) async fn play(
                 waiting_check = world::check_waiting(runtime, &thread, calls).await;
                 Ok(Ok(None))
             }
+            facade => Ok(crate::play_facade::facade(
+                runtime,
+                &m.client,
+                &m.thread,
+                facade,
+                &mut snapshots,
+            )
+            .await),
         };
         let outcome = match outcome {
             Ok(Ok(done)) => Ok(done),

@@ -73,6 +73,7 @@ async fn play_and_settle(s: &Scenario, w: &World, played: &mut Played) {
             .wait_until_idle()
             .await;
     }
+    w.runtime.rewrites_delivered().await;
 }
 
 async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {

@@ -55,6 +55,19 @@ impl ThreadRec {
         if let Err(refused) = self.may_mutate(writer, expect, &writes) {
             return Ok(Err(refused));
         }
+        // A visibility write that changes nothing is no write: a mutation
+        // of only those commits nothing (and bumps no version).
+        let mut writes = writes;
+        writes.retain(|w| match w {
+            Write::Visibility {
+                message,
+                visibility,
+            } => self
+                .messages
+                .iter()
+                .any(|m| m.id == *message && m.visibility != *visibility),
+            _ => true,
+        });
         let mut done = Mutation {
             version: self.version,
             incarnation: self.incarnation,

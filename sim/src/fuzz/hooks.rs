@@ -14,14 +14,45 @@ use crate::hooks::{
 };
 
 /// How many kinds of hook `hook` draws from.
-const KINDS: usize = 25;
+const KINDS: usize = 28;
 
 /// One hook of any kind; `tools` names the agent's tools.
 pub(super) fn hook(g: &mut Gen, tools: &[String]) -> HookSpec {
     match g.index(KINDS) {
         k @ 0..=10 => model_hook(g, k, tools),
         k @ 11..=20 => stream_or_tool_hook(g, k, tools),
-        k => metadata_hook(g, k),
+        k @ 21..=24 => metadata_hook(g, k),
+        k => facade_hook(g, k),
+    }
+}
+
+/// The compaction helper and the history-rewrite hooks (SPEC C1, L11, R2, R3).
+fn facade_hook(g: &mut Gen, kind: usize) -> HookSpec {
+    match kind {
+        25 => {
+            let threshold = g.range(2, 8) as usize;
+            HookSpec::Compaction(crate::hooks::CompactionSpec {
+                name: None,
+                threshold,
+                keep: g.index(threshold),
+                summaries: Vec::new(),
+                fail_at: g
+                    .maybe(20, |g| vec![g.range(1, 3) as usize])
+                    .unwrap_or_default(),
+            })
+        }
+        26 => HookSpec::RewritePatch(crate::hooks::RewritePatchSpec {
+            name: None,
+            set: values(g).into_iter().collect(),
+            private: Default::default(),
+            kind_key: g.maybe(50, |_| "last_rewrite".to_string()),
+            fail: g.chance(10),
+        }),
+        _ => HookSpec::RewriteListener(crate::hooks::RewriteListener {
+            name: None,
+            delay_ms: g.range(0, 40),
+            fail: g.chance(20),
+        }),
     }
 }
 

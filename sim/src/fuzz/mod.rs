@@ -8,6 +8,7 @@ mod case;
 mod cluster;
 mod coverage;
 mod draw;
+mod facade;
 mod hooks;
 mod judge;
 mod shrink;

@@ -4,6 +4,7 @@
 
 mod after_step;
 mod base_context;
+mod compaction;
 mod delay;
 mod fail;
 mod fallback;
@@ -18,6 +19,7 @@ mod replace_messages;
 mod replace_tool_input;
 mod replace_tool_output;
 mod resolve_twice;
+mod rewrite;
 mod route;
 mod shared;
 mod slow_resolver;
@@ -33,6 +35,7 @@ use serde::{Deserialize, Serialize};
 
 pub use after_step::{AfterStep, AfterStepSpec};
 pub use base_context::BaseContext;
+pub use compaction::CompactionSpec;
 pub use delay::Delay;
 pub use fail::{Fail, PhaseName};
 pub use fallback::Fallback;
@@ -47,6 +50,7 @@ pub use replace_messages::ReplaceMessages;
 pub use replace_tool_input::ReplaceToolInput;
 pub use replace_tool_output::ReplaceToolOutput;
 pub use resolve_twice::ResolveTwice;
+pub use rewrite::{RewriteListener, RewritePatchSpec};
 pub use route::{Route, RouteLevel};
 pub use shared::{HistoryRead, MessageRole, MessageSpec, SimContext, SimHook, SimMetadata};
 pub use slow_resolver::SlowResolver;
@@ -87,6 +91,9 @@ pub enum HookSpec {
     PatchMetadata(PatchMetadata),
     MetadataOverlay(MetadataOverlay),
     ContextMessage(ContextMessage),
+    Compaction(CompactionSpec),
+    RewritePatch(RewritePatchSpec),
+    RewriteListener(RewriteListener),
 }
 
 impl HookSpec {
@@ -118,6 +125,9 @@ impl HookSpec {
             HookSpec::PatchMetadata(_) => "patch_metadata",
             HookSpec::MetadataOverlay(_) => "metadata_overlay",
             HookSpec::ContextMessage(_) => "context_message",
+            HookSpec::Compaction(_) => "compaction",
+            HookSpec::RewritePatch(_) => "rewrite_patch",
+            HookSpec::RewriteListener(_) => "rewrite_listener",
         }
     }
 
@@ -149,6 +159,9 @@ impl HookSpec {
             HookSpec::PatchMetadata(h) => h.name.as_deref(),
             HookSpec::MetadataOverlay(h) => h.name.as_deref(),
             HookSpec::ContextMessage(h) => h.name.as_deref(),
+            HookSpec::Compaction(h) => h.name.as_deref(),
+            HookSpec::RewritePatch(h) => h.name.as_deref(),
+            HookSpec::RewriteListener(h) => h.name.as_deref(),
         }
     }
 
@@ -208,6 +221,14 @@ impl HookSpec {
             HookSpec::PatchMetadata(h) => {
                 nonempty("count", h.count.as_deref().unwrap_or("-"), "it names a key")
             }
+            HookSpec::Compaction(h) if h.threshold == 0 => Err((
+                "threshold",
+                "must be at least 1: compaction would summarize every message".into(),
+            )),
+            HookSpec::Compaction(h) if h.keep >= h.threshold => Err((
+                "keep",
+                "must be below threshold: nothing would ever be summarized".into(),
+            )),
             _ => Ok(()),
         }
     }
@@ -246,6 +267,9 @@ impl HookSpec {
             | HookSpec::MetadataOverlay(_)
             | HookSpec::ContextMessage(_) => Phase::PrepareRun,
             HookSpec::PatchMetadata(h) => h.phase.phase(),
+            HookSpec::Compaction(_) => Phase::ResolveModelContext,
+            HookSpec::RewritePatch(_) => Phase::PrepareHistoryRewrite,
+            HookSpec::RewriteListener(_) => Phase::HistoryRewritten,
         }
     }
 
@@ -277,6 +301,9 @@ impl HookSpec {
             HookSpec::PatchMetadata(h) => h.build(name),
             HookSpec::MetadataOverlay(h) => h.build(name),
             HookSpec::ContextMessage(h) => h.build(name),
+            HookSpec::Compaction(h) => h.build(name),
+            HookSpec::RewritePatch(h) => h.build(name),
+            HookSpec::RewriteListener(h) => h.build(name),
         }
     }
 }

@@ -34,15 +34,19 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     let seq_of = seqs(o);
     let mut streams: BTreeMap<(&str, u32), Seen<'_>> = BTreeMap::new();
     let mut steers: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    // Runs with a steer no longer stored (a rewrite or a deletion took it,
+    // R1, H5): whether a step of theirs was steering is not known.
+    let mut unknown: BTreeSet<&str> = BTreeSet::new();
     let mut out = Vec::new();
     for e in o.events {
         let run = e.run_id.as_str();
         match &e.kind {
             EventKind::Steered { message } => {
-                steers
-                    .entry(run)
-                    .or_default()
-                    .extend(seq_of.get(message.as_str()));
+                let seq = seq_of.get(message.as_str());
+                if seq.is_none() {
+                    unknown.insert(run);
+                }
+                steers.entry(run).or_default().extend(seq);
             }
             EventKind::Stream {
                 step,
@@ -74,7 +78,9 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
                     .get(run)
                     .is_some_and(|s| s.iter().any(|seq| *seq > a));
                 let want = expected(o, *step, *decision, seen, steering);
-                if !same(transition, &want) {
+                let unsure = unknown.contains(run)
+                    && same(transition, &expected(o, *step, *decision, seen, true));
+                if !same(transition, &want) && !unsure {
                     let message = format!(
                         "step {step} took {transition:?}; decision {decision:?}, tool calls {}{}, steering {steering}, limit {} give {want:?}",
                         seen.tool_calls,

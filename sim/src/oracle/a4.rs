@@ -17,12 +17,23 @@ use crate::scenario::OracleId;
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     let messages = stored(o.threads);
     let anchor = anchors(o.events);
+    // Runs a regeneration started from a message already stored (R1).
+    let regenerated: BTreeSet<&str> = o
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::HistoryRewritten { started, .. } => started.as_deref(),
+            _ => None,
+        })
+        .collect();
     // (trigger, run) of every run admitted.
     let triggers: Vec<(&str, &str)> = o
         .events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Admitted { trigger } => Some((trigger.as_str(), e.run_id.as_str())),
+            EventKind::Admitted { trigger } if !regenerated.contains(e.run_id.as_str()) => {
+                Some((trigger.as_str(), e.run_id.as_str()))
+            }
             _ => None,
         })
         .collect();
@@ -37,6 +48,20 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             stored_at.insert(message, i);
         }
     }
+    // Runs with a steer a rewrite or a deletion took away (R1, H5): which
+    // steers they had left, and which run those started, is not known.
+    let unknown: BTreeSet<&str> = o
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Steered { message }
+                if !messages.contains_key(&(e.thread_id.as_str(), message.as_str())) =>
+            {
+                Some(e.run_id.as_str())
+            }
+            _ => None,
+        })
+        .collect();
     let waiting: BTreeSet<&str> = o
         .threads
         .iter()
@@ -85,7 +110,12 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
                 "was not in the context of step {step}, the first after it"
             )),
             // A run still waiting for a client takes it when it resumes (T9).
-            (None, None) if !handed_over && !failed_in_step && !waiting.contains(run) => {
+            (None, None)
+                if !handed_over
+                    && !failed_in_step
+                    && !waiting.contains(run)
+                    && !unknown.contains(run) =>
+            {
                 Some("was never taken: no step after it, and no run started".to_string())
             }
             (None, Some(l)) if !sent(o, l, 0, &text) => Some(format!(
@@ -98,7 +128,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             out.push(Violation::new(OracleId::A4, Some(run), message));
         }
     }
-    out.extend(hand_overs_need_a_steer(o, &steers, &anchor));
+    out.extend(hand_overs_need_a_steer(o, &steers, &anchor, &unknown));
     out
 }
 
@@ -108,6 +138,7 @@ fn hand_overs_need_a_steer(
     o: &Observed<'_>,
     steers: &[(&str, &str, u64)],
     anchor: &BTreeMap<(&str, u32), u64>,
+    unknown: &BTreeSet<&str>,
 ) -> Vec<Violation> {
     let mut out = Vec::new();
     for e in o.events {
@@ -121,7 +152,7 @@ fn hand_overs_need_a_steer(
         };
         let run = e.run_id.as_str();
         let a = anchor.get(&(run, *step)).copied().unwrap_or(u64::MAX);
-        if !steers.iter().any(|(r, _, seq)| *r == run && *seq > a) {
+        if !unknown.contains(run) && !steers.iter().any(|(r, _, seq)| *r == run && *seq > a) {
             let message =
                 format!("step {step} handed over for a steer, but every steer was already taken");
             out.push(Violation::new(OracleId::A4, Some(run), message));
@@ -154,13 +185,17 @@ fn first_step_after(anchor: &BTreeMap<(&str, u32), u64>, run: &str, seq: u64) ->
         .min()
 }
 
-/// Whether a hook chooses its own context (a window, a base, a replacement):
-/// then what a step sends is the hook's choice, not the stored history.
+/// Whether a hook chooses its own context (a window, a base, a replacement,
+/// compaction's summary): then what a step sends is the hook's choice, not
+/// the stored history.
 fn reshaped(o: &Observed<'_>) -> bool {
     o.scenario.hooks.iter().any(|h| {
         matches!(
             h.spec,
-            HookSpec::RecentWindow(_) | HookSpec::BaseContext(_) | HookSpec::ReplaceMessages(_)
+            HookSpec::RecentWindow(_)
+                | HookSpec::BaseContext(_)
+                | HookSpec::ReplaceMessages(_)
+                | HookSpec::Compaction(_)
         )
     })
 }

@@ -117,7 +117,8 @@ fn tool_result_event(kind: &EventKind) -> bool {
 /// Events that may come between a phase's events without being part of
 /// the phase grammar: hook notes, resolver leaves, steers stored for the
 /// run, and what hooks and `on_output` handlers wrote through the run's
-/// facade (run metadata, hidden context messages).
+/// facade (run metadata, hidden context messages, mutations, refused ones,
+/// and compaction's progress inside `resolve_model_context`).
 pub(super) fn beside_phases(kind: &EventKind) -> bool {
     matches!(
         kind,
@@ -128,6 +129,11 @@ pub(super) fn beside_phases(kind: &EventKind) -> bool {
             | EventKind::RunMetadata { .. }
             | EventKind::ContextMessage { .. }
             | EventKind::LeaseRenewed { .. }
+            | EventKind::Mutated { .. }
+            | EventKind::MutationRefused { .. }
+            | EventKind::CompactionStarted { .. }
+            | EventKind::Compacted { .. }
+            | EventKind::CompactionSkipped { .. }
     )
 }
 
@@ -141,6 +147,15 @@ pub(super) fn committed_message(kind: &EventKind) -> Option<&str> {
         | EventKind::CommitToolResults { message: m, .. }
         | EventKind::ContextMessage { message: m, .. } => Some(m),
         _ => None,
+    }
+}
+
+/// Every message an event says was committed: [`committed_message`], and
+/// the messages a mutation appended (SPEC H2).
+pub(super) fn committed_messages(kind: &EventKind) -> Vec<&str> {
+    match kind {
+        EventKind::Mutated { appended, .. } => appended.iter().map(String::as_str).collect(),
+        kind => committed_message(kind).into_iter().collect(),
     }
 }
 

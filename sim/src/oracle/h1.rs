@@ -32,6 +32,28 @@ pub(super) fn versions(events: &[Event], threads: &[StoredThread]) -> Vec<Violat
             }
             // A client's answer to a waiting call is one commit (T9).
             EventKind::Answered { version, .. } => *version,
+            // A mutation is one commit (H2); a visibility rewrite and a
+            // compaction report the version of the mutation logged just
+            // before them; a regeneration is its own commit; a delete is one
+            // commit the log gives no version for.
+            EventKind::Mutated {
+                version,
+                appended,
+                metadata,
+                private,
+                visibility,
+            } if !(appended.is_empty()
+                && metadata.is_empty()
+                && private.is_empty()
+                && visibility.is_empty()) =>
+            {
+                *version
+            }
+            EventKind::HistoryRewritten { version, kind, .. } if *kind == "regenerate" => *version,
+            EventKind::ThreadDeleted { .. } => {
+                *commits.entry(e.thread_id.as_str()).or_default() += 1;
+                continue;
+            }
             kind => match run_commit_version(kind) {
                 Some(v) => v,
                 None => continue,
@@ -124,6 +146,14 @@ pub(super) fn watchers(o: &Observed<'_>) -> Vec<Violation> {
             Action::Watch { name: n, .. } if n == name => Some(m.thread.as_str()),
             _ => None,
         });
+        // A deletion closes the thread's watchers (H5).
+        let closed = o.events.iter().any(|e| {
+            Some(e.thread_id.as_str()) == thread
+                && matches!(e.kind, EventKind::ThreadDeleted { .. })
+        });
+        if closed {
+            continue;
+        }
         let final_version = o
             .threads
             .iter()

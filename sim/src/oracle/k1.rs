@@ -46,6 +46,12 @@ fn order(o: &Observed<'_>) -> Vec<Violation> {
                     active.remove(thread);
                 }
             }
+            // Deleting the thread retires its runs (H5): a running one may
+            // log its end after the next incarnation's first run started.
+            EventKind::ThreadDeleted { .. } => {
+                waiting.remove(thread);
+                active.remove(thread);
+            }
             _ => {}
         }
     }
@@ -64,25 +70,29 @@ fn queued_messages_wait(o: &Observed<'_>) -> Vec<Violation> {
     }
     let sent = user_texts(o);
     let none = BTreeSet::new();
-    // Runs admitted and not yet started, with their trigger's text.
-    let mut waiting: Vec<(&str, String)> = Vec::new();
+    // Runs admitted and not yet started, with their thread and their
+    // trigger's text.
+    let mut waiting: Vec<(&str, &str, String)> = Vec::new();
     let mut out = Vec::new();
     for e in o.events {
         let run = e.run_id.as_str();
         match &e.kind {
             EventKind::Admitted { trigger } => {
                 if let Some(m) = stored.get(&(e.thread_id.as_str(), trigger.as_str())) {
-                    waiting.push((run, m.text()));
+                    waiting.push((e.thread_id.as_str(), run, m.text()));
                 }
             }
             EventKind::LeaseAcquired { .. } | EventKind::Ended { .. } => {
-                waiting.retain(|(r, _)| *r != run);
+                waiting.retain(|(_, r, _)| *r != run);
             }
             EventKind::ResolveModelContext { step, .. } => {
                 let unique =
                     |t: &String| count.get(t) == Some(&1) && !written.contains(&t.as_str());
                 let seen = sent.get(&(run, *step)).unwrap_or(&none);
-                for (queued, text) in waiting.iter().filter(|(r, t)| *r != run && unique(t)) {
+                let others = waiting
+                    .iter()
+                    .filter(|(th, r, t)| *th == e.thread_id && *r != run && unique(t));
+                for (_, queued, text) in others {
                     if seen.contains(text) {
                         let message = format!(
                             "step {step} saw {text:?}, the message of {queued}, which had not started"

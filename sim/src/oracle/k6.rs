@@ -148,6 +148,8 @@ fn missed(before: &[Event], thread: &str, named: Option<&str>) -> Option<String>
         match &e.kind {
             EventKind::Admitted { .. } => open.push(&e.run_id),
             EventKind::Ended { .. } => open.retain(|r| *r != e.run_id),
+            // A deletion retires the thread's runs (H5): none is left to find.
+            EventKind::ThreadDeleted { .. } => open.clear(),
             _ => {}
         }
     }

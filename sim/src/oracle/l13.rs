@@ -5,14 +5,22 @@
 use pai_runtime::{EventKind, Producer};
 
 use super::observed::{Observed, Violation};
+use super::rewrites::Erasures;
 use crate::scenario::OracleId;
 
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
+    let erased = Erasures::of(o.events);
     let mut out = Vec::new();
-    for e in o.events {
+    for (i, e) in o.events.iter().enumerate() {
         let EventKind::ContextMessage { message, .. } = &e.kind else {
             continue;
         };
+        // Trusted code may rewrite or delete it later (R1, H5).
+        if erased.excused(&e.thread_id, message, i)
+            || erased.visibility_changed_after(&e.thread_id, message, i)
+        {
+            continue;
+        }
         let stored = o
             .threads
             .iter()

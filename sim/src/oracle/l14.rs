@@ -75,6 +75,9 @@ struct Run {
     resumed: bool,
     /// The current episode took the run over from a lost holder.
     takeover: bool,
+    /// Its thread was deleted under it (SPEC H5): it may stop anywhere with
+    /// `cancelled`, and end without releasing a lease the store retired.
+    deleted: bool,
 }
 
 /// SPEC §1: each run's events follow
@@ -127,6 +130,17 @@ pub(super) fn check(
     let mut runs: BTreeMap<(&str, &str), Run> = BTreeMap::new();
     let mut out = Vec::new();
     for e in events {
+        // Trusted code's events (admin writes, rewrites, deletions) belong
+        // to no run; a deletion marks the runs it cancelled.
+        if e.run_id.is_empty() {
+            if let EventKind::ThreadDeleted { cancelled, .. } = &e.kind {
+                for run in cancelled {
+                    let r = runs.entry((e.thread_id.as_str(), run.as_str()));
+                    r.or_default().deleted = true;
+                }
+            }
+            continue;
+        }
         if beside_phases(&e.kind) {
             continue;
         }
@@ -179,6 +193,10 @@ pub(super) fn check(
 
 /// Moves `run` past one event, or says why the grammar refuses it.
 fn advance(run: &mut Run, kind: &EventKind) -> Result<(), String> {
+    if let Some(state) = deleted(run, kind) {
+        run.state = state;
+        return Ok(());
+    }
     if let Some(state) = lease_change(run, kind) {
         run.state = state?;
         return Ok(());
@@ -201,6 +219,19 @@ fn advance(run: &mut Run, kind: &EventKind) -> Result<(), String> {
         .or_else(|| next(state, run.resumed, kind))
         .ok_or_else(|| format!("unexpected {} after state {state:?}", kind.name()))?;
     step_number(run, kind)
+}
+
+/// A run whose thread was deleted (SPEC H5) stops wherever it was: a
+/// queued or waiting one ends at once, a running one with `cancelled`
+/// (perhaps after what its step was doing) and then its end, with no
+/// lease to release.
+fn deleted(run: &Run, kind: &EventKind) -> Option<State> {
+    let open = !matches!(run.state, State::Start | State::Ended);
+    match kind {
+        EventKind::Cancelled { .. } if run.deleted && open => Some(State::Failed),
+        EventKind::Ended { .. } if run.deleted && open => Some(State::Ended),
+        _ => None,
+    }
 }
 
 /// Among several workers (K3): the driver loses the lease, ending its
@@ -571,6 +602,105 @@ mod tests {
         let mut k = waiting_run();
         k.retain(|e| e.name() != "wait");
         assert_eq!(judge(k).len(), 1);
+    }
+
+    fn trusted(kind: EventKind) -> Event {
+        Event {
+            run_id: String::new(),
+            ..ev(kind)
+        }
+    }
+
+    fn deleted() -> Event {
+        trusted(EventKind::ThreadDeleted {
+            incarnation: 1,
+            cancelled: vec!["r".into()],
+        })
+    }
+
+    fn ended_deleted() -> EventKind {
+        EventKind::Ended {
+            status: RunStatus::Cancelled,
+            outcome: pai_runtime::Outcome::Cancelled,
+            reason: Some("deleted".into()),
+        }
+    }
+
+    /// Trusted code's events (no run) are no run's; a run's own mutation
+    /// and compaction's progress come beside its phases.
+    #[test]
+    fn l14_leaves_trusted_events_aside_and_accepts_facade_writes() {
+        let mut events: Vec<Event> = waiting_run().into_iter().map(ev).collect();
+        let at = events
+            .iter()
+            .position(|e| e.kind.name() == "resolve_model_context");
+        let own = [
+            EventKind::CompactionStarted {
+                step: 0,
+                through: 1,
+                messages: 1,
+            },
+            EventKind::Mutated {
+                version: 2,
+                appended: vec!["s".into()],
+                metadata: vec![],
+                private: vec!["pai.compaction".into()],
+                visibility: vec![],
+            },
+            EventKind::Compacted {
+                step: 0,
+                summary: "s".into(),
+                through: 1,
+                version: 2,
+            },
+        ];
+        let at = at.unwrap_or(0);
+        events.splice(at..at, own.into_iter().map(ev));
+        events.insert(
+            0,
+            trusted(EventKind::MutationRefused {
+                op: "mutate",
+                reason: "conflict".into(),
+                conflict: true,
+            }),
+        );
+        events.push(trusted(EventKind::HistoryRewritten {
+            version: 9,
+            kind: "visibility",
+            removed: vec![],
+            patched: vec![],
+            started: None,
+        }));
+        assert_eq!(check(&events, false, None), vec![]);
+    }
+
+    /// SPEC H5: a deletion ends a waiting run at once, and a running one
+    /// with `cancelled` and its end, no lease released; without a deletion
+    /// that end is out of place.
+    #[test]
+    fn l14_accepts_runs_ended_by_a_deletion() {
+        let mut k = waiting_run();
+        let wait = k.iter().position(|e| e.name() == "wait").unwrap_or(0);
+        k.truncate(wait + 1);
+        let mut events: Vec<Event> = k.into_iter().map(ev).collect();
+        events.push(deleted());
+        events.push(ev(ended_deleted()));
+        assert_eq!(check(&events, false, None), vec![]);
+
+        let mut k = waiting_run();
+        let tool = k.iter().position(|e| e.name() == "before_tool_call");
+        k.truncate(tool.unwrap_or(0) + 1);
+        let cancelled = EventKind::Cancelled {
+            phase: pai_runtime::RunStage::EpisodeEnd,
+        };
+        let mut events: Vec<Event> = k.iter().cloned().map(ev).collect();
+        events.push(deleted());
+        events.extend([ev(cancelled.clone()), ev(ended_deleted())]);
+        assert_eq!(check(&events, false, None), vec![]);
+
+        let mut events: Vec<Event> = k.into_iter().map(ev).collect();
+        events.extend([ev(cancelled), ev(ended_deleted())]);
+        assert_eq!(check(&events, false, None).len(), 1);
     }
 
     /// A step that does not wait gives its pending calls cancelled results

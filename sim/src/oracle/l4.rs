@@ -133,6 +133,12 @@ fn nothing_uncommitted_stored(o: &Observed<'_>) -> Vec<Violation> {
         .iter()
         .filter_map(|e| Some((e.thread_id.as_str(), committed_message(&e.kind)?)))
         .collect();
+    // A mutation's messages (SPEC H2) are committed by its one commit.
+    for e in o.events {
+        if let pai_runtime::EventKind::Mutated { appended, .. } = &e.kind {
+            committed.extend(appended.iter().map(|m| (e.thread_id.as_str(), m.as_str())));
+        }
+    }
     // Among workers, a commit whose answer was lost on the way back is in
     // no process's log, but the store applied it.
     for r in o.cluster.into_iter().flat_map(|c| &c.log) {

@@ -6,6 +6,7 @@ use pai_runtime::{EventKind, ModelContent, Role};
 
 use super::facts::hook_written;
 use super::observed::{Observed, Violation};
+use super::rewrites::Erasures;
 use crate::scenario::OracleId;
 
 /// SPEC M1: no step's context holds a stored message appended after the
@@ -14,9 +15,16 @@ use crate::scenario::OracleId;
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     let (events, threads, calls) = (o.events, o.threads, o.calls);
     let written = hook_written(o.scenario);
+    let erased = Erasures::of(events);
     let mut anchors: BTreeMap<(&str, u32), (&str, u64)> = BTreeMap::new();
-    for e in events {
+    for (i, e) in events.iter().enumerate() {
         if let EventKind::ResolveModelContext { step, anchor, .. } = &e.kind {
+            // Texts are matched to messages stored at the end: after a
+            // deletion or a rewrite that removed messages, the message the
+            // step saw may be gone and a later one carry its text (H5, R1).
+            if erased.erased_after(&e.thread_id, i) {
+                continue;
+            }
             anchors.insert((e.run_id.as_str(), *step), (e.thread_id.as_str(), *anchor));
         }
     }

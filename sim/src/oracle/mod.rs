@@ -7,15 +7,19 @@
 mod a2;
 mod a3;
 mod a4;
+mod c2;
 mod check;
 mod composition;
 mod facts;
 mod h1;
+mod h2;
+mod h5;
 mod h6;
 mod k1;
 mod k2;
 mod k2_lease;
 mod k2_steps;
+mod k4;
 mod k5;
 mod k6;
 mod l1;
@@ -24,12 +28,14 @@ mod l13;
 mod l14;
 mod l4;
 mod liveness;
+mod lost;
 mod m1;
 mod m3;
 mod observed;
 mod p8;
 mod reference;
 mod request;
+mod rewrites;
 mod routes;
 mod s3;
 mod s4;
@@ -89,6 +95,11 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     violations.extend(t6::check(o));
     violations.extend(l13::check(o));
     violations.extend(k2_steps::check(o.threads));
+    violations.extend(h2::check(o));
+    violations.extend(h5::check(o));
+    violations.extend(k4::check(o));
+    violations.extend(lost::check(o));
+    violations.extend(c2::check(o));
     if let Some(c) = o.cluster {
         violations.extend(liveness::check(c, o.threads));
     }

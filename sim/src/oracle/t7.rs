@@ -32,6 +32,12 @@ fn while_waiting(events: &[Event]) -> (Vec<Violation>, BTreeSet<&str>) {
         }
         match &e.kind {
             EventKind::Answered { .. } | EventKind::Steered { .. } => {}
+            // Deleting its thread ends a waiting run at once (H5).
+            EventKind::Ended {
+                reason: Some(r), ..
+            } if r == "deleted" => {
+                waiting.remove(run);
+            }
             // A takeover (K3) is a new lease too: a resume whose claim never
             // reached its worker is taken over after the lease expired.
             EventKind::LeaseAcquired { .. } | EventKind::TakenOver { .. } => {

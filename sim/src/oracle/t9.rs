@@ -11,6 +11,7 @@ use pai_runtime::{
 use serde_json::Value;
 
 use super::observed::{Observed, Violation};
+use super::rewrites::Erasures;
 use crate::scenario::OracleId;
 
 /// A stored result: its source and output.
@@ -53,8 +54,11 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         let still_waiting = status == Some(RunStatus::Waiting)
             && latest.get(w.run).is_some_and(|l| l.contains(call));
         // A run a hook broke (L4), or one the time limit cut short, may
-        // leave its calls without results; never with two.
-        let may_lack = o.cut_short || broken.contains(w.run);
+        // leave its calls without results; never with two. A deletion or
+        // a regeneration may take results away (H5, R1).
+        let may_lack = o.cut_short
+            || broken.contains(w.run)
+            || Erasures::of(o.events).erased_anywhere(w.thread);
         let problem = match found.len() {
             0 if still_waiting || may_lack => None,
             1 if !still_waiting => honoured(w, found[0]),

@@ -21,11 +21,12 @@ pub(super) fn check(events: &[Event], threads: &[StoredThread]) -> Vec<Violation
         })
         .collect();
     let mut out = Vec::new();
-    for e in events {
+    for (i, e) in events.iter().enumerate() {
         let Some(id) = committed_message(&e.kind) else {
             continue;
         };
-        if !stored.contains_key(&(e.thread_id.as_str(), id)) {
+        if !stored.contains_key(&(e.thread_id.as_str(), id)) && !rewritten_away(&events[i..], e, id)
+        {
             out.push(Violation {
                 oracle: OracleId::X3,
                 run: Some(e.run_id.clone()),
@@ -51,6 +52,21 @@ pub(super) fn check(events: &[Event], threads: &[StoredThread]) -> Vec<Violation
         }
     }
     out
+}
+
+/// Whether a later rewrite on `e`'s thread says it removed message `id`
+/// (a regeneration, R1), or the thread's incarnation was deleted (H5).
+fn rewritten_away(later: &[Event], e: &Event, id: &str) -> bool {
+    later
+        .iter()
+        .filter(|l| l.thread_id == e.thread_id)
+        .any(|l| match &l.kind {
+            pai_runtime::EventKind::HistoryRewritten { removed, .. } => {
+                removed.iter().any(|r| r == id)
+            }
+            pai_runtime::EventKind::ThreadDeleted { .. } => true,
+            _ => false,
+        })
 }
 
 #[cfg(test)]

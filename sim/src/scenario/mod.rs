@@ -23,9 +23,9 @@ pub use cluster::{Cluster, FaultAction, StoreBugs, Timed};
 pub use field::{CheckError, FieldPath, Segment};
 pub use names::{EventName, OracleId};
 pub use spec::{
-    AgentSpec, CallRef, CancelRun, CancelSpec, ClusterSpec, DenySpec, Expect, FaultSpec, ModelSpec,
-    OnOutputSpec, RequestExpect, ScenarioSpec, SubmitSpec, TimelineEntry, ToolCallSpec, ToolSpec,
-    TurnSpec, WorkerSpec,
+    AgentSpec, CallRef, CancelRun, CancelSpec, ClusterSpec, DenySpec, Expect, ExpectSpec,
+    FaultSpec, ModelSpec, MutateSpec, OnOutputSpec, RequestExpect, ScenarioSpec, SubmitSpec,
+    TimelineEntry, ToolCallSpec, ToolSpec, TurnSpec, VisibilitySpec, WorkerSpec,
 };
 pub use timeline::{Action, CallName, Moment};
 
@@ -216,7 +216,7 @@ send = "hi"
         let e = Scenario::parse(Path::new("a.toml"), &text).unwrap_err();
         assert_eq!(
             e.message,
-            "timeline[0]: expected exactly one of send, steer, cancel, watch, approve, deny, submit_result, expect_waiting"
+            "timeline[0]: expected exactly one of send, steer, cancel, watch, approve, deny, submit_result, expect_waiting, read_thread, mutate, delete_thread, create_thread, regenerate, set_visibility"
         );
         assert_eq!(e.location, Some((4, 1)), "the [[timeline]] header: {e}");
         let text = MINIMAL.replace(

@@ -64,13 +64,18 @@ oracles! {
     Liveness = "liveness" ["K3"]: "Once the last fault has healed, every run ends or waits for a client within the scenario's liveness bound.";
     K5 = "K5" ["K5"]: "No call's result is committed twice, a committed call never runs again, and every tool start carries the key run id + call id.";
     K6 = "K6" ["K6"]: "A cancel reaches a run or says there was none; a run cancelled while queued never starts.";
+    K4 = "K4" ["K4"]: "No trusted history rewrite commits while a run of its thread is active (leased, or waiting for a client); no regeneration while one is admitted and not ended.";
     H1 = "H1" ["H1"]: "Each commit bumps the version by one; watchers hear of every commit, in order.";
+    H2 = "H2" ["H2"]: "Each mutation is one version, above every version its thread reported before and reported by no other commit; what it appended stays stored unless a rewrite or a deletion took it.";
+    H5 = "H5" ["H5"]: "After a thread is deleted, none of its runs commits, starts a tool, waits or is answered; each that had not ended ends once, cancelled with reason `deleted`.";
     H6 = "H6" ["H6"]: "In every context sent, each tool call has exactly one result after it.";
     M1 = "M1" ["M1"]: "No step's context holds a message stored after the step started.";
     M3 = "M3" ["M3"]: "Every history read a hook makes returns only messages at or before its step's anchor.";
+    C2 = "C2" ["C2"]: "Once compaction moved its cursor, a step's context begins with the summary and holds no context-visible message at or before the cursor.";
     P8 = "P8" ["P8", "P5"]: "Model-only overlays never outlive their episode (nor a step patch its step): each model call sends at most its episode's own overlay plus its step's appends.";
     P1P6 = "P1-P6" ["P1", "P2", "P3", "P4", "P5", "P6"]: "The route of every attempt equals an independent fold of the run, step and attempt patches.";
     X3 = "X3" ["X3"]: "Nothing committed is lost or reordered, whatever failed.";
+    RLost = "R-lost" ["R1"]: "Nothing committed is lost except what a later rewrite says it removed (or a deletion of its thread took).";
     Request = "request" []: "Each request matches its scripted turn's `expect` table.";
     Check = "check" []: "Each timeline check holds: `expect_waiting` names what the thread waits on, `expect_error` the error an action gets.";
 }

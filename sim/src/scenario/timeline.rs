@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::field::{CheckError, Segment, fail};
-use super::spec::{CallRef, CancelRun, CancelSpec, TimelineEntry};
+use super::spec::{CallRef, CancelRun, CancelSpec, MutateSpec, TimelineEntry, VisibilitySpec};
 use crate::hooks::TransformSpec;
 
 /// One client action at a virtual time.
@@ -38,6 +38,18 @@ pub enum Action {
     Submit(CallName, Value),
     /// The current run must wait on exactly these unanswered calls.
     ExpectWaiting(Vec<CallName>),
+    /// A trusted writer's snapshot for later expectations (SPEC H3).
+    ReadThread,
+    /// A trusted writer's mutation (SPEC H2, H3).
+    Mutate(MutateSpec),
+    /// Delete the thread (SPEC H5).
+    DeleteThread,
+    /// Create the thread for the client (SPEC H5).
+    CreateThread,
+    /// Regenerate from the thread's N-th stored user message (SPEC R1).
+    Regenerate(usize),
+    /// A visibility rewrite (SPEC R1).
+    SetVisibility(VisibilitySpec),
 }
 
 impl Action {
@@ -52,6 +64,12 @@ impl Action {
             Action::Deny(..) => "deny",
             Action::Submit(..) => "submit_result",
             Action::ExpectWaiting(_) => "expect_waiting",
+            Action::ReadThread => "read_thread",
+            Action::Mutate(_) => "mutate",
+            Action::DeleteThread => "delete_thread",
+            Action::CreateThread => "create_thread",
+            Action::Regenerate(_) => "regenerate",
+            Action::SetVisibility(_) => "set_visibility",
         }
     }
 }
@@ -109,18 +127,27 @@ pub(super) fn timeline(
                 return fail(&at, "must not be empty");
             }
         }
-        let action = action(i, t.send, t.steer, t.cancel, t.watch, t.live, &mut watchers).or_else(
-            |none| {
-                answer(
-                    i,
-                    none,
-                    t.approve,
-                    t.deny,
-                    t.submit_result,
-                    t.expect_waiting,
-                )
-            },
-        )?;
+        let facade = facade_action(i, &t)?;
+        let no_answers = answers_none(&t);
+        let action = action(i, t.send, t.steer, t.cancel, t.watch, t.live, &mut watchers);
+        let action = match (facade, action) {
+            (Some(f), Err(Ok(false))) if no_answers => Ok(f),
+            (Some(_), _) => {
+                let at = [Segment::Key("timeline"), Segment::Index(i)];
+                return fail(&at, "expected exactly one action in a timeline entry");
+            }
+            (None, a) => a,
+        };
+        let action = action.or_else(|none| {
+            answer(
+                i,
+                none,
+                t.approve,
+                t.deny,
+                t.submit_result,
+                t.expect_waiting,
+            )
+        })?;
         if t.expect_error.as_ref().is_some_and(String::is_empty) {
             let at = [
                 Segment::Key("timeline"),
@@ -139,6 +166,55 @@ pub(super) fn timeline(
     }
     out.sort_by_key(|m| m.at);
     Ok(out)
+}
+
+/// Whether an entry names none of the answer actions.
+fn answers_none(t: &TimelineEntry) -> bool {
+    t.approve.is_none()
+        && t.deny.is_none()
+        && t.submit_result.is_none()
+        && t.expect_waiting.is_none()
+}
+
+/// The trusted writer's action of an entry, if it names one (SPEC H2–H5,
+/// R1); more than one of them is an error.
+fn facade_action(i: usize, t: &TimelineEntry) -> Result<Option<Action>, CheckError> {
+    let at = [Segment::Key("timeline"), Segment::Index(i)];
+    let mut found = Vec::new();
+    if t.read_thread {
+        found.push(Action::ReadThread);
+    }
+    if let Some(m) = &t.mutate {
+        found.push(Action::Mutate(m.clone()));
+    }
+    if t.delete_thread {
+        found.push(Action::DeleteThread);
+    }
+    if t.create_thread {
+        found.push(Action::CreateThread);
+    }
+    if let Some(n) = t.regenerate {
+        if n == 0 {
+            return fail(
+                &at,
+                "regenerate = N counts the thread's user messages from 1",
+            );
+        }
+        found.push(Action::Regenerate(n));
+    }
+    if let Some(v) = t.set_visibility {
+        if v.message == 0 {
+            return fail(
+                &at,
+                "set_visibility's message counts stored messages from 1",
+            );
+        }
+        found.push(Action::SetVisibility(v));
+    }
+    match found.len() {
+        0 | 1 => Ok(found.pop()),
+        _ => fail(&at, "expected exactly one action in a timeline entry"),
+    }
 }
 
 /// A client action of the first kinds (send, steer, cancel, watch), or
@@ -208,7 +284,7 @@ fn answer(
         + usize::from(submit.is_some())
         + usize::from(expect_waiting.is_some());
     if several || given != 1 {
-        let all = "send, steer, cancel, watch, approve, deny, submit_result, expect_waiting";
+        let all = "send, steer, cancel, watch, approve, deny, submit_result, expect_waiting, read_thread, mutate, delete_thread, create_thread, regenerate, set_visibility";
         return fail(&at, format!("expected exactly one of {all}"));
     }
     let call = |field: &'static str, tool: String, nth: usize| {

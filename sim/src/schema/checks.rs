@@ -80,6 +80,12 @@ pub fn timeline_entry(schema: &mut Schema) {
             present("deny"),
             present("submit_result"),
             present("expect_waiting"),
+            { "required": ["read_thread"], "properties": { "read_thread": { "const": true } } },
+            present("mutate"),
+            { "required": ["delete_thread"], "properties": { "delete_thread": { "const": true } } },
+            { "required": ["create_thread"], "properties": { "create_thread": { "const": true } } },
+            present("regenerate"),
+            present("set_visibility"),
         ]),
     );
     also(

@@ -123,6 +123,14 @@ pub(crate) fn render(o: &Observed<'_>, verdicts: &Verdicts, notes: &[String]) ->
         for m in &t.messages {
             message(&mut out, m);
         }
+        // Only when set, so transcripts of threads without any stay as they were.
+        if !t.metadata.is_empty() {
+            let _ = writeln!(out, "metadata: {}", json(&t.metadata.clone().into()));
+        }
+        if !t.private_metadata.is_empty() {
+            let private = json(&t.private_metadata.clone().into());
+            let _ = writeln!(out, "private metadata (server side): {private}");
+        }
         out.push_str("runs:\n");
         for r in &t.runs {
             let _ = writeln!(

@@ -14,10 +14,12 @@ use super::names::OracleId;
 use crate::hooks::HookSpec;
 
 mod cluster;
+mod facade;
 mod faults;
 mod timeline;
 
 pub use cluster::{ClusterSpec, WorkerSpec};
+pub use facade::{ExpectSpec, MutateSpec, VisibilitySpec};
 pub use faults::FaultSpec;
 pub use timeline::{CallRef, CancelRun, CancelSpec, DenySpec, SubmitSpec, TimelineEntry};
 

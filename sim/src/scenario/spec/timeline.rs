@@ -8,8 +8,9 @@ use serde_json::Value;
 use crate::hooks::TransformSpec;
 
 /// One client action at a virtual time. Exactly one of `send`, `steer`,
-/// `cancel`, `watch`, `approve`, `deny`, `submit_result` and
-/// `expect_waiting`.
+/// `cancel`, `watch`, `approve`, `deny`, `submit_result`,
+/// `expect_waiting`, or of the trusted writer's `read_thread`, `mutate`,
+/// `delete_thread`, `create_thread`, `regenerate` and `set_visibility`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(transform = crate::schema::checks::timeline_entry)]
@@ -66,6 +67,26 @@ pub struct TimelineEntry {
     /// `check` oracle).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect_waiting: Option<Vec<CallRef>>,
+    /// A trusted writer reads the thread: the snapshot a later `mutate`'s
+    /// expectation is taken from (SPEC H3).
+    #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
+    pub read_thread: bool,
+    /// A second trusted writer's mutation (SPEC H2, H3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutate: Option<super::facade::MutateSpec>,
+    /// Delete the thread (SPEC H5): its runs end cancelled, reason `deleted`.
+    #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
+    pub delete_thread: bool,
+    /// Create the thread for `client` (after a delete: a new incarnation, H5).
+    #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
+    pub create_thread: bool,
+    /// Regenerate from the thread's N-th stored user message, from 1 (SPEC R1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub regenerate: Option<usize>,
+    /// A visibility rewrite of one stored message (SPEC R1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set_visibility: Option<super::facade::VisibilitySpec>,
     /// The action must fail with an error containing this text (checked by
     /// the `check` oracle); without it, an error is only noted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -139,6 +160,12 @@ impl Default for TimelineEntry {
             deny: None,
             submit_result: None,
             expect_waiting: None,
+            read_thread: false,
+            mutate: None,
+            delete_thread: false,
+            create_thread: false,
+            regenerate: None,
+            set_visibility: None,
             expect_error: None,
         }
     }

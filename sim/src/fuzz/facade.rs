@@ -1,0 +1,98 @@
+//! Generated thread-facade activity (SPEC D8 for H2–H5, K4, R1–R3, C1):
+//! a trusted writer's reads and mutations (with expectations, some stale,
+//! some failing), visibility rewrites, regenerations, deletes and
+//! re-creations, at random times among the runs. Errors the runtime
+//! answers (conflicts, a rewrite refused by an active run, a message that
+//! is not there) are noted, never failures: the oracles judge.
+//!
+//! Among workers the facade is not generated yet (and the compaction hook
+//! is left out): the cluster's store-log oracles do not read facade
+//! requests.
+
+use serde_json::json;
+
+use super::draw::Gen;
+use crate::hooks::HookSpec;
+use crate::scenario::{ExpectSpec, MutateSpec, ScenarioSpec, TimelineEntry, VisibilitySpec};
+
+/// A stream of the seed's rng apart from the other generators'.
+const STREAM: u64 = 0x7ac4_de11_f00d_5eed;
+
+/// Adds facade actions to most single-process cases.
+pub(super) fn facade(seed: u64, spec: &mut ScenarioSpec) {
+    if spec.cluster.is_some() {
+        spec.lifecycle
+            .retain(|h| !matches!(h, HookSpec::Compaction(_)));
+        return;
+    }
+    let mut g = Gen::new(seed ^ STREAM);
+    if !g.chance(45) {
+        return;
+    }
+    for _ in 0..g.range(1, 4) {
+        let base = TimelineEntry {
+            at: g.range(0, 260),
+            thread: match g.chance(15) {
+                true => "side".into(),
+                false => "main".into(),
+            },
+            ..TimelineEntry::default()
+        };
+        spec.timeline.push(action(&mut g, base));
+    }
+}
+
+fn action(g: &mut Gen, base: TimelineEntry) -> TimelineEntry {
+    match g.index(12) {
+        0 | 1 => TimelineEntry {
+            read_thread: true,
+            ..base
+        },
+        2..=5 => TimelineEntry {
+            mutate: Some(mutation(g)),
+            ..base
+        },
+        6 | 7 => TimelineEntry {
+            set_visibility: Some(VisibilitySpec {
+                message: g.range(1, 6) as usize,
+                transcript: g.chance(70),
+                context: g.chance(50),
+            }),
+            ..base
+        },
+        8 | 9 => TimelineEntry {
+            regenerate: Some(g.range(1, 3) as usize),
+            ..base
+        },
+        10 => TimelineEntry {
+            delete_thread: true,
+            ..base
+        },
+        _ => TimelineEntry {
+            create_thread: true,
+            ..base
+        },
+    }
+}
+
+fn mutation(g: &mut Gen) -> MutateSpec {
+    let mut m = MutateSpec {
+        expect: *g.pick(&[
+            ExpectSpec::Nothing,
+            ExpectSpec::Version,
+            ExpectSpec::Private,
+        ]),
+        fail: g.chance(10),
+        ..MutateSpec::default()
+    };
+    if g.chance(50) {
+        m.append.push(g.text(3));
+    }
+    if g.chance(50) {
+        m.metadata.insert("topic".into(), json!(g.range(0, 9)));
+    }
+    if g.chance(50) || m.append.is_empty() && m.metadata.is_empty() {
+        m.private.insert("cursor".into(), json!(g.range(0, 9)));
+    }
+    m
+}

@@ -1,0 +1,356 @@
+//! SPEC C2: with compaction installed, a step's context is the summary,
+//! then the context-visible messages after the cursor.
+//!
+//! Judged conservatively, only where the log shows a cursor: for a model
+//! call of step `s` of run `r`, the thread's latest `compacted` before that
+//! step's (first) `resolve_model_context` gives the cursor `through`,
+//! unless something may have moved it back between that `compacted` and the
+//! step's (last) resolve: a rewrite (its repair may reset the cursor, C1),
+//! a deletion (H5), or trusted code writing the cursor's key itself. Then
+//!
+//! - the request's messages start with a system message whose text begins
+//!   "Summary of the earlier conversation:" (only system messages may come
+//!   before it); overlays are appended after the resolver (M5);
+//! - no message of the request repeats a stored context-visible message
+//!   at or before the cursor: neither its text under its role (unless that
+//!   text is also stored after the cursor, or a hook writes it), nor a
+//!   tool call id of its calls or results (unless one after the cursor
+//!   carries it too).
+//!
+//! The stored thread is read as it is at the end: a message hidden or
+//! removed since is just not checked. Scenarios whose hooks choose the
+//! context themselves (a window, a base, a replacement), or install
+//! compaction twice, are left aside.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use pai_runtime::{
+    Event, EventKind, Message, ModelContent, ModelMessage, Part, Role, StoredThread,
+};
+
+use super::facts::hook_written;
+use super::observed::{Observed, Violation};
+use crate::hooks::HookSpec;
+use crate::scenario::{OracleId, Scenario};
+
+/// How the compaction helper opens a step's context (C2).
+const SUMMARY: &str = "Summary of the earlier conversation:";
+
+/// The private metadata key of compaction's cursor (C1).
+const CURSOR_KEY: &str = "pai.compaction";
+
+/// One request to judge: its run, step and messages.
+struct Sent<'a> {
+    run: &'a str,
+    step: u32,
+    messages: &'a [ModelMessage],
+}
+
+pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
+    if !judged(o.scenario) {
+        return Vec::new();
+    }
+    let mut written: BTreeSet<&str> = hook_written(o.scenario).into_iter().collect();
+    written.extend(o.scenario.hooks.iter().filter_map(|h| match &h.spec {
+        HookSpec::SystemMessage(m) => Some(m.text.as_str()),
+        _ => None,
+    }));
+    let sent = o
+        .calls
+        .iter()
+        .filter(|c| c.request.route.model != "compaction");
+    let sent: Vec<Sent<'_>> = sent
+        .map(|c| Sent {
+            run: &c.request.run_id,
+            step: c.request.step,
+            messages: &c.request.messages,
+        })
+        .collect();
+    judge(o.events, o.threads, &sent, &written)
+}
+
+/// Whether C2 can be judged from what the scenario's hooks do: one
+/// compaction helper, and no hook that picks the context itself.
+fn judged(s: &Scenario) -> bool {
+    let compactions = s
+        .hooks
+        .iter()
+        .filter(|h| matches!(h.spec, HookSpec::Compaction(_)))
+        .count();
+    let reshaped = s.hooks.iter().any(|h| {
+        matches!(
+            h.spec,
+            HookSpec::RecentWindow(_) | HookSpec::BaseContext(_) | HookSpec::ReplaceMessages(_)
+        )
+    });
+    compactions == 1 && !reshaped
+}
+
+/// The cursor a step's context was built from: the thread and `through`,
+/// if the log fixes one.
+fn cursor<'a>(events: &'a [Event], run: &str, step: u32) -> Option<(&'a str, u64)> {
+    let resolves = |(_, e): &(usize, &Event)| {
+        e.run_id == run
+            && matches!(e.kind, EventKind::ResolveModelContext { step: s, .. } if s == step)
+    };
+    let mut at = events.iter().enumerate().filter(resolves);
+    let (first, e) = at.next()?;
+    let last = at.next_back().map_or(first, |(i, _)| i);
+    let thread = e.thread_id.as_str();
+    let (c, through) = events[..first]
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, x)| x.thread_id == thread)
+        .find_map(|(i, x)| match x.kind {
+            EventKind::Compacted { through, .. } => Some((i, through)),
+            _ => None,
+        })?;
+    let reset = events[c + 1..=last].iter().any(|x| {
+        x.thread_id == thread
+            && match &x.kind {
+                EventKind::HistoryRewritten { .. } | EventKind::ThreadDeleted { .. } => true,
+                EventKind::Mutated { private, .. } => {
+                    x.run_id.is_empty() && private.iter().any(|k| k == CURSOR_KEY)
+                }
+                _ => false,
+            }
+    });
+    (!reset).then_some((thread, through))
+}
+
+/// The text of a model message's text parts.
+fn text_of(m: &ModelMessage) -> String {
+    m.content
+        .iter()
+        .filter_map(|c| match c {
+            ModelContent::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The call ids a model message carries.
+fn call_ids(m: &ModelMessage) -> impl Iterator<Item = &str> {
+    m.content.iter().filter_map(|c| match c {
+        ModelContent::ToolCall { call_id, .. } | ModelContent::ToolResult { call_id, .. } => {
+            Some(call_id.as_str())
+        }
+        ModelContent::Text { .. } => None,
+    })
+}
+
+/// The call ids a stored message carries.
+fn stored_call_ids(m: &Message) -> impl Iterator<Item = &str> {
+    m.parts.iter().filter_map(|p| match p {
+        Part::ToolCall { call_id, .. } | Part::ToolResult { call_id, .. } => Some(call_id.as_str()),
+        Part::Text { .. } => None,
+    })
+}
+
+/// What a step's context must not repeat: stored context-visible messages
+/// at or before the cursor, by (role, text) and by call id, less what is
+/// also stored after it (or written by hooks).
+#[derive(Default)]
+struct Summarized<'a> {
+    texts: BTreeMap<(Role, String), u64>,
+    calls: BTreeMap<&'a str, u64>,
+}
+
+impl<'a> Summarized<'a> {
+    fn of(t: &'a StoredThread, through: u64, written: &BTreeSet<&str>) -> Summarized<'a> {
+        let mut s = Summarized::default();
+        let (before, after): (Vec<&Message>, Vec<&Message>) =
+            t.messages.iter().partition(|m| m.seq <= through);
+        for m in before.iter().filter(|m| m.visibility.context) {
+            let text = m.text();
+            if !text.is_empty() && !written.contains(text.as_str()) {
+                s.texts.entry((m.role, text)).or_insert(m.seq);
+            }
+            for id in stored_call_ids(m) {
+                s.calls.entry(id).or_insert(m.seq);
+            }
+        }
+        for m in after {
+            s.texts.remove(&(m.role, m.text()));
+            for id in stored_call_ids(m) {
+                s.calls.remove(id);
+            }
+        }
+        s
+    }
+}
+
+fn judge(
+    events: &[Event],
+    threads: &[StoredThread],
+    sent: &[Sent<'_>],
+    written: &BTreeSet<&str>,
+) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for r in sent {
+        let Some((thread, through)) = cursor(events, r.run, r.step) else {
+            continue;
+        };
+        let mut flag = |p: String| {
+            let message = format!("step {} (cursor #{through}): {p}", r.step);
+            out.push(Violation::new(OracleId::C2, Some(r.run), message));
+        };
+        let summary = r
+            .messages
+            .iter()
+            .position(|m| m.role == Role::System && text_of(m).starts_with(SUMMARY));
+        match summary {
+            None => flag("the context holds no summary".to_string()),
+            Some(i) if r.messages[..i].iter().any(|m| m.role != Role::System) => flag(format!(
+                "the summary comes at message {}, after the conversation",
+                i + 1
+            )),
+            Some(_) => {}
+        }
+        let Some(t) = threads.iter().find(|t| t.id == thread) else {
+            continue;
+        };
+        let gone = Summarized::of(t, through, written);
+        for m in r.messages {
+            let text = text_of(m);
+            if let Some(seq) = gone.texts.get(&(m.role, text.clone())) {
+                flag(format!(
+                    "the context repeats message #{seq} ({text:?}), which the cursor summarized"
+                ));
+            }
+            for id in call_ids(m) {
+                if let Some(seq) = gone.calls.get(id) {
+                    flag(format!(
+                        "the context carries call {id} of message #{seq}, which the cursor summarized"
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use pai_runtime::{PaiMeta, Producer, Visibility};
+
+    use super::*;
+    use crate::oracle::facts::{ev, thread_of};
+
+    fn stored(seq: u64, role: Role, text: &str, context: bool) -> Message {
+        Message {
+            id: format!("m{seq}"),
+            seq,
+            role,
+            parts: vec![Part::text(text)],
+            visibility: Visibility {
+                transcript: true,
+                context,
+            },
+            pai: PaiMeta::new(Producer::User, Some("r"), None, 0),
+        }
+    }
+
+    fn msg(role: Role, text: &str) -> ModelMessage {
+        ModelMessage {
+            role,
+            content: vec![ModelContent::Text { text: text.into() }],
+        }
+    }
+
+    fn resolve(step: u32) -> Event {
+        ev(EventKind::ResolveModelContext {
+            step,
+            anchor: 5,
+            messages: 2,
+        })
+    }
+
+    fn compacted(through: u64) -> Event {
+        ev(EventKind::Compacted {
+            step: 1,
+            summary: "m4".into(),
+            through,
+            version: 5,
+        })
+    }
+
+    /// Two turns; the first (#1, #2) is summarized by #4 (hidden from
+    /// context), the second (#3, #5) stays.
+    fn thread() -> StoredThread {
+        thread_of(vec![
+            stored(1, Role::User, "first question", true),
+            stored(2, Role::Assistant, "first answer", true),
+            stored(3, Role::User, "second question", true),
+            stored(4, Role::System, "they talked", false),
+            stored(5, Role::User, "third question", true),
+        ])
+    }
+
+    fn run(events: &[Event], messages: &[ModelMessage]) -> Vec<Violation> {
+        let sent = [Sent {
+            run: "r",
+            step: 1,
+            messages,
+        }];
+        judge(events, &[thread()], &sent, &BTreeSet::new())
+    }
+
+    #[test]
+    fn c2_is_quiet_on_summary_then_the_rest() {
+        let events = [resolve(0), compacted(2), resolve(1)];
+        let sent = [
+            msg(
+                Role::System,
+                "Summary of the earlier conversation: they talked",
+            ),
+            msg(Role::User, "second question"),
+            msg(Role::User, "third question"),
+            msg(Role::System, "an overlay"),
+        ];
+        assert_eq!(run(&events, &sent), vec![]);
+        // Without a cursor in the log, or after a rewrite that may reset
+        // it, nothing is judged.
+        let plain = [msg(Role::User, "first question")];
+        assert_eq!(run(&[resolve(0), resolve(1)], &plain), vec![]);
+        let mut rewrite = ev(EventKind::HistoryRewritten {
+            version: 6,
+            kind: "visibility",
+            removed: vec![],
+            patched: vec![],
+            started: None,
+        });
+        rewrite.run_id = String::new();
+        assert_eq!(run(&[compacted(2), rewrite, resolve(1)], &plain), vec![]);
+    }
+
+    #[test]
+    fn c2_reports_a_missing_summary_and_a_summarized_message() {
+        let events = [resolve(0), compacted(2), resolve(1)];
+        let sent = [
+            msg(Role::User, "first question"),
+            msg(Role::User, "second question"),
+        ];
+        let v = run(&events, &sent);
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert!(v[0].message.contains("no summary"), "{v:?}");
+        assert!(v[1].message.contains("repeats message #1"), "{v:?}");
+        assert!(v.iter().all(|v| v.oracle == OracleId::C2));
+    }
+
+    #[test]
+    fn c2_reports_a_summary_after_the_conversation() {
+        let events = [compacted(2), resolve(1)];
+        let sent = [
+            msg(Role::User, "second question"),
+            msg(
+                Role::System,
+                "Summary of the earlier conversation: they talked",
+            ),
+        ];
+        let v = run(&events, &sent);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].message.contains("after the conversation"), "{v:?}");
+    }
+}

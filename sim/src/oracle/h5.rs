@@ -1,0 +1,260 @@
+//! SPEC H5: deleting a thread ends everything bound to its incarnation.
+//! After `thread_deleted`, no run admitted on the thread before it (those
+//! it cancelled among them) commits anything, starts a tool, waits or is
+//! answered; each run it cancelled had not ended yet and ends exactly once,
+//! cancelled with reason `deleted`; a run not yet ended that it left out of
+//! its list was missed.
+
+use std::collections::BTreeSet;
+
+use pai_runtime::{Event, EventKind, RunStatus};
+
+use super::observed::{Observed, Violation};
+use crate::scenario::OracleId;
+
+/// The reason a deleted thread's runs end with (SPEC H5).
+const DELETED: &str = "deleted";
+
+pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
+    judge(o.events, o.cut_short, o.cluster.is_some())
+}
+
+/// `cut_short`: a run's end may be missing from the log (the time limit
+/// stopped the scenario first); `workers`: a run's end may have been
+/// stored by a worker that vanished before logging it.
+fn judge(events: &[Event], cut_short: bool, workers: bool) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for (i, e) in events.iter().enumerate() {
+        let EventKind::ThreadDeleted { cancelled, .. } = &e.kind else {
+            continue;
+        };
+        let thread = e.thread_id.as_str();
+        let (before, after) = (&events[..i], &events[i + 1..]);
+        let mut bound: BTreeSet<&str> = before
+            .iter()
+            .filter(|x| x.thread_id == thread && !x.run_id.is_empty())
+            .filter(|x| matches!(x.kind, EventKind::Admitted { .. }))
+            .map(|x| x.run_id.as_str())
+            .collect();
+        // Runs an earlier deletion of this thread cancelled belong to an
+        // earlier incarnation: that deletion judges them.
+        for x in before.iter().filter(|x| x.thread_id == thread) {
+            if let EventKind::ThreadDeleted { cancelled, .. } = &x.kind {
+                for c in cancelled {
+                    bound.remove(c.as_str());
+                }
+            }
+        }
+        bound.extend(cancelled.iter().map(String::as_str));
+        for run in bound {
+            let of_run = |x: &&Event| x.run_id == run;
+            let ended_before = before
+                .iter()
+                .filter(of_run)
+                .any(|x| matches!(x.kind, EventKind::Ended { .. }));
+            let listed = cancelled.iter().any(|c| c == run);
+            let mut flag = |message: String| {
+                out.push(Violation::new(OracleId::H5, Some(run), message));
+            };
+            if let Some(x) = after.iter().filter(of_run).find(|x| writes(&x.kind)) {
+                flag(format!(
+                    "{} after its thread {thread} was deleted",
+                    x.kind.name()
+                ));
+            }
+            let ends: Vec<&Event> = after
+                .iter()
+                .filter(of_run)
+                .filter(|x| matches!(x.kind, EventKind::Ended { .. }))
+                .collect();
+            match (ended_before, listed) {
+                (true, true) => flag(format!(
+                    "had ended before thread {thread} was deleted, yet the deletion says it cancelled it"
+                )),
+                (true, false) if !ends.is_empty() => {
+                    flag("ended again after its thread was deleted".to_string());
+                }
+                (true, false) => {}
+                (false, false) if workers => {}
+                (false, false) => flag(format!(
+                    "was still open when thread {thread} was deleted, but the deletion did not cancel it"
+                )),
+                (false, true) => match ends.as_slice() {
+                    [] if cut_short || workers => {}
+                    [] => flag(format!("never ended after thread {thread} was deleted")),
+                    [end] => {
+                        if let Some(p) = not_deleted(&end.kind) {
+                            flag(p);
+                        }
+                    }
+                    more => flag(format!(
+                        "ended {} times after its thread was deleted",
+                        more.len()
+                    )),
+                },
+            }
+        }
+    }
+    out
+}
+
+/// Events that write to the thread, or act for the run as if it went on:
+/// commits, mutations, tool starts, waits and answers.
+fn writes(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::CommitStep { .. }
+        | EventKind::CommitToolResults { .. }
+        | EventKind::Respond { .. }
+        | EventKind::RunMetadata { .. }
+        | EventKind::ContextMessage { .. }
+        | EventKind::Mutated { .. }
+        | EventKind::ToolStart { .. }
+        | EventKind::Waiting { .. }
+        | EventKind::Answered { .. } => true,
+        EventKind::OnOutput { version, .. } => version.is_some(),
+        _ => false,
+    }
+}
+
+/// What is wrong with a cancelled run's end, if anything.
+fn not_deleted(kind: &EventKind) -> Option<String> {
+    let EventKind::Ended { status, reason, .. } = kind else {
+        return None;
+    };
+    (*status != RunStatus::Cancelled || reason.as_deref() != Some(DELETED)).then(|| {
+        format!(
+            "ended {} (reason {}) after its thread was deleted, not cancelled with reason {DELETED}",
+            status.as_str(),
+            reason.as_deref().unwrap_or("-")
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use pai_runtime::{Outcome, RunStage};
+
+    use super::*;
+
+    fn on(run: &str, kind: EventKind) -> Event {
+        Event {
+            at: 0,
+            thread_id: "t".into(),
+            run_id: run.into(),
+            worker: None,
+            kind,
+        }
+    }
+
+    fn admit(run: &str) -> Event {
+        on(
+            run,
+            EventKind::Admitted {
+                trigger: format!("m-{run}"),
+            },
+        )
+    }
+
+    fn end(run: &str, status: RunStatus, reason: Option<&str>) -> Event {
+        on(
+            run,
+            EventKind::Ended {
+                status,
+                outcome: Outcome::Cancelled,
+                reason: reason.map(str::to_string),
+            },
+        )
+    }
+
+    fn deleted(cancelled: &[&str]) -> Event {
+        on(
+            "",
+            EventKind::ThreadDeleted {
+                incarnation: 1,
+                cancelled: cancelled.iter().map(|c| c.to_string()).collect(),
+            },
+        )
+    }
+
+    fn commit(run: &str) -> Event {
+        on(
+            run,
+            EventKind::CommitStep {
+                step: 0,
+                message: "m".into(),
+                version: 3,
+            },
+        )
+    }
+
+    /// A running run and a queued one cancelled by the deletion, each ending
+    /// once with reason deleted; a run that had completed before stays out.
+    fn good() -> Vec<Event> {
+        vec![
+            admit("done"),
+            end("done", RunStatus::Completed, None),
+            admit("r1"),
+            admit("r2"),
+            deleted(&["r1", "r2"]),
+            end("r2", RunStatus::Cancelled, Some(DELETED)),
+            on(
+                "r1",
+                EventKind::Cancelled {
+                    phase: RunStage::EpisodeEnd,
+                },
+            ),
+            end("r1", RunStatus::Cancelled, Some(DELETED)),
+            admit("next"),
+            commit("next"),
+        ]
+    }
+
+    #[test]
+    fn h5_is_quiet_when_deleted_runs_stop_and_end_deleted() {
+        assert_eq!(judge(&good(), false, false), vec![]);
+    }
+
+    #[test]
+    fn h5_reports_a_commit_after_the_delete() {
+        let mut events = good();
+        events.insert(6, commit("r1"));
+        let v = judge(&events, false, false);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].oracle, OracleId::H5);
+        assert!(v[0].message.contains("commit_step after"), "{v:?}");
+    }
+
+    #[test]
+    fn h5_reports_wrong_missing_or_double_ends() {
+        let mut events = good();
+        events[7] = end("r1", RunStatus::Cancelled, Some("cancelled by the client"));
+        let v = judge(&events, false, false);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].message.contains("not cancelled with reason deleted"));
+
+        let mut events = good();
+        events.remove(7);
+        assert_eq!(judge(&events, false, false).len(), 1);
+        assert_eq!(
+            judge(&events, true, false),
+            vec![],
+            "a cut-short run may lack its end"
+        );
+
+        let mut events = good();
+        events.push(end("r2", RunStatus::Cancelled, Some(DELETED)));
+        let v = judge(&events, false, false);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].message.contains("ended 2 times"));
+    }
+
+    #[test]
+    fn h5_reports_a_cancelled_list_that_is_wrong() {
+        // The completed run listed, and the queued run left out.
+        let mut events = good();
+        events[4] = deleted(&["r1", "done"]);
+        let v = judge(&events, false, false);
+        let runs: Vec<_> = v.iter().filter_map(|v| v.run.as_deref()).collect();
+        assert!(runs.contains(&"done") && runs.contains(&"r2"), "{v:?}");
+    }
+}

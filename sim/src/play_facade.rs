@@ -1,0 +1,116 @@
+//! The trusted writer's timeline actions (SPEC H2–H5, R1, K4): played
+//! through the runtime's admin API, a second writer beside the runs.
+
+use std::collections::BTreeMap;
+
+use pai_runtime::{Expect, Role, Runtime, StoredThread, Visibility};
+
+use crate::hooks::SimContext;
+use crate::scenario::{Action, ExpectSpec, MutateSpec};
+
+/// What trusted writers last read of each thread (`read_thread`).
+pub(crate) type Snapshots = BTreeMap<String, StoredThread>;
+
+/// Plays one facade action; `Ok(Some(..))` names what it did.
+pub(crate) async fn facade(
+    runtime: &Runtime<SimContext>,
+    client: &str,
+    thread: &str,
+    action: &Action,
+    snapshots: &mut Snapshots,
+) -> Result<Option<String>, String> {
+    let admin = runtime.admin().thread(thread);
+    match action {
+        Action::ReadThread => {
+            let t = admin.read().await.map_err(|e| e.to_string())?;
+            let v = t.version;
+            snapshots.insert(thread.to_string(), t);
+            Ok(Some(format!("read version {v}")))
+        }
+        Action::Mutate(spec) => mutate(runtime, thread, spec, snapshots).await,
+        Action::DeleteThread => match admin.delete().await.map_err(|e| e.to_string())? {
+            Some(d) => Ok(Some(format!("deleted incarnation {}", d.incarnation))),
+            None => Err(format!("thread {thread} does not exist")),
+        },
+        Action::CreateThread => {
+            let i = admin.create(client).await.map_err(|e| e.to_string())?;
+            Ok(Some(format!("incarnation {i}")))
+        }
+        Action::Regenerate(n) => {
+            let t = admin.read().await.map_err(|e| e.to_string())?;
+            let users: Vec<&str> = t
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::User)
+                .map(|m| m.id.as_str())
+                .collect();
+            let from = users
+                .get(n - 1)
+                .ok_or_else(|| format!("thread {thread} has no user message #{n}"))?;
+            let r = admin.regenerate(from).await.map_err(|e| e.to_string())?;
+            Ok(Some(r.run))
+        }
+        Action::SetVisibility(v) => {
+            let t = admin.read().await.map_err(|e| e.to_string())?;
+            let m = t
+                .messages
+                .get(v.message - 1)
+                .ok_or_else(|| format!("thread {thread} has no message #{}", v.message))?;
+            let vis = Visibility {
+                transcript: v.transcript,
+                context: v.context,
+            };
+            let done = admin
+                .set_visibility(vec![(m.id.clone(), vis)], Expect::Nothing)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(Some(format!("version {}", done.version)))
+        }
+        _ => Err(format!("{} is not a facade action", action.name())),
+    }
+}
+
+/// A trusted writer's mutation with the expectation the scenario names.
+async fn mutate(
+    runtime: &Runtime<SimContext>,
+    thread: &str,
+    spec: &MutateSpec,
+    snapshots: &Snapshots,
+) -> Result<Option<String>, String> {
+    let admin = runtime.admin().thread(thread);
+    let seen = match snapshots.get(thread) {
+        Some(t) => t.clone(),
+        None => admin.read().await.map_err(|e| e.to_string())?,
+    };
+    let expect = match spec.expect {
+        ExpectSpec::Nothing => Expect::Nothing,
+        ExpectSpec::Version => Expect::Version(seen.version),
+        ExpectSpec::Private => Expect::PrivateMetadata(seen.private_metadata.clone()),
+    };
+    let spec = spec.clone();
+    let done = admin
+        .mutate(expect, move |s| {
+            for text in &spec.append {
+                s.append(Role::System, text.clone(), Visibility::ALL);
+            }
+            for (k, v) in &spec.metadata {
+                s.set_metadata(k.clone(), v.clone());
+            }
+            for (k, v) in &spec.private {
+                s.set_private(k.clone(), v.clone());
+            }
+            if spec.panic {
+                panic!(
+                    "{} the scenario's mutation panics after staging",
+                    crate::planted::PLANTED_PANIC
+                );
+            }
+            match spec.fail {
+                true => Err("the scenario's mutation fails after staging".to_string()),
+                false => Ok(()),
+            }
+        })
+        .await;
+    let (_, m) = done.map_err(|e| e.to_string())?;
+    Ok(Some(format!("version {}", m.version)))
+}
