@@ -44,6 +44,11 @@ pub(crate) fn plant(fault: &FaultSpec, obs: &mut Observations) -> Result<String,
         | FaultSpec::Pause { .. }
         | FaultSpec::AcceptStale
         | FaultSpec::RefuseTakeover => return Ok("acts on the workers".to_string()),
+        // Planted in the store tap before the run, not here.
+        FaultSpec::IgnoreExpectations => {
+            return Ok("planted store bug: mutations commit whatever they expect".to_string());
+        }
+        FaultSpec::LeakPrivate { thread } => leak_private(obs, thread),
         FaultSpec::EditRequest {
             call,
             append,
@@ -94,20 +99,49 @@ fn edit_message(fault: &FaultSpec, obs: &mut Observations) -> Option<String> {
     let FaultSpec::EditMessage {
         thread,
         seq,
-        text,
-        reverse_parts,
         delete,
+        ..
     } = fault
     else {
         return None;
     };
-    let t = obs.threads.iter_mut().find(|t| t.id == *thread)?;
-    let i = t.messages.iter().position(|m| m.seq == *seq)?;
-    if *delete {
-        t.messages.remove(i);
-        return Some(format!("deleted message #{seq}"));
+    // The lie is about the store, so the owner's client reads it too.
+    let viewed = obs
+        .client_views
+        .iter_mut()
+        .filter(|v| v.state.id == *thread)
+        .map(|v| &mut v.state.messages);
+    let stored = obs.threads.iter_mut().find(|t| t.id == *thread)?;
+    let mut edited = false;
+    for messages in std::iter::once(&mut stored.messages).chain(viewed) {
+        edited |= edit_one(fault, messages);
     }
-    let m = &mut t.messages[i];
+    edited.then(|| match delete {
+        true => format!("deleted message #{seq}"),
+        false => format!("edited message #{seq}"),
+    })
+}
+
+/// Applies an `edit_message` fault to one list of messages.
+fn edit_one(fault: &FaultSpec, messages: &mut Vec<pai_runtime::Message>) -> bool {
+    let FaultSpec::EditMessage {
+        seq,
+        text,
+        reverse_parts,
+        delete,
+        ..
+    } = fault
+    else {
+        return false;
+    };
+    let Some(i) = messages.iter().position(|m| m.seq == *seq) else {
+        return false;
+    };
+    if *delete {
+        messages.remove(i);
+        return true;
+    }
+    let m = &mut messages[i];
     if *reverse_parts {
         m.parts.reverse();
     }
@@ -121,7 +155,7 @@ fn edit_message(fault: &FaultSpec, obs: &mut Observations) -> Option<String> {
             None => m.parts.push(pai_runtime::Part::text(new.clone())),
         }
     }
-    Some(format!("edited message #{seq}"))
+    true
 }
 
 fn grow_read(obs: &mut Observations, nth: usize) -> Option<String> {
@@ -134,4 +168,21 @@ fn grow_read(obs: &mut Observations, nth: usize) -> Option<String> {
     let read = obs.reads.get_mut(nth.checked_sub(1)?)?;
     read.seqs.push(newest + 1);
     Some(format!("history read #{nth} returned #{}", newest + 1))
+}
+
+/// Merges a thread's stored private metadata into what its client read.
+fn leak_private(obs: &mut Observations, thread: &str) -> Option<String> {
+    let private = &obs
+        .threads
+        .iter()
+        .find(|t| t.id == thread)?
+        .private_metadata;
+    if private.is_empty() {
+        return None;
+    }
+    let view = obs.client_views.iter_mut().find(|v| v.state.id == thread)?;
+    for (k, v) in private {
+        view.state.metadata.insert(k.clone(), v.clone());
+    }
+    Some(format!("showed {thread}'s private metadata to its client"))
 }

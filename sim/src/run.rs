@@ -11,8 +11,11 @@ use crate::hooks::{HistoryRead, SimContext};
 use crate::oracle::Observations;
 use crate::play::{Played, agent, play};
 use crate::report::{Report, SimError, report};
+use crate::scenario::FaultSpec;
 use crate::scenario::{Expectation, Scenario};
-use crate::world::{Recorder, Rng, ScriptedProvider, SharedProvider, SimIds, VirtualClock};
+use crate::world::{
+    ClientView, Recorder, Rng, ScriptedProvider, SharedProvider, SimIds, StoreTap, VirtualClock,
+};
 
 /// Runs `scenario` with `seed` on a fresh single-threaded Tokio runtime with
 /// paused (virtual) time.
@@ -36,6 +39,7 @@ struct World {
     clock: Arc<VirtualClock>,
     recorder: Arc<Recorder>,
     provider: Arc<ScriptedProvider>,
+    tap: Arc<StoreTap>,
 }
 
 fn world(s: &Scenario, seed: u64) -> Result<World, SimError> {
@@ -46,7 +50,10 @@ fn world(s: &Scenario, seed: u64) -> Result<World, SimError> {
     let provider = Arc::new(ScriptedProvider::new(&s.model, &s.models, &ids, &clock));
     let reads = Arc::new(Mutex::new(Vec::new()));
     let (agent, context) = agent(s, &reads);
+    let ignore = s.faults.contains(&FaultSpec::IgnoreExpectations);
+    let tap = Arc::new(StoreTap::new(recorder.clone(), ignore));
     let runtime = Runtime::builder(agent, context)
+        .store(tap.clone())
         .models(SharedProvider(provider.clone()))
         .clock(clock.clone())
         .ids(ids)
@@ -59,6 +66,7 @@ fn world(s: &Scenario, seed: u64) -> Result<World, SimError> {
         clock,
         recorder,
         provider,
+        tap,
     })
 }
 
@@ -94,13 +102,17 @@ async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
         ));
     }
     let virtual_ms = w.clock.now();
+    let threads = stored_threads(&w.runtime).await;
+    let client_views = client_views(&w.runtime, &threads).await;
     let obs = Observations {
         events: w.recorder.take(),
-        threads: stored_threads(&w.runtime).await,
+        threads,
         calls: w.provider.take_calls(),
         live: drain(&mut watches),
         actions,
         reads: w.reads.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        tap: w.tap.take(),
+        client_views,
         cut_short: in_time.is_err(),
         cluster: None,
     };
@@ -212,6 +224,21 @@ async fn stored_threads(runtime: &pai_runtime::Runtime<SimContext>) -> Vec<Store
         }
     }
     threads
+}
+
+/// Each stored thread as its owner's client reads it (SPEC H4).
+async fn client_views(runtime: &Runtime<SimContext>, threads: &[StoredThread]) -> Vec<ClientView> {
+    let mut views = Vec::new();
+    for t in threads {
+        let handle = runtime.client(t.owner.clone()).thread(t.id.clone());
+        if let Ok(state) = handle.state().await {
+            views.push(ClientView {
+                owner: t.owner.clone(),
+                state,
+            });
+        }
+    }
+    views
 }
 
 #[cfg(test)]

@@ -160,11 +160,18 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         &self,
         step: u32,
         calls: &[Call],
-        ready: Vec<Ready>,
-        early: Vec<Option<ToolResult>>,
+        mut ready: Vec<Ready>,
+        mut early: Vec<Option<ToolResult>>,
     ) -> Result<Vec<ToolResult>, Fail> {
         if !ready.is_empty() {
             self.confirm_lease().await?;
+        }
+        // A stop that came while the policy hooks or the lease check ran
+        // (a cancel, a deletion): no tool starts after it (T8, H5).
+        if self.stop.is_set() {
+            for (i, _, _) in ready.drain(..) {
+                early[i] = Some(self.never_started(step, &calls[i]));
+            }
         }
         // The calls this batch owes a result: the ready and the early ones,
         // never a call left pending for a client (it is given up apart).
@@ -182,6 +189,19 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         let batch = Batch { calls, owed: &owed };
         self.collect(step, batch, &mut running, &mut finals).await?;
         Ok(finals.into_iter().flatten().collect())
+    }
+
+    /// The cancelled result of a ready call the run stopped before it
+    /// started (T8).
+    fn never_started(&self, step: u32, call: &Call) -> ToolResult {
+        let text = Value::String(CANCELLED_WAITING.into());
+        let result = call.error(ResultSource::Cancelled, text);
+        self.emit(|| EventKind::ToolEnd {
+            step,
+            result: result.clone(),
+            detail: None,
+        });
+        result
     }
 
     /// Pending calls that will never be answered (the run completes or is

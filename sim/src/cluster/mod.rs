@@ -196,6 +196,9 @@ fn observe(
         live: Vec::new(),
         actions,
         reads: env.reads.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        // The store tap and client views are one-process observations.
+        tap: Default::default(),
+        client_views: Vec::new(),
         cut_short,
         cluster: Some(ClusterObs {
             raw_events: raw,

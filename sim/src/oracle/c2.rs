@@ -1,7 +1,11 @@
 //! SPEC C2: with compaction installed, a step's context is the summary,
 //! then the context-visible messages after the cursor.
 //!
-//! Judged conservatively, only where the log shows a cursor: for a model
+//! Also C1's bound: unless the helper said it gave up on a step, the step
+//! is sent at most the summary and `threshold` messages by the resolver,
+//! or more only where a tool call's group had to be kept whole (H6).
+//!
+//! The composition is judged conservatively, only where the log shows a cursor: for a model
 //! call of step `s` of run `r`, the thread's latest `compacted` before that
 //! step's (first) `resolve_model_context` gives the cursor `through`,
 //! unless something may have moved it back between that `compacted` and the
@@ -66,7 +70,83 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             messages: &c.request.messages,
         })
         .collect();
-    judge(o.events, o.threads, &sent, &written)
+    let mut out = judge(o.events, o.threads, &sent, &written);
+    out.extend(bounded(o.scenario, o.events, &sent));
+    out
+}
+
+/// C1's bound: a step whose compaction did not give up is sent at most the
+/// summary and `threshold` messages from the resolver (more after the
+/// cursor, and the helper compacts first), unless the newest messages it
+/// keeps begin inside a tool call's group: then the group is kept whole
+/// (H6), and the context starts, after the summary, with that call.
+fn bounded(s: &Scenario, events: &[Event], sent: &[Sent<'_>]) -> Vec<Violation> {
+    let Some(threshold) = s.hooks.iter().find_map(|h| match &h.spec {
+        HookSpec::Compaction(c) => Some(c.threshold),
+        _ => None,
+    }) else {
+        return Vec::new();
+    };
+    // Another resolver that adds messages (a history probe, a second
+    // `next`) changes the count; one that only waits or fails does not.
+    let other_resolver = s.hooks.iter().any(|h| {
+        h.spec.phase() == pai_runtime::Phase::ResolveModelContext
+            && !matches!(
+                h.spec,
+                HookSpec::Compaction(_)
+                    | HookSpec::Delay(_)
+                    | HookSpec::SlowResolver(_)
+                    | HookSpec::Fail(_)
+            )
+    });
+    if other_resolver {
+        return Vec::new();
+    }
+    let gave_up: BTreeSet<(&str, u32)> = events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::CompactionSkipped { step, .. } => Some((e.run_id.as_str(), step)),
+            _ => None,
+        })
+        .collect();
+    let over = events.iter().filter_map(|e| {
+        let EventKind::ModelCall {
+            step,
+            overlay,
+            route,
+            ..
+        } = &e.kind
+        else {
+            return None;
+        };
+        let run = e.run_id.as_str();
+        let request = sent.iter().find(|r| r.run == run && r.step == *step)?;
+        // The resolver's messages come first; the overlay after them (M5).
+        let context = request.messages.len().saturating_sub(*overlay);
+        let judged = route.model != "compaction" && !gave_up.contains(&(run, *step));
+        (judged && context > threshold + 1 && !starts_with_a_call(request.messages)).then(|| {
+            Violation::new(
+                OracleId::C2,
+                Some(run),
+                format!(
+                    "step {step} was sent {context} context messages: more than the summary and the threshold of {threshold}, and no tool call's group made it keep more"
+                ),
+            )
+        })
+    });
+    over.collect()
+}
+
+/// Whether the first message after the leading system ones (the summary)
+/// is an assistant message asking for tools.
+fn starts_with_a_call(messages: &[ModelMessage]) -> bool {
+    let mut rest = messages.iter().skip_while(|m| m.role == Role::System);
+    rest.next().is_some_and(|m| {
+        m.role == Role::Assistant
+            && m.content
+                .iter()
+                .any(|c| matches!(c, ModelContent::ToolCall { .. }))
+    })
 }
 
 /// Whether C2 can be judged from what the scenario's hooks do: one

@@ -100,6 +100,18 @@ fn reached(o: &Observed<'_>, before: &[Event], run: &str, named: Option<&str>) -
     if !leased(before) && leased(all) && !claimed_unseen {
         return Some(format!("{run} was cancelled while queued, then started"));
     }
+    // In one process the cancel is stored before anything after it is
+    // logged: no tool of the run starts after it (T8).
+    let after = &all[before.len()..];
+    let started = |e: &&Event| matches!(&e.kind, EventKind::ToolStart { .. });
+    if o.cluster.is_none()
+        && let Some(e) = after.iter().filter(of_run).find(started)
+        && let EventKind::ToolStart { call_id, .. } = &e.kind
+    {
+        return Some(format!(
+            "{run} started {call_id} after the cancel reached it"
+        ));
+    }
     None
 }
 

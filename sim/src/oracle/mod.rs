@@ -13,6 +13,8 @@ mod composition;
 mod facts;
 mod h1;
 mod h2;
+mod h3;
+mod h4;
 mod h5;
 mod h6;
 mod k1;
@@ -96,6 +98,8 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     violations.extend(l13::check(o));
     violations.extend(k2_steps::check(o.threads));
     violations.extend(h2::check(o));
+    violations.extend(h3::check(o));
+    violations.extend(h4::check(o));
     violations.extend(h5::check(o));
     violations.extend(k4::check(o));
     violations.extend(lost::check(o));

@@ -4,7 +4,7 @@ use pai_runtime::{Event, LiveEvent, StoredThread};
 
 use crate::hooks::HistoryRead;
 use crate::scenario::{OracleId, Scenario};
-use crate::world::{ActionRecord, ModelCallRecord};
+use crate::world::{ActionRecord, ClientView, ModelCallRecord, TapLog};
 
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +42,10 @@ pub struct Observed<'a> {
     pub actions: &'a [ActionRecord],
     /// What history probes read, as they read it.
     pub reads: &'a [HistoryRead],
+    /// What the store tap saw (one process only; empty among workers).
+    pub tap: &'a TapLog,
+    /// Each thread as its owner's client read it at the end (one process only).
+    pub client_views: &'a [ClientView],
     /// The virtual-time limit stopped the scenario before it went idle:
     /// runs still going then are not judged for never ending.
     pub cut_short: bool,
@@ -59,6 +63,8 @@ pub struct Observations {
     pub live: Vec<(String, LiveEvent)>,
     pub actions: Vec<ActionRecord>,
     pub reads: Vec<HistoryRead>,
+    pub tap: TapLog,
+    pub client_views: Vec<ClientView>,
     pub cut_short: bool,
     /// With several workers: what the store and the simulator saw.
     pub cluster: Option<ClusterObs>,
@@ -93,6 +99,8 @@ impl Observations {
             live: &self.live,
             actions: &self.actions,
             reads: &self.reads,
+            tap: &self.tap,
+            client_views: &self.client_views,
             cut_short: self.cut_short,
             cluster: self.cluster.as_ref(),
         }

@@ -345,7 +345,9 @@ fn zero_count(f: &FaultSpec) -> Option<&'static str> {
         | FaultSpec::Hold { .. }
         | FaultSpec::Pause { .. }
         | FaultSpec::AcceptStale
-        | FaultSpec::RefuseTakeover => Vec::new(),
+        | FaultSpec::RefuseTakeover
+        | FaultSpec::IgnoreExpectations
+        | FaultSpec::LeakPrivate { .. } => Vec::new(),
     };
     counts
         .iter()

@@ -93,6 +93,16 @@ pub(super) fn cluster(
         }
         return Ok(None);
     }
+    if let Some(i) = faults
+        .iter()
+        .position(|f| *f == FaultSpec::IgnoreExpectations)
+    {
+        let at = [Segment::Key("faults"), Segment::Index(i)];
+        return fail(
+            &at,
+            "this fault plants a bug in the one-process store: not available with [[workers]]",
+        );
+    }
     let names = worker_names(workers)?;
     let settings = settings.unwrap_or_default();
     if settings.renew_ms.is_some_and(|r| r >= settings.lease_ms) {

@@ -67,6 +67,8 @@ oracles! {
     K4 = "K4" ["K4"]: "No trusted history rewrite commits while a run of its thread is active (leased, or waiting for a client); no regeneration while one is admitted and not ended.";
     H1 = "H1" ["H1"]: "Each commit bumps the version by one; watchers hear of every commit, in order.";
     H2 = "H2" ["H2"]: "Each mutation is one version, above every version its thread reported before and reported by no other commit; what it appended stays stored unless a rewrite or a deletion took it.";
+    H3 = "H3" ["H3"]: "A mutation or regeneration with an expectation commits exactly when it holds against what the store held (the same version; the same private metadata, whatever else changed); a conflict reports the version it found.";
+    H4 = "H4" ["H4"]: "A client's view of a thread is its stored metadata and transcript; no private metadata value reaches a client's view or a watcher.";
     H5 = "H5" ["H5"]: "After a thread is deleted, none of its runs commits, starts a tool, waits or is answered; each that had not ended ends once, cancelled with reason `deleted`.";
     H6 = "H6" ["H6"]: "In every context sent, each tool call has exactly one result after it.";
     M1 = "M1" ["M1"]: "No step's context holds a message stored after the step started.";

@@ -10,6 +10,7 @@ mod lock;
 mod model;
 mod recorder;
 mod seeded;
+mod store_tap;
 mod tool;
 
 pub use actions::ActionRecord;
@@ -19,4 +20,5 @@ pub use cluster_log::{ClusterEvent, ClusterLog, ClusterRecord};
 pub use model::{Answer, ModelCallRecord, ScriptName, ScriptedProvider, SharedProvider};
 pub use recorder::Recorder;
 pub use seeded::{Rng, SimIds};
+pub use store_tap::{ClientView, ExpectationRecord, Found, StoreTap, TapLog, TapOutcome};
 pub use tool::{ScriptedTool, on_output};

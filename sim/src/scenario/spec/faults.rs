@@ -12,7 +12,8 @@ use crate::hooks::MessageSpec;
 /// by kind and counted from 1 in log order (`nth`), so a fault means the
 /// same under every seed. With `[[workers]]`, faults also happen to the
 /// system at virtual times (`crash`, `partition`, `hold`, `pause`), and two
-/// plant a bug in the store (`accept_stale`, `refuse_takeover`).
+/// plant a bug in the store (`accept_stale`, `refuse_takeover`); without
+/// workers, `ignore_expectations` plants one in the one-process store.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 #[schemars(transform = crate::schema::checks::by_kind)]
@@ -174,6 +175,16 @@ pub enum FaultSpec {
     /// A planted store bug: the store never lets a worker take over a run
     /// whose lease expired (SPEC K3 needs it).
     RefuseTakeover,
+    /// A planted store bug (one process only): the store commits every
+    /// mutation and regeneration as if it expected nothing (SPEC H3 forbids it).
+    IgnoreExpectations,
+    /// Tell the oracles that the owner's client read the thread with its
+    /// private metadata merged into the metadata (SPEC H4 forbids it).
+    LeakPrivate {
+        /// The thread.
+        #[serde(default = "crate::defaults::default_thread")]
+        thread: String,
+    },
 }
 
 impl FaultSpec {
