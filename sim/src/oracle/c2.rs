@@ -71,7 +71,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         })
         .collect();
     let mut out = judge(o.events, o.threads, &sent, &written);
-    out.extend(bounded(o.scenario, o.events, &sent));
+    out.extend(bounded(o.scenario, o.events, o.threads, &sent));
     out
 }
 
@@ -80,7 +80,12 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
 /// cursor, and the helper compacts first), unless the newest messages it
 /// keeps begin inside a tool call's group: then the group is kept whole
 /// (H6), and the context starts, after the summary, with that call.
-fn bounded(s: &Scenario, events: &[Event], sent: &[Sent<'_>]) -> Vec<Violation> {
+fn bounded(
+    s: &Scenario,
+    events: &[Event],
+    threads: &[StoredThread],
+    sent: &[Sent<'_>],
+) -> Vec<Violation> {
     let Some(threshold) = s.hooks.iter().find_map(|h| match &h.spec {
         HookSpec::Compaction(c) => Some(c.threshold),
         _ => None,
@@ -122,7 +127,13 @@ fn bounded(s: &Scenario, events: &[Event], sent: &[Sent<'_>]) -> Vec<Violation> 
         let run = e.run_id.as_str();
         let request = sent.iter().find(|r| r.run == run && r.step == *step)?;
         // The resolver's messages come first; the overlay after them (M5).
-        let context = request.messages.len().saturating_sub(*overlay);
+        let resolved = request.messages.len().saturating_sub(*overlay);
+        let anchor = anchor_of(events, run, *step)?;
+        let stored = stored_results(threads, &e.thread_id, anchor);
+        let context = request.messages[..resolved]
+            .iter()
+            .filter(|m| !synthetic(m, &stored))
+            .count();
         let judged = route.model != "compaction" && !gave_up.contains(&(run, *step));
         (judged && context > threshold + 1 && !starts_with_a_call(request.messages)).then(|| {
             Violation::new(
@@ -135,6 +146,41 @@ fn bounded(s: &Scenario, events: &[Event], sent: &[Sent<'_>]) -> Vec<Violation> 
         })
     });
     over.collect()
+}
+
+/// The anchor of a run's step (its last look, M1).
+fn anchor_of(events: &[Event], run: &str, step: u32) -> Option<u64> {
+    events.iter().rev().find_map(|e| match e.kind {
+        EventKind::ResolveModelContext {
+            step: s, anchor, ..
+        } if e.run_id == run && s == step => Some(anchor),
+        _ => None,
+    })
+}
+
+/// The call ids of the results stored in a thread at or before `anchor`.
+fn stored_results<'a>(threads: &'a [StoredThread], thread: &str, anchor: u64) -> BTreeSet<&'a str> {
+    let t = threads.iter().find(|t| t.id == thread);
+    let messages = t.into_iter().flat_map(|t| &t.messages);
+    messages
+        .filter(|m| m.seq <= anchor)
+        .flat_map(|m| &m.parts)
+        .filter_map(|p| match p {
+            Part::ToolResult { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A tool message none of whose results is stored: one the pairing of
+/// H6 made for calls left without a result (a failed or cut-short run),
+/// which the helper's threshold, counting stored messages, never saw.
+fn synthetic(m: &ModelMessage, stored: &BTreeSet<&str>) -> bool {
+    m.role == Role::Tool
+        && m.content.iter().all(|c| match c {
+            ModelContent::ToolResult { call_id, .. } => !stored.contains(call_id.as_str()),
+            _ => false,
+        })
 }
 
 /// Whether the first message after the leading system ones (the summary)
