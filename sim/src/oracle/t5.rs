@@ -2,7 +2,7 @@
 //! no stored result carries it. A hook's replacement of a result (T4, L9) is
 //! what is stored and what the model reads, whatever the original source.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{EventKind, ModelContent, Part, ResultSource, ToolResultDecision};
 use serde_json::Value;
@@ -119,12 +119,14 @@ fn replacements_read(o: &Observed<'_>) -> Vec<Violation> {
             }
         }
     }
+    let hidden = hidden_from_context(o);
     for c in o.calls {
         for p in c.request.messages.iter().flat_map(|m| &m.content) {
             if let ModelContent::ToolResult {
                 call_id, output, ..
             } = p
                 && let Some((run, want)) = replaced.get(call_id.as_str())
+                && !hidden.contains(call_id.as_str())
             {
                 let place = format!("the context of step {} for {call_id}", c.request.step);
                 flag(run, place, output, want);
@@ -132,4 +134,29 @@ fn replacements_read(o: &Observed<'_>) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// Calls whose stored result a visibility rewrite hid from the model at
+/// some point (R1): the model is then given the pairing's stand-in (H6),
+/// not the replacement.
+fn hidden_from_context<'a>(o: &Observed<'a>) -> BTreeSet<&'a str> {
+    let rewritten: BTreeSet<&str> = o
+        .events
+        .iter()
+        .flat_map(|e| match &e.kind {
+            EventKind::Mutated { visibility, .. } => visibility.as_slice(),
+            _ => &[],
+        })
+        .filter(|c| !c.after.context)
+        .map(|c| c.message.as_str())
+        .collect();
+    let results = o.threads.iter().flat_map(|t| &t.messages);
+    results
+        .filter(|m| rewritten.contains(m.id.as_str()))
+        .flat_map(|m| &m.parts)
+        .filter_map(|p| match p {
+            Part::ToolResult { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect()
 }
