@@ -2,130 +2,84 @@
 //! with 2,000 secrets that cross delta boundaries, redacted through the full
 //! canonical pipeline (provider stream → canonical transform → assembled,
 //! stored message), checked against the published output hash.
+//!
+//! Before criterion, a measurement pass (one untimed warm-up run, then 21
+//! timed runs) prints `RESULT W1 ns_per_delta` (median of the 21; the
+//! fastest as `ns_per_delta_min`) and the process's peak RSS;
+//! `PAI_BENCH_RESULTS_ONLY=1` stops after it.
 
-use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
-use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use pai_runtime::text::patterns;
-use pai_runtime::{
-    Agent, BoxStream, FinishReason, HookFuture, LanguageModel, ModelError, ModelMap, ModelRequest,
-    Pattern, ReadyStream, Runtime, StreamPart, compose, redact_text_deltas,
-};
-use sha2::{Digest, Sha256};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group};
+use pai_runtime::{Emit, Pattern, StreamPart, redact_text_deltas};
 
 #[path = "../../runtime/tests/common/mod.rs"]
 mod common;
-use common::{CountingIds, StillClock};
+#[path = "support/report.rs"]
+mod report;
+#[path = "support/w1.rs"]
+mod w1;
 
-const DELTAS: usize = 100_000;
-const DELTA_LEN: usize = 16;
-const FILLER: &[u8] = b"the quick brown fox jumps over the lazy dog ";
-const ALPHA: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-const INPUT_SHA256: &str = "0fc13997f0e2bdab86319b73ae6749d7917be99d284afb7e5e68a07622746b5b";
-const OUTPUT_SHA256: &str = "9311d88791235b01bccba0e82889e03f39a00ea95f043ad0f6eadadb6d8f2747";
-const OUTPUT_LEN: usize = 1_574_000;
+const TIMED_RUNS: usize = 21;
 
-fn input() -> String {
-    let mut text: Vec<u8> = (0..DELTAS * DELTA_LEN)
-        .map(|p| FILLER[p % FILLER.len()])
+/// Warm-up, then `TIMED_RUNS` timed full runs: the median ns per delta.
+fn measurement_pass(text: &str, pats: &[Pattern]) {
+    let rt = w1::tokio();
+    w1::check_output(&w1::full_pipeline(&rt, pats, w1::deltas(text)));
+    let mut ns: Vec<f64> = (0..TIMED_RUNS)
+        .map(|_| {
+            let parts = w1::deltas(text);
+            let t = Instant::now();
+            let out = w1::full_pipeline(&rt, pats, parts);
+            let per = t.elapsed().as_nanos() as f64 / w1::DELTAS as f64;
+            w1::check_output(&out);
+            per
+        })
         .collect();
-    for i in 0..2000 {
-        let start = i * 800 + 400 + (i % 16);
-        text[start - 1] = b' ';
-        text[start..start + 3].copy_from_slice(b"sk-");
-        for j in 0..20 {
-            text[start + 3 + j] = ALPHA[(i * 7 + j * 13) % 62];
+    let min = ns.iter().copied().fold(f64::INFINITY, f64::min);
+    report::result("W1", "ns_per_delta", report::median(&mut ns));
+    report::result("W1", "ns_per_delta_min", min);
+    if let Some(mb) = report::max_rss_mb() {
+        report::result("W1", "max_rss_mb", mb);
+    }
+}
+
+/// The redaction stage alone, without the runtime around it.
+fn redactor_only(pats: &[Pattern], parts: Vec<StreamPart>) -> String {
+    let mut stage = redact_text_deltas(pats.to_vec(), w1::REPLACEMENT);
+    let mut out = String::with_capacity(w1::OUTPUT_LEN);
+    for p in parts {
+        let mut e = Emit::default();
+        stage.push(p, &mut e);
+        for q in e.into_parts() {
+            if let StreamPart::TextDelta(t) = q {
+                out.push_str(&t);
+            }
         }
-        text[start + 23] = b' ';
     }
-    String::from_utf8(text).expect("ASCII")
-}
-
-fn sha256(s: &str) -> String {
-    Sha256::digest(s.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn deltas(text: &str) -> Vec<StreamPart> {
-    let mut parts: Vec<StreamPart> = text
-        .as_bytes()
-        .chunks(DELTA_LEN)
-        .map(|c| StreamPart::TextDelta(String::from_utf8(c.to_vec()).expect("ASCII")))
-        .collect();
-    parts.push(StreamPart::Finish(FinishReason::Stop));
-    parts
-}
-
-/// A provider that streams prepared parts once.
-struct Prepared(Mutex<Option<Vec<StreamPart>>>);
-impl LanguageModel for Prepared {
-    fn stream<'a>(&'a self, _: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
-        let parts = self.0.lock().expect("parts").take().unwrap_or_default();
-        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
-    }
-}
-
-/// One whole run: the provider streams the deltas, the canonical redactor
-/// transforms them, the step is assembled and committed. Returns the stored text.
-fn full_pipeline(rt: &tokio::runtime::Runtime, pats: &[Pattern], parts: Vec<StreamPart>) -> String {
-    let agent = Agent::new("w1", "m").lifecycle(compose(vec![Box::new(common::redact(
-        pats.to_vec(),
-        "[REDACTED]",
-    ))]));
-    let runtime = Runtime::builder(agent, ())
-        .models(ModelMap::new().with("m", Arc::new(Prepared(Mutex::new(Some(parts))))))
-        .clock(Arc::new(StillClock))
-        .ids(Arc::new(CountingIds::default()))
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
-        let t = runtime.client("u").thread("t");
-        t.send("go").await.expect("send");
-        let state = t.wait_until_idle().await.expect("idle");
-        state.messages[1].text()
-    })
+    out
 }
 
 fn w1(c: &mut Criterion) {
-    let text = input();
-    assert_eq!(sha256(&text), INPUT_SHA256, "W1 input");
-    let pats = patterns(&["sk-[A-Za-z0-9_-]+"]).expect("pattern");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("tokio");
-    let out = full_pipeline(&rt, &pats, deltas(&text));
-    assert_eq!(out.len(), OUTPUT_LEN, "W1 output length");
-    assert_eq!(sha256(&out), OUTPUT_SHA256, "W1 output");
+    let text = w1::input();
+    let pats = w1::secret_patterns();
+    let rt = w1::tokio();
+    w1::check_output(&w1::full_pipeline(&rt, &pats, w1::deltas(&text)));
 
     let mut group = c.benchmark_group("w1_redaction");
-    group.throughput(Throughput::Elements(DELTAS as u64));
+    group.throughput(Throughput::Elements(w1::DELTAS as u64));
     group.sample_size(30);
     group.bench_function("full_canonical_pipeline", |b| {
         b.iter_batched(
-            || deltas(&text),
-            |parts| full_pipeline(&rt, &pats, parts),
+            || w1::deltas(&text),
+            |parts| w1::full_pipeline(&rt, &pats, parts),
             BatchSize::LargeInput,
         );
     });
     group.bench_function("redactor_stage_only", |b| {
         b.iter_batched(
-            || deltas(&text),
-            |parts| {
-                let mut stage = redact_text_deltas(pats.clone(), "[REDACTED]");
-                let mut out = String::with_capacity(OUTPUT_LEN);
-                for p in parts {
-                    let mut e = pai_runtime::Emit::default();
-                    stage.push(p, &mut e);
-                    for q in e.into_parts() {
-                        if let StreamPart::TextDelta(t) = q {
-                            out.push_str(&t);
-                        }
-                    }
-                }
-                out
-            },
+            || w1::deltas(&text),
+            |parts| redactor_only(&pats, parts),
             BatchSize::LargeInput,
         );
     });
@@ -133,4 +87,16 @@ fn w1(c: &mut Criterion) {
 }
 
 criterion_group!(benches, w1);
-criterion_main!(benches);
+
+fn main() {
+    if report::bench_mode() {
+        measurement_pass(&w1::input(), &w1::secret_patterns());
+    }
+    if report::results_only() {
+        return;
+    }
+    benches();
+    criterion::Criterion::default()
+        .configure_from_args()
+        .final_summary();
+}

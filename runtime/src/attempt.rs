@@ -87,7 +87,7 @@ impl ModelLink for ProviderAttempt<'_> {
         patch: AttemptPatch,
     ) -> HookFuture<'s, Result<BoxStream, ModelError>> {
         HookFuture::new(async move {
-            let req = patch.apply(request);
+            let req = patch.applied(request);
             let attempt = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
             let step = self.step;
             self.events.event(Box::new(|| EventKind::ModelCall {

@@ -9,7 +9,7 @@ use tokio::sync::OnceCell;
 use crate::error::{FailureCell, HookError, HookResult};
 use crate::future::HookFuture;
 use crate::message::{Message, ModelMessage};
-use crate::model_view::to_model_messages;
+use crate::model_view::into_model_messages;
 use crate::store::{HistoryRead, StoreError, StoreHandle};
 
 /// A history read that the fence refused (SPEC M3, H5).
@@ -120,7 +120,7 @@ impl<'a> History<'a> {
         through: u64,
     ) -> Result<Vec<ModelMessage>, HistoryError> {
         let messages = self.collect(from, through).await?;
-        Ok(to_model_messages(messages.iter()))
+        Ok(into_model_messages(messages))
     }
 
     /// Up to `limit` messages strictly before `cursor` (or before the end of
@@ -155,7 +155,7 @@ impl<'a> History<'a> {
     pub async fn default_context(&self) -> Result<Vec<ModelMessage>, HistoryError> {
         let anchor = self.anchor;
         let messages = self.messages(HistoryRead::Visible { anchor }).await?;
-        Ok(to_model_messages(messages.iter()))
+        Ok(into_model_messages(messages))
     }
 }
 

@@ -1,5 +1,6 @@
 //! `around_model_call` (SPEC L6, P6, P7): the attempt patch and the onion's `next`.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use crate::clock::Millis;
@@ -35,6 +36,15 @@ impl AttemptPatch {
         AttemptPatch {
             route: RoutePatch::default(),
             timeout_ms: Some(ms),
+        }
+    }
+
+    /// The request this patch makes of `request`: `request` itself when
+    /// the patch changes nothing (no copy of its messages on the hot path).
+    pub(crate) fn applied<'r>(&self, request: &'r ModelRequest) -> Cow<'r, ModelRequest> {
+        match self.route.is_empty() && self.timeout_ms.is_none() {
+            true => Cow::Borrowed(request),
+            false => Cow::Owned(self.apply(request)),
         }
     }
 

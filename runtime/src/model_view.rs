@@ -14,38 +14,19 @@ use crate::message::{Message, ModelContent, ModelMessage, Part, Role, ToolStatus
 pub(crate) fn to_model_messages<'a>(
     messages: impl IntoIterator<Item = &'a Message>,
 ) -> Vec<ModelMessage> {
+    into_model_messages(messages.into_iter().cloned())
+}
+
+/// [`to_model_messages`] over owned messages: their parts move into the
+/// model messages, nothing is copied (the per-step context read).
+pub(crate) fn into_model_messages(
+    messages: impl IntoIterator<Item = Message>,
+) -> Vec<ModelMessage> {
     let converted = messages
         .into_iter()
         .filter(|m| m.visibility.context)
         .filter_map(|m| {
-            let content: Vec<ModelContent> = m
-                .parts
-                .iter()
-                .map(|p| match p {
-                    Part::Text { text } => ModelContent::Text { text: text.clone() },
-                    Part::ToolCall {
-                        call_id,
-                        tool,
-                        input,
-                    } => ModelContent::ToolCall {
-                        call_id: call_id.clone(),
-                        tool: tool.clone(),
-                        input: input.clone(),
-                    },
-                    Part::ToolResult {
-                        call_id,
-                        tool,
-                        status,
-                        source: _,
-                        output,
-                    } => ModelContent::ToolResult {
-                        call_id: call_id.clone(),
-                        tool: tool.clone(),
-                        output: output.clone(),
-                        is_error: *status == ToolStatus::Error,
-                    },
-                })
-                .collect();
+            let content: Vec<ModelContent> = m.parts.into_iter().map(model_content).collect();
             (!content.is_empty()).then_some(ModelMessage {
                 role: m.role,
                 content,
@@ -53,6 +34,40 @@ pub(crate) fn to_model_messages<'a>(
         })
         .collect();
     pair_tool_calls(converted)
+}
+
+fn model_content(part: Part) -> ModelContent {
+    match part {
+        Part::Text { text } => ModelContent::Text { text },
+        Part::ToolCall {
+            call_id,
+            tool,
+            input,
+        } => ModelContent::ToolCall {
+            call_id,
+            tool,
+            input,
+        },
+        Part::ToolResult {
+            call_id,
+            tool,
+            status,
+            source: _,
+            output,
+        } => ModelContent::ToolResult {
+            call_id,
+            tool,
+            output,
+            is_error: status == ToolStatus::Error,
+        },
+    }
+}
+
+/// Whether any of `messages` holds a tool call or a tool result: appending
+/// only messages without either keeps a paired context paired (H6).
+pub(crate) fn carries_tools(messages: &[ModelMessage]) -> bool {
+    let tooled = |c: &ModelContent| !matches!(c, ModelContent::Text { .. });
+    messages.iter().any(|m| m.content.iter().any(tooled))
 }
 
 /// What a call that never got a result is answered with.

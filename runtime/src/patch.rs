@@ -252,11 +252,20 @@ impl Overlay {
         self.ops.iter().any(|(r, _)| r.is_some())
     }
 
+    /// Whether applying the overlay may leave a paired context unpaired
+    /// (SPEC H6): it replaces messages, or appends tool calls or results.
+    pub(crate) fn may_unpair(&self) -> bool {
+        self.ops
+            .iter()
+            .any(|(r, a)| r.is_some() || crate::model_view::carries_tools(a))
+    }
+
     /// Number of model-only messages the overlay adds (appends only).
     pub fn appended(&self) -> usize {
         self.ops.iter().map(|(_, a)| a.len()).sum()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }

@@ -126,7 +126,7 @@ impl<C: Send + Sync + 'static> ModelLink for ModelChain<'_, C> {
                 return self.then.attempt(request, patch).await;
             };
             let hook = &*self.hooks[i];
-            let effective = patch.apply(request);
+            let effective = patch.applied(request);
             let inner = ModelChain {
                 order: rest,
                 caller: Some(hook.name()),

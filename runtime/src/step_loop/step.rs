@@ -18,7 +18,7 @@ use crate::lifecycle::{AfterStepInput, Phase, StepDecision, StepInput, StreamKin
 use crate::message::{Message, ModelMessage, Part, Producer, Role, Visibility};
 use crate::model::{BoxStream, ModelRequest, offered};
 use crate::model_call::{AttemptPatch, ModelLink, ModelNext};
-use crate::model_view::pair_tool_calls;
+use crate::model_view::{carries_tools, pair_tool_calls};
 use crate::patch::{Overlay, Route};
 use crate::transform::Abort;
 
@@ -188,8 +188,9 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let context_len = messages.len();
         let mut replaced = overlay.replaces();
         // Hooks may have reshaped the context; such a context is paired again
-        // before it is sent (H6). The runtime's own derivation already is.
-        let mut reshaped = self.handles(Phase::ResolveModelContext) || !overlay.is_empty();
+        // before it is sent (H6). The runtime's own derivation already is,
+        // and appending messages without tool parts keeps it so.
+        let mut reshaped = self.handles(Phase::ResolveModelContext) || overlay.may_unpair();
         overlay.apply(&mut messages);
         let mut step_route = route.clone();
         let input = StepInput {
@@ -203,7 +204,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             })
             .await?;
         replaced |= p.replace_model_messages.is_some();
-        reshaped |= p.replace_model_messages.is_some() || !p.append_model_messages.is_empty();
+        reshaped |= p.replace_model_messages.is_some() || carries_tools(&p.append_model_messages);
         step_route.apply(&p.route);
         p.apply_messages(&mut messages);
         if reshaped {
@@ -275,7 +276,8 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     async fn consume(&self, step: u32, stream: BoxStream) -> Result<(Consumed, Vec<Call>), Fail> {
         let stages = self.canonical(StreamKind::Model, Some(step))?;
         let live = self.live_step(step).await;
-        let consumed = consume(stream, stages, &live, &*self.sh.clock).await;
+        let events = self.sh.sink.is_some();
+        let consumed = consume(stream, stages, &live, &*self.sh.clock, events).await;
         let calls = match consumed.abort {
             Some(_) => Vec::new(),
             None => tool_calls(&consumed.parts),

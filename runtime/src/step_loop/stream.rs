@@ -27,6 +27,7 @@ pub(super) struct Consumed {
     /// The canonical parts, assembled.
     pub(super) parts: Vec<Part>,
     pub(super) deltas: usize,
+    /// Characters of the deltas (counted only when events are recorded).
     pub(super) chars: usize,
     pub(super) finish: Option<FinishReason>,
     /// The provider failed mid-stream (or the stream panicked).
@@ -44,6 +45,8 @@ struct Consuming<'s> {
     assembled: Assembler,
     out: Consumed,
     in_stage: bool,
+    /// Characters are counted only for an event sink that will read them.
+    count_chars: bool,
 }
 
 impl Consuming<'_> {
@@ -51,7 +54,9 @@ impl Consuming<'_> {
     fn push(&mut self, part: StreamPart, at: u64) -> bool {
         if let StreamPart::TextDelta(d) = &part {
             self.out.deltas += 1;
-            self.out.chars += d.chars().count();
+            if self.count_chars {
+                self.out.chars += d.chars().count();
+            }
         }
         let (live, assembled) = (self.live, &mut self.assembled);
         self.in_stage = true;
@@ -87,6 +92,7 @@ pub(super) async fn consume(
     stages: Vec<Box<dyn StreamTransform>>,
     live: &LiveStep<'_>,
     clock: &dyn Clock,
+    count_chars: bool,
 ) -> Consumed {
     let mut c = Consuming {
         pipeline: Pipeline::new(stages),
@@ -94,6 +100,7 @@ pub(super) async fn consume(
         assembled: Assembler::default(),
         out: Consumed::default(),
         in_stage: false,
+        count_chars,
     };
     std::future::poll_fn(|cx| {
         let batch = catch_unwind(AssertUnwindSafe(|| {

@@ -86,10 +86,15 @@ impl MemoryStore {
                 worker,
                 ttl,
             } => {
-                let claimed = map
-                    .iter_mut()
-                    .filter(|(id, _)| thread.as_ref().is_none_or(|t| t == *id))
-                    .find_map(|(id, rec)| rec.claim(id, &worker, ttl, now));
+                // A claim naming its thread looks at that thread alone.
+                let claimed = match thread {
+                    Some(t) => map
+                        .get_mut(&t)
+                        .and_then(|rec| rec.claim(&t, &worker, ttl, now)),
+                    None => map
+                        .iter_mut()
+                        .find_map(|(id, rec)| rec.claim(id, &worker, ttl, now)),
+                };
                 Ok(StoreReply::Claimed(claimed))
             }
             StoreRequest::Submit { .. } | StoreRequest::Open { .. } => open(&mut map, request),

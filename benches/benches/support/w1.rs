@@ -1,0 +1,113 @@
+//! W1 of BENCHMARKS.md, shared by the `stream` and `memory` benches:
+//! 100,000 text deltas of 16 ASCII characters with 2,000 secrets that cross
+//! delta boundaries, redacted through the full canonical pipeline (provider
+//! stream → canonical transform → assembled, stored message).
+
+use std::sync::{Arc, Mutex};
+
+use pai_runtime::text::patterns;
+use pai_runtime::{
+    Agent, BoxStream, FinishReason, HookFuture, LanguageModel, ModelError, ModelMap, ModelRequest,
+    Pattern, ReadyStream, Runtime, StreamPart, compose,
+};
+use sha2::{Digest, Sha256};
+
+use crate::common::{self, CountingIds, StillClock};
+
+pub const DELTAS: usize = 100_000;
+const DELTA_LEN: usize = 16;
+const FILLER: &[u8] = b"the quick brown fox jumps over the lazy dog ";
+const ALPHA: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+const INPUT_SHA256: &str = "0fc13997f0e2bdab86319b73ae6749d7917be99d284afb7e5e68a07622746b5b";
+const OUTPUT_SHA256: &str = "9311d88791235b01bccba0e82889e03f39a00ea95f043ad0f6eadadb6d8f2747";
+pub const OUTPUT_LEN: usize = 1_574_000;
+pub const REPLACEMENT: &str = "[REDACTED]";
+
+/// The 1,600,000-character input text, checked against its published hash.
+pub fn input() -> String {
+    let mut text: Vec<u8> = (0..DELTAS * DELTA_LEN)
+        .map(|p| FILLER[p % FILLER.len()])
+        .collect();
+    for i in 0..2000 {
+        let start = i * 800 + 400 + (i % 16);
+        text[start - 1] = b' ';
+        text[start..start + 3].copy_from_slice(b"sk-");
+        for j in 0..20 {
+            text[start + 3 + j] = ALPHA[(i * 7 + j * 13) % 62];
+        }
+        text[start + 23] = b' ';
+    }
+    let text = String::from_utf8(text).expect("ASCII");
+    assert_eq!(sha256(&text), INPUT_SHA256, "W1 input");
+    text
+}
+
+fn sha256(s: &str) -> String {
+    Sha256::digest(s.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The secret pattern of W1.
+pub fn secret_patterns() -> Vec<Pattern> {
+    patterns(&["sk-[A-Za-z0-9_-]+"]).expect("pattern")
+}
+
+/// The provider's parts: the deltas, then the finish.
+pub fn deltas(text: &str) -> Vec<StreamPart> {
+    let mut parts: Vec<StreamPart> = text
+        .as_bytes()
+        .chunks(DELTA_LEN)
+        .map(|c| StreamPart::TextDelta(String::from_utf8(c.to_vec()).expect("ASCII")))
+        .collect();
+    parts.push(StreamPart::Finish(FinishReason::Stop));
+    parts
+}
+
+/// A provider that streams prepared parts once.
+struct Prepared(Mutex<Option<Vec<StreamPart>>>);
+impl LanguageModel for Prepared {
+    fn stream<'a>(&'a self, _: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
+        let parts = self.0.lock().expect("parts").take().unwrap_or_default();
+        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
+    }
+}
+
+/// One whole run: the provider streams the deltas, the canonical redactor
+/// transforms them, the step is assembled and committed. Returns the stored text.
+pub fn full_pipeline(
+    rt: &tokio::runtime::Runtime,
+    pats: &[Pattern],
+    parts: Vec<StreamPart>,
+) -> String {
+    let agent = Agent::new("w1", "m").lifecycle(compose(vec![Box::new(common::redact(
+        pats.to_vec(),
+        REPLACEMENT,
+    ))]));
+    let runtime = Runtime::builder(agent, ())
+        .models(ModelMap::new().with("m", Arc::new(Prepared(Mutex::new(Some(parts))))))
+        .clock(Arc::new(StillClock))
+        .ids(Arc::new(CountingIds::default()))
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let t = runtime.client("u").thread("t");
+        t.send("go").await.expect("send");
+        let state = t.wait_until_idle().await.expect("idle");
+        state.messages[1].text()
+    })
+}
+
+/// Checks a run's stored text against the published output.
+pub fn check_output(out: &str) {
+    assert_eq!(out.len(), OUTPUT_LEN, "W1 output length");
+    assert_eq!(sha256(out), OUTPUT_SHA256, "W1 output");
+}
+
+/// A current-thread Tokio runtime, as the benches drive the runtime.
+pub fn tokio() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("tokio")
+}
