@@ -238,14 +238,5 @@ criterion_group!(benches, w3);
 
 fn main() {
     checks();
-    if report::bench_mode() {
-        measurement_pass();
-    }
-    if report::results_only() {
-        return;
-    }
-    benches();
-    criterion::Criterion::default()
-        .configure_from_args()
-        .final_summary();
+    report::main(measurement_pass, benches);
 }

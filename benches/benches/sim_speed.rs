@@ -132,14 +132,5 @@ fn main() {
     // Generated cases plant panicking tools and hooks; printing their
     // backtraces would be timed too.
     pai_sim::quiet_planted_panics();
-    if report::bench_mode() {
-        measurement_pass();
-    }
-    if report::results_only() {
-        return;
-    }
-    benches();
-    criterion::Criterion::default()
-        .configure_from_args()
-        .final_summary();
+    report::main(measurement_pass, benches);
 }

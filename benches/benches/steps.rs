@@ -111,14 +111,5 @@ fn w2(c: &mut Criterion) {
 criterion_group!(benches, w2);
 
 fn main() {
-    if report::bench_mode() {
-        measurement_pass();
-    }
-    if report::results_only() {
-        return;
-    }
-    benches();
-    criterion::Criterion::default()
-        .configure_from_args()
-        .final_summary();
+    report::main(measurement_pass, benches);
 }

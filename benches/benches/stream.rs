@@ -89,14 +89,8 @@ fn w1(c: &mut Criterion) {
 criterion_group!(benches, w1);
 
 fn main() {
-    if report::bench_mode() {
-        measurement_pass(&w1::input(), &w1::secret_patterns());
-    }
-    if report::results_only() {
-        return;
-    }
-    benches();
-    criterion::Criterion::default()
-        .configure_from_args()
-        .final_summary();
+    report::main(
+        || measurement_pass(&w1::input(), &w1::secret_patterns()),
+        benches,
+    );
 }

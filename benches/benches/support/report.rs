@@ -25,6 +25,21 @@ pub fn results_only() -> bool {
     std::env::var_os("PAI_BENCH_RESULTS_ONLY").is_some()
 }
 
+/// A bench's `main`: the measurement pass (under `cargo bench`), then
+/// criterion's groups unless only the `RESULT` lines were asked for.
+pub fn main(measurement_pass: impl FnOnce(), benches: fn()) {
+    if bench_mode() {
+        measurement_pass();
+    }
+    if results_only() {
+        return;
+    }
+    benches();
+    criterion::Criterion::default()
+        .configure_from_args()
+        .final_summary();
+}
+
 /// The median of `values` (which it sorts).
 pub fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
