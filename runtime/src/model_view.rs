@@ -215,6 +215,39 @@ mod tests {
         }
     }
 
+    /// SPEC H6: the step loop skips re-pairing only for appends without
+    /// tool parts; a call or a result appended must be seen as such, and
+    /// pairing then repairs the context it would break.
+    #[test]
+    fn h6_only_tool_free_appends_keep_a_context_paired() {
+        let text = ModelMessage::system("note");
+        let call = ModelMessage {
+            role: Role::Assistant,
+            content: vec![ModelContent::ToolCall {
+                call_id: "c1".into(),
+                tool: "t".into(),
+                input: Value::Null,
+            }],
+        };
+        let result = ModelMessage {
+            role: Role::Tool,
+            content: vec![ModelContent::ToolResult {
+                call_id: "c9".into(),
+                tool: "t".into(),
+                output: Value::Null,
+                is_error: false,
+            }],
+        };
+        assert!(!carries_tools(&[text.clone(), text.clone()]));
+        assert!(carries_tools(&[text.clone(), call.clone()]));
+        assert!(carries_tools(std::slice::from_ref(&result)));
+        // Appending the call unpairs a paired context; pairing answers it.
+        let repaired = pair_tool_calls(vec![text.clone(), call]);
+        assert_eq!(repaired.len(), 3, "the call gets a stand-in result");
+        // A result without its call is dropped.
+        assert_eq!(pair_tool_calls(vec![text, result]).len(), 1);
+    }
+
     #[test]
     fn hidden_messages_stay_out_of_model_context() {
         let m = [

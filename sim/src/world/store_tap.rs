@@ -100,14 +100,16 @@ impl StoreTap {
             *expect = Expect::Nothing;
         }
         let thread = thread.clone();
-        let found = self.found(&thread);
+        // Only an expectation needs what the thread held (no copy otherwise).
+        let expects = original != Expect::Nothing;
+        let found = expects.then(|| self.found(&thread)).flatten();
         let reply = self.inner.apply(request);
         let outcome = outcome_of(&reply);
         let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
         if let TapOutcome::Committed { .. } = outcome {
             log.written.extend(written(&thread, &writes));
         }
-        if original != Expect::Nothing {
+        if expects {
             log.expectations.push(ExpectationRecord {
                 thread,
                 op,
