@@ -97,6 +97,8 @@ pub use store::{
     RunStatus, Store, StoreError, StoreFuture, StoreReply, StoreRequest, StoredThread, Submitted,
     Takeover, VisibilityChange, WaitingCall, Write, Writer,
 };
+#[cfg(feature = "sqlite")]
+pub use store::{Durability, SqliteConfig, SqliteError, SqliteStore};
 pub use text::{
     Pattern, PatternError, Verdict, guard_text, inspect_text_deltas, redact_text_deltas,
 };

@@ -36,7 +36,7 @@ pub use planted::{PLANTED_PANIC, quiet_planted_panics};
 pub use report::{Report, SimError};
 pub use rule_coverage::{RuleCoverage, TestRef, coverage, tests_in};
 pub use rules::{Rule, rule, rules};
-pub use run::{check, replay_command, simulate, verdict};
+pub use run::{check, check_on, replay_command, replay_on, simulate, simulate_on, verdict};
 pub use scenario::{
     Action, AgentDef, AgentSpec, Behaviour, CancelRun, CancelSpec, CheckError, Cluster,
     ClusterSpec, DEFAULT_TIME_LIMIT_MS, EventName, Expect, Expectation, FaultSpec, FieldPath,
@@ -48,4 +48,4 @@ pub use suite::{
     CaseResult, CaseStatus, SnapshotMode, discover, load_all, orphans, run_case, table,
 };
 pub use timeline::timeline_html;
-pub use world::Rng;
+pub use world::{Rng, StoreKind};

@@ -14,21 +14,28 @@ use crate::report::{Report, SimError, report};
 use crate::scenario::FaultSpec;
 use crate::scenario::{Expectation, Scenario};
 use crate::world::{
-    ClientView, Recorder, Rng, ScriptedProvider, SharedProvider, SimIds, StoreTap, VirtualClock,
+    ClientView, Recorder, Rng, ScriptedProvider, SharedProvider, SimIds, SimStore, StoreKind,
+    StoreTap, VirtualClock,
 };
 
 /// Runs `scenario` with `seed` on a fresh single-threaded Tokio runtime with
-/// paused (virtual) time.
+/// paused (virtual) time, keeping threads in the memory store.
 pub fn simulate(scenario: &Scenario, seed: u64) -> Result<Report, SimError> {
+    simulate_on(scenario, seed, StoreKind::Memory)
+}
+
+/// [`simulate`] with threads kept in a store of kind `store`: the
+/// transcript must not depend on it.
+pub fn simulate_on(scenario: &Scenario, seed: u64, store: StoreKind) -> Result<Report, SimError> {
     if scenario.cluster.is_some() {
-        return crate::cluster::simulate(scenario, seed);
+        return crate::cluster::simulate(scenario, seed, store);
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
         .build()
         .map_err(|e| SimError::Setup(e.to_string()))?;
-    rt.block_on(simulate_in(scenario, seed))
+    rt.block_on(simulate_in(scenario, seed, store))
 }
 
 /// The simulated world of one run, and the runtime living in it.
@@ -42,7 +49,7 @@ struct World {
     tap: Arc<StoreTap>,
 }
 
-fn world(s: &Scenario, seed: u64) -> Result<World, SimError> {
+fn world(s: &Scenario, seed: u64, store: StoreKind) -> Result<World, SimError> {
     let rng = Arc::new(Mutex::new(Rng::new(seed)));
     let clock = Arc::new(VirtualClock::new());
     let ids = Arc::new(SimIds::new(rng));
@@ -51,7 +58,11 @@ fn world(s: &Scenario, seed: u64) -> Result<World, SimError> {
     let reads = Arc::new(Mutex::new(Vec::new()));
     let (agent, context) = agent(s, &reads);
     let ignore = s.faults.contains(&FaultSpec::IgnoreExpectations);
-    let tap = Arc::new(StoreTap::new(recorder.clone(), ignore));
+    let tap = Arc::new(StoreTap::new(
+        SimStore::new(store, None)?,
+        recorder.clone(),
+        ignore,
+    ));
     let runtime = Runtime::builder(agent, context)
         .store(tap.clone())
         .models(SharedProvider(provider.clone()))
@@ -84,8 +95,8 @@ async fn play_and_settle(s: &Scenario, w: &World, played: &mut Played) {
     w.runtime.rewrites_delivered().await;
 }
 
-async fn simulate_in(s: &Scenario, seed: u64) -> Result<Report, SimError> {
-    let w = world(s, seed)?;
+async fn simulate_in(s: &Scenario, seed: u64, store: StoreKind) -> Result<Report, SimError> {
+    let w = world(s, seed, store)?;
     let limit = Duration::from_millis(s.time_limit_ms);
     let mut played = Played::default();
     let in_time = tokio::time::timeout(limit, play_and_settle(s, &w, &mut played)).await;
@@ -190,8 +201,17 @@ fn expectation_met(s: &Scenario, report: &Report) -> Result<(), String> {
 /// Runs a scenario twice with one seed (SPEC D4) and checks its expectation.
 /// Returns the first report and every problem found.
 pub fn check(s: &Scenario, seed: u64) -> Result<(Report, Vec<String>), SimError> {
-    let first = simulate(s, seed)?;
-    let second = simulate(s, seed)?;
+    check_on(s, seed, StoreKind::Memory)
+}
+
+/// [`check`] with threads kept in a store of kind `store`.
+pub fn check_on(
+    s: &Scenario,
+    seed: u64,
+    store: StoreKind,
+) -> Result<(Report, Vec<String>), SimError> {
+    let first = simulate_on(s, seed, store)?;
+    let second = simulate_on(s, seed, store)?;
     let mut problems = Vec::new();
     if first.transcript != second.transcript {
         let d = crate::format::diff(
@@ -210,9 +230,20 @@ pub fn check(s: &Scenario, seed: u64) -> Result<(Report, Vec<String>), SimError>
 
 /// The one command that replays a scenario (SPEC D2), quoted for a shell.
 pub fn replay_command(path: &std::path::Path, seed: u64) -> String {
+    replay_on(path, seed, StoreKind::Memory)
+}
+
+/// [`replay_command`] for a run on a store of kind `store`.
+pub fn replay_on(path: &std::path::Path, seed: u64, store: StoreKind) -> String {
     let shown = path.display().to_string();
     let quoted = shlex::try_quote(&shown).map_or(shown.clone(), |q| q.into_owned());
-    format!("pai-sim run {quoted} --seed {seed}")
+    match store {
+        StoreKind::Memory => format!("pai-sim run {quoted} --seed {seed}"),
+        other => format!(
+            "pai-sim run {quoted} --seed {seed} --store {}",
+            other.as_str()
+        ),
+    }
 }
 
 /// Every stored thread, as trusted code reads it.

@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use crate::run::{check, replay_command};
+use crate::run::{check_on, replay_on};
 use crate::scenario::{Scenario, ScenarioError};
 use crate::snapshot;
+use crate::world::StoreKind;
 
 /// Scenario files under `paths`: files as given, folders searched recursively
 /// for `.toml` and `.json`, sorted, without duplicates.
@@ -164,6 +165,8 @@ pub struct CaseResult {
     pub name: String,
     pub rules: Vec<String>,
     pub seed: u64,
+    /// The store the run kept its threads in.
+    pub store: StoreKind,
     pub steps: u32,
     pub virtual_ms: u64,
     pub status: CaseStatus,
@@ -176,7 +179,7 @@ impl CaseResult {
     }
 
     pub fn replay(&self) -> String {
-        replay_command(&self.path, self.seed)
+        replay_on(&self.path, self.seed, self.store)
     }
 }
 
@@ -185,6 +188,7 @@ pub fn run_case(
     path: &Path,
     s: &Scenario,
     seed_override: Option<u64>,
+    store: StoreKind,
     mode: SnapshotMode,
 ) -> CaseResult {
     let seed = seed_override.unwrap_or(s.seed);
@@ -193,12 +197,13 @@ pub fn run_case(
         name: s.name.clone(),
         rules: s.rules.clone(),
         seed,
+        store,
         steps: 0,
         virtual_ms: 0,
         status: CaseStatus::Ok,
         problems: Vec::new(),
     };
-    let (report, problems) = match check(s, seed) {
+    let (report, problems) = match check_on(s, seed, store) {
         Ok(r) => r,
         Err(e) => {
             case.problems.push(e.to_string());
@@ -360,6 +365,7 @@ mod tests {
             name: name.to_string(),
             rules: vec!["L1".into()],
             seed: 1,
+            store: StoreKind::Memory,
             steps: 2,
             virtual_ms: 30,
             status: CaseStatus::Ok,

@@ -9,7 +9,7 @@ use crate::clock::Millis;
 
 /// A thread's lease. `holder` is the run whose episode holds it; `worker`
 /// the process driving that episode.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(super) struct Lease {
     pub(super) holder: Option<String>,
     worker: Option<String>,

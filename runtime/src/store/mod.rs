@@ -7,11 +7,14 @@
 //! here lives only in the process that drives a thread (stop signals,
 //! watchers, the driver task): that is `process.rs`.
 
+mod engine;
 pub(crate) mod handle;
 mod memory;
 mod mutation;
 mod protocol;
 mod record;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 mod thread;
 mod waiting;
 
@@ -25,4 +28,6 @@ pub use record::{
     Answered, Appended, CancelMiss, CancelTarget, Claimed, RunEnd, RunRecord, RunStatus,
     StoreError, StoredThread, Submitted, Takeover,
 };
+#[cfg(feature = "sqlite")]
+pub use sqlite::{Durability, SqliteConfig, SqliteError, SqliteStore};
 pub use waiting::{Answer, AnswerMiss, WaitingCall};

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::record::{
@@ -20,15 +21,22 @@ mod thread_ops;
 
 use lease::Lease;
 
-/// One thread's durable record.
-#[derive(Debug)]
+/// One thread's durable record. A database store keeps the messages in
+/// rows of their own and everything else as this record's JSON ("the
+/// head"): `messages` and `clean` are not part of it.
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct ThreadRec {
     agent: String,
     owner: String,
     incarnation: u64,
     version: u64,
     next_seq: u64,
+    #[serde(skip)]
     messages: Vec<Message>,
+    /// How many leading messages are unchanged since the record was loaded
+    /// or last persisted: a database store rewrites only the rest.
+    #[serde(skip)]
+    clean: usize,
     metadata: Map<String, Value>,
     private_metadata: Map<String, Value>,
     runs: Vec<RunRecord>,
@@ -74,6 +82,7 @@ impl ThreadRec {
             version: 0,
             next_seq: 1,
             messages: Vec::new(),
+            clean: 0,
             metadata: Map::new(),
             private_metadata: Map::new(),
             runs: Vec::new(),
@@ -394,6 +403,43 @@ impl ThreadRec {
 
     pub(crate) fn private_metadata(&self) -> &Map<String, Value> {
         &self.private_metadata
+    }
+
+    /// A record read back from a database store: its head and its messages.
+    pub(crate) fn from_parts(head: &str, messages: Vec<Message>) -> serde_json::Result<ThreadRec> {
+        let mut rec: ThreadRec = serde_json::from_str(head)?;
+        rec.clean = messages.len();
+        rec.messages = messages;
+        Ok(rec)
+    }
+
+    /// The record without its messages, as JSON.
+    pub(crate) fn head(&self) -> serde_json::Result<String> {
+        serde_json::to_string(self)
+    }
+
+    /// The messages that changed since the record was loaded or persisted:
+    /// every stored message from position `from` on must be replaced by
+    /// the returned ones.
+    pub(crate) fn changed_messages(&self) -> (usize, &[Message]) {
+        let from = self.clean.min(self.messages.len());
+        (from, &self.messages[from..])
+    }
+
+    /// The store has persisted every message.
+    pub(crate) fn persisted(&mut self) {
+        self.clean = self.messages.len();
+    }
+
+    /// Messages from position `at` on changed in place or went away.
+    pub(in crate::store) fn touch_messages(&mut self, at: usize) {
+        self.clean = self.clean.min(at);
+    }
+
+    /// Whether an unscoped claim could find a run here (a current run to
+    /// resume or take over, or a queued one): a database store's index.
+    pub(crate) fn may_claim(&self) -> bool {
+        !self.deleted && (self.current.is_some() || !self.queue.is_empty())
     }
 
     /// The whole thread, as trusted server code sees it.

@@ -124,9 +124,10 @@ impl ThreadRec {
                 message,
                 visibility,
             } => {
-                let Some(m) = self.messages.iter_mut().find(|m| m.id == message) else {
+                let Some(at) = self.messages.iter().position(|m| m.id == message) else {
                     return;
                 };
+                let m = &mut self.messages[at];
                 if m.visibility != visibility {
                     done.changed.push(VisibilityChange {
                         message,
@@ -134,6 +135,7 @@ impl ThreadRec {
                         after: visibility,
                     });
                     m.visibility = visibility;
+                    self.touch_messages(at);
                 }
             }
         }
@@ -189,6 +191,7 @@ impl ThreadRec {
         }
         let at = self.messages.iter().position(|m| m.id == from).unwrap_or(0);
         let removed: Vec<String> = self.messages.drain(at + 1..).map(|m| m.id).collect();
+        self.touch_messages(at + 1);
         let mut done = Mutation {
             version: self.version,
             incarnation: self.incarnation,
@@ -264,6 +267,7 @@ impl ThreadRec {
         self.retired
             .extend(self.runs.drain(..).map(|r| (r.id, incarnation)));
         self.messages.clear();
+        self.touch_messages(0);
         self.metadata.clear();
         self.private_metadata.clear();
         self.queue.clear();

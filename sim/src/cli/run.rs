@@ -29,6 +29,10 @@ pub struct Args {
     /// Also write a JUnit XML report here: one test case per scenario.
     #[arg(long)]
     junit: Option<PathBuf>,
+    /// Where the runs keep their threads: `memory` (default) or `sqlite`.
+    /// Transcripts must not depend on it: the snapshots are the same.
+    #[arg(long, default_value = "memory")]
+    store: pai_sim::StoreKind,
     /// `text` (the table, default) or `json` (one object per scenario and line).
     #[arg(long, default_value = "text")]
     format: String,
@@ -94,7 +98,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut out = Out::new(json);
     let mut cases = Vec::new();
     for (path, s) in selected {
-        let case = pai_sim::run_case(path, s, args.seed, mode);
+        let case = pai_sim::run_case(path, s, args.seed, args.store, mode);
         out.case(&case);
         cases.push(case);
     }

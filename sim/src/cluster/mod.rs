@@ -24,7 +24,8 @@ use crate::oracle::{ClusterObs, Observations};
 use crate::report::{Report, SimError, report};
 use crate::scenario::{Action, Cluster, FaultAction, Scenario, Timed};
 use crate::world::{
-    ActionRecord, ClusterEvent, ClusterLog, Recorder, Rng, ScriptedProvider, SimIds, VirtualClock,
+    ActionRecord, ClusterEvent, ClusterLog, Recorder, Rng, ScriptedProvider, SimIds, StoreKind,
+    VirtualClock,
 };
 use hosts::{ClientOut, Env};
 use net::STORE_HOST;
@@ -34,7 +35,7 @@ use store_host::StoreHost;
 const TICK_MS: u64 = 1;
 
 /// Runs a scenario with `[[workers]]` under turmoil.
-pub fn simulate(s: &Scenario, seed: u64) -> Result<Report, SimError> {
+pub fn simulate(s: &Scenario, seed: u64, kind: StoreKind) -> Result<Report, SimError> {
     let cluster = s
         .cluster
         .clone()
@@ -52,7 +53,7 @@ pub fn simulate(s: &Scenario, seed: u64) -> Result<Report, SimError> {
         reads: Arc::new(Mutex::new(Vec::new())),
     };
     let log = Arc::new(ClusterLog::new(recorder.clone()));
-    let store = Arc::new(StoreHost::new(cluster.bugs, log.clone()));
+    let store = Arc::new(StoreHost::new(cluster.bugs, log.clone(), kind)?);
     let mut sim = turmoil::Builder::new()
         .rng_seed(seed)
         .epoch(UNIX_EPOCH)

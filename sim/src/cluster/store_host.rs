@@ -6,17 +6,16 @@
 
 use std::sync::Arc;
 
-use pai_runtime::{
-    CancelTarget, Clock, MemoryStore, RunStatus, StoreError, StoreReply, StoreRequest,
-};
+use pai_runtime::{CancelTarget, Clock, RunStatus, StoreError, StoreReply, StoreRequest};
 
+use crate::report::SimError;
 use crate::scenario::StoreBugs;
-use crate::world::{ClusterEvent, ClusterLog, VirtualClock};
+use crate::world::{ClusterEvent, ClusterLog, SimStore, StoreKind, VirtualClock};
 
 /// The store, its clock, its planted bugs and its log.
 #[derive(Debug)]
 pub struct StoreHost {
-    store: MemoryStore,
+    store: SimStore,
     clock: Arc<VirtualClock>,
     bugs: StoreBugs,
     log: Arc<ClusterLog>,
@@ -33,18 +32,22 @@ struct Fenced {
 }
 
 impl StoreHost {
-    pub fn new(bugs: StoreBugs, log: Arc<ClusterLog>) -> StoreHost {
+    pub fn new(
+        bugs: StoreBugs,
+        log: Arc<ClusterLog>,
+        kind: StoreKind,
+    ) -> Result<StoreHost, SimError> {
         let clock = Arc::new(VirtualClock::turmoil());
-        StoreHost {
-            store: MemoryStore::new(Some(clock.clone())),
+        Ok(StoreHost {
+            store: SimStore::new(kind, Some(clock.clone()))?,
             clock,
             bugs,
             log,
-        }
+        })
     }
 
     /// The store, for reading its final state after the run.
-    pub fn store(&self) -> &MemoryStore {
+    pub fn store(&self) -> &SimStore {
         &self.store
     }
 

@@ -10,6 +10,7 @@ mod lock;
 mod model;
 mod recorder;
 mod seeded;
+mod sim_store;
 mod store_tap;
 mod tool;
 
@@ -20,5 +21,6 @@ pub use cluster_log::{ClusterEvent, ClusterLog, ClusterRecord};
 pub use model::{Answer, ModelCallRecord, ScriptName, ScriptedProvider, SharedProvider};
 pub use recorder::Recorder;
 pub use seeded::{Rng, SimIds};
+pub use sim_store::{SimStore, StoreKind};
 pub use store_tap::{ClientView, ExpectationRecord, Found, StoreTap, TapLog, TapOutcome};
 pub use tool::{ScriptedTool, on_output};

@@ -9,12 +9,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use pai_runtime::{
-    Expect, MemoryStore, Refusal, Store, StoreFuture, StoreReply, StoreRequest, Write,
-};
+use pai_runtime::{Expect, Refusal, Store, StoreFuture, StoreReply, StoreRequest, Write};
 use serde_json::{Map, Value};
 
 use super::recorder::Recorder;
+use super::sim_store::SimStore;
 
 /// What the thread held when the store took a request with an expectation.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,18 +66,18 @@ pub struct TapLog {
 /// The tapped store.
 #[derive(Debug)]
 pub struct StoreTap {
-    inner: MemoryStore,
+    inner: SimStore,
     log: Mutex<TapLog>,
     recorder: Arc<Recorder>,
     ignore_expectations: bool,
 }
 
 impl StoreTap {
-    /// A tap on a store of its own whose leases never expire (what a
+    /// A tap on `inner` (a fresh store whose leases never expire: what a
     /// one-process runtime makes for itself).
-    pub fn new(recorder: Arc<Recorder>, ignore_expectations: bool) -> StoreTap {
+    pub fn new(inner: SimStore, recorder: Arc<Recorder>, ignore_expectations: bool) -> StoreTap {
         StoreTap {
-            inner: MemoryStore::new(None),
+            inner,
             log: Mutex::new(TapLog::default()),
             recorder,
             ignore_expectations,

@@ -1,0 +1,261 @@
+//! The SQLite store against the memory store: the same requests give the
+//! same replies and the same stored threads, whether records come from
+//! the cache or are read back from the database every time, and after the
+//! database is closed and opened again.
+
+use super::*;
+use crate::message::{Message, PaiMeta, Part, Producer, Role, Visibility};
+use crate::store::{Expect, MemoryStore, RunEnd, RunStatus, Write, Writer};
+use crate::{Outcome, StoredThread};
+
+fn message(id: &str, role: Role) -> Message {
+    Message {
+        id: id.to_string(),
+        seq: 0,
+        role,
+        parts: vec![Part::text(format!("text of {id} ✓"))],
+        visibility: Visibility::ALL,
+        pai: PaiMeta::new(Producer::User, None, None, 0),
+    }
+}
+
+fn submit(thread: &str, id: &str, run: &str) -> StoreRequest {
+    StoreRequest::Submit {
+        thread: thread.into(),
+        agent: "a".into(),
+        owner: "o".into(),
+        message: message(id, Role::User),
+        steer: false,
+        new_run: Some(run.into()),
+    }
+}
+
+fn claim(thread: Option<&str>) -> StoreRequest {
+    StoreRequest::Claim {
+        thread: thread.map(str::to_string),
+        worker: "w".into(),
+        ttl: Some(100),
+    }
+}
+
+fn append(thread: &str, run: &str, token: u64, ids: &[&str]) -> StoreRequest {
+    StoreRequest::Append {
+        thread: thread.into(),
+        run: run.into(),
+        token,
+        messages: ids.iter().map(|id| message(id, Role::Assistant)).collect(),
+        step: Some(0),
+    }
+}
+
+fn finish(thread: &str, run: &str, token: u64) -> StoreRequest {
+    StoreRequest::Finish {
+        thread: thread.into(),
+        run: run.into(),
+        token: Some(token),
+        end: RunEnd {
+            status: RunStatus::Completed,
+            outcome: Outcome::Completed,
+            reason: None,
+        },
+        next_run: None,
+    }
+}
+
+/// Requests that touch every way a record changes: appends, a stale
+/// write, a visibility edit in place, a regeneration's truncation, a
+/// deletion and a new incarnation, and unscoped claims across threads.
+fn script() -> Vec<StoreRequest> {
+    let hide = Write::Visibility {
+        message: "m1".into(),
+        visibility: Visibility::CONTEXT_ONLY,
+    };
+    vec![
+        submit("t2", "u0", "r0"),
+        submit("t1", "u1", "r1"),
+        claim(None),
+        append("t1", "r1", 1, &["m1", "m2"]),
+        append("t1", "r1", 0, &["stale"]),
+        finish("t1", "r1", 1),
+        StoreRequest::Mutate {
+            thread: "t1".into(),
+            incarnation: None,
+            writer: Writer::Trusted,
+            expect: Expect::Nothing,
+            writes: vec![
+                hide,
+                Write::Metadata {
+                    key: "k".into(),
+                    value: Some(serde_json::json!({"x": 1.1, "y": [1, "z"]})),
+                },
+            ],
+        },
+        StoreRequest::Regenerate {
+            thread: "t1".into(),
+            incarnation: None,
+            from: "u1".into(),
+            new_run: "r2".into(),
+            expect: Expect::Nothing,
+            writes: vec![],
+        },
+        claim(Some("t1")),
+        append("t1", "r2", 2, &["m3"]),
+        StoreRequest::Delete {
+            thread: "t2".into(),
+        },
+        submit("t2", "u4", "r4"),
+        claim(None),
+        StoreRequest::ThreadIds,
+        StoreRequest::Inspect {
+            thread: "t1".into(),
+        },
+        StoreRequest::Inspect {
+            thread: "t2".into(),
+        },
+        StoreRequest::Inspect {
+            thread: "nope".into(),
+        },
+    ]
+}
+
+fn sqlite(cached: usize) -> SqliteStore {
+    SqliteStore::in_memory(None, SqliteConfig::default().cached_threads(cached)).unwrap()
+}
+
+fn inspect(
+    store: &dyn Fn(StoreRequest) -> Result<StoreReply, StoreError>,
+    t: &str,
+) -> Option<StoredThread> {
+    match store(StoreRequest::Inspect { thread: t.into() }) {
+        Ok(StoreReply::Thread(t)) => t,
+        other => panic!("inspect answered {other:?}"),
+    }
+}
+
+#[test]
+fn k2_h1_h5_the_same_requests_get_the_same_replies_as_in_memory() {
+    for cached in [0, 1, 1024] {
+        let memory = MemoryStore::default();
+        let store = sqlite(cached);
+        for (k, request) in script().into_iter().enumerate() {
+            let want = memory.apply(request.clone());
+            let got = store.apply(request);
+            assert_eq!(got, want, "request {k} with {cached} cached threads");
+        }
+        for t in ["t1", "t2"] {
+            let want = inspect(&|r| memory.apply(r), t);
+            assert_eq!(inspect(&|r| store.apply(r), t), want);
+        }
+    }
+}
+
+#[test]
+fn a_visibility_edit_and_a_truncation_reach_the_rows() {
+    let store = sqlite(0);
+    let mut script = script().into_iter();
+    for request in script.by_ref().take(7) {
+        let _ = store.apply(request);
+    }
+    let t1 = inspect(&|r| store.apply(r), "t1").unwrap();
+    let seen: Vec<(&str, Visibility)> = t1
+        .messages
+        .iter()
+        .map(|m| (m.id.as_str(), m.visibility))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("u1", Visibility::ALL),
+            ("m1", Visibility::CONTEXT_ONLY),
+            ("m2", Visibility::ALL)
+        ]
+    );
+    assert_eq!(t1.metadata["k"]["x"], serde_json::json!(1.1));
+    store.apply(script.next().unwrap()).unwrap();
+    let t1 = inspect(&|r| store.apply(r), "t1").unwrap();
+    let ids: Vec<&str> = t1.messages.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, ["u1"], "the regeneration kept only its user message");
+}
+
+#[test]
+fn x3_a_closed_database_opens_with_every_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("threads.db");
+    let memory = MemoryStore::default();
+    {
+        let store = SqliteStore::open(&path, None, SqliteConfig::default()).unwrap();
+        for request in script() {
+            let want = memory.apply(request.clone());
+            assert_eq!(store.apply(request), want);
+        }
+    }
+    let store = SqliteStore::open(&path, None, SqliteConfig::default()).unwrap();
+    assert_eq!(store.schema_version().unwrap(), schema::SCHEMA_VERSION);
+    for t in ["t1", "t2"] {
+        assert_eq!(
+            inspect(&|r| store.apply(r), t),
+            inspect(&|r| memory.apply(r), t)
+        );
+    }
+    // The reopened store goes on where the first stopped: tokens, versions
+    // and sequence numbers do not start again.
+    let next = [append("t1", "r2", 2, &["m5"]), claim(Some("t1"))];
+    for request in next {
+        assert_eq!(store.apply(request.clone()), memory.apply(request));
+    }
+}
+
+#[test]
+fn two_stores_on_one_file_see_each_others_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.db");
+    let a = SqliteStore::open(&path, None, SqliteConfig::default()).unwrap();
+    let b = SqliteStore::open(&path, None, SqliteConfig::default()).unwrap();
+    a.apply(submit("t", "u1", "r1")).unwrap();
+    // b caches the thread, then a changes it: b must not answer from its cache.
+    assert!(inspect(&|r| b.apply(r), "t").is_some());
+    let Ok(StoreReply::Claimed(Some(first))) = a.apply(claim(Some("t"))) else {
+        panic!("a claims the run");
+    };
+    let stale = b.apply(append("t", "r1", first.token - 1, &["late"]));
+    assert!(
+        matches!(stale, Err(StoreError::StaleLease { .. })),
+        "{stale:?}"
+    );
+    b.apply(append("t", "r1", first.token, &["m"])).unwrap();
+    let seen = inspect(&|r| a.apply(r), "t").unwrap();
+    assert_eq!(seen.messages.len(), 2);
+    assert_eq!(seen.version, 2);
+}
+
+#[test]
+fn a_database_of_a_newer_schema_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("newer.db");
+    drop(SqliteStore::open(&path, None, SqliteConfig::default()).unwrap());
+    let conn = Connection::open(&path).unwrap();
+    conn.execute("UPDATE pai_schema SET version = 99", [])
+        .unwrap();
+    drop(conn);
+    let refused = SqliteStore::open(&path, None, SqliteConfig::default());
+    assert!(
+        matches!(refused, Err(SqliteError::NewerSchema { found: 99, .. })),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn an_unreadable_record_is_an_error_not_a_panic() {
+    let store = sqlite(0);
+    store.apply(submit("t", "u1", "r1")).unwrap();
+    store
+        .lock()
+        .conn
+        .execute("UPDATE pai_threads SET head = '{not json'", [])
+        .unwrap();
+    let got = store.apply(StoreRequest::Inspect { thread: "t".into() });
+    assert!(
+        matches!(&got, Err(StoreError::Unavailable(why)) if why.contains("unreadable")),
+        "{got:?}"
+    );
+}

@@ -1,0 +1,84 @@
+//! The store a simulated run keeps its threads in (`pai-sim run --store`).
+//! Every kind answers synchronously inside the simulated world: SQLite is
+//! called in place, never on a blocking thread, so a run stays one thread
+//! of control and its transcript does not depend on the store. The
+//! SQLite store keeps no decoded records between requests: every request
+//! reads its thread back from the database, so a run proves the rows.
+
+use std::sync::Arc;
+
+use pai_runtime::{
+    Clock, Durability, MemoryStore, SqliteConfig, SqliteStore, StoreError, StoreReply, StoreRequest,
+};
+
+use crate::report::SimError;
+
+/// Which store a simulated run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StoreKind {
+    #[default]
+    Memory,
+    /// SQLite, in a private in-memory database.
+    Sqlite,
+}
+
+impl StoreKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoreKind::Memory => "memory",
+            StoreKind::Sqlite => "sqlite",
+        }
+    }
+}
+
+impl std::str::FromStr for StoreKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "memory" => Ok(StoreKind::Memory),
+            "sqlite" => Ok(StoreKind::Sqlite),
+            p if p == "postgres" || p.starts_with("postgres=") => Err(
+                "postgres cannot serve a simulated run (a real socket cannot live under paused \
+                 virtual time); judge it with the store conformance suite: \
+                 `pai-sim check-store postgres=URL` (see README)"
+                    .to_string(),
+            ),
+            other => Err(format!(
+                "unknown store `{other}`: expected memory or sqlite"
+            )),
+        }
+    }
+}
+
+/// A simulated run's store.
+#[derive(Debug)]
+pub enum SimStore {
+    Memory(MemoryStore),
+    Sqlite(SqliteStore),
+}
+
+impl SimStore {
+    /// A fresh, empty store whose leases expire by `clock` (none: never).
+    pub fn new(kind: StoreKind, clock: Option<Arc<dyn Clock>>) -> Result<SimStore, SimError> {
+        Ok(match kind {
+            StoreKind::Memory => SimStore::Memory(MemoryStore::new(clock)),
+            StoreKind::Sqlite => {
+                let config = SqliteConfig::default()
+                    .durability(Durability::Off)
+                    .cached_threads(0);
+                let store = SqliteStore::in_memory(clock, config)
+                    .map_err(|e| SimError::Setup(format!("opening the SQLite store: {e}")))?;
+                SimStore::Sqlite(store)
+            }
+        })
+    }
+
+    /// Applies one request as one transaction.
+    pub fn apply(&self, request: StoreRequest) -> Result<StoreReply, StoreError> {
+        match self {
+            SimStore::Memory(s) => s.apply(request),
+            SimStore::Sqlite(s) => s.apply(request),
+        }
+    }
+}
