@@ -256,9 +256,12 @@ impl Model {
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
         }
+        let now = self.now;
         let th = &mut self.threads[t];
-        // K6: a run a cancel reached does not wait; it must end.
+        // K6: a run a cancel reached does not wait; it must end. The write
+        // landed all the same, and extends the lease (as MemoryStore does).
         if th.cancel_requested(&run) {
+            th.touch(now);
             return Step::call(request, Ok(StoreReply::Waited(None)), "K6");
         }
         let r = th.run_mut(&run).expect("a running run exists");
