@@ -119,6 +119,32 @@ pub enum Op {
     },
 }
 
+impl Op {
+    /// The thread the op names (`Claim` without one, and `Advance`: 0).
+    pub(crate) fn thread(&self) -> u8 {
+        match self {
+            Op::Open { thread, .. }
+            | Op::Submit { thread, .. }
+            | Op::Renew { thread, .. }
+            | Op::NextEpisode { thread, .. }
+            | Op::Append { thread, .. }
+            | Op::SetRunMetadata { thread, .. }
+            | Op::TakeSteer { thread, .. }
+            | Op::Wait { thread, .. }
+            | Op::Answer { thread, .. }
+            | Op::CommitResumed { thread, .. }
+            | Op::Finish { thread, .. }
+            | Op::Cancel { thread, .. }
+            | Op::Mutate { thread, .. }
+            | Op::Regenerate { thread, .. }
+            | Op::Delete { thread }
+            | Op::Read { thread, .. } => *thread,
+            Op::Claim { thread, .. } => thread.unwrap_or(0),
+            Op::Advance { .. } => 0,
+        }
+    }
+}
+
 /// Which run a run's request speaks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RunPick {

@@ -186,13 +186,7 @@ impl Model {
     /// The next step for `op`; the model moves to the state after it.
     pub(crate) fn step(&mut self, op: &Op) -> Step {
         let raw = |i: &u8| (*i % THREADS) as usize;
-        let live: Vec<usize> = (0..self.threads.len())
-            .filter(|k| self.threads[*k].live())
-            .collect();
-        let t = |i: &u8| match *i < THREADS && !live.is_empty() {
-            true => live[*i as usize % live.len()],
-            false => raw(i),
-        };
+        let t = self.resolve(op.thread());
         match op {
             Op::Open { thread, foreign } => self.open(raw(thread), *foreign),
             Op::Submit {
@@ -205,60 +199,30 @@ impl Model {
                 thread,
                 worker,
                 ttl,
-            } => self.claim(thread.as_ref().map(t), *worker, *ttl),
-            Op::Renew { thread, run, token } => self.renew(t(thread), *run, *token, false),
-            Op::NextEpisode { thread, run, token } => self.renew(t(thread), *run, *token, true),
-            Op::Append {
-                thread,
-                run,
-                token,
-                messages,
-                step,
-            } => self.append(t(thread), *run, *token, *messages, *step),
-            Op::SetRunMetadata {
-                thread,
-                run,
-                token,
-                value,
-            } => self.set_run_metadata(t(thread), *run, *token, *value),
-            Op::TakeSteer { thread, run, token } => self.take_steer(t(thread), *run, *token),
-            Op::Wait {
-                thread,
-                run,
-                token,
-                approvals,
-            } => self.wait(t(thread), *run, *token, approvals),
+            } => self.claim(thread.map(|_| t), *worker, *ttl),
+            Op::Renew { run, token, .. } => self.renew(t, *run, *token, false),
+            Op::NextEpisode { run, token, .. } => self.renew(t, *run, *token, true),
             Op::Answer {
-                thread,
                 call,
                 answer,
                 foreign,
-            } => self.answer(t(thread), *call, *answer, *foreign),
-            Op::CommitResumed { thread, run, token } => {
-                self.commit_resumed(t(thread), *run, *token)
-            }
-            Op::Finish {
-                thread,
-                run,
-                token,
-                end,
-                next_run,
-            } => self.finish(t(thread), *run, *token, *end, *next_run),
-            Op::Cancel { thread, target } => self.cancel(t(thread), *target),
+                ..
+            } => self.answer(t, *call, *answer, *foreign),
+            Op::Cancel { target, .. } => self.cancel(t, *target),
             Op::Mutate {
-                thread,
                 writer,
                 expect,
                 incarnation,
                 writes,
-            } => self.mutate(t(thread), *writer, *expect, *incarnation, writes),
+                ..
+            } => self.mutate(t, *writer, *expect, *incarnation, writes),
             Op::Regenerate {
-                thread,
                 from,
                 expect,
                 writes,
-            } => self.regenerate(t(thread), *from, *expect, writes),
-            Op::Delete { thread } => self.delete(t(thread)),
+                ..
+            } => self.regenerate(t, *from, *expect, writes),
+            Op::Delete { .. } => self.delete(t),
             Op::Advance { ms } => {
                 self.now += ms;
                 Step {
@@ -266,7 +230,52 @@ impl Model {
                     rule: "K3",
                 }
             }
-            Op::Read { thread, run, read } => self.read(t(thread), *run, *read),
+            Op::Read { run, read, .. } => self.read(t, *run, *read),
+            run_write => self.run_write(t, run_write),
+        }
+    }
+
+    /// Below [`THREADS`], the `n`-th live thread (when one lives); from
+    /// [`THREADS`] on, thread `n - THREADS` whether it lives or not.
+    fn resolve(&self, thread: u8) -> usize {
+        let live: Vec<usize> = (0..self.threads.len())
+            .filter(|k| self.threads[*k].live())
+            .collect();
+        match thread < THREADS && !live.is_empty() {
+            true => live[thread as usize % live.len()],
+            false => (thread % THREADS) as usize,
+        }
+    }
+
+    /// A run's writes under its token.
+    fn run_write(&mut self, t: usize, op: &Op) -> Step {
+        match op {
+            Op::Append {
+                run,
+                token,
+                messages,
+                step,
+                ..
+            } => self.append(t, *run, *token, *messages, *step),
+            Op::SetRunMetadata {
+                run, token, value, ..
+            } => self.set_run_metadata(t, *run, *token, *value),
+            Op::TakeSteer { run, token, .. } => self.take_steer(t, *run, *token),
+            Op::Wait {
+                run,
+                token,
+                approvals,
+                ..
+            } => self.wait(t, *run, *token, approvals),
+            Op::CommitResumed { run, token, .. } => self.commit_resumed(t, *run, *token),
+            Op::Finish {
+                run,
+                token,
+                end,
+                next_run,
+                ..
+            } => self.finish(t, *run, *token, *end, *next_run),
+            _ => Step::skip("not a run's write"),
         }
     }
 
