@@ -1,0 +1,296 @@
+//! Client requests and reads (SPEC H4, H5, K1, K6, T9, A4): opening,
+//! user messages, answers, cancels, deletes.
+
+use pai_runtime::{
+    Answer, AnswerMiss, Answered, CancelMiss, CancelTarget, DELETED, Deletion, Outcome, Producer,
+    Role, RunStatus, StoreReply, StoreRequest, Submitted,
+};
+
+use super::thread::{AGENT, INTRUDER, OWNER, Reason, ThreadModel};
+use super::{Model, Step};
+use crate::ops::{AnswerPick, CancelPick, ReadPick, RunPick};
+
+fn owner(foreign: bool) -> &'static str {
+    if foreign { INTRUDER } else { OWNER }
+}
+
+impl Model {
+    pub(super) fn open(&mut self, t: usize, foreign: bool) -> Step {
+        let th = &mut self.threads[t];
+        let request = StoreRequest::Open {
+            thread: th.id.clone(),
+            agent: AGENT.to_string(),
+            owner: owner(foreign).to_string(),
+        };
+        th.open(owner(foreign));
+        let reply = th.scope(owner(foreign)).map(|()| StoreReply::Done);
+        Step::call(request, reply, "H4")
+    }
+
+    pub(super) fn submit(&mut self, t: usize, steer: bool, new_run: bool, foreign: bool) -> Step {
+        let message = self.message(Role::User, Producer::User, None, None);
+        let new_run = new_run.then(|| self.fresh("r"));
+        let th = &mut self.threads[t];
+        let request = StoreRequest::Submit {
+            thread: th.id.clone(),
+            agent: AGENT.to_string(),
+            owner: owner(foreign).to_string(),
+            message: message.clone(),
+            steer,
+            new_run: new_run.clone(),
+        };
+        // A thread is created by the first message (H5: a deleted one anew).
+        th.open(owner(foreign));
+        if let Err(e) = th.scope(owner(foreign)) {
+            return Step::call(request, Err(e), "H4");
+        }
+        let steered = th.current.clone().filter(|_| steer);
+        let (run, is_steer) = match (steered, new_run) {
+            (Some(run), _) => (run, true),
+            (None, Some(run)) => (run, false),
+            (None, None) => return Step::call(request, Ok(StoreReply::NeedRunId), "A4"),
+        };
+        let mut message = message;
+        message.pai.run_id = Some(run.clone());
+        let id = message.id.clone();
+        let (version, _) = th.append(vec![message]);
+        let submitted = match is_steer {
+            true => {
+                th.steer = Some(id);
+                Submitted::Steer { run, version }
+            }
+            false => {
+                th.admit(&run, &id);
+                Submitted::Run { run, version }
+            }
+        };
+        let rule = if is_steer { "A4" } else { "K1" };
+        Step::call(request, Ok(StoreReply::Submitted(submitted)), rule)
+    }
+
+    pub(super) fn cancel(&mut self, t: usize, target: CancelPick) -> Step {
+        let th = &mut self.threads[t];
+        let run = match target {
+            CancelPick::Unnamed => None,
+            CancelPick::Current => th.current.clone(),
+            CancelPick::Queued(n) if !th.queue.is_empty() => {
+                Some(th.queue[n as usize % th.queue.len()].clone())
+            }
+            CancelPick::Queued(_) => None,
+            CancelPick::Ended => Some(
+                th.runs
+                    .iter()
+                    .find(|r| r.ended())
+                    .map_or("r-unknown".to_string(), |r| r.id.clone()),
+            ),
+            CancelPick::Unknown => Some("r-unknown".to_string()),
+        };
+        let request = StoreRequest::Cancel {
+            thread: th.id.clone(),
+            agent: AGENT.to_string(),
+            owner: OWNER.to_string(),
+            run: run.clone(),
+        };
+        if let Err(e) = self
+            .reach(t, None)
+            .and_then(|()| self.threads[t].scope(OWNER))
+        {
+            return Step::call(request, Err(e), "K6");
+        }
+        let reply = cancel_on(&mut self.threads[t], run);
+        Step::call(request, Ok(StoreReply::Cancelled(reply)), "K6")
+    }
+
+    pub(super) fn answer(&mut self, t: usize, call: u8, pick: AnswerPick, foreign: bool) -> Step {
+        let th = &self.threads[t];
+        let calls = th
+            .current
+            .as_deref()
+            .and_then(|c| th.run(c))
+            .map(|r| r.waiting.clone())
+            .unwrap_or_default();
+        let call_id = match calls.is_empty() {
+            true => "c-unknown".to_string(),
+            false => calls[call as usize % calls.len()].call_id.clone(),
+        };
+        let answer = match pick {
+            AnswerPick::Approve => Answer::Approved,
+            AnswerPick::Deny => Answer::Denied {
+                reason: "no".into(),
+            },
+            AnswerPick::Submit => Answer::Submitted {
+                output: serde_json::json!({ "ok": true }),
+            },
+        };
+        let request = StoreRequest::Answer {
+            thread: th.id.clone(),
+            agent: AGENT.to_string(),
+            owner: owner(foreign).to_string(),
+            call_id: call_id.clone(),
+            answer: answer.clone(),
+        };
+        if let Err(e) = self
+            .reach(t, None)
+            .and_then(|()| self.threads[t].scope(owner(foreign)))
+        {
+            return Step::call(request, Err(e), "H4");
+        }
+        let reply = answer_on(&mut self.threads[t], &call_id, answer);
+        Step::call(request, Ok(StoreReply::Answered(reply)), "T9")
+    }
+
+    /// H5: the incarnation ends; its runs end cancelled (reason `deleted`).
+    pub(super) fn delete(&mut self, t: usize) -> Step {
+        let th = &mut self.threads[t];
+        let request = StoreRequest::Delete {
+            thread: th.id.clone(),
+        };
+        if !th.live() {
+            return Step::call(request, Ok(StoreReply::Deleted(None)), "H5");
+        }
+        let open: Vec<(String, RunStatus)> = th
+            .runs
+            .iter()
+            .filter(|r| !r.ended())
+            .map(|r| (r.id.clone(), r.status))
+            .collect();
+        for (run, _) in &open {
+            let reason = Reason::Exact(Some(DELETED.to_string()));
+            th.finish_run(run, RunStatus::Cancelled, Outcome::Cancelled, reason);
+        }
+        let incarnation = th.incarnation;
+        let runs: Vec<_> = th.runs.drain(..).map(|r| (r.id, incarnation)).collect();
+        th.retired.extend(runs);
+        th.messages.clear();
+        th.metadata.clear();
+        th.private_metadata.clear();
+        th.queue.clear();
+        th.current = None;
+        th.steer = None;
+        th.lease.holder = None;
+        th.lease.worker = None;
+        th.lease.expires = None;
+        // K2: tokens never go back; the store may move it on (MemoryStore does).
+        th.lease.token_known = false;
+        // MemoryStore counts the delete as a commit (H1) and keeps counting
+        // versions and sequence numbers in the next incarnation.
+        th.version += 1;
+        th.deleted = true;
+        let deletion = Deletion {
+            incarnation,
+            cancelled: open,
+        };
+        Step::call(request, Ok(StoreReply::Deleted(Some(deletion))), "H5")
+    }
+
+    pub(super) fn read(&mut self, t: usize, run: RunPick, read: ReadPick) -> Step {
+        let run = self.pick_run(t, run);
+        let th = &self.threads[t];
+        let thread = th.id.clone();
+        let (request, reply) = match read {
+            ReadPick::ThreadIds => {
+                let ids = self
+                    .threads
+                    .iter()
+                    .filter(|t| t.live())
+                    .map(|t| t.id.clone())
+                    .collect();
+                return Step::call(StoreRequest::ThreadIds, Ok(StoreReply::Ids(ids)), "H5");
+            }
+            ReadPick::HasSteer => (
+                StoreRequest::HasSteer {
+                    thread,
+                    run: run.clone(),
+                },
+                StoreReply::Flag(th.steer.is_some()),
+            ),
+            ReadPick::RunMetadata => (
+                StoreRequest::RunMetadata {
+                    thread,
+                    run: run.clone(),
+                },
+                StoreReply::Value(th.run(&run).and_then(|r| r.metadata.clone())),
+            ),
+            ReadPick::WaitingCalls => (
+                StoreRequest::WaitingCalls {
+                    thread,
+                    run: run.clone(),
+                },
+                StoreReply::Calls(th.run(&run).map(|r| r.waiting.clone()).unwrap_or_default()),
+            ),
+        };
+        let reply = self.reach(t, Some(&run)).map(|()| reply);
+        Step::call(request, reply, "H5")
+    }
+}
+
+/// K6: the named run, else the current one, else the oldest queued. A
+/// queued run ends cancelled at once and never starts; the current run is
+/// asked to stop. MemoryStore counts neither as a version change.
+fn cancel_on(th: &mut ThreadModel, run: Option<String>) -> Result<CancelTarget, CancelMiss> {
+    let target = match run {
+        Some(r) => r,
+        None => th
+            .current
+            .clone()
+            .or_else(|| th.queue.front().cloned())
+            .ok_or(CancelMiss::NoRun)?,
+    };
+    if th.current.as_deref() == Some(target.as_str()) {
+        let r = th
+            .run_mut(&target)
+            .ok_or(CancelMiss::Unknown(target.clone()))?;
+        r.cancel_requested = true;
+        return Ok(match r.status {
+            RunStatus::Waiting => CancelTarget::Waiting(target),
+            _ => CancelTarget::Active(target),
+        });
+    }
+    if let Some(k) = th.queue.iter().position(|q| *q == target) {
+        th.queue.remove(k);
+        th.finish_run(
+            &target,
+            RunStatus::Cancelled,
+            Outcome::Cancelled,
+            Reason::Any,
+        );
+        return Ok(CancelTarget::Queued(target));
+    }
+    match th.run(&target).is_some() {
+        true => Err(CancelMiss::Ended(target)),
+        false => Err(CancelMiss::Unknown(target)),
+    }
+}
+
+/// T9: an answer to a waiting call of the current run, once, of the right
+/// kind; it is one commit (H1).
+fn answer_on(th: &mut ThreadModel, call_id: &str, answer: Answer) -> Result<Answered, AnswerMiss> {
+    let current = th.current.clone().ok_or(AnswerMiss::NotWaiting)?;
+    let r = th.run_mut(&current).ok_or(AnswerMiss::NotWaiting)?;
+    if r.status != RunStatus::Waiting {
+        return Err(AnswerMiss::NotWaiting);
+    }
+    let call = r
+        .waiting
+        .iter_mut()
+        .find(|c| c.call_id == call_id)
+        .ok_or(AnswerMiss::NotWaiting)?;
+    if call.answer.is_some() {
+        return Err(AnswerMiss::AlreadyAnswered);
+    }
+    let fits = match answer {
+        Answer::Approved | Answer::Denied { .. } => call.kind == pai_runtime::ToolKind::Approval,
+        Answer::Submitted { .. } => call.kind == pai_runtime::ToolKind::Client,
+    };
+    if !fits {
+        return Err(AnswerMiss::WrongKind(call.kind));
+    }
+    call.answer = Some(answer);
+    let ready = r.resumable();
+    th.version += 1;
+    Ok(Answered {
+        run: current,
+        ready,
+        version: th.version,
+    })
+}

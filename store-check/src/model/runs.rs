@@ -1,0 +1,444 @@
+//! Leases and a run's writes (SPEC K1, K2, K3, K6, T7, T9): claims,
+//! takeovers, renewals, and every write a run makes under its token.
+
+use pai_runtime::{
+    Outcome, Producer, Role, RunEnd, RunStatus, StoreError, StoreReply, StoreRequest, ToolKind,
+    WaitingCall,
+};
+use serde_json::Value;
+
+use super::thread::{Reason, ThreadModel};
+use super::{Action, ClaimExpect, Expected, Model, Step};
+use crate::ops::{EndPick, RunPick, TokenPick};
+
+const WORKERS: [&str; 2] = ["w0", "w1"];
+
+impl Model {
+    pub(super) fn claim(&mut self, thread: Option<usize>, worker: u8, ttl: Option<u64>) -> Step {
+        let worker = WORKERS[worker as usize % WORKERS.len()];
+        let now = self.now;
+        // Without a thread, the first thread in id order that has a run to take.
+        let order: Vec<usize> = match thread {
+            Some(t) => vec![t],
+            None => (0..self.threads.len()).collect(),
+        };
+        let claimed = order
+            .into_iter()
+            .find_map(|t| claim_on(&mut self.threads[t], t, worker, ttl, now));
+        let rule = match &claimed {
+            Some(c) if c.takeover.is_some() => "K3",
+            Some(c) if c.resumed => "T9",
+            _ => "K1",
+        };
+        Step {
+            action: Action::Call {
+                request: StoreRequest::Claim {
+                    thread: thread.map(|t| self.threads[t].id.clone()),
+                    worker: worker.to_string(),
+                    ttl,
+                },
+                expect: Expected::Claim(claimed),
+            },
+            rule,
+        }
+    }
+
+    /// `Renew`, or with `next`, `NextEpisode`: only the holder, under the newest token.
+    pub(super) fn renew(&mut self, t: usize, run: RunPick, token: TokenPick, next: bool) -> Step {
+        let run = self.pick_run(t, run);
+        let token = self.pick_token(t, token);
+        let (thread, now) = (self.threads[t].id.clone(), self.now);
+        let request = match next {
+            true => StoreRequest::NextEpisode {
+                thread,
+                run: run.clone(),
+                token,
+            },
+            false => StoreRequest::Renew {
+                thread,
+                run: run.clone(),
+                token,
+            },
+        };
+        let rule = if token == self.threads[t].lease.token {
+            "K3"
+        } else {
+            "K2"
+        };
+        if let Err(e) = self
+            .reach(t, Some(&run))
+            .and_then(|()| holding(&self.threads[t], &run, token))
+        {
+            return Step::call(request, Err(e), rule);
+        }
+        let th = &mut self.threads[t];
+        th.touch(now);
+        if !next {
+            let cancel_requested = th.cancel_requested(&run);
+            return Step::call(request, Ok(StoreReply::Renewed { cancel_requested }), rule);
+        }
+        th.lease.token_known = false;
+        let r = th.run_mut(&run).expect("the holder is a run of the thread");
+        r.episodes += 1;
+        let episode = r.episodes;
+        Step {
+            action: Action::Call {
+                request,
+                expect: Expected::Lease { thread: t, episode },
+            },
+            rule,
+        }
+    }
+
+    /// The fence every run write meets first (H5, then K2).
+    fn fence(&self, t: usize, run: &str, token: Option<u64>) -> Result<(), StoreError> {
+        self.reach(t, Some(run))?;
+        self.threads[t].fenced(token)
+    }
+
+    fn token_rule(&self, t: usize, token: u64) -> &'static str {
+        if token == self.threads[t].lease.token {
+            "H1"
+        } else {
+            "K2"
+        }
+    }
+
+    pub(super) fn append(
+        &mut self,
+        t: usize,
+        run: RunPick,
+        token: TokenPick,
+        count: u8,
+        step: bool,
+    ) -> Step {
+        let run = self.pick_run(t, run);
+        let token = self.pick_token(t, token);
+        let steps = self.threads[t].run(&run).map_or(0, |r| r.steps);
+        let messages: Vec<_> = (0..count.max(1))
+            .map(|_| self.message(Role::Assistant, Producer::Model, Some(&run), Some(steps)))
+            .collect();
+        let request = StoreRequest::Append {
+            thread: self.threads[t].id.clone(),
+            run: run.clone(),
+            token,
+            messages: messages.clone(),
+            step: step.then_some(steps),
+        };
+        let rule = self.token_rule(t, token);
+        if let Err(e) = self.fence(t, &run, Some(token)) {
+            return Step::call(request, Err(e), rule);
+        }
+        let now = self.now;
+        let th = &mut self.threads[t];
+        let (version, first_seq) = th.append(messages);
+        if let (true, Some(r)) = (step, th.run_mut(&run)) {
+            r.steps += 1;
+        }
+        th.touch(now);
+        let reply = StoreReply::Appended(pai_runtime::Appended { version, first_seq });
+        Step::call(request, Ok(reply), rule)
+    }
+
+    pub(super) fn set_run_metadata(
+        &mut self,
+        t: usize,
+        run: RunPick,
+        token: TokenPick,
+        value: u8,
+    ) -> Step {
+        let run = self.pick_run(t, run);
+        let token = self.pick_token(t, token);
+        let value = serde_json::json!({ "v": value });
+        let request = StoreRequest::SetRunMetadata {
+            thread: self.threads[t].id.clone(),
+            run: run.clone(),
+            token,
+            value: value.clone(),
+        };
+        let rule = self.token_rule(t, token);
+        if let Err(e) = self.fence(t, &run, Some(token)) {
+            return Step::call(request, Err(e), rule);
+        }
+        let now = self.now;
+        let th = &mut self.threads[t];
+        if let Some(r) = th.run_mut(&run) {
+            r.metadata = Some(value);
+        }
+        // MemoryStore counts a run-metadata write as a commit (H1).
+        th.version += 1;
+        th.touch(now);
+        Step::call(request, Ok(StoreReply::Version(th.version)), rule)
+    }
+
+    pub(super) fn take_steer(&mut self, t: usize, run: RunPick, token: TokenPick) -> Step {
+        let run = self.pick_run(t, run);
+        let token = self.pick_token(t, token);
+        let request = StoreRequest::TakeSteer {
+            thread: self.threads[t].id.clone(),
+            run: run.clone(),
+            token,
+        };
+        let rule = if token == self.threads[t].lease.token {
+            "A4"
+        } else {
+            "K2"
+        };
+        if let Err(e) = self.fence(t, &run, Some(token)) {
+            return Step::call(request, Err(e), rule);
+        }
+        let now = self.now;
+        let th = &mut self.threads[t];
+        th.steer = None;
+        th.touch(now);
+        Step::call(request, Ok(StoreReply::Done), rule)
+    }
+
+    /// Whether a status-changing write (wait, resume commit, end) of `run`
+    /// under the newest token is one the model judges. The SPEC speaks of
+    /// these writes only by the run that drives the thread; MemoryStore
+    /// fences them by token alone, so a run that does not hold the lease
+    /// (queued, ended) could change its status under another run's token.
+    /// The model leaves those out (see the crate's README, "not covered").
+    fn drives(&self, t: usize, run: &str, token: Option<u64>, running: bool) -> bool {
+        let th = &self.threads[t];
+        if token.is_some_and(|k| k != th.lease.token) || !th.live() || th.retired(run).is_some() {
+            return true;
+        }
+        let status = th.run(run).map(|r| r.status);
+        th.current.as_deref() == Some(run) && (!running || status == Some(RunStatus::Running))
+    }
+
+    pub(super) fn wait(
+        &mut self,
+        t: usize,
+        run: RunPick,
+        token: TokenPick,
+        approvals: &[bool],
+    ) -> Step {
+        let run = self.pick_run(t, run);
+        let token = self.pick_token(t, token);
+        if !self.drives(t, &run, Some(token), true) {
+            return Step::skip("wait of a run that is not running");
+        }
+        let steps = self.threads[t].run(&run).map_or(0, |r| r.steps);
+        let calls: Vec<WaitingCall> = approvals
+            .iter()
+            .map(|approval| WaitingCall {
+                call_id: self.fresh("c"),
+                tool: if *approval {
+                    "approve_me"
+                } else {
+                    "client_tool"
+                }
+                .to_string(),
+                input: Value::Null,
+                kind: if *approval {
+                    ToolKind::Approval
+                } else {
+                    ToolKind::Client
+                },
+                step: steps,
+                answer: None,
+            })
+            .collect();
+        let request = StoreRequest::Wait {
+            thread: self.threads[t].id.clone(),
+            run: run.clone(),
+            token,
+            calls: calls.clone(),
+        };
+        let rule = if token == self.threads[t].lease.token {
+            "T7"
+        } else {
+            "K2"
+        };
+        if let Err(e) = self.fence(t, &run, Some(token)) {
+            return Step::call(request, Err(e), rule);
+        }
+        let now = self.now;
+        let th = &mut self.threads[t];
+        // K6: a run a cancel reached does not wait; it must end. The write
+        // landed all the same, and extends the lease (as MemoryStore does).
+        if th.cancel_requested(&run) {
+            th.touch(now);
+            return Step::call(request, Ok(StoreReply::Waited(None)), "K6");
+        }
+        let r = th.run_mut(&run).expect("a running run exists");
+        r.status = RunStatus::Waiting;
+        r.waiting = calls.clone();
+        th.release(&run);
+        Step::call(request, Ok(StoreReply::Waited(Some(calls))), rule)
+    }
+
+    pub(super) fn commit_resumed(&mut self, t: usize, run: RunPick, token: TokenPick) -> Step {
+        let run = self.pick_run(t, run);
+        let token = self.pick_token(t, token);
+        if !self.drives(t, &run, Some(token), true) {
+            return Step::skip("resume commit of a run that is not running");
+        }
+        let steps = self.threads[t].run(&run).map_or(0, |r| r.steps);
+        let messages = vec![self.message(Role::Tool, Producer::Tool, Some(&run), Some(steps))];
+        let request = StoreRequest::CommitResumed {
+            thread: self.threads[t].id.clone(),
+            run: run.clone(),
+            token,
+            messages: messages.clone(),
+        };
+        let rule = if token == self.threads[t].lease.token {
+            "T9"
+        } else {
+            "K2"
+        };
+        if let Err(e) = self.fence(t, &run, Some(token)) {
+            return Step::call(request, Err(e), rule);
+        }
+        let now = self.now;
+        let th = &mut self.threads[t];
+        let (version, first_seq) = th.append(messages);
+        if let Some(r) = th.run_mut(&run) {
+            r.waiting.clear();
+        }
+        th.touch(now);
+        let reply = StoreReply::Appended(pai_runtime::Appended { version, first_seq });
+        Step::call(request, Ok(reply), rule)
+    }
+
+    pub(super) fn finish(
+        &mut self,
+        t: usize,
+        run: RunPick,
+        token: Option<TokenPick>,
+        end: EndPick,
+        next: bool,
+    ) -> Step {
+        let run = self.pick_run(t, run);
+        let token = token.map(|k| self.pick_token(t, k));
+        if !self.drives(t, &run, token, false) {
+            return Step::skip("end of a run that is not the current run");
+        }
+        let (status, outcome) = match end {
+            EndPick::Completed => (RunStatus::Completed, Outcome::Completed),
+            EndPick::Failed => (RunStatus::Failed, Outcome::Failed),
+            EndPick::Cancelled => (RunStatus::Cancelled, Outcome::Cancelled),
+        };
+        let reason = Some(format!("{} by the suite", status.as_str()));
+        let next_run = next.then(|| self.fresh("r"));
+        let request = StoreRequest::Finish {
+            thread: self.threads[t].id.clone(),
+            run: run.clone(),
+            token,
+            end: RunEnd {
+                status,
+                outcome,
+                reason: reason.clone(),
+            },
+            next_run: next_run.clone(),
+        };
+        let rule = match token {
+            Some(k) if k != self.threads[t].lease.token => "K2",
+            _ => "K6",
+        };
+        if let Err(e) = self.fence(t, &run, token) {
+            return Step::call(request, Err(e), rule);
+        }
+        let now = self.now;
+        let th = &mut self.threads[t];
+        let reply = finish_on(th, &run, status, outcome, reason, next_run);
+        th.touch(now);
+        Step::call(request, Ok(reply), rule)
+    }
+}
+
+/// K6: a run a cancel reached ends cancelled; a steer left over becomes the
+/// next run (A4: it is not lost), which the caller must name.
+fn finish_on(
+    th: &mut ThreadModel,
+    run: &str,
+    status: RunStatus,
+    outcome: Outcome,
+    reason: Option<String>,
+    next_run: Option<String>,
+) -> StoreReply {
+    if status != RunStatus::Cancelled && th.cancel_requested(run) {
+        return StoreReply::CancelFirst;
+    }
+    if th.steer.is_some() && next_run.is_none() {
+        return StoreReply::NeedRunId;
+    }
+    th.finish_run(run, status, outcome, Reason::Exact(reason));
+    // MemoryStore queues the leftover steer's run behind any queued runs.
+    let admitted = th.steer.take().zip(next_run).map(|(steer, next)| {
+        th.admit(&next, &steer);
+        (next, steer)
+    });
+    StoreReply::Finished { admitted }
+}
+
+/// K2: the run must hold the lease under the newest token.
+fn holding(th: &ThreadModel, run: &str, token: u64) -> Result<(), StoreError> {
+    th.fenced(Some(token))?;
+    match th.lease.holder.as_deref() == Some(run) {
+        true => Ok(()),
+        false => Err(StoreError::LeaseNotHeld {
+            run: run.to_string(),
+            token,
+        }),
+    }
+}
+
+/// The run a claim takes on one thread (K1, K3, T9): the current run if it
+/// waits and can resume, or if nobody holds a live lease on it (a
+/// takeover); nothing while the current run is driven; else the oldest
+/// queued run.
+fn claim_on(
+    th: &mut ThreadModel,
+    t: usize,
+    worker: &str,
+    ttl: Option<u64>,
+    now: u64,
+) -> Option<ClaimExpect> {
+    if !th.live() {
+        return None;
+    }
+    let (run, takeover) = match th.current.clone() {
+        Some(current) => {
+            let r = th.run(&current)?;
+            let expired = match (&th.lease.holder, th.lease.expires) {
+                (None, _) => Some((None, th.lease.token)),
+                (Some(_), Some(at)) if now >= at => Some((th.lease.worker.clone(), th.lease.token)),
+                _ => None,
+            };
+            match r.status {
+                RunStatus::Waiting if r.resumable() => (current, None),
+                RunStatus::Running if expired.is_some() => (current, expired),
+                _ => return None,
+            }
+        }
+        None => {
+            let run = th.queue.pop_front()?;
+            th.current = Some(run.clone());
+            (run, None)
+        }
+    };
+    let floor = th.lease.token;
+    th.lease.holder = Some(run.clone());
+    th.lease.worker = Some(worker.to_string());
+    th.lease.token_known = false;
+    th.lease.ttl = ttl;
+    th.lease.expires = ttl.map(|k| now + k);
+    let r = th.run_mut(&run)?;
+    let resumed = r.status != RunStatus::Queued;
+    r.status = RunStatus::Running;
+    r.episodes += 1;
+    Some(ClaimExpect {
+        thread: t,
+        run,
+        resumed,
+        cancel_requested: r.cancel_requested,
+        episode: r.episodes,
+        steps: r.steps,
+        takeover,
+        floor,
+    })
+}

@@ -1,0 +1,157 @@
+//! What MemoryStore does where it looks wrong against the SPEC, found
+//! while writing the suite's model. Each test asserts what the SPEC asks
+//! for and is ignored while MemoryStore does otherwise; the suite's model
+//! leaves these requests out (a run's status writes by a run that is not
+//! the driven one) or follows MemoryStore (version bumps), see README.
+
+use pai_runtime::{
+    Expect, MemoryStore, Message, Outcome, PaiMeta, Part, Producer, Role, RunEnd, RunStatus,
+    StoreError, StoreReply, StoreRequest, ToolKind, Visibility, WaitingCall, Write, Writer,
+};
+
+fn message(id: &str, role: Role) -> Message {
+    Message {
+        id: id.into(),
+        seq: 0,
+        role,
+        parts: vec![Part::text(id)],
+        visibility: Visibility::ALL,
+        pai: PaiMeta::new(Producer::User, None, None, 0),
+    }
+}
+
+fn submit(store: &MemoryStore, id: &str, run: &str) {
+    let request = StoreRequest::Submit {
+        thread: "t".into(),
+        agent: "a".into(),
+        owner: "o".into(),
+        message: message(id, Role::User),
+        steer: false,
+        new_run: Some(run.into()),
+    };
+    store.apply(request).expect("submitted");
+}
+
+fn claim(store: &MemoryStore) -> u64 {
+    let request = StoreRequest::Claim {
+        thread: Some("t".into()),
+        worker: "w".into(),
+        ttl: None,
+    };
+    match store.apply(request) {
+        Ok(StoreReply::Claimed(Some(c))) => c.token,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn wait(run: &str, token: u64) -> StoreRequest {
+    let call = WaitingCall {
+        call_id: "c".into(),
+        tool: "t".into(),
+        input: serde_json::Value::Null,
+        kind: ToolKind::Client,
+        step: 0,
+        answer: None,
+    };
+    StoreRequest::Wait {
+        thread: "t".into(),
+        run: run.into(),
+        token,
+        calls: vec![call],
+    }
+}
+
+fn run_status(store: &MemoryStore, run: &str) -> RunStatus {
+    match store.apply(StoreRequest::Inspect { thread: "t".into() }) {
+        Ok(StoreReply::Thread(Some(t))) => t.runs.iter().find(|r| r.id == run).expect("run").status,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// K2: "every write of a run carries its token". A queued run's write
+/// under the token the driven run holds lands: r2, still queued, waits.
+#[test]
+#[ignore = "MemoryStore fences run writes by token alone, not by the run that holds it"]
+fn k2_a_queued_run_cannot_write_under_the_holders_token() {
+    let store = MemoryStore::new(None);
+    submit(&store, "m1", "r1");
+    submit(&store, "m2", "r2");
+    let token = claim(&store);
+    let reply = store.apply(wait("r2", token));
+    assert!(reply.is_err(), "r2 does not hold the lease: {reply:?}");
+    assert_eq!(run_status(&store, "r2"), RunStatus::Queued);
+}
+
+/// K2 with T7: an ended run holds no lease; its writes must not land, nor
+/// bring it back to waiting.
+#[test]
+#[ignore = "MemoryStore lets an ended run write under the newest token"]
+fn k2_an_ended_run_cannot_write_or_wait() {
+    let store = MemoryStore::new(None);
+    submit(&store, "m1", "r1");
+    let token = claim(&store);
+    let end = RunEnd {
+        status: RunStatus::Completed,
+        outcome: Outcome::Completed,
+        reason: None,
+    };
+    let finish = StoreRequest::Finish {
+        thread: "t".into(),
+        run: "r1".into(),
+        token: Some(token),
+        end,
+        next_run: None,
+    };
+    store.apply(finish).expect("finished");
+    let append = StoreRequest::Append {
+        thread: "t".into(),
+        run: "r1".into(),
+        token,
+        messages: vec![message("late", Role::Assistant)],
+        step: None,
+    };
+    assert!(matches!(
+        store.apply(append),
+        Err(StoreError::LeaseNotHeld { .. })
+    ));
+    let _ = store.apply(wait("r1", token));
+    assert_eq!(run_status(&store, "r1"), RunStatus::Completed);
+}
+
+/// H1, H3: a run's end is a committed change of the thread, so a
+/// mutation expecting the version read before it conflicts.
+#[test]
+#[ignore = "MemoryStore bumps no version for claims, ends, cancels or renewals"]
+fn h3_a_version_expectation_sees_a_run_end() {
+    let store = MemoryStore::new(None);
+    submit(&store, "m1", "r1");
+    let token = claim(&store);
+    let end = RunEnd {
+        status: RunStatus::Completed,
+        outcome: Outcome::Completed,
+        reason: None,
+    };
+    let finish = StoreRequest::Finish {
+        thread: "t".into(),
+        run: "r1".into(),
+        token: Some(token),
+        end,
+        next_run: None,
+    };
+    store.apply(finish).expect("finished");
+    let mutate = StoreRequest::Mutate {
+        thread: "t".into(),
+        incarnation: None,
+        writer: Writer::Trusted,
+        expect: Expect::Version(1),
+        writes: vec![Write::Metadata {
+            key: "k".into(),
+            value: None,
+        }],
+    };
+    let reply = store.apply(mutate);
+    assert!(
+        matches!(reply, Ok(StoreReply::Mutated(Err(_)))),
+        "{reply:?}"
+    );
+}
