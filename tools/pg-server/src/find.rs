@@ -96,6 +96,17 @@ mod tests {
     }
 
     #[test]
+    fn path_is_searched_after_the_debian_root() {
+        let Some(debian) = debian_bin_dirs(Path::new(DEBIAN_ROOT)).into_iter().next() else {
+            return;
+        };
+        let path = std::env::join_paths(["/nonexistent/bin".into(), debian.clone()]).unwrap();
+        let found = find_bin_dir(None, Path::new("/nonexistent/pai-pg"), Some(path));
+        assert_eq!(found.bin_dir, Some(debian));
+        assert_eq!(found.searched.len(), 2);
+    }
+
+    #[test]
     fn missing_debian_root_and_no_path_finds_nothing() {
         let found = find_bin_dir(None, Path::new("/nonexistent/pai-pg"), None);
         assert_eq!(found.bin_dir, None);

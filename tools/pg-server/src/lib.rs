@@ -17,6 +17,7 @@
 //! which case it fails.
 
 use std::ffi::OsString;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::Duration;
@@ -113,10 +114,14 @@ impl PgServer {
             if options.require {
                 return Err(PgServerError::NotFound { searched });
             }
-            eprintln!(
+            // Straight to the stderr handle, in one write, not `eprintln!`:
+            // the test harness captures the macro's output of passing tests,
+            // and the skip must be visible.
+            let line = format!(
                 "pai-pg-server: skipping, no PostgreSQL server binaries found (searched: {searched}); \
-                 install the `postgresql` package or set PAI_PG_BIN, and set PAI_REQUIRE_PG=1 to fail instead"
+                 install the `postgresql` package or set PAI_PG_BIN, and set PAI_REQUIRE_PG=1 to fail instead\n"
             );
+            let _ = std::io::stderr().write_all(line.as_bytes());
             return Ok(None);
         };
         Self::launch(bin_dir, options.max_connections).map(Some)

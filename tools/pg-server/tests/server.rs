@@ -192,6 +192,19 @@ fn no_binaries_skips_unless_required() {
 }
 
 #[test]
+fn a_server_that_exits_early_reports_its_log() {
+    let mut options = PgServerOptions::from_env();
+    options.max_connections = 0; // postgres refuses this at startup
+    let err = match PgServer::start_with(&options) {
+        Ok(None) => return,
+        Ok(Some(_)) => panic!("postgres started with max_connections=0"),
+        Err(e) => e,
+    };
+    assert!(matches!(err, PgServerError::Exited { .. }), "{err}");
+    assert!(err.to_string().contains("max_connections"), "{err}");
+}
+
+#[test]
 fn create_database_reports_failure() {
     let Some(server) = server() else { return };
     server.create_database("dup").unwrap();
