@@ -152,6 +152,11 @@ pub enum RunPick {
     Holder,
     /// A run of a deleted incarnation, if there is one (H5).
     Retired,
+    /// A run still queued behind the current one, if there is one: it
+    /// holds no lease, so its writes are refused (K2).
+    Queued,
+    /// A run that has ended, if there is one: it holds no lease (K2).
+    Ended,
 }
 
 /// Which token a run's write carries.
@@ -257,7 +262,12 @@ fn token() -> impl Strategy<Value = TokenPick> {
 }
 
 fn run_pick() -> impl Strategy<Value = RunPick> {
-    prop_oneof![9 => Just(RunPick::Holder), 1 => Just(RunPick::Retired)]
+    prop_oneof![
+        16 => Just(RunPick::Holder),
+        2 => Just(RunPick::Retired),
+        1 => Just(RunPick::Queued),
+        1 => Just(RunPick::Ended),
+    ]
 }
 
 fn small_key() -> impl Strategy<Value = (u8, Option<u8>)> {

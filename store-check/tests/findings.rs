@@ -71,7 +71,6 @@ fn run_status(store: &MemoryStore, run: &str) -> RunStatus {
 /// K2: "every write of a run carries its token". A queued run's write
 /// under the token the driven run holds lands: r2, still queued, waits.
 #[test]
-#[ignore = "MemoryStore fences run writes by token alone, not by the run that holds it"]
 fn k2_a_queued_run_cannot_write_under_the_holders_token() {
     let store = MemoryStore::new(None);
     submit(&store, "m1", "r1");
@@ -85,7 +84,6 @@ fn k2_a_queued_run_cannot_write_under_the_holders_token() {
 /// K2 with T7: an ended run holds no lease; its writes must not land, nor
 /// bring it back to waiting.
 #[test]
-#[ignore = "MemoryStore lets an ended run write under the newest token"]
 fn k2_an_ended_run_cannot_write_or_wait() {
     let store = MemoryStore::new(None);
     submit(&store, "m1", "r1");

@@ -55,6 +55,7 @@ pub(crate) fn claim_first(
 /// the thread's record, or `None` when the store has no such thread; an
 /// opening request (`Submit`, `Open`) may fill it. On an error the record
 /// is as it was: every operation changes it only after its checks pass.
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 pub(crate) fn apply_thread(
     slot: &mut Option<ThreadRec>,
     request: StoreRequest,
@@ -297,6 +298,9 @@ fn facade_op(
             writes,
         } => {
             rec.bound_to(&thread, incarnation)?;
+            if let Writer::Run { run, token } = &writer {
+                rec.holding(run, *token)?;
+            }
             let done = rec.mutate(&writer, &expect, writes)?;
             if matches!(writer, Writer::Run { .. }) && done.is_ok() {
                 rec.touch(now);
@@ -368,6 +372,31 @@ fn client_op(
     }
 }
 
+/// The run and token a run's write is fenced by (SPEC K2): the write lands
+/// only if the token is the thread's newest and that run holds the lease,
+/// so neither a queued run nor one that waited or ended writes under it.
+fn fenced_run(request: &StoreRequest) -> Option<(&str, u64)> {
+    use StoreRequest as R;
+    match request {
+        R::Append { run, token, .. }
+        | R::TakeAnchor { run, token, .. }
+        | R::TakeSteer { run, token, .. }
+        | R::SetRunMetadata { run, token, .. }
+        | R::Wait { run, token, .. }
+        | R::CommitResumed { run, token, .. }
+        | R::Finish {
+            run,
+            token: Some(token),
+            ..
+        } => Some((run, *token)),
+        R::Mutate {
+            writer: Writer::Run { run, token },
+            ..
+        } => Some((run, *token)),
+        _ => None,
+    }
+}
+
 /// A run's writes, each under its lease token (SPEC K2).
 fn run_op(
     rec: &mut ThreadRec,
@@ -375,6 +404,9 @@ fn run_op(
     now: Millis,
 ) -> Result<StoreReply, StoreError> {
     use StoreRequest as R;
+    if let Some((run, token)) = fenced_run(&request) {
+        rec.holding(run, token)?;
+    }
     match request {
         R::NextEpisode { run, token, .. } => {
             let (token, episode) = rec.next_episode(&run, token, now)?;

@@ -150,7 +150,7 @@ impl ThreadRec {
     }
 
     /// Checks that `token` is current and `run` holds the lease.
-    fn holding(&self, run: &str, token: u64) -> Result<(), StoreError> {
+    pub(in crate::store) fn holding(&self, run: &str, token: u64) -> Result<(), StoreError> {
         self.fenced(Some(token))?;
         match self.lease.holder.as_deref() == Some(run) {
             true => Ok(()),

@@ -267,3 +267,64 @@ mod k2_property {
         }
     }
 }
+
+/// K2: the newest token is not enough: the run writing must be the one
+/// holding the lease. A queued run, and a run that has ended, are refused
+/// and change nothing (found by the store conformance suite).
+#[test]
+fn k2_only_the_holder_writes_under_the_newest_token() {
+    let store = crate::store::MemoryStore::default();
+    let submit = |id: &str, run: &str| crate::store::StoreRequest::Submit {
+        thread: "t".into(),
+        agent: "a".into(),
+        owner: "o".into(),
+        message: message(id),
+        steer: false,
+        new_run: Some(run.into()),
+    };
+    store.apply(submit("m1", "r1")).unwrap();
+    store.apply(submit("m2", "r2")).unwrap();
+    let claim = crate::store::StoreRequest::Claim {
+        thread: Some("t".into()),
+        worker: "w".into(),
+        ttl: None,
+    };
+    let Ok(crate::store::StoreReply::Claimed(Some(c))) = store.apply(claim) else {
+        panic!("r1 is claimed");
+    };
+    let append = |run: &str| crate::store::StoreRequest::Append {
+        thread: "t".into(),
+        run: run.into(),
+        token: c.token,
+        messages: vec![message("x")],
+        step: None,
+    };
+    let queued = store.apply(append("r2"));
+    assert!(
+        matches!(queued, Err(StoreError::LeaseNotHeld { .. })),
+        "{queued:?}"
+    );
+    let finish = crate::store::StoreRequest::Finish {
+        thread: "t".into(),
+        run: "r1".into(),
+        token: Some(c.token),
+        end: RunEnd {
+            status: RunStatus::Completed,
+            outcome: Outcome::Completed,
+            reason: None,
+        },
+        next_run: None,
+    };
+    store.apply(finish).unwrap();
+    let ended = store.apply(append("r1"));
+    assert!(
+        matches!(ended, Err(StoreError::LeaseNotHeld { .. })),
+        "{ended:?}"
+    );
+    let Ok(crate::store::StoreReply::Thread(Some(t))) =
+        store.apply(crate::store::StoreRequest::Inspect { thread: "t".into() })
+    else {
+        panic!("the thread is there");
+    };
+    assert_eq!((t.version, t.messages.len()), (2, 2), "nothing landed");
+}

@@ -406,6 +406,7 @@ impl ThreadRec {
     }
 
     /// A record read back from a database store: its head and its messages.
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     pub(crate) fn from_parts(head: &str, messages: Vec<Message>) -> serde_json::Result<ThreadRec> {
         let mut rec: ThreadRec = serde_json::from_str(head)?;
         rec.clean = messages.len();
@@ -414,6 +415,7 @@ impl ThreadRec {
     }
 
     /// The record without its messages, as JSON.
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     pub(crate) fn head(&self) -> serde_json::Result<String> {
         serde_json::to_string(self)
     }
@@ -421,12 +423,14 @@ impl ThreadRec {
     /// The messages that changed since the record was loaded or persisted:
     /// every stored message from position `from` on must be replaced by
     /// the returned ones.
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     pub(crate) fn changed_messages(&self) -> (usize, &[Message]) {
         let from = self.clean.min(self.messages.len());
         (from, &self.messages[from..])
     }
 
     /// The store has persisted every message.
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     pub(crate) fn persisted(&mut self) {
         self.clean = self.messages.len();
     }
@@ -438,6 +442,7 @@ impl ThreadRec {
 
     /// Whether an unscoped claim could find a run here (a current run to
     /// resume or take over, or a queued one): a database store's index.
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     pub(crate) fn may_claim(&self) -> bool {
         !self.deleted && (self.current.is_some() || !self.queue.is_empty())
     }

@@ -68,7 +68,14 @@ impl StoreHost {
         }
         let name = request.name();
         let stored = client_write(&request);
-        let reply = self.store.apply(request);
+        let reply = match request {
+            StoreRequest::Append {
+                thread, messages, ..
+            } if self.bugs.accept_stale && !self.holds(fenced.as_ref()) => {
+                self.unfenced_append(thread, messages)
+            }
+            request => self.store.apply(request),
+        };
         let stored = match (stored, &reply) {
             (Some(s), Ok(StoreReply::Submitted(_) | StoreReply::Answered(Ok(_)))) => Some(s),
             (Some((thread, _)), Ok(StoreReply::Cancelled(Ok(target)))) => {
@@ -154,6 +161,54 @@ impl StoreHost {
             _ => return,
         };
         self.log.push(at, what);
+    }
+
+    /// The planted `accept_stale` bug's append: the messages land as a
+    /// trusted write, neither token nor lease holder checked (the store
+    /// itself fences every run write by both, SPEC K2).
+    fn unfenced_append(
+        &self,
+        thread: String,
+        messages: Vec<pai_runtime::Message>,
+    ) -> Result<StoreReply, StoreError> {
+        let last_seq = match self.store.apply(StoreRequest::Inspect {
+            thread: thread.clone(),
+        })? {
+            StoreReply::Thread(Some(t)) => t.messages.last().map_or(0, |m| m.seq),
+            _ => return Err(StoreError::NoThread(thread)),
+        };
+        let write = StoreRequest::Mutate {
+            thread,
+            incarnation: None,
+            writer: pai_runtime::Writer::Trusted,
+            expect: pai_runtime::Expect::Nothing,
+            writes: messages
+                .into_iter()
+                .map(pai_runtime::Write::Append)
+                .collect(),
+        };
+        match self.store.apply(write)? {
+            StoreReply::Mutated(Ok(done)) => Ok(StoreReply::Appended(pai_runtime::Appended {
+                version: done.version,
+                first_seq: last_seq + 1,
+            })),
+            other => Err(StoreError::Protocol(format!(
+                "a planted append got {other:?}"
+            ))),
+        }
+    }
+
+    /// Whether a run's write is under the newest token of a run that holds
+    /// the lease (what the store checks).
+    fn holds(&self, fenced: Option<&Fenced>) -> bool {
+        let Some(f) = fenced else {
+            return true;
+        };
+        let read = self.store.apply(StoreRequest::Inspect {
+            thread: f.thread.clone(),
+        });
+        matches!(read, Ok(StoreReply::Thread(Some(t)))
+            if t.lease_token == f.token && t.lease_holder.as_deref() == Some(f.run.as_str()))
     }
 
     fn current_token(&self, thread: &str) -> u64 {

@@ -116,7 +116,7 @@ impl Model {
             let th = &self.threads[t];
             bound_to(th, incarnation)?;
             match &writer {
-                Writer::Run { token, .. } => th.fenced(Some(*token)),
+                Writer::Run { run, token } => super::runs::holding(th, run, *token),
                 Writer::Trusted => Ok(()),
             }
         });

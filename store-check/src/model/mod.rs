@@ -138,6 +138,8 @@ impl Model {
         let th = &self.threads[t];
         match pick {
             RunPick::Retired => th.retired.first().map(|(r, _)| r.clone()),
+            RunPick::Queued => th.queue.front().cloned(),
+            RunPick::Ended => th.runs.iter().find(|r| r.ended()).map(|r| r.id.clone()),
             RunPick::Holder => None,
         }
         .unwrap_or_else(|| th.acting_run())

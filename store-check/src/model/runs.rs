@@ -90,10 +90,14 @@ impl Model {
         }
     }
 
-    /// The fence every run write meets first (H5, then K2).
+    /// The fence every run write meets first (H5, then K2): a write under
+    /// a token lands only if it is the newest and `run` holds the lease.
     fn fence(&self, t: usize, run: &str, token: Option<u64>) -> Result<(), StoreError> {
         self.reach(t, Some(run))?;
-        self.threads[t].fenced(token)
+        match token {
+            Some(token) => holding(&self.threads[t], run, token),
+            None => Ok(()),
+        }
     }
 
     fn token_rule(&self, t: usize, token: u64) -> &'static str {
@@ -376,7 +380,7 @@ fn finish_on(
 }
 
 /// K2: the run must hold the lease under the newest token.
-fn holding(th: &ThreadModel, run: &str, token: u64) -> Result<(), StoreError> {
+pub(super) fn holding(th: &ThreadModel, run: &str, token: u64) -> Result<(), StoreError> {
     th.fenced(Some(token))?;
     match th.lease.holder.as_deref() == Some(run) {
         true => Ok(()),

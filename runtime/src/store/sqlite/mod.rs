@@ -9,6 +9,8 @@
 //! transaction takes SQLite's write lock before the record is read, and a
 //! decoded record is reused only while its row's revision is unchanged.
 
+mod config;
+mod error;
 mod rows;
 mod schema;
 
@@ -22,95 +24,10 @@ use super::protocol::{Store, StoreFuture, StoreReply, StoreRequest};
 use super::record::StoreError;
 use crate::clock::{Clock, Millis};
 use crate::future::HookFuture;
+pub use config::{Durability, SqliteConfig};
+use error::Backend;
+pub use error::SqliteError;
 use rows::Cache;
-
-/// How hard a commit works to survive a crash (SQLite's `synchronous`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Durability {
-    /// Every commit reaches the disk before it is answered: nothing
-    /// answered is lost to a crash of the process or of the machine.
-    #[default]
-    Full,
-    /// A commit survives a crash of the process; the machine losing power
-    /// may lose the last commits (never half of one).
-    Normal,
-    /// No syncing: for tests and simulations only.
-    Off,
-}
-
-/// How a [`SqliteStore`] keeps its database.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct SqliteConfig {
-    pub durability: Durability,
-    /// Threads kept decoded in memory between requests (0: every request
-    /// reads its thread back from the database).
-    pub cached_threads: usize,
-}
-
-impl Default for SqliteConfig {
-    fn default() -> Self {
-        SqliteConfig {
-            durability: Durability::Full,
-            cached_threads: 1024,
-        }
-    }
-}
-
-impl SqliteConfig {
-    pub fn durability(mut self, durability: Durability) -> Self {
-        self.durability = durability;
-        self
-    }
-
-    pub fn cached_threads(mut self, threads: usize) -> Self {
-        self.cached_threads = threads;
-        self
-    }
-}
-
-/// Why a SQLite database could not be opened as a store.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SqliteError {
-    #[error("sqlite: {0}")]
-    Sqlite(#[from] rusqlite::Error),
-    /// The database was written by a newer build: this one does not know
-    /// its schema, and changes nothing.
-    #[error("the database has schema version {found}; this build knows versions up to {supported}")]
-    NewerSchema { found: i64, supported: i64 },
-}
-
-/// A failure of the database itself during a request (not a refusal).
-#[derive(Debug)]
-pub(crate) enum Backend {
-    Sqlite(rusqlite::Error),
-    Corrupt { thread: String, why: String },
-}
-
-impl From<rusqlite::Error> for Backend {
-    fn from(e: rusqlite::Error) -> Self {
-        Backend::Sqlite(e)
-    }
-}
-
-impl Backend {
-    fn corrupt(thread: &str) -> impl FnOnce(serde_json::Error) -> Backend + '_ {
-        move |e| Backend::Corrupt {
-            thread: thread.to_string(),
-            why: e.to_string(),
-        }
-    }
-
-    fn into_store_error(self) -> StoreError {
-        match self {
-            Backend::Sqlite(e) => StoreError::Unavailable(format!("sqlite: {e}")),
-            Backend::Corrupt { thread, why } => {
-                StoreError::Unavailable(format!("sqlite: thread {thread} is unreadable: {why}"))
-            }
-        }
-    }
-}
 
 struct Inner {
     conn: Connection,

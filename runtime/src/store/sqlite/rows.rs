@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::Backend;
+use super::error::Backend;
 use crate::message::Message;
 use crate::store::thread::ThreadRec;
 

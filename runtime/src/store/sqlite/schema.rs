@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
-use super::{Durability, SqliteError};
+use super::config::Durability;
+use super::error::SqliteError;
 
 /// The schema's migrations, in order: migration `k` takes the database
 /// from version `k` to `k + 1`. Never edit one that has shipped; add one.
