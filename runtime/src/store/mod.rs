@@ -11,6 +11,8 @@ mod engine;
 pub(crate) mod handle;
 mod memory;
 mod mutation;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod protocol;
 mod record;
 #[cfg(feature = "sqlite")]
@@ -23,6 +25,8 @@ pub use memory::MemoryStore;
 pub use mutation::{
     DELETED, Deletion, Expect, Mutation, Refusal, Regeneration, VisibilityChange, Write, Writer,
 };
+#[cfg(feature = "postgres")]
+pub use postgres::{PgConfig, PgError, PgOptions, PgStore};
 pub use protocol::{HistoryRead, Store, StoreFuture, StoreReply, StoreRequest};
 pub use record::{
     Answered, Appended, CancelMiss, CancelTarget, Claimed, RunEnd, RunRecord, RunStatus,

@@ -1,0 +1,439 @@
+//! The shared durable store (feature `postgres`): threads in a PostgreSQL
+//! database, for workers on several machines. The request logic is the
+//! memory store's ([`engine`](super::engine)); this module only locks and
+//! finds the thread's rows (`rows.rs`), hands the record over, and writes
+//! back what changed, in one transaction per request. Tables live in one
+//! Postgres schema, created and migrated on first connect (`schema.rs`).
+
+mod rows;
+mod schema;
+
+use std::sync::Arc;
+
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Client, IsolationLevel, NoTls, Transaction};
+
+use super::engine::{self, Scope};
+use super::protocol::{Store, StoreFuture, StoreReply, StoreRequest};
+use super::record::StoreError;
+use crate::clock::{Clock, Millis};
+use crate::future::HookFuture;
+use rows::{Cache, Loaded};
+use schema::Statements;
+
+/// Where a [`PgStore`] connects: `tokio_postgres`'s connection settings
+/// (host or unix-socket folder, port, user, password, database, timeouts),
+/// parsed from a `postgresql://` URL or a `key=value` string with
+/// [`str::parse`], or built field by field.
+pub use tokio_postgres::Config as PgConfig;
+
+/// How often a request is tried again before it answers "unavailable",
+/// after it lost a serialization or deadlock race, or found its kept
+/// connection broken before it began (both roll back whole).
+const RETRIES: u32 = 3;
+
+/// How a [`PgStore`] keeps its tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PgOptions {
+    /// The Postgres schema every table lives in (created if missing).
+    /// Stores on one database with different schemas share nothing.
+    pub schema: String,
+    /// Threads kept decoded in memory between requests (0: every request
+    /// reads its thread back from the database).
+    pub cached_threads: usize,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        PgOptions {
+            schema: "pai".into(),
+            cached_threads: 1024,
+        }
+    }
+}
+
+impl PgOptions {
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = schema.into();
+        self
+    }
+
+    pub fn cached_threads(mut self, threads: usize) -> Self {
+        self.cached_threads = threads;
+        self
+    }
+}
+
+/// Why a Postgres database could not serve as a store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PgError {
+    #[error("postgres: {0}")]
+    Postgres(#[from] tokio_postgres::Error),
+    /// The schema was written by a newer build: this one does not know it,
+    /// and changes nothing.
+    #[error("schema {schema} has version {found}; this build knows versions up to {supported}")]
+    NewerSchema {
+        schema: String,
+        found: i64,
+        supported: i64,
+    },
+    /// The store was called outside a Tokio runtime: its connection runs
+    /// as a task on the caller's runtime.
+    #[error("PgStore must be called inside a Tokio runtime")]
+    NoRuntime,
+}
+
+/// A failure of the database itself during a request (not a refusal).
+#[derive(Debug)]
+pub(crate) enum Backend {
+    Setup(PgError),
+    Db(tokio_postgres::Error),
+    Corrupt {
+        thread: String,
+        why: String,
+    },
+    /// A connection kept from an earlier request failed to begin this
+    /// one: nothing of it reached the database.
+    Stale(tokio_postgres::Error),
+    /// The thread's row changed under its lock: never, unless something
+    /// outside the store writes the tables.
+    Lost(String),
+}
+
+impl From<tokio_postgres::Error> for Backend {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Backend::Db(e)
+    }
+}
+
+impl From<PgError> for Backend {
+    fn from(e: PgError) -> Self {
+        Backend::Setup(e)
+    }
+}
+
+impl Backend {
+    fn corrupt(thread: &str) -> impl FnOnce(serde_json::Error) -> Backend + '_ {
+        move |e| Backend::Corrupt {
+            thread: thread.to_string(),
+            why: e.to_string(),
+        }
+    }
+
+    /// A race the database broke off: the transaction rolled back whole,
+    /// and trying again is safe.
+    fn retryable(&self) -> bool {
+        let code = match self {
+            Backend::Stale(_) => return true,
+            Backend::Db(e) | Backend::Setup(PgError::Postgres(e)) => e.code(),
+            _ => None,
+        };
+        code.is_some_and(|c| {
+            *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED
+        })
+    }
+
+    /// Whether the connection may be broken after this error: anything
+    /// but an error the server answered in a working session (a
+    /// connection exception, class 08, or an operator's intervention such
+    /// as a terminated backend, class 57, breaks it too).
+    fn breaks_connection(&self) -> bool {
+        match self {
+            Backend::Stale(_) => true,
+            Backend::Db(e) | Backend::Setup(PgError::Postgres(e)) => e
+                .as_db_error()
+                .is_none_or(|db| matches!(db.code().code().get(..2), Some("08" | "57"))),
+            _ => false,
+        }
+    }
+
+    fn into_store_error(self) -> StoreError {
+        StoreError::Unavailable(match self {
+            Backend::Setup(e) => e.to_string(),
+            Backend::Db(e) | Backend::Stale(e) => describe(&e),
+            Backend::Corrupt { thread, why } => {
+                format!("postgres: thread {thread} is unreadable: {why}")
+            }
+            Backend::Lost(thread) => {
+                format!("postgres: the row of thread {thread} changed under its lock")
+            }
+        })
+    }
+}
+
+/// A database error with what the server said (`Display` alone says only
+/// "db error").
+fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("postgres: {} ({})", db.message(), db.code().code()),
+        None => format!("postgres: {e}"),
+    }
+}
+
+/// One open connection and its prepared statements.
+struct Conn {
+    client: Client,
+    st: Statements,
+}
+
+struct Inner {
+    conn: Option<Conn>,
+    migrated: bool,
+    cache: Cache,
+}
+
+/// Threads kept in a PostgreSQL database, shared by workers on several
+/// machines: same replies as [`MemoryStore`](crate::MemoryStore) (the
+/// request logic is the same code), each request one transaction.
+///
+/// **Locking.** A request on one thread locks that thread's row
+/// (`SELECT … FOR UPDATE`) before it reads it, so two stores never apply
+/// requests to one thread at once; a thread that has no row yet is locked
+/// by a transaction-scoped advisory lock on its id, and read again once
+/// held, so two requests creating it are applied one after the other. An
+/// unscoped claim visits claimable threads in id order, skipping rows
+/// another transaction holds (`FOR UPDATE SKIP LOCKED`): a thread another
+/// worker is busy with is not waited for. Ids order bytewise (`COLLATE
+/// "C"`), as Rust strings do. A transaction the database breaks off as a
+/// serialization failure or deadlock is tried again, a few times; any
+/// other database error answers [`StoreError::Unavailable`] (the request
+/// may or may not have landed).
+///
+/// **Clock.** Lease expiry reads the clock the store is built with (the
+/// runtime's), never the database's `now()` (SPEC K2): every worker must
+/// pass clocks that agree. Without a clock leases never expire.
+///
+/// **Connection.** The store connects on its first request (it can be
+/// built outside async code), and its connection runs as a task on the
+/// Tokio runtime of that request. A broken connection is replaced: a
+/// request that finds it broken before it began connects again and goes
+/// on; one it breaks midway answers [`StoreError::Unavailable`], and the
+/// next request connects again. One connection serves one request at a
+/// time (requests of one store queue for it).
+/// Connections use no TLS ([`NoTls`]): keep the database on a unix socket
+/// or a trusted network.
+///
+/// **Schema.** Every table lives in the Postgres schema
+/// [`PgOptions::schema`], created and migrated on first connect under a
+/// version table; a schema written by a newer build is refused.
+///
+/// **Cache.** Decoded records are kept between requests and reused only
+/// when the locked row's revision is the one they were read at.
+pub struct PgStore {
+    config: PgConfig,
+    options: PgOptions,
+    clock: Option<Arc<dyn Clock>>,
+    inner: tokio::sync::Mutex<Inner>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("schema", &self.options.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store for PgStore {
+    fn call(&self, request: StoreRequest) -> StoreFuture<'_> {
+        HookFuture::new(self.apply(request))
+    }
+}
+
+impl PgStore {
+    /// A store on the database `config` names, connecting on first use;
+    /// leases expire by `clock` (without one, never).
+    pub fn new(config: PgConfig, clock: Option<Arc<dyn Clock>>, options: PgOptions) -> PgStore {
+        let cache = Cache::new(options.cached_threads);
+        PgStore {
+            config,
+            options,
+            clock,
+            inner: tokio::sync::Mutex::new(Inner {
+                conn: None,
+                migrated: false,
+                cache,
+            }),
+        }
+    }
+
+    /// [`PgStore::new`], then [`PgStore::migrate`]: connects now, so a
+    /// database that cannot serve is reported here.
+    pub async fn connect(
+        config: PgConfig,
+        clock: Option<Arc<dyn Clock>>,
+        options: PgOptions,
+    ) -> Result<PgStore, PgError> {
+        let store = PgStore::new(config, clock, options);
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Connects if not connected, creating or migrating the schema.
+    pub async fn migrate(&self) -> Result<(), PgError> {
+        let mut inner = self.inner.lock().await;
+        let Inner { conn, migrated, .. } = &mut *inner;
+        self.connected(conn, migrated).await.map(|_| ())
+    }
+
+    /// The schema version the database holds (0: none yet).
+    pub async fn schema_version(&self) -> Result<i64, PgError> {
+        let mut inner = self.inner.lock().await;
+        let Inner { conn, migrated, .. } = &mut *inner;
+        let (conn, _) = self.connected(conn, migrated).await?;
+        schema::read_version(&conn.client, &schema::quote(&self.options.schema)).await
+    }
+
+    fn now(&self) -> Millis {
+        self.clock.as_ref().map_or(0, |c| c.now())
+    }
+
+    /// Applies one request as one transaction, committed before it answers.
+    pub async fn apply(&self, request: StoreRequest) -> Result<StoreReply, StoreError> {
+        let now = self.now();
+        let mut inner = self.inner.lock().await;
+        let mut tries = 0;
+        loop {
+            let failed = match self.transact(&mut inner, request.clone(), now).await {
+                Ok(reply) => return reply,
+                Err(failed) => failed,
+            };
+            inner.cache.clear();
+            if failed.breaks_connection() {
+                inner.conn = None;
+            }
+            if !failed.retryable() || tries == RETRIES {
+                return Err(failed.into_store_error());
+            }
+            tries += 1;
+        }
+    }
+
+    /// The open connection, opened (and the schema migrated, the first
+    /// time) if there is none or it broke; and whether it is new.
+    async fn connected<'a>(
+        &self,
+        slot: &'a mut Option<Conn>,
+        migrated: &mut bool,
+    ) -> Result<(&'a mut Conn, bool), PgError> {
+        if slot.as_ref().is_some_and(|c| c.client.is_closed()) {
+            *slot = None;
+        }
+        if let Some(conn) = slot {
+            return Ok((conn, false));
+        }
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| PgError::NoRuntime)?;
+        let (mut client, connection) = self.config.connect(NoTls).await?;
+        runtime.spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::warn!("postgres store connection: {e}");
+            }
+        });
+        if !*migrated {
+            schema::migrate(&mut client, &self.options.schema).await?;
+            *migrated = true;
+        }
+        let st = Statements::prepare(&client, &self.options.schema).await?;
+        Ok((slot.insert(Conn { client, st }), true))
+    }
+
+    /// One request in one transaction; records of it reach the cache only
+    /// once it committed (a request dropped midway leaves no trace there).
+    async fn transact(
+        &self,
+        inner: &mut Inner,
+        request: StoreRequest,
+        now: Millis,
+    ) -> Result<Result<StoreReply, StoreError>, Backend> {
+        let Inner {
+            conn,
+            migrated,
+            cache,
+        } = inner;
+        let (Conn { client, st }, fresh) = self.connected(conn, migrated).await?;
+        let begun = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::ReadCommitted)
+            .start()
+            .await;
+        let tx = match begun {
+            Ok(tx) => tx,
+            Err(e) if !fresh => return Err(Backend::Stale(e)),
+            Err(e) => return Err(e.into()),
+        };
+        let mut keep = Vec::new();
+        let cx = Cx { tx: &tx, st, now };
+        let reply = match engine::scope(&request) {
+            Scope::Ids => Ok(StoreReply::Ids(rows::live_ids(&tx, st).await?)),
+            Scope::AnyClaim { worker, ttl } => cx.claim_any(cache, &mut keep, &worker, ttl).await?,
+            Scope::Thread(id) => cx.on_thread(cache, &mut keep, id, request).await?,
+        };
+        tx.commit().await?;
+        for (id, loaded) in keep {
+            cache.keep(id, loaded);
+        }
+        Ok(reply)
+    }
+}
+
+/// What a request's steps share: its transaction, statements and time.
+struct Cx<'a> {
+    tx: &'a Transaction<'a>,
+    st: &'a Statements,
+    now: Millis,
+}
+
+type Kept = Vec<(String, Loaded)>;
+
+impl Cx<'_> {
+    async fn on_thread(
+        &self,
+        cache: &mut Cache,
+        keep: &mut Kept,
+        id: String,
+        request: StoreRequest,
+    ) -> Result<Result<StoreReply, StoreError>, Backend> {
+        let (mut slot, before) = match rows::lock(self.tx, self.st, &id).await? {
+            Some(row) => {
+                let (rec, before) = rows::load(self.tx, self.st, cache, &id, row).await?.split();
+                (Some(rec), Some(before))
+            }
+            None => (None, None),
+        };
+        let reply = engine::apply_thread(&mut slot, request, self.now);
+        if let Some(rec) = slot {
+            let saved = rows::save(self.tx, self.st, &id, rec, before).await?;
+            keep.push((id, saved));
+        }
+        Ok(reply)
+    }
+
+    /// A claim naming no thread: the first claimable thread in id order
+    /// that has a run to take, of those no other transaction holds.
+    async fn claim_any(
+        &self,
+        cache: &mut Cache,
+        keep: &mut Kept,
+        worker: &str,
+        ttl: Option<Millis>,
+    ) -> Result<Result<StoreReply, StoreError>, Backend> {
+        let mut after: Option<String> = None;
+        while let Some((id, row)) = rows::lock_claimable(self.tx, self.st, after.as_deref()).await?
+        {
+            let (mut rec, before) = rows::load(self.tx, self.st, cache, &id, row).await?.split();
+            let claimed = engine::claim_first(&mut rec, &id, worker, ttl, self.now);
+            let saved = rows::save(self.tx, self.st, &id, rec, Some(before)).await?;
+            keep.push((id.clone(), saved));
+            if claimed.is_some() {
+                return Ok(Ok(StoreReply::Claimed(claimed)));
+            }
+            after = Some(id);
+        }
+        Ok(Ok(StoreReply::Claimed(None)))
+    }
+}
+
+#[cfg(test)]
+mod tests;
