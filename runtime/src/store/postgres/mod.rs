@@ -203,7 +203,13 @@ struct Inner {
 ///
 /// **Clock.** Lease expiry reads the clock the store is built with (the
 /// runtime's), never the database's `now()` (SPEC K2): every worker must
-/// pass clocks that agree. Without a clock leases never expire.
+/// pass clocks that agree. The clock is read once the request holds the
+/// thread's row lock. Without a clock leases never expire.
+///
+/// **Timeouts.** A request waits as long as the database makes it (for a
+/// row another worker holds, or a server that does not answer): bound it
+/// on the [`PgConfig`] (`connect_timeout`, `options("-c
+/// lock_timeout=… -c statement_timeout=…")`), or around the call.
 ///
 /// **Connection.** The store connects on its first request (it can be
 /// built outside async code), and its connection runs as a task on the
@@ -286,17 +292,12 @@ impl PgStore {
         schema::read_version(&conn.client, &schema::quote(&self.options.schema)).await
     }
 
-    fn now(&self) -> Millis {
-        self.clock.as_ref().map_or(0, |c| c.now())
-    }
-
     /// Applies one request as one transaction, committed before it answers.
     pub async fn apply(&self, request: StoreRequest) -> Result<StoreReply, StoreError> {
-        let now = self.now();
         let mut inner = self.inner.lock().await;
         let mut tries = 0;
         loop {
-            let failed = match self.transact(&mut inner, request.clone(), now).await {
+            let failed = match self.transact(&mut inner, request.clone()).await {
                 Ok(reply) => return reply,
                 Err(failed) => failed,
             };
@@ -345,7 +346,6 @@ impl PgStore {
         &self,
         inner: &mut Inner,
         request: StoreRequest,
-        now: Millis,
     ) -> Result<Result<StoreReply, StoreError>, Backend> {
         let Inner {
             conn,
@@ -364,7 +364,8 @@ impl PgStore {
             Err(e) => return Err(e.into()),
         };
         let mut keep = Vec::new();
-        let cx = Cx { tx: &tx, st, now };
+        let clock = self.clock.as_deref();
+        let cx = Cx { tx: &tx, st, clock };
         let reply = match engine::scope(&request) {
             Scope::Ids => Ok(StoreReply::Ids(rows::live_ids(&tx, st).await?)),
             Scope::AnyClaim { worker, ttl } => cx.claim_any(cache, &mut keep, &worker, ttl).await?,
@@ -378,16 +379,22 @@ impl PgStore {
     }
 }
 
-/// What a request's steps share: its transaction, statements and time.
+/// What a request's steps share: its transaction, statements and clock.
 struct Cx<'a> {
     tx: &'a Transaction<'a>,
     st: &'a Statements,
-    now: Millis,
+    clock: Option<&'a dyn Clock>,
 }
 
 type Kept = Vec<(String, Loaded)>;
 
 impl Cx<'_> {
+    /// The store's clock, read once the request holds what it acts on (a
+    /// request that waited for a lock sees the time it is applied at).
+    fn now(&self) -> Millis {
+        self.clock.map_or(0, |c| c.now())
+    }
+
     async fn on_thread(
         &self,
         cache: &mut Cache,
@@ -402,7 +409,7 @@ impl Cx<'_> {
             }
             None => (None, None),
         };
-        let reply = engine::apply_thread(&mut slot, request, self.now);
+        let reply = engine::apply_thread(&mut slot, request, self.now());
         if let Some(rec) = slot {
             let saved = rows::save(self.tx, self.st, &id, rec, before).await?;
             keep.push((id, saved));
@@ -420,10 +427,11 @@ impl Cx<'_> {
         ttl: Option<Millis>,
     ) -> Result<Result<StoreReply, StoreError>, Backend> {
         let mut after: Option<String> = None;
+        let now = self.now();
         while let Some((id, row)) = rows::lock_claimable(self.tx, self.st, after.as_deref()).await?
         {
             let (mut rec, before) = rows::load(self.tx, self.st, cache, &id, row).await?.split();
-            let claimed = engine::claim_first(&mut rec, &id, worker, ttl, self.now);
+            let claimed = engine::claim_first(&mut rec, &id, worker, ttl, now);
             let saved = rows::save(self.tx, self.st, &id, rec, Some(before)).await?;
             keep.push((id.clone(), saved));
             if claimed.is_some() {
