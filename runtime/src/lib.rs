@@ -99,6 +99,8 @@ pub use store::{
 };
 #[cfg(feature = "sqlite")]
 pub use store::{Durability, SqliteConfig, SqliteError, SqliteStore};
+#[cfg(feature = "postgres")]
+pub use store::{PgConfig, PgError, PgOptions, PgStore};
 pub use text::{
     Pattern, PatternError, Verdict, guard_text, inspect_text_deltas, redact_text_deltas,
 };

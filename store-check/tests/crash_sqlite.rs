@@ -47,7 +47,7 @@ fn batch(b: u64, version: u64) -> StoreRequest {
         key: "batch".into(),
         value: Some(json!(b)),
     });
-    if b % 5 == 0 && b >= 3 {
+    if b.is_multiple_of(5) && b >= 3 {
         writes.push(Write::Visibility {
             message: format!("b{}-0", b - 3),
             visibility: Visibility::CONTEXT_ONLY,
@@ -113,8 +113,8 @@ fn check(thread: &StoredThread, acknowledged: u64) {
         assert_eq!(m.id, format!("b{b}-{i}"), "messages out of order");
         assert_eq!(m.seq, k as u64 + 1, "sequence numbers not consecutive");
         let hidden_by = b + 3;
-        let hidden = i == 0 && hidden_by % 5 == 0 && hidden_by < v;
-        assert_eq!(m.visibility.context, true);
+        let hidden = i == 0 && hidden_by.is_multiple_of(5) && hidden_by < v;
+        assert!(m.visibility.context);
         assert_eq!(
             m.visibility.transcript, !hidden,
             "message {} and the batch that hid it disagree",

@@ -11,10 +11,14 @@ mod engine;
 pub(crate) mod handle;
 mod memory;
 mod mutation;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod protocol;
 mod record;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(all(test, any(feature = "sqlite", feature = "postgres")))]
+mod test_script;
 mod thread;
 mod waiting;
 
@@ -23,6 +27,8 @@ pub use memory::MemoryStore;
 pub use mutation::{
     DELETED, Deletion, Expect, Mutation, Refusal, Regeneration, VisibilityChange, Write, Writer,
 };
+#[cfg(feature = "postgres")]
+pub use postgres::{PgConfig, PgError, PgOptions, PgStore};
 pub use protocol::{HistoryRead, Store, StoreFuture, StoreReply, StoreRequest};
 pub use record::{
     Answered, Appended, CancelMiss, CancelTarget, Claimed, RunEnd, RunRecord, RunStatus,
