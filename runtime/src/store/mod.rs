@@ -15,6 +15,8 @@ mod mutation;
 mod postgres;
 mod protocol;
 mod record;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod record_cache;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(all(test, any(feature = "sqlite", feature = "postgres")))]

@@ -114,3 +114,28 @@ pub(crate) fn script() -> Vec<StoreRequest> {
         },
     ]
 }
+
+/// Thread `t1` after the script's first seven requests: the mutation hid
+/// `m1` in place and wrote metadata `k`.
+pub(crate) fn check_after_edit(t1: &crate::StoredThread) {
+    let seen: Vec<(&str, Visibility)> = t1
+        .messages
+        .iter()
+        .map(|m| (m.id.as_str(), m.visibility))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("u1", Visibility::ALL),
+            ("m1", Visibility::CONTEXT_ONLY),
+            ("m2", Visibility::ALL)
+        ]
+    );
+    assert_eq!(t1.metadata["k"]["x"], serde_json::json!(1.1));
+}
+
+/// Thread `t1` after the script's eighth request, the regeneration.
+pub(crate) fn check_after_regeneration(t1: &crate::StoredThread) {
+    let ids: Vec<&str> = t1.messages.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, ["u1"], "the regeneration kept only its user message");
+}

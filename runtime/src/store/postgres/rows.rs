@@ -2,8 +2,6 @@
 //! locked row's revision says it is current) and writing back what
 //! changed. Every call runs inside the request's transaction.
 
-use std::collections::BTreeMap;
-
 use tokio_postgres::{Row, Transaction};
 
 use super::error::Backend;
@@ -35,37 +33,8 @@ pub(super) struct Locked {
     head: String,
 }
 
-/// Records kept decoded between requests, each valid while its row's
-/// revision is unchanged (another store's write moves it on). Only
-/// records of committed transactions are kept.
-#[derive(Debug, Default)]
-pub(super) struct Cache {
-    records: BTreeMap<String, Loaded>,
-    capacity: usize,
-}
-
-impl Cache {
-    pub(super) fn new(capacity: usize) -> Cache {
-        Cache {
-            records: BTreeMap::new(),
-            capacity,
-        }
-    }
-
-    pub(super) fn clear(&mut self) {
-        self.records.clear();
-    }
-
-    pub(super) fn keep(&mut self, id: String, loaded: Loaded) {
-        if self.capacity == 0 {
-            return;
-        }
-        if self.records.len() >= self.capacity && !self.records.contains_key(&id) {
-            self.records.pop_first();
-        }
-        self.records.insert(id, loaded);
-    }
-}
+/// Decoded records kept between requests (see `record_cache.rs`).
+pub(super) type Cache = crate::store::record_cache::RecordCache<Loaded>;
 
 fn locked(row: &Row, at: usize) -> Result<Locked, Backend> {
     Ok(Locked {
@@ -121,7 +90,7 @@ pub(super) async fn load(
     id: &str,
     row: Locked,
 ) -> Result<Loaded, Backend> {
-    if let Some(cached) = cache.records.remove(id)
+    if let Some(cached) = cache.take(id)
         && cached.before.rev == row.rev
     {
         return Ok(cached);

@@ -15,10 +15,11 @@ use pai_pg_server::PgServer;
 
 use super::*;
 use crate::StoredThread;
-use crate::message::Visibility;
 use crate::store::{Expect, MemoryStore, Write, Writer};
 
-use crate::store::test_script::{append, claim, script, submit};
+use crate::store::test_script::{
+    append, check_after_edit, check_after_regeneration, claim, script, submit,
+};
 
 /// The test server's database, and a fresh schema for each store set.
 struct Db {
@@ -115,24 +116,10 @@ async fn a_visibility_edit_and_a_truncation_reach_the_rows(db: &Db) {
         let _ = store.apply(request).await;
     }
     let t1 = inspect(&store, "t1").await.unwrap();
-    let seen: Vec<(&str, Visibility)> = t1
-        .messages
-        .iter()
-        .map(|m| (m.id.as_str(), m.visibility))
-        .collect();
-    assert_eq!(
-        seen,
-        [
-            ("u1", Visibility::ALL),
-            ("m1", Visibility::CONTEXT_ONLY),
-            ("m2", Visibility::ALL)
-        ]
-    );
-    assert_eq!(t1.metadata["k"]["x"], serde_json::json!(1.1));
+    check_after_edit(&t1);
     store.apply(script.next().unwrap()).await.unwrap();
     let t1 = inspect(&store, "t1").await.unwrap();
-    let ids: Vec<&str> = t1.messages.iter().map(|m| m.id.as_str()).collect();
-    assert_eq!(ids, ["u1"], "the regeneration kept only its user message");
+    check_after_regeneration(&t1);
 }
 
 async fn ids_order_bytewise_as_in_memory(db: &Db) {

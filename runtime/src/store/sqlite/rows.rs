@@ -2,8 +2,6 @@
 //! revision says it is current) and writing back what changed. Every call
 //! runs inside the request's transaction.
 
-use std::collections::BTreeMap;
-
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::error::Backend;
@@ -21,38 +19,8 @@ pub(super) struct Loaded {
     stored: usize,
 }
 
-/// Records kept decoded between requests, each valid while its row's
-/// revision is unchanged (another process's write moves it on).
-#[derive(Debug, Default)]
-pub(super) struct Cache {
-    records: BTreeMap<String, Loaded>,
-    capacity: usize,
-}
-
-impl Cache {
-    pub(super) fn new(capacity: usize) -> Cache {
-        Cache {
-            records: BTreeMap::new(),
-            capacity,
-        }
-    }
-
-    /// Forgets everything: after a failed transaction, a cached record may
-    /// hold changes that never committed.
-    pub(super) fn clear(&mut self) {
-        self.records.clear();
-    }
-
-    fn keep(&mut self, id: &str, loaded: Loaded) {
-        if self.capacity == 0 {
-            return;
-        }
-        if self.records.len() >= self.capacity && !self.records.contains_key(id) {
-            self.records.pop_first();
-        }
-        self.records.insert(id.to_string(), loaded);
-    }
-}
+/// Decoded records kept between requests (see `record_cache.rs`).
+pub(super) type Cache = crate::store::record_cache::RecordCache<Loaded>;
 
 /// Reads thread `id`'s record, or `None` if the store never had it.
 pub(super) fn load(
@@ -67,7 +35,7 @@ pub(super) fn load(
     let Some((rev, head)) = row else {
         return Ok(None);
     };
-    if let Some(cached) = cache.records.remove(id)
+    if let Some(cached) = cache.take(id)
         && cached.rev == rev
     {
         return Ok(Some(cached));
@@ -113,7 +81,7 @@ pub(super) fn save(
             let stored = *stored;
             let rev = *rev;
             cache.keep(
-                id,
+                id.to_string(),
                 Loaded {
                     rec,
                     rev,
@@ -141,7 +109,7 @@ pub(super) fn save(
     rec.persisted();
     let stored = rec.messages().len();
     cache.keep(
-        id,
+        id.to_string(),
         Loaded {
             rec,
             rev,

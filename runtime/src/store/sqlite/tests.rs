@@ -5,9 +5,10 @@
 
 use super::*;
 use crate::StoredThread;
-use crate::message::Visibility;
 use crate::store::MemoryStore;
-use crate::store::test_script::{append, claim, script, submit};
+use crate::store::test_script::{
+    append, check_after_edit, check_after_regeneration, claim, script, submit,
+};
 
 fn sqlite(cached: usize) -> SqliteStore {
     SqliteStore::in_memory(None, SqliteConfig::default().cached_threads(cached)).unwrap()
@@ -48,24 +49,10 @@ fn a_visibility_edit_and_a_truncation_reach_the_rows() {
         let _ = store.apply(request);
     }
     let t1 = inspect(&|r| store.apply(r), "t1").unwrap();
-    let seen: Vec<(&str, Visibility)> = t1
-        .messages
-        .iter()
-        .map(|m| (m.id.as_str(), m.visibility))
-        .collect();
-    assert_eq!(
-        seen,
-        [
-            ("u1", Visibility::ALL),
-            ("m1", Visibility::CONTEXT_ONLY),
-            ("m2", Visibility::ALL)
-        ]
-    );
-    assert_eq!(t1.metadata["k"]["x"], serde_json::json!(1.1));
+    check_after_edit(&t1);
     store.apply(script.next().unwrap()).unwrap();
     let t1 = inspect(&|r| store.apply(r), "t1").unwrap();
-    let ids: Vec<&str> = t1.messages.iter().map(|m| m.id.as_str()).collect();
-    assert_eq!(ids, ["u1"], "the regeneration kept only its user message");
+    check_after_regeneration(&t1);
 }
 
 #[test]
