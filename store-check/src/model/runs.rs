@@ -60,11 +60,7 @@ impl Model {
                 token,
             },
         };
-        let rule = if token == self.threads[t].lease.token {
-            "K3"
-        } else {
-            "K2"
-        };
+        let rule = self.token_rule(t, token, "K3");
         if let Err(e) = self
             .reach(t, Some(&run))
             .and_then(|()| holding(&self.threads[t], &run, token))
@@ -100,9 +96,11 @@ impl Model {
         }
     }
 
-    fn token_rule(&self, t: usize, token: u64) -> &'static str {
+    /// The rule a run's write under `token` is judged by: `landed` when
+    /// the token is the newest, else K2 (a stale write changes nothing).
+    fn token_rule(&self, t: usize, token: u64, landed: &'static str) -> &'static str {
         if token == self.threads[t].lease.token {
-            "H1"
+            landed
         } else {
             "K2"
         }
@@ -129,7 +127,7 @@ impl Model {
             messages: messages.clone(),
             step: step.then_some(steps),
         };
-        let rule = self.token_rule(t, token);
+        let rule = self.token_rule(t, token, "H1");
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
         }
@@ -160,7 +158,7 @@ impl Model {
             token,
             value: value.clone(),
         };
-        let rule = self.token_rule(t, token);
+        let rule = self.token_rule(t, token, "H1");
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
         }
@@ -183,11 +181,7 @@ impl Model {
             run: run.clone(),
             token,
         };
-        let rule = if token == self.threads[t].lease.token {
-            "A4"
-        } else {
-            "K2"
-        };
+        let rule = self.token_rule(t, token, "A4");
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
         }
@@ -252,11 +246,7 @@ impl Model {
             token,
             calls: calls.clone(),
         };
-        let rule = if token == self.threads[t].lease.token {
-            "T7"
-        } else {
-            "K2"
-        };
+        let rule = self.token_rule(t, token, "T7");
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
         }
@@ -289,11 +279,7 @@ impl Model {
             token,
             messages: messages.clone(),
         };
-        let rule = if token == self.threads[t].lease.token {
-            "T9"
-        } else {
-            "K2"
-        };
+        let rule = self.token_rule(t, token, "T9");
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
         }
