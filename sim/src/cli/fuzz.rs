@@ -34,6 +34,9 @@ pub struct Args {
     /// `text` (default) or `json`.
     #[arg(long, default_value = "text")]
     format: String,
+    /// Where the cases keep their threads: `memory` (default) or `sqlite`.
+    #[arg(long, default_value = "memory")]
+    store: pai_sim::StoreKind,
 }
 
 /// `10m`, `30s`, `1h`, `500ms`.
@@ -82,6 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         shard: shard(&args.shard)?,
         keep_going: args.keep_going,
         shrink_budget: 2000,
+        store: args.store,
     };
     let started = Instant::now();
     let bar = progress(campaign.cases.map(|n| n / campaign.shard.1));
@@ -159,10 +163,14 @@ fn size(f: &Find) -> (usize, usize) {
 
 fn text(args: &Args, (i, n): (u64, u64), s: &Summary, files: &[PathBuf]) -> String {
     let mut out = format!("pai-sim fuzz: seed {}, shard {i}/{n}\n", args.seed);
+    let store = match args.store {
+        pai_sim::StoreKind::Memory => String::new(),
+        other => format!(" --store {}", other.as_str()),
+    };
     for (f, file) in s.finds.iter().zip(files) {
         let (before, after) = size(f);
         out.push_str(&format!(
-            "FAIL case {} (case seed {:#018x}): {}: {}\n  shrunk in {} steps, {before} -> {after} hooks, tools, turns and actions: {}\n  replay: pai-sim run {}\n",
+            "FAIL case {} (case seed {:#018x}): {}: {}\n  shrunk in {} steps, {before} -> {after} hooks, tools, turns and actions: {}\n  replay: pai-sim run {}{store}\n",
             f.index, f.case_seed, f.failure, f.message, f.steps, file.display(), file.display()
         ));
     }

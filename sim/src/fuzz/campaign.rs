@@ -3,9 +3,10 @@
 
 use super::case::case;
 use super::coverage::Coverage;
-use super::judge::{Failure, case_seed, evaluate, in_shard};
+use super::judge::{Failure, case_seed, evaluate_on, in_shard};
 use super::shrink::shrink;
 use crate::scenario::ScenarioSpec;
+use crate::world::StoreKind;
 
 /// What a campaign runs.
 #[derive(Debug, Clone)]
@@ -20,6 +21,8 @@ pub struct Campaign {
     pub keep_going: bool,
     /// At most this many candidate cases are run while shrinking one failure.
     pub shrink_budget: usize,
+    /// Where the cases keep their threads.
+    pub store: StoreKind,
 }
 
 /// One failing case, shrunk.
@@ -59,13 +62,13 @@ impl Campaign {
             }
             let case_seed = case_seed(self.seed, index);
             let spec = case(case_seed);
-            let judged = evaluate(&spec);
+            let judged = evaluate_on(&spec, self.store);
             summary.cases += 1;
             summary.coverage.merge(&judged.coverage);
             let Some(failure) = judged.failure else {
                 continue;
             };
-            let (shrunk, steps) = shrink(&spec, &failure, self.shrink_budget);
+            let (shrunk, steps) = shrink(&spec, &failure, self.shrink_budget, self.store);
             summary.finds.push(Find {
                 index,
                 case_seed,

@@ -3,7 +3,8 @@
 use std::fmt;
 
 use super::coverage::Coverage;
-use crate::run::simulate;
+use crate::run::simulate_on;
+use crate::world::StoreKind;
 use crate::scenario::{OracleId, Scenario, ScenarioSpec};
 use crate::world::Rng;
 
@@ -69,6 +70,11 @@ pub fn in_shard(index: u64, shard: u64, shards: u64) -> bool {
 
 /// Runs one case twice and judges it.
 pub fn evaluate(spec: &ScenarioSpec) -> Evaluation {
+    evaluate_on(spec, StoreKind::Memory)
+}
+
+/// [`evaluate`] with the case's threads in a store of kind `store`.
+pub fn evaluate_on(spec: &ScenarioSpec, store: StoreKind) -> Evaluation {
     let failed = |failure, message: String| Evaluation {
         failure: Some(failure),
         message,
@@ -83,7 +89,7 @@ pub fn evaluate(spec: &ScenarioSpec) -> Evaluation {
             );
         }
     };
-    let (first, second) = match (simulate(&s, s.seed), simulate(&s, s.seed)) {
+    let (first, second) = match (simulate_on(&s, s.seed, store), simulate_on(&s, s.seed, store)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => return failed(Failure::Error(e.to_string()), String::new()),
     };

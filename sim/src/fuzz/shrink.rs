@@ -4,12 +4,18 @@
 //! its `on_output` or its output's required fields), and kept while the
 //! same failure still shows. Every loop is bounded by a budget of runs.
 
-use super::judge::{Failure, evaluate};
+use super::judge::{Failure, evaluate_on};
+use crate::world::StoreKind;
 use crate::scenario::ScenarioSpec;
 
 /// The smallest spec found that fails the same way, and how many changes
 /// were kept. At most `budget` candidates are run (each twice).
-pub fn shrink(spec: &ScenarioSpec, failure: &Failure, budget: usize) -> (ScenarioSpec, usize) {
+pub fn shrink(
+    spec: &ScenarioSpec,
+    failure: &Failure,
+    budget: usize,
+    store: StoreKind,
+) -> (ScenarioSpec, usize) {
     let mut best = spec.clone();
     let mut kept = 0;
     let mut tried = 0;
@@ -20,7 +26,7 @@ pub fn shrink(spec: &ScenarioSpec, failure: &Failure, budget: usize) -> (Scenari
                 return (best, kept);
             }
             tried += 1;
-            if evaluate(&candidate).failure.as_ref() == Some(failure) {
+            if evaluate_on(&candidate, store).failure.as_ref() == Some(failure) {
                 best = candidate;
                 kept += 1;
                 progressed = true;
