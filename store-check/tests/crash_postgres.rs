@@ -49,7 +49,9 @@ const OWNER: &str = "alice";
 const STEPS: u32 = 20;
 const LEASE_TTL: Millis = 400;
 const TOOL_MS: u64 = 30;
-const ROUNDS: usize = 3;
+/// One round per delay: how long after seeing `k` committed steps the
+/// parent kills `a`.
+const KILL_DELAYS: [u64; 3] = [20, 55, 1];
 /// How long the parent waits for `a` to commit `k` steps, and for `b` to
 /// finish the run (process start, schema migration and a loaded CI box).
 const REACH_K: Duration = Duration::from_secs(30);
@@ -313,8 +315,9 @@ struct Case {
 }
 
 /// One round on a fresh schema: the gateway submits, `a` works until the
-/// run has `k` committed steps and is killed, `b` takes over and finishes.
-async fn round(server: &PgServer, dir: &Path, round: usize, k: u32) -> Case {
+/// run has `k` committed steps and is killed `delay` ms later, `b` takes
+/// over and finishes.
+async fn round(server: &PgServer, dir: &Path, round: usize, (k, delay): (u32, u64)) -> Case {
     let schema = format!("crash_{round}");
     let db = server.connection_string("postgres");
     let log = dir.join(format!("starts_{round}.log"));
@@ -333,6 +336,8 @@ async fn round(server: &PgServer, dir: &Path, round: usize, k: u32) -> Case {
         run_of(t, &run).steps >= k
     })
     .await;
+    // Somewhere in step k: before its tool starts, inside it, or past it.
+    tokio::time::sleep(Duration::from_millis(delay)).await;
     a.kill();
     // Every request locks the thread's row: this read waits for a
     // transaction of `a` still open on the server, which then rolls back.
@@ -344,7 +349,7 @@ async fn round(server: &PgServer, dir: &Path, round: usize, k: u32) -> Case {
     .await;
     b.kill();
     eprintln!(
-        "{TEST}: round {round}: a killed at {} steps seen ({} in the store after), k = {k}",
+        "{TEST}: round {round}: a killed {delay} ms after {} steps seen ({} in the store), k = {k}",
         run_of(&seen, &run).steps,
         run_of(&at_kill, &run).steps,
     );
@@ -353,6 +358,21 @@ async fn round(server: &PgServer, dir: &Path, round: usize, k: u32) -> Case {
         at_kill,
         last,
         starts: read_starts(&log),
+    }
+}
+
+/// Where the kill caught `a`: the last committed step's call without a
+/// result (started by `a` or not), or none.
+fn kill_point(c: &Case) -> String {
+    let done = result_keys(&c.at_kill);
+    let open: Vec<String> = (call_keys(&c.at_kill, &c.run).into_iter())
+        .filter(|key| !done.contains_key(key))
+        .collect();
+    let started = |key: &String| c.starts.iter().any(|(w, k)| w == "a" && k == key);
+    match open.first() {
+        None => "killed between steps (no call open)".to_string(),
+        Some(key) if started(key) => format!("killed inside call {key}, which b ran again"),
+        Some(key) => format!("killed before call {key} started"),
     }
 }
 
@@ -545,7 +565,17 @@ fn check_authors(c: &Case, errors: &mut Vec<String>) {
     ensure!(errors, of_b > 0, "nothing of b after a's death");
 }
 
-/// The idempotency keys of the committed results in `t`.
+/// The idempotency keys of `run`'s tool calls in `t`.
+fn call_keys(t: &StoredThread, run: &str) -> BTreeSet<String> {
+    (t.messages.iter().flat_map(|m| &m.parts))
+        .filter_map(|p| match p {
+            Part::ToolCall { call_id, .. } => Some(format!("{run}/{call_id}")),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The committed results in `t`: idempotency key to the worker that ran it.
 fn result_keys(t: &StoredThread) -> BTreeMap<String, String> {
     t.messages
         .iter()
@@ -565,12 +595,7 @@ fn result_keys(t: &StoredThread) -> BTreeMap<String, String> {
 /// committed result comes from a logged start of the worker it names.
 fn check_tool_starts(c: &Case, errors: &mut Vec<String>) {
     let done_at_kill = result_keys(&c.at_kill);
-    let calls: BTreeSet<String> = (c.last.messages.iter().flat_map(|m| &m.parts))
-        .filter_map(|p| match p {
-            Part::ToolCall { call_id, .. } => Some(format!("{}/{call_id}", c.run)),
-            _ => None,
-        })
-        .collect();
+    let calls = call_keys(&c.last, &c.run);
     let mut seen = BTreeSet::new();
     for (worker, key) in &c.starts {
         ensure!(
@@ -721,11 +746,14 @@ fn k3_a_killed_worker_process_is_taken_over_on_postgres() {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let mut seed = 0x6b33_u64;
-    for r in 0..ROUNDS {
+    // k from the seed; the delay after seeing step k committed aims (a
+    // step takes some 65 ms here) before its tool starts, inside the tool's
+    // sleep, and past its result.
+    let mut seed = 0x5eed_u64;
+    for (r, delay) in KILL_DELAYS.into_iter().enumerate() {
         let k = 2 + (next(&mut seed) % 9) as u32;
         let started = Instant::now();
-        let case = rt.block_on(round(&server, dir.path(), r, k));
+        let case = rt.block_on(round(&server, dir.path(), r, (k, delay)));
         let errors = check(&case);
         assert!(
             errors.is_empty(),
@@ -733,9 +761,9 @@ fn k3_a_killed_worker_process_is_taken_over_on_postgres() {
             errors.join("\n")
         );
         checks_fire(&case);
-        let reruns = case.starts.len() - (STEPS as usize - 1);
         eprintln!(
-            "{TEST}: round {r}: completed by b, {reruns} call(s) run again, {:?}",
+            "{TEST}: round {r}: {}; completed by b in {:?}",
+            kill_point(&case),
             started.elapsed()
         );
     }
