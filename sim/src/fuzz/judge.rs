@@ -4,9 +4,9 @@ use std::fmt;
 
 use super::coverage::Coverage;
 use crate::run::simulate_on;
-use crate::world::StoreKind;
 use crate::scenario::{OracleId, Scenario, ScenarioSpec};
 use crate::world::Rng;
+use crate::world::StoreKind;
 
 /// Why a case failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +89,10 @@ pub fn evaluate_on(spec: &ScenarioSpec, store: StoreKind) -> Evaluation {
             );
         }
     };
-    let (first, second) = match (simulate_on(&s, s.seed, store), simulate_on(&s, s.seed, store)) {
+    let (first, second) = match (
+        simulate_on(&s, s.seed, store),
+        simulate_on(&s, s.seed, store),
+    ) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => return failed(Failure::Error(e.to_string()), String::new()),
     };

@@ -5,8 +5,8 @@
 //! same failure still shows. Every loop is bounded by a budget of runs.
 
 use super::judge::{Failure, evaluate_on};
-use crate::world::StoreKind;
 use crate::scenario::ScenarioSpec;
+use crate::world::StoreKind;
 
 /// The smallest spec found that fails the same way, and how many changes
 /// were kept. At most `budget` candidates are run (each twice).
