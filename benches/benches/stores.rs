@@ -6,17 +6,21 @@
 //! commits per second (from the mean), p50 and p99 latency in µs; criterion
 //! then reports batch means per store. Stores: memory; SQLite on a file
 //! with `Durability::Full` (the default: every commit synced), `Normal`
-//! (WAL, synced at checkpoints) and `Off`; SQLite in memory. Before timing,
-//! each store's thread is checked to hold every message committed.
+//! (WAL, synced at checkpoints) and `Off`; SQLite in memory; Postgres on a
+//! throwaway local server (unix socket, fsync and synchronous commit on)
+//! when its binaries are installed (`PAI_REQUIRE_PG=1` makes a missing
+//! server an error, not a skip). After timing, each store's thread is
+//! checked to hold every message committed.
 
 use std::path::Path;
 use std::time::Instant;
 
 use criterion::{Criterion, criterion_group};
 use hdrhistogram::Histogram;
+use pai_pg_server::PgServer;
 use pai_runtime::{
-    Durability, MemoryStore, Message, PaiMeta, Part, Producer, Role, SqliteConfig, SqliteStore,
-    StoreError, StoreReply, StoreRequest, Visibility,
+    Durability, MemoryStore, Message, PaiMeta, Part, PgOptions, PgStore, Producer, Role,
+    SqliteConfig, SqliteStore, StoreError, StoreReply, StoreRequest, Visibility,
 };
 
 #[path = "support/report.rs"]
@@ -111,7 +115,18 @@ fn sqlite_file(durability: Durability) -> (Apply, Option<tempfile::TempDir>) {
     (Box::new(move |r| store.apply(r)), Some(dir))
 }
 
-fn stores() -> Vec<Bench> {
+/// A Postgres store on `server`, answered on a runtime of its own.
+fn postgres(server: &PgServer) -> Apply {
+    server.create_database("bench").ok();
+    let store = PgStore::new(server.config("bench"), None, PgOptions::default());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a Tokio runtime");
+    Box::new(move |r| rt.block_on(store.apply(r)))
+}
+
+fn stores(server: Option<&PgServer>) -> Vec<Bench> {
     let memory = MemoryStore::default();
     let in_memory = SqliteStore::in_memory(None, SqliteConfig::default()).expect("opens");
     let (full, full_dir) = sqlite_file(Durability::Full);
@@ -124,10 +139,22 @@ fn stores() -> Vec<Bench> {
         Bench::new("sqlite_normal", normal, normal_dir),
         Bench::new("sqlite_off", off, off_dir),
     ]
+    .into_iter()
+    .chain(server.map(|s| Bench::new("postgres", postgres(s), None)))
+    .collect()
+}
+
+/// The throwaway server, or `None` (with a note) without its binaries.
+fn server() -> Option<PgServer> {
+    match PgServer::start() {
+        Ok(server) => server,
+        Err(e) => panic!("starting the Postgres server: {e}"),
+    }
 }
 
 fn measurement_pass() {
-    for mut bench in stores() {
+    let server = server();
+    for mut bench in stores(server.as_ref()) {
         for _ in 0..WARMUP {
             bench.commit();
         }
@@ -159,7 +186,8 @@ fn measurement_pass() {
 
 fn commits(c: &mut Criterion) {
     let mut group = c.benchmark_group("store_commit");
-    for mut bench in stores() {
+    let server = server();
+    for mut bench in stores(server.as_ref()) {
         group.bench_function(bench.name, |b| b.iter(|| bench.commit()));
         bench.check();
     }

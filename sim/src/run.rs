@@ -58,11 +58,9 @@ fn world(s: &Scenario, seed: u64, store: StoreKind) -> Result<World, SimError> {
     let reads = Arc::new(Mutex::new(Vec::new()));
     let (agent, context) = agent(s, &reads);
     let ignore = s.faults.contains(&FaultSpec::IgnoreExpectations);
-    let tap = Arc::new(StoreTap::new(
-        SimStore::new(store, None)?,
-        recorder.clone(),
-        ignore,
-    ));
+    let inner = SimStore::new(store, None)
+        .map_err(|e| SimError::Setup(format!("opening the {} store: {e}", store.as_str())))?;
+    let tap = Arc::new(StoreTap::new(inner, recorder.clone(), ignore));
     let runtime = Runtime::builder(agent, context)
         .store(tap.clone())
         .models(SharedProvider(provider.clone()))

@@ -3,7 +3,7 @@
 //! a file that replays it with the same oracle (SPEC D8, D2).
 
 use pai_sim::fuzz::{Campaign, Failure, case, evaluate, in_shard, shrink, write_find};
-use pai_sim::{EventName, FaultSpec, OracleId, Scenario, ScenarioSpec};
+use pai_sim::{EventName, FaultSpec, OracleId, Scenario, ScenarioSpec, StoreKind};
 
 fn campaign(cases: u64, shard: (u64, u64)) -> Campaign {
     Campaign {
@@ -12,6 +12,7 @@ fn campaign(cases: u64, shard: (u64, u64)) -> Campaign {
         shard,
         keep_going: true,
         shrink_budget: 200,
+        store: StoreKind::Memory,
     }
 }
 
@@ -65,7 +66,12 @@ fn a_failure_shrinks_into_a_file_that_replays_it() {
         "{}",
         judged.message
     );
-    let (shrunk, steps) = shrink(&spec, &Failure::Oracle(OracleId::L14), 300);
+    let (shrunk, steps) = shrink(
+        &spec,
+        &Failure::Oracle(OracleId::L14),
+        300,
+        StoreKind::Memory,
+    );
     let size = |s: &ScenarioSpec| s.lifecycle.len() + s.model.turns.len() + s.timeline.len();
     assert!(size(&shrunk) <= size(&spec));
     assert!(steps > 0 || size(&spec) <= 2);

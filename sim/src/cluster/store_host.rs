@@ -39,7 +39,9 @@ impl StoreHost {
     ) -> Result<StoreHost, SimError> {
         let clock = Arc::new(VirtualClock::turmoil());
         Ok(StoreHost {
-            store: SimStore::new(kind, Some(clock.clone()))?,
+            store: SimStore::new(kind, Some(clock.clone())).map_err(|e| {
+                SimError::Setup(format!("opening the {} store: {e}", kind.as_str()))
+            })?,
             clock,
             bugs,
             log,

@@ -8,10 +8,9 @@
 use std::sync::Arc;
 
 use pai_runtime::{
-    Clock, Durability, MemoryStore, SqliteConfig, SqliteStore, StoreError, StoreReply, StoreRequest,
+    Clock, Durability, MemoryStore, SqliteConfig, SqliteError, SqliteStore, StoreError, StoreReply,
+    StoreRequest,
 };
-
-use crate::report::SimError;
 
 /// Which store a simulated run uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -60,16 +59,14 @@ pub enum SimStore {
 
 impl SimStore {
     /// A fresh, empty store whose leases expire by `clock` (none: never).
-    pub fn new(kind: StoreKind, clock: Option<Arc<dyn Clock>>) -> Result<SimStore, SimError> {
+    pub fn new(kind: StoreKind, clock: Option<Arc<dyn Clock>>) -> Result<SimStore, SqliteError> {
         Ok(match kind {
             StoreKind::Memory => SimStore::Memory(MemoryStore::new(clock)),
             StoreKind::Sqlite => {
                 let config = SqliteConfig::default()
                     .durability(Durability::Off)
                     .cached_threads(0);
-                let store = SqliteStore::in_memory(clock, config)
-                    .map_err(|e| SimError::Setup(format!("opening the SQLite store: {e}")))?;
-                SimStore::Sqlite(store)
+                SimStore::Sqlite(SqliteStore::in_memory(clock, config)?)
             }
         })
     }
