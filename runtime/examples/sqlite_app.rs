@@ -17,7 +17,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use pai_runtime::{
     Agent, BoxStream, Clock, FinishReason, HookFuture, IdKind, IdSource, LanguageModel, Millis,
-    ModelError, ModelMap, ModelRequest, ReadyStream, Runtime, SqliteConfig, SqliteStore,
+    ModelError, ModelMap, ModelRequest, Part, ReadyStream, Runtime, SqliteConfig, SqliteStore,
     StreamPart, ToolError, tool_fn,
 };
 use serde::{Deserialize, Serialize};
@@ -130,7 +130,16 @@ async fn main() -> anyhow::Result<()> {
     let state = thread.wait_until_idle().await?;
     tracing::info!(db, version = state.version, "thread idle");
     for m in &state.messages {
-        println!("{:>3} {:<9} {}", m.seq, format!("{:?}", m.role), m.text());
+        let results = m.parts.iter().filter_map(|p| match p {
+            Part::ToolResult { output, .. } => Some(output.to_string()),
+            _ => None,
+        });
+        let shown = std::iter::once(m.text())
+            .chain(results)
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        println!("{:>3} {:<9} {shown}", m.seq, format!("{:?}", m.role));
     }
     Ok(())
 }
