@@ -8,7 +8,7 @@ impl<C: Send + Sync + 'static> Runtime<C> {
     /// Works as one of several workers on a shared store: claims a queued
     /// run, a waiting run that can resume, or a run whose holder's lease
     /// expired, drives it, and looks again; when there is nothing to claim
-    /// it waits [`WorkerConfig::poll_every`]. Runs until the future is dropped.
+    /// it waits [`crate::WorkerConfig::poll_every`]. Runs until the future is dropped.
     pub async fn work(&self) {
         let sh = Arc::clone(&self.shared);
         loop {

@@ -47,6 +47,8 @@ const CURSOR_KEY: &str = "pai.compaction";
 struct Sent<'a> {
     run: &'a str,
     step: u32,
+    /// When the request was sent (virtual time).
+    at: u64,
     messages: &'a [ModelMessage],
 }
 
@@ -67,6 +69,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         .map(|c| Sent {
             run: &c.request.run_id,
             step: c.request.step,
+            at: c.at,
             messages: &c.request.messages,
         })
         .collect();
@@ -307,6 +310,15 @@ impl<'a> Summarized<'a> {
     }
 }
 
+/// Whether a history rewrite removed messages of `thread` at or after `at`.
+fn removed_since(events: &[Event], thread: &str, at: u64) -> bool {
+    events.iter().any(|e| {
+        e.thread_id == thread
+            && e.at >= at
+            && matches!(&e.kind, EventKind::HistoryRewritten { removed, .. } if !removed.is_empty())
+    })
+}
+
 fn judge(
     events: &[Event],
     threads: &[StoredThread],
@@ -337,6 +349,12 @@ fn judge(
         let Some(t) = threads.iter().find(|t| t.id == thread) else {
             continue;
         };
+        // What was stored after the cursor is read from the final thread: a
+        // later regeneration may have removed it (R1), so what the step
+        // rightly kept can no longer be told from what it summarized.
+        if removed_since(events, thread, r.at) {
+            continue;
+        }
         let gone = Summarized::of(t, through, written);
         for m in r.messages {
             let text = text_of(m);
@@ -418,6 +436,7 @@ mod tests {
         let sent = [Sent {
             run: "r",
             step: 1,
+            at: 0,
             messages,
         }];
         judge(events, &[thread()], &sent, &BTreeSet::new())
