@@ -73,28 +73,45 @@ pub(super) fn save(
     before: Option<(i64, String, usize)>,
 ) -> Result<(), Backend> {
     let head = rec.head().map_err(Backend::corrupt(id))?;
-    let (from, changed) = rec.changed_messages();
-    let (rev, stored) = match &before {
-        Some((rev, old_head, stored))
-            if *old_head == head && from == *stored && changed.is_empty() =>
-        {
-            let stored = *stored;
-            let rev = *rev;
-            cache.keep(
-                id.to_string(),
-                Loaded {
-                    rec,
-                    rev,
-                    head,
-                    stored,
-                },
-            );
-            return Ok(());
-        }
-        Some((rev, _, stored)) => (rev + 1, *stored),
-        None => (1, 0),
+    let (from, changed) = {
+        let (from, changed) = rec.changed_messages();
+        (from, changed.len())
     };
-    write_head(tx, id, rev, &rec, &head)?;
+    let (rev, stored) = match &before {
+        Some((rev, old_head, stored)) if *old_head == head && from == *stored && changed == 0 => {
+            (*rev, *stored)
+        }
+        Some((rev, _, stored)) => (
+            rev + 1,
+            write_rows(tx, id, rev + 1, &mut rec, &head, *stored)?,
+        ),
+        None => (1, write_rows(tx, id, 1, &mut rec, &head, 0)?),
+    };
+    cache.keep(
+        id.to_string(),
+        Loaded {
+            rec,
+            rev,
+            head,
+            stored,
+        },
+    );
+    Ok(())
+}
+
+/// Writes the head row under revision `rev` and the messages from the
+/// first changed position (`stored` were in the table); answers how many
+/// messages are stored now.
+fn write_rows(
+    tx: &Transaction<'_>,
+    id: &str,
+    rev: i64,
+    rec: &mut ThreadRec,
+    head: &str,
+    stored: usize,
+) -> Result<usize, Backend> {
+    write_head(tx, id, rev, rec, head)?;
+    let (from, changed) = rec.changed_messages();
     if from < stored {
         tx.prepare_cached("DELETE FROM pai_messages WHERE thread = ?1 AND pos >= ?2")?
             .execute(params![id, from as i64])?;
@@ -107,17 +124,7 @@ pub(super) fn save(
         insert.execute(params![id, (from + k) as i64, m.seq as i64, m.id, body])?;
     }
     rec.persisted();
-    let stored = rec.messages().len();
-    cache.keep(
-        id.to_string(),
-        Loaded {
-            rec,
-            rev,
-            head,
-            stored,
-        },
-    );
-    Ok(())
+    Ok(rec.messages().len())
 }
 
 fn write_head(
