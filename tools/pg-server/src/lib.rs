@@ -228,11 +228,7 @@ impl PgServer {
         Err(PgServerError::CreateDb {
             name: name.to_owned(),
             status: output.status,
-            output: format!(
-                "{}{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            ),
+            output: process::printed(&output),
         })
     }
 }

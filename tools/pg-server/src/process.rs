@@ -115,6 +115,15 @@ pub(crate) fn command(program: &Path, cwd: &Path, run_as: Option<RunAs>) -> Comm
 }
 
 /// Runs `initdb` for `data_dir`: trust auth, UTF8, locale C.
+/// What a finished program printed: its stdout, then its stderr.
+pub(crate) fn printed(output: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
 pub(crate) fn init_db(
     bin_dir: &Path,
     folder: &Path,
@@ -137,11 +146,7 @@ pub(crate) fn init_db(
     Err(PgServerError::InitDb {
         data_dir: data_dir.to_path_buf(),
         status: output.status,
-        output: format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ),
+        output: printed(&output),
     })
 }
 
