@@ -8,6 +8,7 @@ use std::task::{Context, Poll};
 
 use crate::clock::{Clock, Millis};
 use crate::context::{ContextLink, History};
+use crate::context_cache::ContextCache;
 use crate::error::HookResult;
 use crate::event::EventKind;
 use crate::future::{HookFuture, guarded};
@@ -26,6 +27,8 @@ pub(crate) trait AttemptEvents: Send + Sync {
 pub(crate) struct DefaultLeaf<'a> {
     pub(crate) step: u32,
     pub(crate) history: &'a History<'a>,
+    /// The run's context so far, extended to the anchor on a read.
+    pub(crate) cache: &'a ContextCache,
     /// Report each leaf read (only when some hook resolves context).
     pub(crate) events: Option<&'a dyn AttemptEvents>,
 }
@@ -38,8 +41,8 @@ impl ContextLink for DefaultLeaf<'_> {
         match base {
             Some(b) => HookFuture::ready(Ok(self.report(true, b))),
             None => HookFuture::new(async move {
-                let read = self.history.default_context().await;
-                Ok(self.report(false, read?))
+                self.cache.refresh(self.history).await?;
+                Ok(self.report(false, self.cache.context()))
             }),
         }
     }

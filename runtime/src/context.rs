@@ -10,7 +10,7 @@ use crate::error::{FailureCell, HookError, HookResult};
 use crate::future::HookFuture;
 use crate::message::{Message, ModelMessage};
 use crate::model_view::into_model_messages;
-use crate::store::{HistoryRead, StoreError, StoreHandle};
+use crate::store::{CachedThrough, HistoryRead, StoreError, StoreHandle};
 
 /// A history read that the fence refused (SPEC M3, H5).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -147,6 +147,24 @@ impl<'a> History<'a> {
     pub async fn visible(&self) -> Result<Vec<Message>, HistoryError> {
         let anchor = self.anchor;
         self.messages(HistoryRead::Visible { anchor }).await
+    }
+
+    /// The visible messages (as [`visible`](History::visible)) that a
+    /// reader holding `cached` lacks: the history epoch, whether the answer
+    /// is all of them, and the messages.
+    pub(crate) async fn visible_after(
+        &self,
+        cached: Option<CachedThrough>,
+    ) -> Result<(u64, bool, Vec<Message>), HistoryError> {
+        let read = self
+            .store
+            .history_visible(self.fence(), self.anchor, cached)
+            .await;
+        read.map_err(|e| self.refused(e))
+    }
+
+    pub(crate) fn incarnation(&self) -> u64 {
+        self.incarnation
     }
 
     /// The runtime's default context: every context-visible message up to the

@@ -22,18 +22,21 @@ pub(crate) fn to_model_messages<'a>(
 pub(crate) fn into_model_messages(
     messages: impl IntoIterator<Item = Message>,
 ) -> Vec<ModelMessage> {
-    let converted = messages
-        .into_iter()
-        .filter(|m| m.visibility.context)
-        .filter_map(|m| {
-            let content: Vec<ModelContent> = m.parts.into_iter().map(model_content).collect();
-            (!content.is_empty()).then_some(ModelMessage {
-                role: m.role,
-                content,
-            })
-        })
-        .collect();
+    let converted = messages.into_iter().filter_map(model_message).collect();
     pair_tool_calls(converted)
+}
+
+/// One stored message as the model may see it, before pairing: `None`
+/// for a context-hidden message or one with nothing to show.
+pub(crate) fn model_message(m: Message) -> Option<ModelMessage> {
+    if !m.visibility.context {
+        return None;
+    }
+    let content: Vec<ModelContent> = m.parts.into_iter().map(model_content).collect();
+    (!content.is_empty()).then_some(ModelMessage {
+        role: m.role,
+        content,
+    })
 }
 
 fn model_content(part: Part) -> ModelContent {
@@ -95,6 +98,15 @@ pub(crate) fn pair_tool_calls(messages: Vec<ModelMessage>) -> Vec<ModelMessage> 
     let mut out = pairing.out;
     out.append(&mut pairing.deferred);
     out
+}
+
+/// [`pair_tool_calls`] for messages whose first `paired` are already a
+/// pairing's output: such a prefix leaves no call open and pairs to
+/// itself, so only the rest is paired (H6).
+pub(crate) fn pair_after(mut messages: Vec<ModelMessage>, paired: usize) -> Vec<ModelMessage> {
+    let rest = messages.split_off(paired.min(messages.len()));
+    messages.extend(pair_tool_calls(rest));
+    messages
 }
 
 /// The calls (message index, content index) that have a result later on:

@@ -158,7 +158,8 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
             let mut route = Cow::Borrowed(input.route);
             let mut messages = Cow::Borrowed(input.messages);
             let mut merged: Option<Patch> = None;
-            for hook in self.handlers(Phase::PrepareModelStep) {
+            let handlers = self.by_phase[Phase::PrepareModelStep as usize].len();
+            for (k, hook) in self.handlers(Phase::PrepareModelStep).enumerate() {
                 let sub = StepInput {
                     step: input.step,
                     route: &route,
@@ -172,7 +173,11 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
                 if p.is_empty() {
                     continue;
                 }
-                if p.replace_model_messages.is_some() || !p.append_model_messages.is_empty() {
+                // Only a later hook reads the messages with this patch applied.
+                let later = k + 1 < handlers;
+                if later
+                    && (p.replace_model_messages.is_some() || !p.append_model_messages.is_empty())
+                {
                     p.apply_messages(messages.to_mut());
                 }
                 fold(&mut merged, &mut route, p);

@@ -13,6 +13,7 @@ use super::episode::{EpisodeEnd, Start};
 use super::exec::{Exec, Fail};
 use super::lease::{RunLease, renew};
 use crate::clock::IdKind;
+use crate::context_cache::ContextCache;
 use crate::event::{EventKind, RunStage};
 use crate::future::{alongside, catch_panic};
 use crate::message::Outcome;
@@ -107,6 +108,8 @@ async fn run_one<C: Send + Sync + 'static>(
         });
     }
     let mut episode = claimed.episode;
+    // Valid across episodes: every read checks the store's history epoch.
+    let context = ContextCache::default();
     let end = loop {
         let token = lease.token();
         sh.emit(thread, run, || EventKind::LeaseAcquired { episode, token });
@@ -118,6 +121,7 @@ async fn run_one<C: Send + Sync + 'static>(
             token,
             stop,
             lease,
+            context: &context,
         };
         let working = exec
             .episode(&mut next_step, start)

@@ -6,6 +6,7 @@ use tracing::Instrument;
 
 use super::lease::RunLease;
 use crate::attempt::AttemptEvents;
+use crate::context_cache::ContextCache;
 use crate::error::{FailureCell, HookResult};
 use crate::event::{EventKind, RunStage};
 use crate::future::{HookFuture, guarded};
@@ -46,6 +47,8 @@ pub(super) struct Exec<'a, C> {
     pub(super) stop: &'a StopSignal,
     /// The run's lease: once lost, the episode writes nothing more (K3).
     pub(super) lease: &'a RunLease,
+    /// The default context as of the last step, extended step by step.
+    pub(super) context: &'a ContextCache,
 }
 
 impl<C: Send + Sync + 'static> HookTrace for Exec<'_, C> {

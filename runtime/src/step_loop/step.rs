@@ -11,14 +11,14 @@ use super::tools::{COMPLETED_WITHOUT, Call, ToolsDone};
 use super::transition::{StepEnd, transition};
 use crate::attempt::{AttemptEvents, DefaultLeaf, ProviderAttempt, SentCounts};
 use crate::clock::IdKind;
-use crate::context::{ContextInput, ContextLink, ContextNext, History, ResolverThread};
+use crate::context::{ContextInput, ContextNext, History, ResolverThread};
 use crate::error::FailureCell;
 use crate::event::{EventKind, RunStage, Transition};
 use crate::lifecycle::{AfterStepInput, Phase, StepDecision, StepInput, StreamKind, ToolResult};
 use crate::message::{Message, ModelMessage, Part, Producer, Role, Visibility};
 use crate::model::{BoxStream, ModelRequest, offered};
 use crate::model_call::{AttemptPatch, ModelLink, ModelNext};
-use crate::model_view::{carries_tools, pair_tool_calls};
+use crate::model_view::{carries_tools, pair_after, pair_tool_calls};
 use crate::patch::{Overlay, Route};
 use crate::transform::Abort;
 
@@ -31,10 +31,21 @@ struct StepEnded<'m> {
     waiting: bool,
 }
 
+/// The context a step resolved. With `settled`, its first messages are the
+/// run's cached settled prefix, lent to the step until its model call ends.
+struct Resolved {
+    messages: Vec<ModelMessage>,
+    settled: Option<usize>,
+}
+
 /// The request a step sends, and how many of its messages the resolver gave.
 struct Prepared {
     request: ModelRequest,
     counts: SentCounts,
+    /// The lent prefix's length, if the context was lent.
+    settled: Option<usize>,
+    /// The lent context itself when a replacement took its place.
+    spare: Option<Vec<ModelMessage>>,
 }
 
 impl<C: Send + Sync + 'static> Exec<'_, C> {
@@ -48,7 +59,9 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let history = self.take_anchor().await?;
         let context = self.resolve_context(step, &history).await?;
         let prepared = self.prepare(step, route, overlay, context).await?;
-        let (stream, answered) = self.call_model(step, &prepared).await?;
+        let called = self.call_model(step, &prepared).await;
+        self.give_back(prepared);
+        let (stream, answered) = called?;
         let (consumed, calls) = self.consume(step, stream).await?;
         let abort = consumed.abort;
         let message = self
@@ -136,19 +149,16 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
 
     /// `resolve_model_context`: the composed resolver onion over the default
     /// leaf (L6, M1–M4). A hook failure anywhere in the onion fails the run.
-    async fn resolve_context(
-        &self,
-        step: u32,
-        history: &History<'_>,
-    ) -> Result<Vec<ModelMessage>, Fail> {
+    async fn resolve_context(&self, step: u32, history: &History<'_>) -> Result<Resolved, Fail> {
         let phase = Phase::ResolveModelContext;
         let traced = self.handles(phase) && self.sh.sink.is_some();
         let leaf = DefaultLeaf {
             step,
             history,
+            cache: self.context,
             events: traced.then_some(self as &dyn AttemptEvents),
         };
-        let messages = if self.handles(phase) {
+        let resolved = if self.handles(phase) {
             let thread = ResolverThread { history };
             let input = ContextInput {
                 step,
@@ -163,17 +173,35 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                     self.lifecycle().resolve_model_context(&cx, &input, next)
                 })
                 .await;
-            Self::settle(phase, &failure, out)?
+            Resolved {
+                messages: Self::settle(phase, &failure, out)?,
+                settled: None,
+            }
         } else {
-            let stored = ContextLink::resolve(&leaf, None).await;
-            stored.map_err(|e| Fail::phase(phase, e.message))?
+            let read = self.context.refresh(history).await;
+            read.map_err(|e| Fail::phase(phase, e.to_string()))?;
+            let lent = self.context.lend();
+            Resolved {
+                messages: lent.messages,
+                settled: Some(lent.settled),
+            }
         };
         self.emit(|| EventKind::ResolveModelContext {
             step,
             anchor: history.anchor(),
-            messages: messages.len(),
+            messages: resolved.messages.len(),
         });
-        Ok(messages)
+        Ok(resolved)
+    }
+
+    /// Returns a lent context to the run's cache once the model call is
+    /// over: the request's messages, or the context a replacement displaced.
+    fn give_back(&self, prepared: Prepared) {
+        let Some(settled) = prepared.settled else {
+            return;
+        };
+        let messages = prepared.spare.unwrap_or(prepared.request.messages);
+        self.context.give_back(messages, settled);
     }
 
     /// The episode overlay after the resolver (M5, P8), then
@@ -183,10 +211,19 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         step: u32,
         route: &Route,
         overlay: &Overlay,
-        mut messages: Vec<ModelMessage>,
+        context: Resolved,
     ) -> Result<Prepared, Fail> {
+        let Resolved {
+            mut messages,
+            settled,
+        } = context;
         let context_len = messages.len();
         let mut replaced = overlay.replaces();
+        // A replacement takes the lent context's place: keep it to give back.
+        let mut spare = None;
+        if replaced && settled.is_some() {
+            spare = Some(std::mem::take(&mut messages));
+        }
         // Hooks may have reshaped the context; such a context is paired again
         // before it is sent (H6). The runtime's own derivation already is,
         // and appending messages without tool parts keeps it so.
@@ -203,12 +240,19 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 l.prepare_model_step(cx, i)
             })
             .await?;
+        if p.replace_model_messages.is_some() && settled.is_some() && spare.is_none() {
+            spare = Some(std::mem::take(&mut messages));
+        }
         replaced |= p.replace_model_messages.is_some();
         reshaped |= p.replace_model_messages.is_some() || carries_tools(&p.append_model_messages);
         step_route.apply(&p.route);
         p.apply_messages(&mut messages);
         if reshaped {
-            messages = pair_tool_calls(messages);
+            // The lent prefix, when still in place, is paired already.
+            messages = match settled.filter(|_| !replaced) {
+                Some(n) => pair_after(messages, n),
+                None => pair_tool_calls(messages),
+            };
         }
         self.emit(|| EventKind::PrepareModelStep {
             step,
@@ -228,7 +272,12 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let counts = SentCounts {
             context: if replaced { 0 } else { context_len },
         };
-        Ok(Prepared { request, counts })
+        Ok(Prepared {
+            request,
+            counts,
+            settled,
+            spare,
+        })
     }
 
     /// `around_model_call`: the composed onion over provider attempts (L6,

@@ -6,7 +6,7 @@
 //! clock but the `now` passed in.
 
 use super::mutation::Writer;
-use super::protocol::{HistoryRead, StoreReply, StoreRequest};
+use super::protocol::{CachedThrough, HistoryRead, StoreReply, StoreRequest};
 use super::record::{RunStatus, StoreError, Submitted};
 use super::thread::ThreadRec;
 use crate::clock::Millis;
@@ -534,7 +534,34 @@ fn history(
                 .cloned()
                 .collect(),
         ),
+        HistoryRead::VisibleAfter { anchor, cached } => visible_after(rec, anchor, cached),
         HistoryRead::Metadata => StoreReply::Map(rec.metadata().clone()),
         HistoryRead::PrivateMetadata => StoreReply::Map(rec.private_metadata().clone()),
     })
 }
+
+/// The visible messages up to `anchor` that a reader holding `cached` lacks
+/// (all of them once the history epoch moved on). Messages are stored in
+/// sequence order, so the cached ones are skipped by a binary search.
+fn visible_after(rec: &ThreadRec, anchor: u64, cached: Option<CachedThrough>) -> StoreReply {
+    let epoch = rec.epoch();
+    let after = cached.filter(|c| c.epoch == epoch).map(|c| c.seq);
+    let all = rec.messages();
+    let start = after.map_or(0, |seq| all.partition_point(|m| m.seq <= seq));
+    let queued = rec.queued_messages();
+    let messages = all[start..]
+        .iter()
+        .take_while(|m| m.seq <= anchor)
+        .filter(|m| !queued.contains(m))
+        .cloned()
+        .collect();
+    StoreReply::Visible {
+        epoch,
+        whole: after.is_none(),
+        messages,
+    }
+}
+
+#[cfg(test)]
+#[path = "visible_after_tests.rs"]
+mod visible_after_tests;

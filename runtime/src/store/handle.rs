@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::memory::MemoryStore;
 use super::mutation::{Deletion, Expect, Mutation, Refusal, Regeneration, Write, Writer};
 use super::protocol::Store;
-use super::protocol::{HistoryRead, StoreReply, StoreRequest};
+use super::protocol::{CachedThrough, HistoryRead, StoreReply, StoreRequest};
 use super::record::{
     Answered, Appended, CancelMiss, CancelTarget, Claimed, RunEnd, StoreError, StoredThread,
     Submitted,
@@ -277,6 +277,21 @@ impl StoreHandle {
     ) -> Result<Vec<Message>, StoreError> {
         let reply = self.history(fence, read).await?;
         expect!(reply, StoreReply::Messages(x) => x)
+    }
+
+    /// The visible messages a reader holding `cached` lacks, up to
+    /// `anchor`: the history epoch, whether they are all of them, and the
+    /// messages.
+    pub(crate) async fn history_visible(
+        &self,
+        fence: (&str, &str, u64),
+        anchor: u64,
+        cached: Option<CachedThrough>,
+    ) -> Result<(u64, bool, Vec<Message>), StoreError> {
+        let reply = self
+            .history(fence, HistoryRead::VisibleAfter { anchor, cached })
+            .await?;
+        expect!(reply, StoreReply::Visible { epoch, whole, messages } => (epoch, whole, messages))
     }
 
     pub(crate) async fn history_map(

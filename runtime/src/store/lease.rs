@@ -69,6 +69,7 @@ impl ThreadRec {
             }
             None => {
                 let run = self.queue.pop_front()?;
+                self.epoch += 1;
                 self.current = Some(run.clone());
                 (run, None)
             }

@@ -31,7 +31,7 @@ pub use mutation::{
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{PgConfig, PgError, PgOptions, PgStore};
-pub use protocol::{HistoryRead, Store, StoreFuture, StoreReply, StoreRequest};
+pub use protocol::{CachedThrough, HistoryRead, Store, StoreFuture, StoreReply, StoreRequest};
 pub use record::{
     Answered, Appended, CancelMiss, CancelTarget, Claimed, RunEnd, RunRecord, RunStatus,
     StoreError, StoredThread, Submitted, Takeover,

@@ -201,8 +201,26 @@ pub enum HistoryRead {
     Visible {
         anchor: u64,
     },
+    /// [`Visible`](HistoryRead::Visible) for a reader that already holds
+    /// the visible messages through `cached`: while the thread's history
+    /// epoch is still the cached one, only the visible messages after it;
+    /// otherwise (or without `cached`) all of them. Answered
+    /// [`StoreReply::Visible`].
+    VisibleAfter {
+        anchor: u64,
+        cached: Option<CachedThrough>,
+    },
     Metadata,
     PrivateMetadata,
+}
+
+/// What a reader holds of a thread's visible messages: every one through
+/// sequence number `seq`, as of history epoch `epoch`. The epoch changes
+/// whenever stored messages change other than by an append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CachedThrough {
+    pub epoch: u64,
+    pub seq: u64,
 }
 
 /// A store's answer to one request.
@@ -238,6 +256,14 @@ pub enum StoreReply {
         latest: Option<u64>,
     },
     Messages(Vec<Message>),
+    /// The answer to [`HistoryRead::VisibleAfter`]: the thread's history
+    /// epoch, and either every visible message (`whole`) or only those
+    /// after the reader's cached ones.
+    Visible {
+        epoch: u64,
+        whole: bool,
+        messages: Vec<Message>,
+    },
     Map(Map<String, Value>),
     Value(Option<Value>),
     Version(u64),

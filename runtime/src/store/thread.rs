@@ -37,6 +37,13 @@ pub(crate) struct ThreadRec {
     /// or last persisted: a database store rewrites only the rest.
     #[serde(skip)]
     clean: usize,
+    /// Bumped whenever the stored messages change other than by an append:
+    /// in place, removed, or entering or leaving a queued run. A reader that
+    /// holds the visible messages through some sequence number under one
+    /// epoch can extend them by the appends alone (SPEC M1; the runtime's
+    /// per-run context cache).
+    #[serde(default)]
+    epoch: u64,
     metadata: Map<String, Value>,
     private_metadata: Map<String, Value>,
     runs: Vec<RunRecord>,
@@ -83,6 +90,7 @@ impl ThreadRec {
             next_seq: 1,
             messages: Vec::new(),
             clean: 0,
+            epoch: 0,
             metadata: Map::new(),
             private_metadata: Map::new(),
             runs: Vec::new(),
@@ -217,6 +225,7 @@ impl ThreadRec {
 
     /// Queues a new run, started by message `trigger`, behind the others (SPEC K1).
     pub(crate) fn admit(&mut self, run: &str, trigger: &str) {
+        self.epoch += 1;
         self.runs.push(RunRecord::queued(run, trigger));
         self.queue.push_back(run.to_string());
     }
@@ -245,6 +254,7 @@ impl ThreadRec {
         }
         if let Some(k) = self.queue.iter().position(|q| *q == target) {
             self.queue.remove(k);
+            self.epoch += 1;
             let end = RunEnd {
                 status: RunStatus::Cancelled,
                 outcome: Outcome::Cancelled,
@@ -375,6 +385,11 @@ impl ThreadRec {
         self.next_seq - 1
     }
 
+    /// The history epoch (see the field).
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
     pub(crate) fn incarnation(&self) -> u64 {
         self.incarnation
     }
@@ -438,6 +453,7 @@ impl ThreadRec {
     /// Messages from position `at` on changed in place or went away.
     pub(in crate::store) fn touch_messages(&mut self, at: usize) {
         self.clean = self.clean.min(at);
+        self.epoch += 1;
     }
 
     /// Whether an unscoped claim could find a run here (a current run to

@@ -1,0 +1,84 @@
+//! The incremental visible read (SPEC M1): appends alone keep the history
+//! epoch, so a reader gets only what it lacks; every other change to the
+//! stored messages moves the epoch on, and the reader gets them all.
+
+use super::*;
+use crate::message::{PaiMeta, Part, Producer, Role, Visibility};
+use crate::store::mutation::{Expect, Write, Writer};
+
+fn message(id: &str) -> Message {
+    Message {
+        id: id.to_string(),
+        seq: 0,
+        role: Role::User,
+        parts: vec![Part::text(id)],
+        visibility: Visibility::ALL,
+        pai: PaiMeta::new(Producer::User, None, None, 0),
+    }
+}
+
+/// What a reader holding everything through `seq` at `rec`'s epoch gets.
+fn read(rec: &ThreadRec, anchor: u64, cached: Option<CachedThrough>) -> (bool, Vec<String>) {
+    match visible_after(rec, anchor, cached) {
+        StoreReply::Visible {
+            whole, messages, ..
+        } => (whole, messages.into_iter().map(|m| m.id).collect()),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+fn held(rec: &ThreadRec, seq: u64) -> Option<CachedThrough> {
+    Some(CachedThrough {
+        epoch: rec.epoch(),
+        seq,
+    })
+}
+
+#[test]
+fn m1_appends_keep_the_epoch_and_answer_only_the_tail() {
+    let mut rec = ThreadRec::new("a", "o");
+    rec.append(None, [message("m1"), message("m2")]).unwrap();
+    let cached = held(&rec, 2);
+    rec.append(None, [message("m3"), message("m4")]).unwrap();
+    assert_eq!(read(&rec, 3, cached), (false, vec!["m3".into()]));
+    assert_eq!(read(&rec, 4, None), (true, ids(&["m1", "m2", "m3", "m4"])));
+}
+
+#[test]
+fn m1_a_visibility_rewrite_moves_the_epoch_on() {
+    let mut rec = ThreadRec::new("a", "o");
+    rec.append(None, [message("m1"), message("m2")]).unwrap();
+    let cached = held(&rec, 2);
+    let hide = Write::Visibility {
+        message: "m1".into(),
+        visibility: Visibility {
+            transcript: true,
+            context: false,
+        },
+    };
+    let done = rec.mutate(&Writer::Trusted, &Expect::Nothing, vec![hide]);
+    assert!(matches!(done, Ok(Ok(_))));
+    assert_eq!(read(&rec, 2, cached), (true, ids(&["m1", "m2"])));
+}
+
+#[test]
+fn m1_queue_changes_move_the_epoch_on() {
+    let mut rec = ThreadRec::new("a", "o");
+    rec.append(None, [message("m1")]).unwrap();
+    rec.admit("r1", "m1");
+    rec.claim("t", "w", None, 0).expect("r1 starts");
+    rec.append(None, [message("m2")]).unwrap();
+    let before = held(&rec, 2);
+    // A message sent during r1 queues r2: it leaves the visible messages.
+    rec.append(None, [message("m3")]).unwrap();
+    rec.admit("r2", "m3");
+    assert_eq!(read(&rec, 3, before), (true, ids(&["m1", "m2"])));
+    // Cancelled while queued, r2's message is visible again.
+    let queued = held(&rec, 3);
+    rec.cancel(Some("r2")).expect("r2 cancelled");
+    assert_eq!(read(&rec, 3, queued), (true, ids(&["m1", "m2", "m3"])));
+}
+
+fn ids(ids: &[&str]) -> Vec<String> {
+    ids.iter().map(|s| s.to_string()).collect()
+}
