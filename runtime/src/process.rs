@@ -91,7 +91,10 @@ impl Process {
     pub(crate) async fn attach(&self, thread: &str) -> AttachedGuard {
         let slot = {
             let mut map = self.threads.lock().unwrap_or_else(|e| e.into_inner());
-            map.entry(thread.to_string()).or_default().clone()
+            match map.get(thread) {
+                Some(slot) => slot.clone(),
+                None => map.entry(thread.to_string()).or_default().clone(),
+            }
         };
         slot.lock_owned().await
     }
