@@ -12,7 +12,7 @@ use crate::model_view::{into_model_messages, pair_after};
 fn part() -> impl Strategy<Value = Part> {
     let id = (0..3u8).prop_map(|i| format!("c{i}"));
     prop_oneof![
-        2 => "[a-c]".prop_map(|t| Part::text(t)),
+        2 => "[a-c]".prop_map(Part::text),
         2 => id.clone().prop_map(|call_id| Part::ToolCall {
             call_id,
             tool: "t".into(),
