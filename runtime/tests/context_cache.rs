@@ -118,8 +118,7 @@ async fn requests(with_resolver: bool) -> Vec<Vec<ModelMessage>> {
     t.send("question").await.unwrap();
     let state = t.wait_until_idle().await.unwrap();
     assert_eq!(state.runs[0].steps, STEPS, "every step ran");
-    let out = seen.lock().unwrap().clone();
-    out
+    seen.lock().unwrap().clone()
 }
 
 /// SPEC M1, H6: the cached context equals the whole-thread derivation at
