@@ -12,7 +12,11 @@
 //! prints `RESULT W3 ns_per_hook` = (t(k10) − t(k0)) / (10 × 5,000), the
 //! same from per-call medians, the other-phase figure, and the chain alone
 //! (`chain_*`: the composition's `prepare_model_step` called directly,
-//! 50,000 times per variant, like the peer's `direct_*`).
+//! 50,000 times per variant, like the peer's `direct_*`), and
+//! `workload_ns_per_hook`: what one hook's own body costs outside any
+//! runtime (`Patch::append_system(text.clone())`, then dropped: a string
+//! and two vectors allocated and freed), the part of `ns_per_hook` no
+//! runtime change can remove.
 //! `PAI_BENCH_RESULTS_ONLY=1` stops after the pass.
 
 use std::future::Future;
@@ -20,7 +24,9 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
-use pai_runtime::{Composed, HookCx, Lifecycle, ModelMessage, Route, StepDecision, StepInput};
+use pai_runtime::{
+    Composed, HookCx, Lifecycle, ModelMessage, Patch, Route, StepDecision, StepInput,
+};
 
 #[path = "../../runtime/tests/common/mod.rs"]
 mod common;
@@ -167,6 +173,17 @@ fn timed_chain() -> Vec<f64> {
         .collect()
 }
 
+/// ns per hook body alone: the message a bench hook builds, then drops.
+fn timed_workload(n: usize) -> f64 {
+    let text = String::from("middleware 0");
+    let t = Instant::now();
+    for _ in 0..n {
+        let text = std::hint::black_box(&text).clone();
+        drop(std::hint::black_box(Patch::append_system(text)));
+    }
+    t.elapsed().as_secs_f64() * 1e9 / n as f64
+}
+
 fn measurement_pass() {
     let per = timed_calls();
     let means: Vec<f64> = per.iter().map(|d| mean_us(d)).collect();
@@ -204,6 +221,9 @@ fn measurement_pass() {
         "chain_ns_per_other_phase_hook",
         chain_hook(Variant::K10Other),
     );
+    timed_workload(CHAIN_CALLS);
+    let workload = timed_workload(CHAIN_CALLS * K);
+    report::result("W3", "workload_ns_per_hook", workload);
     if let Some(mb) = report::max_rss_mb() {
         report::result("W3", "max_rss_mb", mb);
     }

@@ -65,11 +65,56 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
-/// Calls `make` and drives the future it returns, turning a panic in either
-/// into `Err(message)` (SPEC X2).
-pub(crate) async fn guarded<'a, T>(make: impl FnOnce() -> HookFuture<'a, T>) -> Result<T, String> {
-    let fut = catch_unwind(AssertUnwindSafe(make)).map_err(|p| panic_message(&*p))?;
-    catch_panic(fut).await
+/// Calls `make` when first polled and drives the future it returns,
+/// turning a panic in either into `Err(message)` (SPEC X2).
+pub(crate) fn guarded<'a, F, T>(make: F) -> Guarded<'a, F, T>
+where
+    F: FnOnce() -> HookFuture<'a, T>,
+{
+    Guarded {
+        make: Some(make),
+        pending: None,
+    }
+}
+
+/// The future of [`guarded`]: a plain state, not an `async fn`, so that a
+/// ready answer is handed on at once, with no state machine around it and
+/// no guard (taking it cannot panic); only a boxed future is kept.
+pub(crate) struct Guarded<'a, F, T> {
+    make: Option<F>,
+    pending: Option<Pin<Box<dyn Future<Output = T> + Send + 'a>>>,
+}
+
+// `make` is only ever moved out, never pinned: the wrapper is Unpin
+// whatever `F` is, as `HookFuture` is.
+impl<F, T> Unpin for Guarded<'_, F, T> {}
+
+impl<'a, F, T> Future for Guarded<'a, F, T>
+where
+    F: FnOnce() -> HookFuture<'a, T>,
+{
+    type Output = Result<T, String>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if let Some(make) = this.make.take() {
+            match catch_unwind(AssertUnwindSafe(make)) {
+                Ok(HookFuture(Inner::Ready(v))) => {
+                    return Poll::Ready(Ok(v.expect("a fresh HookFuture holds its answer")));
+                }
+                Ok(HookFuture(Inner::Boxed(f))) => this.pending = Some(f),
+                Err(p) => return Poll::Ready(Err(panic_message(&*p))),
+            }
+        }
+        let f = this
+            .pending
+            .as_mut()
+            .expect("Guarded polled after completion");
+        match catch_unwind(AssertUnwindSafe(|| f.as_mut().poll(cx))) {
+            Ok(p) => p.map(Ok),
+            Err(p) => Poll::Ready(Err(panic_message(&*p))),
+        }
+    }
 }
 
 /// Drives `fut`, turning a panic while it is polled into `Err(message)`.

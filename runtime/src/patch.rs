@@ -42,7 +42,20 @@ impl ModelSettings {
     }
 
     pub fn is_empty(&self) -> bool {
-        *self == ModelSettings::default()
+        let ModelSettings {
+            max_output_tokens,
+            temperature,
+            top_p,
+            top_k,
+            seed,
+            stop_sequences,
+        } = self;
+        max_output_tokens.is_none()
+            && temperature.is_none()
+            && top_p.is_none()
+            && top_k.is_none()
+            && seed.is_none()
+            && stop_sequences.is_none()
     }
 }
 
@@ -134,8 +147,22 @@ pub struct RoutePatch {
 }
 
 impl RoutePatch {
+    /// Whether the patch changes nothing: field by field, no default built.
     pub fn is_empty(&self) -> bool {
-        *self == RoutePatch::default()
+        let RoutePatch {
+            model,
+            settings,
+            provider_options,
+            provider_tools,
+            tool_choice,
+            tools,
+        } = self;
+        model.is_none()
+            && settings.is_empty()
+            && provider_options.is_empty()
+            && provider_tools.is_none()
+            && tool_choice.is_none()
+            && tools.is_none()
     }
 
     /// Folds `next` into `self`: applying the result equals applying `self`, then `next`.
@@ -183,10 +210,18 @@ impl Patch {
 
     /// Folds `next` into `self`: applying the result (route and messages) equals
     /// applying `self`, then `next`.
+    /// Moves `next`'s parts; nothing is cloned but an overridden route's.
     pub fn then(&mut self, next: Patch) {
-        self.route.then(&next.route);
+        if self.route.is_empty() {
+            // Folding into an empty route patch gives `next`'s own.
+            self.route = next.route;
+        } else if !next.route.is_empty() {
+            self.route.then(&next.route);
+        }
         if next.replace_model_messages.is_some() {
             self.replace_model_messages = next.replace_model_messages;
+            self.append_model_messages = next.append_model_messages;
+        } else if self.append_model_messages.is_empty() {
             self.append_model_messages = next.append_model_messages;
         } else {
             self.append_model_messages
@@ -216,6 +251,19 @@ impl Patch {
             messages.clone_from(replace);
         }
         messages.extend(self.append_model_messages.iter().cloned());
+    }
+
+    /// [`Patch::apply_messages`] for an owned patch: its messages are moved
+    /// into `messages`, not cloned.
+    pub fn apply_messages_owned(self, messages: &mut Vec<ModelMessage>) {
+        if let Some(replace) = self.replace_model_messages {
+            *messages = replace;
+        }
+        if messages.is_empty() {
+            *messages = self.append_model_messages;
+        } else {
+            messages.extend(self.append_model_messages);
+        }
     }
 }
 

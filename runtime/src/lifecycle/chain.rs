@@ -2,6 +2,8 @@
 //! model-call chain. `a` is outermost; the innermost `next` is whatever the
 //! composition itself was given, so compositions nest.
 
+use std::pin::Pin;
+
 use super::decision::{HookNote, NoteDecision};
 use super::hook::Lifecycle;
 use super::input::HookCx;
@@ -13,18 +15,23 @@ use crate::message::ModelMessage;
 use crate::model::{BoxStream, ModelError, ModelRequest};
 use crate::model_call::{AttemptPatch, ModelLink, ModelNext};
 
-/// Runs one inner hook call, turning a panic into a hook error that names the hook.
-pub(super) async fn call<'a, C: 'static, T>(
+/// Runs one inner hook call, turning a panic into a hook error that names
+/// the hook. No `async fn`: a ready answer is moved out once, with no state
+/// machine around it.
+pub(super) fn call<'a, C: 'static, T>(
     hook: &'a dyn Lifecycle<C>,
     make: impl FnOnce() -> HookFuture<'a, HookResult<T>>,
-) -> HookResult<T> {
-    match guarded(make).await {
-        Ok(r) => r,
-        Err(panic) => Err(HookError::new(format!(
-            "hook {} panicked: {panic}",
-            hook.name()
-        ))),
-    }
+) -> impl Future<Output = HookResult<T>> {
+    let mut guarded = guarded(make);
+    std::future::poll_fn(move |cx| {
+        Pin::new(&mut guarded).poll(cx).map(|r| match r {
+            Ok(r) => r,
+            Err(panic) => Err(HookError::new(format!(
+                "hook {} panicked: {panic}",
+                hook.name()
+            ))),
+        })
+    })
 }
 
 /// Reports one inner hook's decision to the event log.

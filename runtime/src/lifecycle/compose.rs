@@ -11,6 +11,7 @@ use super::decision::{
     AfterStepDecision, NoteDecision, RunDecision, StepDecision, ToolCallDecision,
     ToolResultDecision,
 };
+use super::fold::{StepFold, fold_run};
 use super::hook::Lifecycle;
 use super::input::{
     AfterStepInput, HookCx, RunInput, StepInput, StreamInput, StreamKind, ToolCallInput,
@@ -79,18 +80,6 @@ impl<C> Composed<C> {
     }
 }
 
-/// Folds one more hook's patch into the composed patch and the route the
-/// next hook sees (L5).
-fn fold(merged: &mut Option<Patch>, route: &mut Cow<'_, crate::patch::Route>, p: Patch) {
-    if !p.route.is_empty() {
-        route.to_mut().apply(&p.route);
-    }
-    match merged {
-        Some(m) => m.then(p),
-        None => *merged = Some(p),
-    }
-}
-
 impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
     fn name(&self) -> &str {
         "compose"
@@ -108,7 +97,7 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
     ) -> HookFuture<'a, HookResult<RunDecision>> {
         HookFuture::new(async move {
             let mut route = Cow::Borrowed(input.route);
-            let mut merged: Option<Patch> = None;
+            let mut merged = Patch::default();
             for hook in self.handlers(Phase::PrepareRun) {
                 let sub = RunInput {
                     route: &route,
@@ -121,10 +110,10 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
                 match decision {
                     RunDecision::Respond(r) => return Ok(RunDecision::Respond(r)),
                     RunDecision::Continue(p) if p.is_empty() => {}
-                    RunDecision::Continue(p) => fold(&mut merged, &mut route, p),
+                    RunDecision::Continue(p) => fold_run(&mut merged, &mut route, p),
                 }
             }
-            Ok(RunDecision::Continue(merged.unwrap_or_default()))
+            Ok(RunDecision::Continue(merged))
         })
     }
 
@@ -155,34 +144,19 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
         input: &'a StepInput<'_>,
     ) -> HookFuture<'a, HookResult<StepDecision>> {
         HookFuture::new(async move {
-            let mut route = Cow::Borrowed(input.route);
-            let mut messages = Cow::Borrowed(input.messages);
-            let mut merged: Option<Patch> = None;
-            let handlers = self.by_phase[Phase::PrepareModelStep as usize].len();
-            for (k, hook) in self.handlers(Phase::PrepareModelStep).enumerate() {
-                let sub = StepInput {
-                    step: input.step,
-                    route: &route,
-                    messages: &messages,
-                };
+            let order = &self.by_phase[Phase::PrepareModelStep as usize];
+            let mut fold = StepFold::new(input);
+            for (n, &i) in order.iter().enumerate() {
+                let hook = &*self.hooks[i];
+                let sub = fold.input(order.len() - n - 1);
                 let decision = call(hook, || hook.prepare_model_step(cx, &sub)).await?;
                 note(cx, Phase::PrepareModelStep, hook.name(), || {
                     NoteDecision::Step(decision.clone())
                 });
                 let StepDecision::Continue(p) = decision;
-                if p.is_empty() {
-                    continue;
-                }
-                // Only a later hook reads the messages with this patch applied.
-                let later = k + 1 < handlers;
-                if later
-                    && (p.replace_model_messages.is_some() || !p.append_model_messages.is_empty())
-                {
-                    p.apply_messages(messages.to_mut());
-                }
-                fold(&mut merged, &mut route, p);
+                fold.absorb(p);
             }
-            Ok(StepDecision::Continue(merged.unwrap_or_default()))
+            Ok(StepDecision::Continue(fold.finish()))
         })
     }
 

@@ -7,6 +7,7 @@ mod compose;
 mod cx_facade;
 mod decision;
 mod facade;
+mod fold;
 pub(crate) mod from_fn;
 mod hook;
 mod input;

@@ -246,7 +246,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         replaced |= p.replace_model_messages.is_some();
         reshaped |= p.replace_model_messages.is_some() || carries_tools(&p.append_model_messages);
         step_route.apply(&p.route);
-        p.apply_messages(&mut messages);
+        p.apply_messages_owned(&mut messages);
         if reshaped {
             // The lent prefix, when still in place, is paired already.
             messages = match settled.filter(|_| !replaced) {
