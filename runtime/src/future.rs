@@ -95,6 +95,7 @@ where
 {
     type Output = Result<T, String>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         if let Some(make) = this.make.take() {

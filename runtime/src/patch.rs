@@ -259,10 +259,15 @@ impl Patch {
         if let Some(replace) = self.replace_model_messages {
             *messages = replace;
         }
-        if messages.is_empty() {
-            *messages = self.append_model_messages;
+        let mut append = self.append_model_messages;
+        let room = |v: &Vec<ModelMessage>| v.capacity() - v.len();
+        if room(messages) < append.len() && room(&append) >= messages.len() {
+            // `append` has room for `messages` in front of it, and `messages`
+            // none for it behind: no allocation either way.
+            append.splice(..0, messages.drain(..));
+            *messages = append;
         } else {
-            messages.extend(self.append_model_messages);
+            messages.append(&mut append);
         }
     }
 }
@@ -422,6 +427,34 @@ mod tests {
         let mut msgs = vec![ModelMessage::user("old")];
         o.apply(&mut msgs);
         assert_eq!(msgs, vec![ModelMessage::user("r")]);
+    }
+
+    /// An owned patch applies as a borrowed one does, whichever vector
+    /// has the room.
+    #[test]
+    fn p4_owned_patch_applies_like_a_borrowed_one() {
+        let base = || vec![ModelMessage::user("a"), ModelMessage::user("b")];
+        let appends = |room: usize| {
+            let mut v = Vec::with_capacity(2 + room);
+            v.extend([ModelMessage::system("x"), ModelMessage::system("y")]);
+            v
+        };
+        for room in [0, 1, 2, 5] {
+            for replace in [None, Some(vec![ModelMessage::user("r")])] {
+                let p = Patch {
+                    append_model_messages: appends(room),
+                    replace_model_messages: replace,
+                    ..Patch::default()
+                };
+                let (mut want, mut got) = (base(), base());
+                p.apply_messages(&mut want);
+                p.apply_messages_owned(&mut got);
+                assert_eq!(got, want, "room {room}");
+            }
+        }
+        let mut empty = Vec::new();
+        Patch::append_system("x").apply_messages_owned(&mut empty);
+        assert_eq!(empty, vec![ModelMessage::system("x")]);
     }
 
     #[test]

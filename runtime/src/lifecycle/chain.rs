@@ -3,6 +3,7 @@
 //! composition itself was given, so compositions nest.
 
 use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use super::decision::{HookNote, NoteDecision};
 use super::hook::Lifecycle;
@@ -10,32 +11,69 @@ use super::input::HookCx;
 use super::phase::Phase;
 use crate::context::{ContextInput, ContextLink, ContextNext};
 use crate::error::{FailureCell, HookError, HookResult};
-use crate::future::{HookFuture, guarded};
+use crate::future::{Guarded, HookFuture, guarded};
 use crate::message::ModelMessage;
 use crate::model::{BoxStream, ModelError, ModelRequest};
 use crate::model_call::{AttemptPatch, ModelLink, ModelNext};
 
 /// Runs one inner hook call, turning a panic into a hook error that names
-/// the hook. No `async fn`: a ready answer is moved out once, with no state
-/// machine around it.
-pub(super) fn call<'a, C: 'static, T>(
-    hook: &'a dyn Lifecycle<C>,
-    make: impl FnOnce() -> HookFuture<'a, HookResult<T>>,
-) -> impl Future<Output = HookResult<T>> {
-    let mut guarded = guarded(make);
-    std::future::poll_fn(move |cx| {
-        Pin::new(&mut guarded).poll(cx).map(|r| match r {
-            Ok(r) => r,
-            Err(panic) => Err(HookError::new(format!(
-                "hook {} panicked: {panic}",
-                hook.name()
-            ))),
-        })
-    })
+/// the hook (X2).
+pub(super) fn call<'a, C: 'static, F, T>(hook: &'a dyn Lifecycle<C>, make: F) -> Call<'a, C, F, T>
+where
+    F: FnOnce() -> HookFuture<'a, HookResult<T>>,
+{
+    Call {
+        hook,
+        guarded: guarded(make),
+    }
 }
 
-/// Reports one inner hook's decision to the event log.
-pub(super) fn note<C>(
+/// The future of [`call`]: no `async fn`, and inlined, so that a ready
+/// answer is moved as few times as possible.
+pub(super) struct Call<'a, C, F, T> {
+    hook: &'a dyn Lifecycle<C>,
+    guarded: Guarded<'a, F, HookResult<T>>,
+}
+
+impl<'a, C: 'static, F, T> Future for Call<'a, C, F, T>
+where
+    F: FnOnce() -> HookFuture<'a, HookResult<T>>,
+{
+    type Output = HookResult<T>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<HookResult<T>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.guarded).poll(cx) {
+            Poll::Ready(Ok(r)) => Poll::Ready(r),
+            Poll::Ready(Err(panic)) => Poll::Ready(Err(HookError::new(format!(
+                "hook {} panicked: {panic}",
+                this.hook.name()
+            )))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// Reports one inner hook's decision to the event log; the hook's name is
+/// asked only when someone listens.
+#[inline]
+pub(super) fn note<C: 'static>(
+    cx: &HookCx<'_, C>,
+    phase: Phase,
+    hook: &dyn Lifecycle<C>,
+    decision: impl FnOnce() -> NoteDecision,
+) {
+    cx.note(|| HookNote {
+        phase,
+        hook: hook.name().to_string(),
+        decision: decision(),
+    });
+}
+
+/// [`note`] for a hook known by its name.
+#[inline]
+fn note_named<C>(
     cx: &HookCx<'_, C>,
     phase: Phase,
     hook: &str,
@@ -85,7 +123,7 @@ impl<C: Send + Sync + 'static> ContextLink for ContextChain<'_, C> {
             })
             .await;
             match &out {
-                Ok(messages) => note(self.cx, Phase::ResolveModelContext, hook.name(), || {
+                Ok(messages) => note(self.cx, Phase::ResolveModelContext, hook, || {
                     NoteDecision::Context {
                         messages: messages.len(),
                     }
@@ -123,7 +161,7 @@ impl<C: Send + Sync + 'static> ModelLink for ModelChain<'_, C> {
     ) -> HookFuture<'s, Result<BoxStream, ModelError>> {
         HookFuture::new(async move {
             if let Some(caller) = self.caller {
-                note(self.cx, Phase::AroundModelCall, caller, || {
+                note_named(self.cx, Phase::AroundModelCall, caller, || {
                     NoteDecision::Next {
                         patch: patch.clone(),
                     }
@@ -141,7 +179,7 @@ impl<C: Send + Sync + 'static> ModelLink for ModelChain<'_, C> {
             };
             let next = ModelNext::new(&inner, &effective, self.failure);
             let out = call(hook, || hook.around_model_call(self.cx, &effective, next)).await;
-            note(self.cx, Phase::AroundModelCall, hook.name(), || {
+            note(self.cx, Phase::AroundModelCall, hook, || {
                 NoteDecision::ModelCall {
                     error: out.as_ref().err().map(|e| e.message.clone()),
                 }

@@ -104,7 +104,7 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
                     ..*input
                 };
                 let decision = call(hook, || hook.prepare_run(cx, &sub)).await?;
-                note(cx, Phase::PrepareRun, hook.name(), || {
+                note(cx, Phase::PrepareRun, hook, || {
                     NoteDecision::Run(decision.clone())
                 });
                 match decision {
@@ -149,11 +149,14 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
             for (n, &i) in order.iter().enumerate() {
                 let hook = &*self.hooks[i];
                 let sub = fold.input(order.len() - n - 1);
-                let decision = call(hook, || hook.prepare_model_step(cx, &sub)).await?;
-                note(cx, Phase::PrepareModelStep, hook.name(), || {
-                    NoteDecision::Step(decision.clone())
+                // The answer stays where it lies: the fold takes its parts.
+                let mut decision = call(hook, || hook.prepare_model_step(cx, &sub)).await;
+                let Ok(StepDecision::Continue(p)) = &mut decision else {
+                    return decision;
+                };
+                note(cx, Phase::PrepareModelStep, hook, || {
+                    NoteDecision::Step(StepDecision::Continue(p.clone()))
                 });
-                let StepDecision::Continue(p) = decision;
                 fold.absorb(p);
             }
             Ok(StepDecision::Continue(fold.finish()))
@@ -196,7 +199,7 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
                     StreamKind::Model => t,
                     StreamKind::Respond | StreamKind::Replacement => NoAbort::wrap(t),
                 });
-            note(cx, Phase::TransformStepStream, hook.name(), || {
+            note(cx, Phase::TransformStepStream, hook, || {
                 NoteDecision::Transform {
                     installed: stage.is_some(),
                 }
@@ -224,7 +227,7 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
                     ..*input
                 };
                 let decision = call(hook, || hook.before_tool_call(cx, &sub)).await?;
-                note(cx, Phase::BeforeToolCall, hook.name(), || {
+                note(cx, Phase::BeforeToolCall, hook, || {
                     NoteDecision::ToolCall(decision.clone())
                 });
                 match decision {
@@ -252,7 +255,7 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
                     result: &current,
                 };
                 let decision = call(hook, || hook.after_tool_result(cx, &sub)).await?;
-                note(cx, Phase::AfterToolResult, hook.name(), || {
+                note(cx, Phase::AfterToolResult, hook, || {
                     NoteDecision::ToolResult(decision.clone())
                 });
                 if let ToolResultDecision::ReplaceOutput(v) = decision {
@@ -278,7 +281,7 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
             let mut joined = AfterStepDecision::Natural;
             for hook in self.handlers(Phase::AfterStep) {
                 let decision = call(hook, || hook.after_step(cx, input)).await?;
-                note(cx, Phase::AfterStep, hook.name(), || {
+                note(cx, Phase::AfterStep, hook, || {
                     NoteDecision::AfterStep(decision)
                 });
                 joined = joined.max(decision);

@@ -73,22 +73,23 @@ impl<'a> StepFold<'a> {
         }
     }
 
-    /// Folds one more hook's patch in: applying the result equals applying
-    /// the patches one by one (P1–P4).
-    pub(super) fn absorb(&mut self, p: Patch) {
+    /// Folds one more hook's patch in, taking its parts: applying the
+    /// result equals applying the patches one by one (P1–P4).
+    pub(super) fn absorb(&mut self, p: &mut Patch) {
         // Moved only when it routes: most patches only add messages.
         if !p.route.is_empty() {
-            self.route(p.route);
+            self.route(std::mem::take(&mut p.route));
         }
-        if let Some(list) = p.replace_model_messages {
+        let append = std::mem::take(&mut p.append_model_messages);
+        if let Some(list) = p.replace_model_messages.take() {
             self.split = list.len();
             self.view = Cow::Owned(list);
             self.replaced = true;
-            self.pending = p.append_model_messages;
+            self.pending = append;
         } else if self.pending.is_empty() {
-            self.pending = p.append_model_messages;
+            self.pending = append;
         } else {
-            self.pending.extend(p.append_model_messages);
+            self.pending.extend(append);
         }
     }
 
@@ -239,7 +240,7 @@ mod tests {
                 p.apply_messages(&mut sent);
                 seen.apply(&p.route);
                 then.then(p.clone());
-                fold.absorb(p.clone());
+                fold.absorb(&mut p.clone());
             }
             let got = fold.finish();
             assert_eq!(got, reference(&patches), "{patches:?}");

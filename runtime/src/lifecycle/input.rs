@@ -46,6 +46,7 @@ impl<'a, C> HookCx<'a, C> {
     }
 
     /// Reports an inner hook's decision, when someone listens.
+    #[inline]
     pub(crate) fn note(&self, note: impl FnOnce() -> HookNote) {
         if let Some(trace) = self.trace {
             trace.note(note());
