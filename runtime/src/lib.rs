@@ -12,6 +12,7 @@ mod client;
 mod clock;
 mod compaction;
 mod context;
+mod emit;
 mod error;
 mod event;
 mod facade;

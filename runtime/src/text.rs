@@ -562,13 +562,17 @@ mod tests {
         })]);
         let mut got = 0;
         assert!(
-            p.push(StreamPart::TextDelta("abc".into()), &mut |_| got += 1)
-                .is_none()
+            p.push(StreamPart::TextDelta("abc".into()), &mut |_: StreamPart| {
+                got += 1
+            })
+            .is_none()
         );
         assert_eq!(got, 0, "nothing is released before the verdict");
         assert!(
-            p.push(StreamPart::TextDelta("def".into()), &mut |_| got += 1)
-                .is_none()
+            p.push(StreamPart::TextDelta("def".into()), &mut |_: StreamPart| {
+                got += 1
+            })
+            .is_none()
         );
         assert_eq!(got, 2);
     }

@@ -8,6 +8,7 @@ use std::task::Poll;
 
 use super::exec::{Exec, Fail};
 use crate::clock::Clock;
+use crate::emit::Sink;
 use crate::event::RunStage;
 use crate::future::panic_message;
 use crate::lifecycle::{Phase, StreamInput, StreamKind};
@@ -49,35 +50,82 @@ struct Consuming<'s> {
     count_chars: bool,
 }
 
-impl Consuming<'_> {
+/// Where canonical parts go: the step's watchers, then the assembled parts.
+struct Release<'a, 's> {
+    live: &'a LiveStep<'s>,
+    at: u64,
+    assembled: &'a mut Assembler,
+}
+
+impl Sink for Release<'_, '_> {
+    fn part(&mut self, part: StreamPart) {
+        self.live.send(self.at, &part);
+        self.assembled.push(part);
+    }
+
+    #[inline(always)]
+    fn text(&mut self, text: String) {
+        if self.live.watchers.is_empty() {
+            self.assembled.push_text(text);
+        } else {
+            self.part(StreamPart::TextDelta(text));
+        }
+    }
+}
+
+impl<'s> Consuming<'s> {
+    fn release(&mut self, at: u64) -> (&mut Pipeline, Release<'_, 's>) {
+        let release = Release {
+            live: self.live,
+            at,
+            assembled: &mut self.assembled,
+        };
+        (&mut self.pipeline, release)
+    }
+
     /// One part through the canonical stages; `true` once a stage aborted.
     fn push(&mut self, part: StreamPart, at: u64) -> bool {
-        if let StreamPart::TextDelta(d) = &part {
-            self.out.deltas += 1;
-            if self.count_chars {
-                self.out.chars += d.chars().count();
-            }
+        if let StreamPart::TextDelta(d) = part {
+            return self.push_text(d, at);
         }
-        let (live, assembled) = (self.live, &mut self.assembled);
         self.in_stage = true;
-        let aborted = self.pipeline.push(part, &mut |p| {
-            live.send(at, &p);
-            assembled.push(p);
-        });
+        let (pipeline, mut release) = self.release(at);
+        let aborted = pipeline.push(part, &mut release);
         self.in_stage = false;
-        self.out.abort = aborted;
-        self.out.abort.is_some()
+        self.aborted(aborted)
+    }
+
+    /// `push` of a text delta, moved as a `String` where it can be.
+    #[inline(always)]
+    fn push_text(&mut self, d: String, at: u64) -> bool {
+        self.out.deltas += 1;
+        if self.count_chars {
+            self.out.chars += d.chars().count();
+        }
+        self.in_stage = true;
+        let (pipeline, mut release) = self.release(at);
+        let aborted = pipeline.push_text(d, &mut release);
+        self.in_stage = false;
+        self.aborted(aborted)
+    }
+
+    /// Keeps an abort; set only when one happened, so a part costs no drop
+    /// of an old `None`.
+    #[inline]
+    fn aborted(&mut self, aborted: Option<Abort>) -> bool {
+        match aborted {
+            Some(a) => {
+                self.out.abort = Some(a);
+                true
+            }
+            None => false,
+        }
     }
 
     /// The provider's stream ended: the stages flush what they held back.
     fn finish(&mut self, at: u64) {
-        let (live, assembled, pipeline) = (self.live, &mut self.assembled, &mut self.pipeline);
-        let flushed = catch_unwind(AssertUnwindSafe(|| {
-            pipeline.finish(&mut |p| {
-                live.send(at, &p);
-                assembled.push(p);
-            })
-        }));
+        let (pipeline, mut release) = self.release(at);
+        let flushed = catch_unwind(AssertUnwindSafe(|| pipeline.finish(&mut release)));
         match flushed {
             Ok(a) => self.out.abort = a,
             Err(p) => self.out.stage_panic = Some(panic_message(&*p)),
@@ -105,7 +153,15 @@ pub(super) async fn consume(
     std::future::poll_fn(|cx| {
         let batch = catch_unwind(AssertUnwindSafe(|| {
             for _ in 0..BATCH {
-                let part = match stream.poll_next(cx) {
+                let at = || {
+                    if live.watchers.is_empty() {
+                        0
+                    } else {
+                        clock.now()
+                    }
+                };
+                // Matched where it lies: a text delta's string is all that moves.
+                let aborted = match stream.poll_next(cx) {
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(None) => return Poll::Ready(()),
                     Poll::Ready(Some(StreamPart::Finish(r))) => {
@@ -116,14 +172,10 @@ pub(super) async fn consume(
                         c.out.error = Some(e);
                         return Poll::Ready(());
                     }
-                    Poll::Ready(Some(part)) => part,
+                    Poll::Ready(Some(StreamPart::TextDelta(d))) => c.push_text(d, at()),
+                    Poll::Ready(Some(part)) => c.push(part, at()),
                 };
-                let at = if live.watchers.is_empty() {
-                    0
-                } else {
-                    clock.now()
-                };
-                if c.push(part, at) {
+                if aborted {
                     return Poll::Ready(());
                 }
             }
