@@ -14,12 +14,12 @@ use crate::future::panic_message;
 use crate::lifecycle::{Phase, StreamInput, StreamKind};
 use crate::live::LiveStep;
 use crate::message::Part;
-use crate::model::{BoxStream, FinishReason, StreamPart};
+use crate::model::{BoxStream, FinishReason, PartSink, StreamPart};
 use crate::transform::{Abort, Assembler, NoAbort, Pipeline, StreamTransform, transform_parts};
 
 /// Parts are handled synchronously inside one poll, as many as are ready (at
-/// most this many, then the task yields), so a ready stream costs one poll
-/// and one panic guard per batch, not per part.
+/// most this many, then the task yields), so a ready stream costs one poll,
+/// one call into the stream and one panic guard per batch, not per part.
 const BATCH: usize = 1024;
 
 /// What consuming one provider stream gave.
@@ -133,6 +133,53 @@ impl<'s> Consuming<'s> {
     }
 }
 
+/// Takes the stream's ready parts, at most `left` of them in one poll (then
+/// `full`); stops at an error, an abort or the batch's end.
+struct Take<'a, 's> {
+    c: &'a mut Consuming<'s>,
+    clock: &'a dyn Clock,
+    left: usize,
+    full: bool,
+}
+
+impl PartSink for Take<'_, '_> {
+    fn part(&mut self, part: StreamPart) -> bool {
+        let (c, clock) = (&mut *self.c, self.clock);
+        // The time is read only for watchers, who are told it.
+        let at = |c: &Consuming<'_>| {
+            if c.live.watchers.is_empty() {
+                0
+            } else {
+                clock.now()
+            }
+        };
+        let go_on = match part {
+            StreamPart::Finish(r) => {
+                c.out.finish = Some(r);
+                true
+            }
+            StreamPart::Error(e) => {
+                c.out.error = Some(e);
+                false
+            }
+            StreamPart::TextDelta(d) => {
+                let at = at(c);
+                !c.push_text(d, at)
+            }
+            part => {
+                let at = at(c);
+                !c.push(part, at)
+            }
+        };
+        self.left -= 1;
+        if go_on && self.left == 0 {
+            self.full = true;
+            return false;
+        }
+        go_on
+    }
+}
+
 /// Consumes `stream` through `stages`, releasing each canonical part to the
 /// step's watchers as it comes (S1, S2).
 pub(super) async fn consume(
@@ -152,45 +199,32 @@ pub(super) async fn consume(
     };
     std::future::poll_fn(|cx| {
         let batch = catch_unwind(AssertUnwindSafe(|| {
-            for _ in 0..BATCH {
-                let at = || {
-                    if live.watchers.is_empty() {
-                        0
-                    } else {
-                        clock.now()
-                    }
-                };
-                // Matched where it lies: a text delta's string is all that moves.
-                let aborted = match stream.poll_next(cx) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(None) => return Poll::Ready(()),
-                    Poll::Ready(Some(StreamPart::Finish(r))) => {
-                        c.out.finish = Some(r);
-                        continue;
-                    }
-                    Poll::Ready(Some(StreamPart::Error(e))) => {
-                        c.out.error = Some(e);
-                        return Poll::Ready(());
-                    }
-                    Poll::Ready(Some(StreamPart::TextDelta(d))) => c.push_text(d, at()),
-                    Poll::Ready(Some(part)) => c.push(part, at()),
-                };
-                if aborted {
-                    return Poll::Ready(());
-                }
-            }
-            cx.waker().wake_by_ref();
-            Poll::Pending
+            let mut take = Take {
+                c: &mut c,
+                clock,
+                left: BATCH,
+                full: false,
+            };
+            let polled = stream.poll_ready_parts(cx, &mut take);
+            (polled, take.full)
         }));
-        batch.unwrap_or_else(|p| {
-            let msg = panic_message(&*p);
-            if c.in_stage {
-                c.out.stage_panic = Some(msg);
-            } else {
-                c.out.error = Some(format!("model stream panicked: {msg}"));
+        match batch {
+            Ok((Poll::Pending, _)) => Poll::Pending,
+            Ok((Poll::Ready(_), true)) => {
+                cx.waker().wake_by_ref();
+                Poll::Pending
             }
-            Poll::Ready(())
-        })
+            Ok((Poll::Ready(_), false)) => Poll::Ready(()),
+            Err(p) => {
+                let msg = panic_message(&*p);
+                if c.in_stage {
+                    c.out.stage_panic = Some(msg);
+                } else {
+                    c.out.error = Some(format!("model stream panicked: {msg}"));
+                }
+                Poll::Ready(())
+            }
+        }
     })
     .await;
     drop(stream);
