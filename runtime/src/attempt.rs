@@ -13,7 +13,9 @@ use crate::error::HookResult;
 use crate::event::EventKind;
 use crate::future::{HookFuture, guarded};
 use crate::message::ModelMessage;
-use crate::model::{BoxStream, ModelError, ModelProvider, ModelRequest, PartStream, StreamPart};
+use crate::model::{
+    BoxStream, ModelError, ModelProvider, ModelRequest, PartSink, PartStream, StreamPart,
+};
 use crate::model_call::{AttemptPatch, ModelLink};
 use crate::stop::StopSignal;
 
@@ -168,21 +170,49 @@ struct Guarded {
     timer: Option<(HookFuture<'static, ()>, Millis)>,
 }
 
-impl PartStream for Guarded {
-    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<StreamPart>> {
-        if let Poll::Ready(part) = self.inner.poll_next(cx) {
-            return Poll::Ready(part);
-        }
+impl Guarded {
+    /// The inner stream has nothing ready: the error part if the run
+    /// stopped or the deadline passed.
+    fn interrupted(&mut self, cx: &mut Context<'_>) -> Option<StreamPart> {
         if Pin::new(&mut self.stop).poll(cx).is_ready() {
-            return Poll::Ready(Some(StreamPart::Error(ModelError::Stopped.to_string())));
+            return Some(StreamPart::Error(ModelError::Stopped.to_string()));
         }
         if let Some((t, ms)) = &mut self.timer
             && Pin::new(t).poll(cx).is_ready()
         {
             let ms = *ms;
             self.timer = None;
-            return Poll::Ready(Some(StreamPart::Error(ModelError::Timeout(ms).to_string())));
+            return Some(StreamPart::Error(ModelError::Timeout(ms).to_string()));
         }
-        Poll::Pending
+        None
+    }
+}
+
+impl PartStream for Guarded {
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<StreamPart>> {
+        if let Poll::Ready(part) = self.inner.poll_next(cx) {
+            return Poll::Ready(part);
+        }
+        match self.interrupted(cx) {
+            Some(error) => Poll::Ready(Some(error)),
+            None => Poll::Pending,
+        }
+    }
+
+    /// As `poll_next` part by part: the inner stream's ready parts first,
+    /// then, when it has none, the stop and the deadline.
+    fn poll_ready_parts(&mut self, cx: &mut Context<'_>, sink: &mut dyn PartSink) -> Poll<bool> {
+        loop {
+            let ready = self.inner.poll_ready_parts(cx, sink);
+            if ready.is_ready() {
+                return ready;
+            }
+            let Some(error) = self.interrupted(cx) else {
+                return Poll::Pending;
+            };
+            if !sink.part(error) {
+                return Poll::Ready(false);
+            }
+        }
     }
 }

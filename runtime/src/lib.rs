@@ -13,6 +13,7 @@ mod clock;
 mod compaction;
 mod context;
 mod context_cache;
+mod emit;
 mod error;
 mod event;
 mod facade;
@@ -87,7 +88,7 @@ pub use message::{
 pub use metadata::RunMetadata;
 pub use model::{
     BoxStream, FinishReason, LanguageModel, ModelError, ModelMap, ModelProvider, ModelRequest,
-    PartStream, ReadyStream, StreamPart,
+    PartSink, PartStream, ReadyStream, StreamPart,
 };
 pub use model_call::{AttemptPatch, ModelNext};
 pub use patch::{ModelSettings, Patch, ProviderOptions, Route, RoutePatch, ToolChoice};

@@ -141,7 +141,7 @@ impl LiveStep<'_> {
             shielded(slot, |w| {
                 let Watcher { tx, live } = w;
                 // Live transforms shape presentation only; they cannot abort the run.
-                let _ = live.push(part.clone(), &mut |p| {
+                let _ = live.push(part.clone(), &mut |p: StreamPart| {
                     let _ = tx.send(self.part(at, p));
                 });
             });
@@ -156,7 +156,7 @@ impl LiveStep<'_> {
                 let Watcher { tx, live } = w;
                 match aborted {
                     None => {
-                        let _ = live.finish(&mut |p| {
+                        let _ = live.finish(&mut |p: StreamPart| {
                             let _ = tx.send(self.part(at, p));
                         });
                     }

@@ -64,6 +64,31 @@ pub enum StreamPart {
 /// A provider stream, polled by the step loop.
 pub trait PartStream: Send {
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<StreamPart>>;
+
+    /// Hands `sink` the parts that are ready, in order, until the sink asks
+    /// to stop (`Ready(false)`), the stream ends (`Ready(true)`) or no part
+    /// is ready (`Pending`, as from `poll_next`). The default polls
+    /// `poll_next`; a stream whose parts are at hand can give them in one
+    /// call.
+    fn poll_ready_parts(&mut self, cx: &mut Context<'_>, sink: &mut dyn PartSink) -> Poll<bool> {
+        loop {
+            match self.poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => return Poll::Ready(true),
+                Poll::Ready(Some(part)) => {
+                    if !sink.part(part) {
+                        return Poll::Ready(false);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What takes a stream's ready parts (`PartStream::poll_ready_parts`).
+pub trait PartSink {
+    /// One part; `false`: take no more now.
+    fn part(&mut self, part: StreamPart) -> bool;
 }
 
 /// A stream over parts that are all already known.
@@ -79,6 +104,15 @@ impl ReadyStream {
 impl PartStream for ReadyStream {
     fn poll_next(&mut self, _: &mut Context<'_>) -> Poll<Option<StreamPart>> {
         Poll::Ready(self.0.next())
+    }
+
+    fn poll_ready_parts(&mut self, _: &mut Context<'_>, sink: &mut dyn PartSink) -> Poll<bool> {
+        for part in self.0.by_ref() {
+            if !sink.part(part) {
+                return Poll::Ready(false);
+            }
+        }
+        Poll::Ready(true)
     }
 }
 

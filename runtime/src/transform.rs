@@ -8,55 +8,10 @@
 
 use std::fmt;
 
-use crate::message::{Outcome, Part};
+use crate::emit::Sink;
+pub use crate::emit::{Abort, Emit};
+use crate::message::Part;
 use crate::model::StreamPart;
-
-/// A structured abort: the stream stops, `replacement` is stored instead, and
-/// the run ends with `outcome` and `reason` (SPEC S4).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Abort {
-    pub reason: String,
-    pub outcome: Outcome,
-    pub replacement: Vec<Part>,
-}
-
-/// Where a stage sends its output.
-#[derive(Debug, Default)]
-pub struct Emit {
-    parts: Vec<StreamPart>,
-    abort: Option<Abort>,
-}
-
-impl Emit {
-    /// Passes a part downstream.
-    pub fn part(&mut self, part: StreamPart) {
-        self.parts.push(part);
-    }
-
-    /// Passes text downstream (nothing for empty text).
-    pub fn text(&mut self, text: impl Into<String>) {
-        let text = text.into();
-        if !text.is_empty() {
-            self.parts.push(StreamPart::TextDelta(text));
-        }
-    }
-
-    /// Stops the stream with a structured decision; later parts are dropped.
-    pub fn abort(&mut self, abort: Abort) {
-        if self.abort.is_none() {
-            self.abort = Some(abort);
-        }
-    }
-
-    pub fn aborted(&self) -> bool {
-        self.abort.is_some()
-    }
-
-    /// What was emitted, in order (for driving a stage by hand, as in tests).
-    pub fn into_parts(self) -> Vec<StreamPart> {
-        self.parts
-    }
-}
 
 /// One stage of a stream pipeline.
 pub trait StreamTransform: Send {
@@ -67,6 +22,15 @@ pub trait StreamTransform: Send {
     /// The stream ended: release or drop whatever was held back.
     fn finish(&mut self, out: &mut Emit) {
         let _ = out;
+    }
+
+    /// Whether pushing the text delta `text` now would emit exactly that
+    /// delta, unchanged, and nothing else, with no other effect. Then the
+    /// runtime may pass the delta on without pushing it (without moving it
+    /// through the stage). A stage may always answer `false` (the default).
+    fn passes_text(&self, text: &str) -> bool {
+        let _ = text;
+        false
     }
 }
 
@@ -95,81 +59,91 @@ impl Pipeline {
     /// Drops whatever the stages hold back: each stage is finished into a
     /// discarded buffer.
     pub(crate) fn reset(&mut self) {
-        let _ = self.finish(&mut |_| {});
+        let _ = self.finish(&mut |_: StreamPart| {});
         for b in &mut self.buffers {
-            b.parts.clear();
-            b.abort = None;
+            let _ = b.take_abort();
+            b.discard();
         }
     }
 
     /// Pushes one part through every stage; `sink` receives the output in
     /// order. Returns the first abort any stage raised.
-    pub(crate) fn push(
-        &mut self,
-        part: StreamPart,
-        sink: &mut impl FnMut(StreamPart),
-    ) -> Option<Abort> {
-        if self.stages.is_empty() {
-            sink(part);
+    #[inline]
+    pub(crate) fn push(&mut self, part: StreamPart, sink: &mut impl Sink) -> Option<Abort> {
+        let Some(first) = self.stages.first_mut() else {
+            sink.part(part);
             return None;
+        };
+        first.push(part, &mut self.buffers[0]);
+        self.cascade(0, sink)
+    }
+
+    /// `push` of a text delta: stages that pass it as it is are skipped, and
+    /// it moves as a `String` until one does not.
+    #[inline(always)]
+    pub(crate) fn push_text(&mut self, text: String, sink: &mut impl Sink) -> Option<Abort> {
+        match self.stages.iter().position(|s| !s.passes_text(&text)) {
+            None => {
+                sink.text(text);
+                None
+            }
+            Some(i) => {
+                self.stages[i].push(StreamPart::TextDelta(text), &mut self.buffers[i]);
+                self.cascade(i, sink)
+            }
         }
-        self.run(Some(part), 0, sink)
     }
 
     /// Ends the stream: each stage flushes, in order, through the stages after it.
-    pub(crate) fn finish(&mut self, sink: &mut impl FnMut(StreamPart)) -> Option<Abort> {
+    pub(crate) fn finish(&mut self, sink: &mut impl Sink) -> Option<Abort> {
         for i in 0..self.stages.len() {
-            if let Some(a) = self.run(None, i, sink) {
+            self.stages[i].finish(&mut self.buffers[i]);
+            if let Some(a) = self.cascade(i, sink) {
                 return Some(a);
             }
         }
         None
     }
 
-    /// Feeds `input` (or, with `None`, the end of the stream) to stage `from`
-    /// and everything it emits through the later stages.
-    fn run(
-        &mut self,
-        input: Option<StreamPart>,
-        from: usize,
-        sink: &mut impl FnMut(StreamPart),
-    ) -> Option<Abort> {
+    /// Takes what stage `from` emitted through the later stages to `sink`;
+    /// the first abort raised drops what its stage emitted.
+    #[inline]
+    fn cascade(&mut self, from: usize, sink: &mut impl Sink) -> Option<Abort> {
         let Pipeline { stages, buffers } = self;
-        {
-            let out = &mut buffers[from];
-            match input {
-                Some(p) => stages[from].push(p, out),
-                None => stages[from].finish(out),
-            }
-            if let Some(a) = out.abort.take() {
-                out.parts.clear();
-                return Some(a);
-            }
+        if let Some(a) = buffers[from].take_abort() {
+            return Some(a);
         }
         for i in from + 1..stages.len() {
             let (before, after) = buffers.split_at_mut(i);
-            // Taken and put back so the buffer's allocation is reused.
-            let mut input = std::mem::take(&mut before[i - 1].parts);
-            let out = &mut after[0];
-            let mut aborted = None;
-            for p in input.drain(..) {
-                stages[i].push(p, out);
-                if let Some(a) = out.abort.take() {
-                    out.parts.clear();
-                    aborted = Some(a);
-                    break;
-                }
-            }
-            input.clear();
-            before[i - 1].parts = input;
-            if aborted.is_some() {
-                return aborted;
+            let mut feed = Feed {
+                stage: &mut *stages[i],
+                out: &mut after[0],
+                aborted: None,
+            };
+            before[i - 1].drain_into(&mut feed);
+            if feed.aborted.is_some() {
+                return feed.aborted;
             }
         }
-        for p in buffers[stages.len() - 1].parts.drain(..) {
-            sink(p);
-        }
+        buffers[stages.len() - 1].drain_into(sink);
         None
+    }
+}
+
+/// Feeds one stage's output to the next stage; after an abort the rest is
+/// dropped.
+struct Feed<'a> {
+    stage: &'a mut dyn StreamTransform,
+    out: &'a mut Emit,
+    aborted: Option<Abort>,
+}
+
+impl Sink for Feed<'_> {
+    fn part(&mut self, part: StreamPart) {
+        if self.aborted.is_none() {
+            self.stage.push(part, self.out);
+            self.aborted = self.out.take_abort();
+        }
     }
 }
 
@@ -200,14 +174,14 @@ pub(crate) fn transform_parts(
             other => {
                 // Results are not stream parts; they pass through unchanged,
                 // after anything held back before them.
-                let _ = pipeline.finish(&mut |p| out.push(p));
+                let _ = pipeline.finish(&mut out);
                 out.parts.push(other);
                 continue;
             }
         };
-        let _ = pipeline.push(sp, &mut |p| out.push(p));
+        let _ = pipeline.push(sp, &mut out);
     }
-    let _ = pipeline.finish(&mut |p| out.push(p));
+    let _ = pipeline.finish(&mut out);
     out.into_parts()
 }
 
@@ -220,15 +194,18 @@ pub(crate) struct Assembler {
 }
 
 impl Assembler {
+    #[inline]
+    pub(crate) fn push_text(&mut self, d: String) {
+        if self.text.is_empty() {
+            self.text = d;
+        } else {
+            self.text.push_str(&d);
+        }
+    }
+
     pub(crate) fn push(&mut self, part: StreamPart) {
         match part {
-            StreamPart::TextDelta(d) => {
-                if self.text.is_empty() {
-                    self.text = d;
-                } else {
-                    self.text.push_str(&d);
-                }
-            }
+            StreamPart::TextDelta(d) => self.push_text(d),
             StreamPart::ToolCall {
                 call_id,
                 tool,
@@ -259,16 +236,31 @@ impl Assembler {
     }
 }
 
+impl Sink for Assembler {
+    fn part(&mut self, part: StreamPart) {
+        self.push(part);
+    }
+
+    #[inline]
+    fn text(&mut self, text: String) {
+        self.push_text(text);
+    }
+}
+
 /// A pipeline is itself a stage, so compositions nest.
 impl StreamTransform for Pipeline {
+    fn passes_text(&self, text: &str) -> bool {
+        self.stages.iter().all(|s| s.passes_text(text))
+    }
+
     fn push(&mut self, part: StreamPart, out: &mut Emit) {
-        if let Some(a) = Pipeline::push(self, part, &mut |p| out.part(p)) {
+        if let Some(a) = Pipeline::push(self, part, out) {
             out.abort(a);
         }
     }
 
     fn finish(&mut self, out: &mut Emit) {
-        if let Some(a) = Pipeline::finish(self, &mut |p| out.part(p)) {
+        if let Some(a) = Pipeline::finish(self, out) {
             out.abort(a);
         }
     }
@@ -307,7 +299,7 @@ impl StreamTransform for NoAbort {
         if e.aborted() {
             self.aborted = true;
         } else {
-            self.out.append(&mut e.parts);
+            self.out.extend(e.into_parts());
         }
     }
 
@@ -318,7 +310,7 @@ impl StreamTransform for NoAbort {
             if e.aborted() {
                 self.aborted = true;
             } else {
-                self.out.append(&mut e.parts);
+                self.out.extend(e.into_parts());
             }
         }
         let parts = if self.aborted {

@@ -8,17 +8,18 @@ use std::task::Poll;
 
 use super::exec::{Exec, Fail};
 use crate::clock::Clock;
+use crate::emit::Sink;
 use crate::event::RunStage;
 use crate::future::panic_message;
 use crate::lifecycle::{Phase, StreamInput, StreamKind};
 use crate::live::LiveStep;
 use crate::message::Part;
-use crate::model::{BoxStream, FinishReason, StreamPart};
+use crate::model::{BoxStream, FinishReason, PartSink, StreamPart};
 use crate::transform::{Abort, Assembler, NoAbort, Pipeline, StreamTransform, transform_parts};
 
 /// Parts are handled synchronously inside one poll, as many as are ready (at
-/// most this many, then the task yields), so a ready stream costs one poll
-/// and one panic guard per batch, not per part.
+/// most this many, then the task yields), so a ready stream costs one poll,
+/// one call into the stream and one panic guard per batch, not per part.
 const BATCH: usize = 1024;
 
 /// What consuming one provider stream gave.
@@ -49,39 +50,133 @@ struct Consuming<'s> {
     count_chars: bool,
 }
 
-impl Consuming<'_> {
+/// Where canonical parts go: the step's watchers, then the assembled parts.
+struct Release<'a, 's> {
+    live: &'a LiveStep<'s>,
+    at: u64,
+    assembled: &'a mut Assembler,
+}
+
+impl Sink for Release<'_, '_> {
+    fn part(&mut self, part: StreamPart) {
+        self.live.send(self.at, &part);
+        self.assembled.push(part);
+    }
+
+    #[inline(always)]
+    fn text(&mut self, text: String) {
+        if self.live.watchers.is_empty() {
+            self.assembled.push_text(text);
+        } else {
+            self.part(StreamPart::TextDelta(text));
+        }
+    }
+}
+
+impl<'s> Consuming<'s> {
+    fn release(&mut self, at: u64) -> (&mut Pipeline, Release<'_, 's>) {
+        let release = Release {
+            live: self.live,
+            at,
+            assembled: &mut self.assembled,
+        };
+        (&mut self.pipeline, release)
+    }
+
     /// One part through the canonical stages; `true` once a stage aborted.
     fn push(&mut self, part: StreamPart, at: u64) -> bool {
-        if let StreamPart::TextDelta(d) = &part {
-            self.out.deltas += 1;
-            if self.count_chars {
-                self.out.chars += d.chars().count();
-            }
+        if let StreamPart::TextDelta(d) = part {
+            return self.push_text(d, at);
         }
-        let (live, assembled) = (self.live, &mut self.assembled);
         self.in_stage = true;
-        let aborted = self.pipeline.push(part, &mut |p| {
-            live.send(at, &p);
-            assembled.push(p);
-        });
+        let (pipeline, mut release) = self.release(at);
+        let aborted = pipeline.push(part, &mut release);
         self.in_stage = false;
-        self.out.abort = aborted;
-        self.out.abort.is_some()
+        self.aborted(aborted)
+    }
+
+    /// `push` of a text delta, moved as a `String` where it can be.
+    #[inline(always)]
+    fn push_text(&mut self, d: String, at: u64) -> bool {
+        self.out.deltas += 1;
+        if self.count_chars {
+            self.out.chars += d.chars().count();
+        }
+        self.in_stage = true;
+        let (pipeline, mut release) = self.release(at);
+        let aborted = pipeline.push_text(d, &mut release);
+        self.in_stage = false;
+        self.aborted(aborted)
+    }
+
+    /// Keeps an abort; set only when one happened, so a part costs no drop
+    /// of an old `None`.
+    #[inline]
+    fn aborted(&mut self, aborted: Option<Abort>) -> bool {
+        match aborted {
+            Some(a) => {
+                self.out.abort = Some(a);
+                true
+            }
+            None => false,
+        }
     }
 
     /// The provider's stream ended: the stages flush what they held back.
     fn finish(&mut self, at: u64) {
-        let (live, assembled, pipeline) = (self.live, &mut self.assembled, &mut self.pipeline);
-        let flushed = catch_unwind(AssertUnwindSafe(|| {
-            pipeline.finish(&mut |p| {
-                live.send(at, &p);
-                assembled.push(p);
-            })
-        }));
+        let (pipeline, mut release) = self.release(at);
+        let flushed = catch_unwind(AssertUnwindSafe(|| pipeline.finish(&mut release)));
         match flushed {
             Ok(a) => self.out.abort = a,
             Err(p) => self.out.stage_panic = Some(panic_message(&*p)),
         }
+    }
+}
+
+/// Takes the stream's ready parts, at most `left` of them in one poll (then
+/// `full`); stops at an error, an abort or the batch's end.
+struct Take<'a, 's> {
+    c: &'a mut Consuming<'s>,
+    clock: &'a dyn Clock,
+    left: usize,
+    full: bool,
+}
+
+impl PartSink for Take<'_, '_> {
+    fn part(&mut self, part: StreamPart) -> bool {
+        let (c, clock) = (&mut *self.c, self.clock);
+        // The time is read only for watchers, who are told it.
+        let at = |c: &Consuming<'_>| {
+            if c.live.watchers.is_empty() {
+                0
+            } else {
+                clock.now()
+            }
+        };
+        let go_on = match part {
+            StreamPart::Finish(r) => {
+                c.out.finish = Some(r);
+                true
+            }
+            StreamPart::Error(e) => {
+                c.out.error = Some(e);
+                false
+            }
+            StreamPart::TextDelta(d) => {
+                let at = at(c);
+                !c.push_text(d, at)
+            }
+            part => {
+                let at = at(c);
+                !c.push(part, at)
+            }
+        };
+        self.left -= 1;
+        if go_on && self.left == 0 {
+            self.full = true;
+            return false;
+        }
+        go_on
     }
 }
 
@@ -104,41 +199,32 @@ pub(super) async fn consume(
     };
     std::future::poll_fn(|cx| {
         let batch = catch_unwind(AssertUnwindSafe(|| {
-            for _ in 0..BATCH {
-                let part = match stream.poll_next(cx) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(None) => return Poll::Ready(()),
-                    Poll::Ready(Some(StreamPart::Finish(r))) => {
-                        c.out.finish = Some(r);
-                        continue;
-                    }
-                    Poll::Ready(Some(StreamPart::Error(e))) => {
-                        c.out.error = Some(e);
-                        return Poll::Ready(());
-                    }
-                    Poll::Ready(Some(part)) => part,
-                };
-                let at = if live.watchers.is_empty() {
-                    0
-                } else {
-                    clock.now()
-                };
-                if c.push(part, at) {
-                    return Poll::Ready(());
-                }
-            }
-            cx.waker().wake_by_ref();
-            Poll::Pending
+            let mut take = Take {
+                c: &mut c,
+                clock,
+                left: BATCH,
+                full: false,
+            };
+            let polled = stream.poll_ready_parts(cx, &mut take);
+            (polled, take.full)
         }));
-        batch.unwrap_or_else(|p| {
-            let msg = panic_message(&*p);
-            if c.in_stage {
-                c.out.stage_panic = Some(msg);
-            } else {
-                c.out.error = Some(format!("model stream panicked: {msg}"));
+        match batch {
+            Ok((Poll::Pending, _)) => Poll::Pending,
+            Ok((Poll::Ready(_), true)) => {
+                cx.waker().wake_by_ref();
+                Poll::Pending
             }
-            Poll::Ready(())
-        })
+            Ok((Poll::Ready(_), false)) => Poll::Ready(()),
+            Err(p) => {
+                let msg = panic_message(&*p);
+                if c.in_stage {
+                    c.out.stage_panic = Some(msg);
+                } else {
+                    c.out.error = Some(format!("model stream panicked: {msg}"));
+                }
+                Poll::Ready(())
+            }
+        }
     })
     .await;
     drop(stream);
