@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
-use pai_runtime::{CancelTarget, Clock, RunStatus, StoreError, StoreReply, StoreRequest};
+use pai_runtime::{
+    CancelTarget, Clock, RunStatus, StoreError, StoreReply, StoreRequest, Write, Writer,
+};
 
 use crate::report::SimError;
 use crate::scenario::StoreBugs;
@@ -70,6 +72,12 @@ impl StoreHost {
         }
         let name = request.name();
         let stored = client_write(&request);
+        // A run's mutation may commit nothing (no change staged): the
+        // versions before and after tell.
+        let before = match (&request, &fenced) {
+            (StoreRequest::Mutate { .. }, Some(f)) => Some(self.version(&f.thread)),
+            _ => None,
+        };
         let reply = match request {
             StoreRequest::Append {
                 thread, messages, ..
@@ -101,7 +109,11 @@ impl StoreHost {
             };
             self.log.push(self.clock.now(), what);
         }
-        self.record(from, name, fenced, &reply);
+        let committed = match (before, &fenced) {
+            (Some(v), Some(f)) => self.version(&f.thread) > v,
+            _ => false,
+        };
+        self.record(from, name, fenced, &reply, committed);
         reply
     }
 
@@ -111,6 +123,7 @@ impl StoreHost {
         request: &'static str,
         fenced: Option<Fenced>,
         reply: &Result<StoreReply, StoreError>,
+        committed: bool,
     ) {
         let at = self.clock.now();
         let from = from.to_string();
@@ -143,6 +156,7 @@ impl StoreHost {
                     StoreReply::Finished { admitted } => admitted.clone(),
                     _ => None,
                 },
+                committed,
             },
             (Err(StoreError::StaleLease { given, current }), Some(f)) => ClusterEvent::Refused {
                 from,
@@ -213,6 +227,17 @@ impl StoreHost {
             if t.lease_token == f.token && t.lease_holder.as_deref() == Some(f.run.as_str()))
     }
 
+    /// The thread's version (0 when it does not exist).
+    fn version(&self, thread: &str) -> u64 {
+        let read = self.store.apply(StoreRequest::Inspect {
+            thread: thread.to_string(),
+        });
+        match read {
+            Ok(StoreReply::Thread(Some(t))) => t.version,
+            _ => 0,
+        }
+    }
+
     fn current_token(&self, thread: &str) -> u64 {
         let read = self.store.apply(StoreRequest::Inspect {
             thread: thread.to_string(),
@@ -261,6 +286,11 @@ fn fenced(request: &StoreRequest) -> Option<Fenced> {
             run,
             token: Some(token),
             ..
+        }
+        | R::Mutate {
+            thread,
+            writer: Writer::Run { run, token },
+            ..
         } => (thread, run, *token),
         _ => return None,
     };
@@ -268,6 +298,13 @@ fn fenced(request: &StoreRequest) -> Option<Fenced> {
         R::Append { messages, .. } | R::CommitResumed { messages, .. } => {
             messages.iter().map(|m| m.id.clone()).collect()
         }
+        R::Mutate { writes, .. } => writes
+            .iter()
+            .filter_map(|w| match w {
+                Write::Append(m) => Some(m.id.clone()),
+                _ => None,
+            })
+            .collect(),
         _ => Vec::new(),
     };
     let waits_on = match request {
@@ -322,6 +359,10 @@ fn set_token(request: &mut StoreRequest, to: u64) {
         | R::Wait { token, .. }
         | R::CommitResumed { token, .. } => *token = to,
         R::Finish { token, .. } => *token = Some(to),
+        R::Mutate {
+            writer: Writer::Run { token, .. },
+            ..
+        } => *token = to,
         _ => {}
     }
 }

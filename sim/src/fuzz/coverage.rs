@@ -78,6 +78,8 @@ pub const KEYS: &[&str] = &[
     "hook.context_message",
     "metadata.written",
     "context_message.stored",
+    "hook.hide_message",
+    "visibility.mid_run",
 ];
 
 /// The hooks counted by name whenever one decides (`<hook>#<index>`, the
@@ -87,6 +89,7 @@ const NAMED_HOOKS: &[(&str, &str)] = &[
     ("patch_metadata#", "hook.patch_metadata"),
     ("metadata_overlay#", "hook.metadata_overlay"),
     ("context_message#", "hook.context_message"),
+    ("hide_message#", "hook.hide_message"),
 ];
 
 /// How often each behaviour was reached.
@@ -136,6 +139,11 @@ impl Coverage {
                     active.insert(&e.thread_id, &e.run_id);
                 }
                 EventKind::Steered { .. } => self.hit("steer.stored"),
+                EventKind::Mutated { visibility, .. }
+                    if !visibility.is_empty() && !e.run_id.is_empty() =>
+                {
+                    self.hit("visibility.mid_run");
+                }
                 EventKind::AttemptFailed { step, .. } => {
                     self.hit("attempt.failed");
                     last_failed_attempt = Some((&e.run_id, *step));

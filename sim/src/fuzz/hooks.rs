@@ -14,7 +14,7 @@ use crate::hooks::{
 };
 
 /// How many kinds of hook `hook` draws from.
-const KINDS: usize = 28;
+const KINDS: usize = 29;
 
 /// One hook of any kind; `tools` names the agent's tools.
 pub(super) fn hook(g: &mut Gen, tools: &[String]) -> HookSpec {
@@ -26,7 +26,8 @@ pub(super) fn hook(g: &mut Gen, tools: &[String]) -> HookSpec {
     }
 }
 
-/// The compaction helper and the history-rewrite hooks (SPEC C1, L11, R2, R3).
+/// The compaction helper, the history-rewrite hooks and a run that
+/// rewrites visibility itself (SPEC C1, L11, R1, R2, R3, M1).
 fn facade_hook(g: &mut Gen, kind: usize) -> HookSpec {
     match kind {
         25 => {
@@ -48,10 +49,17 @@ fn facade_hook(g: &mut Gen, kind: usize) -> HookSpec {
             kind_key: g.maybe(50, |_| "last_rewrite".to_string()),
             fail: g.chance(10),
         }),
-        _ => HookSpec::RewriteListener(crate::hooks::RewriteListener {
+        27 => HookSpec::RewriteListener(crate::hooks::RewriteListener {
             name: None,
             delay_ms: g.range(0, 40),
             fail: g.chance(20),
+        }),
+        _ => HookSpec::HideMessage(crate::hooks::HideMessage {
+            name: None,
+            step: g.maybe(70, |g| g.range(0, 3) as u32),
+            role: *g.pick(&[MessageRole::User, MessageRole::Assistant]),
+            nth: g.range(1, 3) as usize,
+            show: g.chance(25),
         }),
     }
 }

@@ -28,7 +28,8 @@ pub struct AfterStep {
     pub name: Option<String>,
     /// The decision.
     pub decision: AfterStepSpec,
-    /// Only at this step (from 1); at every step when left out.
+    /// Only at this step (from 0, as the event log numbers steps); at every
+    /// step when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<u32>,
 }

@@ -9,6 +9,7 @@ mod delay;
 mod fail;
 mod fallback;
 mod guardrail;
+mod hide_message;
 mod history_probe;
 mod metadata;
 mod rag;
@@ -40,6 +41,7 @@ pub use delay::Delay;
 pub use fail::{Fail, PhaseName};
 pub use fallback::Fallback;
 pub use guardrail::Guardrail;
+pub use hide_message::HideMessage;
 pub use history_probe::HistoryProbe;
 pub use metadata::{ContextMessage, MetadataOverlay, MetadataPhase, PatchMetadata, SetMetadata};
 pub use rag::Rag;
@@ -94,6 +96,7 @@ pub enum HookSpec {
     Compaction(CompactionSpec),
     RewritePatch(RewritePatchSpec),
     RewriteListener(RewriteListener),
+    HideMessage(HideMessage),
 }
 
 impl HookSpec {
@@ -128,6 +131,7 @@ impl HookSpec {
             HookSpec::Compaction(_) => "compaction",
             HookSpec::RewritePatch(_) => "rewrite_patch",
             HookSpec::RewriteListener(_) => "rewrite_listener",
+            HookSpec::HideMessage(_) => "hide_message",
         }
     }
 
@@ -162,6 +166,7 @@ impl HookSpec {
             HookSpec::Compaction(h) => h.name.as_deref(),
             HookSpec::RewritePatch(h) => h.name.as_deref(),
             HookSpec::RewriteListener(h) => h.name.as_deref(),
+            HookSpec::HideMessage(h) => h.name.as_deref(),
         }
     }
 
@@ -229,6 +234,10 @@ impl HookSpec {
                 "keep",
                 "must be below threshold: nothing would ever be summarized".into(),
             )),
+            HookSpec::HideMessage(h) if h.nth == 0 => Err((
+                "nth",
+                "must be at least 1: stored messages count from 1".into(),
+            )),
             _ => Ok(()),
         }
     }
@@ -270,6 +279,7 @@ impl HookSpec {
             HookSpec::Compaction(_) => Phase::ResolveModelContext,
             HookSpec::RewritePatch(_) => Phase::PrepareHistoryRewrite,
             HookSpec::RewriteListener(_) => Phase::HistoryRewritten,
+            HookSpec::HideMessage(_) => Phase::AfterStep,
         }
     }
 
@@ -304,6 +314,7 @@ impl HookSpec {
             HookSpec::Compaction(h) => h.build(name),
             HookSpec::RewritePatch(h) => h.build(name),
             HookSpec::RewriteListener(h) => h.build(name),
+            HookSpec::HideMessage(h) => h.build(name),
         }
     }
 }

@@ -3,7 +3,8 @@
 //! or, if the run ends first, by the one run its run's pending steers then
 //! start (the newest steer is that run's trigger; its context holds them
 //! all); never both. A run still waiting for a client when the scenario
-//! ends has not taken its steers yet (T9).
+//! ends has not taken its steers yet (T9). A steer whose visibility a
+//! rewrite changed (R1) is taken all the same, but need not be sent.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,6 +12,7 @@ use pai_runtime::{EventKind, ModelContent, Phase, Role, RunStage, RunStatus, Tra
 
 use super::facts::{anchors, stored};
 use super::observed::{Observed, Violation};
+use super::rewrites::Erasures;
 use crate::hooks::HookSpec;
 use crate::scenario::OracleId;
 
@@ -69,13 +71,11 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         .filter(|r| r.status == RunStatus::Waiting)
         .map(|r| r.id.as_str())
         .collect();
+    let erased = Erasures::of(o.events);
     let mut out = Vec::new();
     for &(run, id, seq) in &steers {
-        let text = messages
-            .iter()
-            .find(|((_, i), _)| *i == id)
-            .map(|(_, m)| m.text());
-        let text = text.unwrap_or_default();
+        let found = messages.iter().find(|((_, i), _)| *i == id);
+        let text = found.map(|(_, m)| m.text()).unwrap_or_default();
         let restarted = triggers.iter().filter(|(t, _)| *t == id).count();
         // The run a later steer of the same run started, if any.
         let leftover = steers
@@ -85,6 +85,9 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         // The run handed over to a new episode for it (the episode may then
         // have failed before its first step anchored).
         let from = stored_at.get(id).copied().unwrap_or(0);
+        // A rewrite may have hidden it from the context before it was sent.
+        let rewritten =
+            found.is_some_and(|((t, _), _)| erased.visibility_changed_after(t, id, from));
         let handed_over = o.events[from..].iter().any(|e| {
             e.run_id == run
                 && matches!(
@@ -106,7 +109,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             _ if (taker.is_some() || handed_over) && restarted > 0 => {
                 Some("was taken by its run and also started a run".to_string())
             }
-            (Some(step), _) if !sent(o, run, step, &text) => Some(format!(
+            (Some(step), _) if !rewritten && !sent(o, run, step, &text) => Some(format!(
                 "was not in the context of step {step}, the first after it"
             )),
             // A run still waiting for a client takes it when it resumes (T9).
@@ -118,7 +121,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             {
                 Some("was never taken: no step after it, and no run started".to_string())
             }
-            (None, Some(l)) if !sent(o, l, 0, &text) => Some(format!(
+            (None, Some(l)) if !rewritten && !sent(o, l, 0, &text) => Some(format!(
                 "was not in the context of {l}, the run its run's steers started"
             )),
             _ => None,

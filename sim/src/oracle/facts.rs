@@ -118,7 +118,9 @@ fn tool_result_event(kind: &EventKind) -> bool {
 /// the phase grammar: hook notes, resolver leaves, steers stored for the
 /// run, and what hooks and `on_output` handlers wrote through the run's
 /// facade (run metadata, hidden context messages, mutations, refused ones,
-/// and compaction's progress inside `resolve_model_context`).
+/// the visibility rewrites a run's own mutation makes and their delivery to
+/// `history_rewritten` hooks, and compaction's progress inside
+/// `resolve_model_context`).
 pub(super) fn beside_phases(kind: &EventKind) -> bool {
     matches!(
         kind,
@@ -131,6 +133,8 @@ pub(super) fn beside_phases(kind: &EventKind) -> bool {
             | EventKind::LeaseRenewed { .. }
             | EventKind::Mutated { .. }
             | EventKind::MutationRefused { .. }
+            | EventKind::HistoryRewritten { .. }
+            | EventKind::RewriteDelivered { .. }
             | EventKind::CompactionStarted { .. }
             | EventKind::Compacted { .. }
             | EventKind::CompactionSkipped { .. }

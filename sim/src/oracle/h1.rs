@@ -79,9 +79,9 @@ pub(super) fn versions(events: &[Event], threads: &[StoredThread]) -> Vec<Violat
 
 /// SPEC H1 among workers: a commit whose answer never reached its process
 /// is in no event, and processes' logs interleave out of version order; so
-/// the commits are counted from what the store applied (client writes, and
-/// run writes that append or write metadata), and each thread's final
-/// version must equal them.
+/// the commits are counted from what the store applied (client writes, run
+/// writes that append or write metadata, and a run's own mutations that
+/// committed a version), and each thread's final version must equal them.
 pub(super) fn versions_in_store(c: &ClusterObs, threads: &[StoredThread]) -> Vec<Violation> {
     let mut commits: BTreeMap<&str, u64> = BTreeMap::new();
     for r in &c.log {
@@ -92,6 +92,11 @@ pub(super) fn versions_in_store(c: &ClusterObs, threads: &[StoredThread]) -> Vec
             ClusterEvent::Wrote {
                 thread, request, ..
             } if ["append", "commit_resumed", "set_run_metadata"].contains(request) => thread,
+            ClusterEvent::Wrote {
+                thread,
+                committed: true,
+                ..
+            } => thread,
             _ => continue,
         };
         *commits.entry(thread.as_str()).or_default() += 1;

@@ -135,6 +135,7 @@ mod tests {
             admitted: None,
             messages: Vec::new(),
             waits_on: Vec::new(),
+            committed: false,
         }
     }
 

@@ -32,6 +32,7 @@ mod l4;
 mod liveness;
 mod lost;
 mod m1;
+mod m1_visible;
 mod m3;
 mod observed;
 mod p8;
@@ -62,6 +63,7 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
         None => h1::versions(o.events, o.threads),
     });
     violations.extend(m1::check(o));
+    violations.extend(m1_visible::check(o));
     violations.extend(h6::check(o.calls));
     violations.extend(x3::check(o.events, o.threads));
     violations.extend(request::violations(o, &mismatches));

@@ -51,6 +51,8 @@ pub enum ClusterEvent {
         messages: Vec<String>,
         /// A wait's calls.
         waits_on: Vec<String>,
+        /// A run's own mutation (`mutate`) that committed a new version.
+        committed: bool,
     },
     /// A client's write landed: a user message (`submit`, keyed by its
     /// message id), an answer (`answer`, keyed by the call id) or a cancel

@@ -1,0 +1,338 @@
+//! SPEC M1, the visible set: a step's default context holds the thread's
+//! messages that were context-visible when the step began, and none that
+//! were hidden then. The visibility each stored message had at a position
+//! of the log is rebuilt from the visibility changes the log records
+//! (`Mutated`, each with its before and after), not from the runtime's
+//! context code; a change the log cannot place before or after the step's
+//! read is not judged.
+
+use std::collections::BTreeMap;
+
+use pai_runtime::{Event, EventKind, Message, ModelContent, ModelMessage, Role, StoredThread};
+
+use super::observed::{Observed, Violation};
+use super::rewrites::Erasures;
+use crate::hooks::HookSpec;
+use crate::scenario::{OracleId, Scenario};
+
+/// Where a step began: its thread and anchor, the position of its
+/// `resolve_model_context` event and of the run's event before it (the read
+/// lies between the two).
+#[derive(Debug, Clone, Copy)]
+struct Begun<'a> {
+    thread: &'a str,
+    anchor: u64,
+    from: usize,
+    at: usize,
+}
+
+/// Each message's visibility changes, by (thread, message id): position,
+/// context-visible before, after.
+type Changes<'a> = BTreeMap<(&'a str, &'a str), Vec<(usize, bool, bool)>>;
+
+pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
+    // Among workers the processes' logs interleave out of the store's
+    // order, so positions do not order a change against a read.
+    if o.cluster.is_some() {
+        return Vec::new();
+    }
+    let begun = steps(o.events);
+    let changes = changes(o.events);
+    let queued = Queue::of(o.events);
+    let added = hook_texts(o.scenario);
+    let whole = sends_default_whole(o.scenario);
+    let mut out = Vec::new();
+    for c in o.calls {
+        let r = &c.request;
+        let Some(b) = begun.get(&(r.run_id.as_str(), r.step)) else {
+            continue;
+        };
+        let Some(thread) = o.threads.iter().find(|t| t.id == b.thread) else {
+            continue;
+        };
+        let sent = texts(&r.messages);
+        for m in judged(thread, b.anchor, &added) {
+            // A queued run's message waits for its run (K1).
+            if queued.holds(&m.id, b.at) {
+                continue;
+            }
+            let Some(visible) = visible_at(&changes, b, m) else {
+                continue;
+            };
+            let key = (m.role, m.text());
+            let present = sent.get(&key).copied().unwrap_or(0) > 0;
+            let problem = match (visible, present) {
+                (false, true) => "hidden from the context when the step began, yet sent",
+                (true, false) if whole => "context-visible when the step began, yet not sent",
+                _ => continue,
+            };
+            out.push(Violation {
+                oracle: OracleId::M1,
+                run: Some(r.run_id.clone()),
+                message: format!(
+                    "step {}: {:?} message #{} ({:?}) was {problem}",
+                    r.step, m.role, m.seq, key.1
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// Every step's beginning, unless its thread later lost messages (then the
+/// stored thread no longer tells what the step saw).
+fn steps(events: &[Event]) -> BTreeMap<(&str, u32), Begun<'_>> {
+    let erased = Erasures::of(events);
+    let mut last: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    for (i, e) in events.iter().enumerate() {
+        if let EventKind::ResolveModelContext { step, anchor, .. } = &e.kind
+            && !erased.erased_after(&e.thread_id, i)
+        {
+            let from = last.get(e.run_id.as_str()).copied().unwrap_or(0);
+            let b = Begun {
+                thread: &e.thread_id,
+                anchor: *anchor,
+                from,
+                at: i,
+            };
+            out.insert((e.run_id.as_str(), *step), b);
+        }
+        if !matches!(e.kind, EventKind::Hook(_)) && !e.run_id.is_empty() {
+            last.insert(&e.run_id, i);
+        }
+    }
+    out
+}
+
+/// The messages that started runs: each waits in the queue from its
+/// run's admission until the run first holds the lease (K1), and until
+/// then no other run's step sends it.
+struct Queue<'a> {
+    /// Trigger message id → its run's admission and first lease, by position.
+    waits: BTreeMap<&'a str, (usize, Option<usize>)>,
+}
+
+impl<'a> Queue<'a> {
+    fn of(events: &'a [Event]) -> Queue<'a> {
+        let mut trigger: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut waits: BTreeMap<&str, (usize, Option<usize>)> = BTreeMap::new();
+        for (i, e) in events.iter().enumerate() {
+            match &e.kind {
+                EventKind::Admitted { trigger: m } => {
+                    trigger.insert(&e.run_id, m);
+                    waits.insert(m, (i, None));
+                }
+                EventKind::LeaseAcquired { .. } => {
+                    if let Some(m) = trigger.remove(e.run_id.as_str())
+                        && let Some(w) = waits.get_mut(m)
+                    {
+                        w.1 = Some(i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Queue { waits }
+    }
+
+    /// Message `id` waited in the queue at position `at`.
+    fn holds(&self, id: &str, at: usize) -> bool {
+        self.waits
+            .get(id)
+            .is_some_and(|&(admitted, lease)| admitted < at && lease.is_none_or(|l| l > at))
+    }
+}
+
+fn changes(events: &[Event]) -> Changes<'_> {
+    let mut out: Changes<'_> = BTreeMap::new();
+    for (i, e) in events.iter().enumerate() {
+        if let EventKind::Mutated { visibility, .. } = &e.kind {
+            for v in visibility {
+                let key = (e.thread_id.as_str(), v.message.as_str());
+                out.entry(key)
+                    .or_default()
+                    .push((i, v.before.context, v.after.context));
+            }
+        }
+    }
+    out
+}
+
+/// Whether `m` was context-visible when step `b` read the thread; `None`
+/// when a change falls between the run's previous event and the step's.
+fn visible_at(changes: &Changes<'_>, b: &Begun<'_>, m: &Message) -> Option<bool> {
+    let Some(list) = changes.get(&(b.thread, m.id.as_str())) else {
+        return Some(m.visibility.context);
+    };
+    if list.iter().any(|&(p, ..)| p > b.from && p < b.at) {
+        return None;
+    }
+    match list.iter().rev().find(|&&(p, ..)| p <= b.from) {
+        Some(&(_, _, after)) => Some(after),
+        None => list.first().map(|&(_, before, _)| before),
+    }
+}
+
+/// The stored user and assistant messages at or below the anchor whose
+/// text tells them apart: non-empty, the only one of their role with it,
+/// and no hook's own text.
+fn judged<'t>(
+    thread: &'t StoredThread,
+    anchor: u64,
+    added: &[&str],
+) -> impl Iterator<Item = &'t Message> + 't {
+    let mut count: BTreeMap<(Role, String), usize> = BTreeMap::new();
+    for m in &thread.messages {
+        *count.entry((m.role, m.text())).or_default() += 1;
+    }
+    let added: Vec<String> = added.iter().map(|s| s.to_string()).collect();
+    thread.messages.iter().filter(move |m| {
+        let text = m.text();
+        matches!(m.role, Role::User | Role::Assistant)
+            && m.seq <= anchor
+            && !text.is_empty()
+            && count.get(&(m.role, text.clone())) == Some(&1)
+            && !added.contains(&text)
+    })
+}
+
+/// How often each (role, text) of the user and assistant messages occurs.
+fn texts(messages: &[ModelMessage]) -> BTreeMap<(Role, String), usize> {
+    let mut out = BTreeMap::new();
+    for m in messages {
+        if !matches!(m.role, Role::User | Role::Assistant) {
+            continue;
+        }
+        let text: String = m
+            .content
+            .iter()
+            .filter_map(|c| match c {
+                ModelContent::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        *out.entry((m.role, text)).or_default() += 1;
+    }
+    out
+}
+
+/// Texts hooks put into requests themselves.
+fn hook_texts(s: &Scenario) -> Vec<&str> {
+    let mut out = Vec::new();
+    for h in &s.hooks {
+        match &h.spec {
+            HookSpec::BaseContext(b) => out.extend(b.messages.iter().map(|m| m.text.as_str())),
+            HookSpec::ReplaceMessages(r) => out.extend(r.messages.iter().map(|m| m.text.as_str())),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// No hook of the composition drops or replaces default-context messages:
+/// every visible one must then be sent.
+fn sends_default_whole(s: &Scenario) -> bool {
+    !s.hooks.iter().any(|h| {
+        matches!(
+            h.spec,
+            HookSpec::RecentWindow(_)
+                | HookSpec::BaseContext(_)
+                | HookSpec::ReplaceMessages(_)
+                | HookSpec::Compaction(_)
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use pai_runtime::{PaiMeta, Part, Producer, Visibility, VisibilityChange};
+
+    use super::*;
+    use crate::oracle::facts::ev;
+
+    fn message(id: &str, context: bool) -> Message {
+        Message {
+            id: id.into(),
+            seq: 1,
+            role: Role::User,
+            parts: vec![Part::text("x")],
+            visibility: Visibility {
+                transcript: true,
+                context,
+            },
+            pai: PaiMeta::new(Producer::User, None, None, 0),
+        }
+    }
+
+    /// `id`'s context visibility changes from `before` to `after`.
+    fn change(id: &str, before: bool, after: bool) -> Event {
+        let vis = |context| Visibility {
+            transcript: true,
+            context,
+        };
+        ev(EventKind::Mutated {
+            version: 2,
+            appended: Vec::new(),
+            metadata: Vec::new(),
+            private: Vec::new(),
+            visibility: vec![VisibilityChange {
+                message: id.into(),
+                before: vis(before),
+                after: vis(after),
+            }],
+        })
+    }
+
+    fn resolve(step: u32) -> Event {
+        ev(EventKind::ResolveModelContext {
+            step,
+            anchor: 5,
+            messages: 1,
+        })
+    }
+
+    fn lease() -> Event {
+        ev(EventKind::LeaseAcquired {
+            episode: 1,
+            token: 1,
+        })
+    }
+
+    /// SPEC M1: a change the run made before the step counts as made; one
+    /// made after it is undone; one between the run's previous event and
+    /// the step's is not judged.
+    #[test]
+    fn m1_visibility_is_rebuilt_at_the_step() {
+        // 0 lease, 1 step 0, 2 hide m, 3 step 1, 4 show m again.
+        let (hide, show) = (change("m", true, false), change("m", false, true));
+        let events = vec![lease(), resolve(0), hide, resolve(1), show];
+        let (begun, log) = (steps(&events), changes(&events));
+        let m = message("m", true);
+        let at = |step| visible_at(&log, &begun[&("r", step)], &m);
+        assert_eq!(at(0), Some(true), "before the hide");
+        assert_eq!(at(1), Some(false), "after the hide, before the show");
+        let unchanged = message("n", false);
+        assert_eq!(visible_at(&log, &begun[&("r", 1)], &unchanged), Some(false));
+        // A trusted writer's change between the run's events: unknown.
+        let mut late = change("m", true, false);
+        late.run_id.clear();
+        let events = vec![lease(), late, resolve(0)];
+        let (begun, log) = (steps(&events), changes(&events));
+        assert_eq!(visible_at(&log, &begun[&("r", 0)], &m), None);
+    }
+
+    /// SPEC K1: a message waits in the queue from its run's admission until
+    /// that run first holds the lease.
+    #[test]
+    fn k1_a_trigger_is_queued_until_its_run_holds_the_lease() {
+        let admit = ev(EventKind::Admitted {
+            trigger: "m".into(),
+        });
+        let events = vec![admit, resolve(0), lease(), resolve(1)];
+        let q = Queue::of(&events);
+        assert!(q.holds("m", 1));
+        assert!(!q.holds("m", 3));
+        assert!(!q.holds("other", 1));
+    }
+}
