@@ -62,18 +62,21 @@ impl LanguageModel for ScriptedModel {
         let parts = match request.step {
             0 => vec![
                 StreamPart::TextDelta("Let me look at the clock.".into()),
-                StreamPart::ToolCall {
-                    call_id: format!("call_{}", request.messages.len()),
-                    tool: "time".into(),
-                    input: json!({}),
-                },
+                StreamPart::tool_call(
+                    format!("call_{}", request.messages.len()),
+                    "time",
+                    json!({}),
+                ),
                 StreamPart::Finish(FinishReason::ToolCalls),
             ],
             _ => vec![
-                StreamPart::TextDelta(format!(
-                    "Done. This thread now has {} messages in context.",
-                    request.messages.len()
-                )),
+                StreamPart::TextDelta(
+                    format!(
+                        "Done. This thread now has {} messages in context.",
+                        request.messages.len()
+                    )
+                    .into(),
+                ),
                 StreamPart::Finish(FinishReason::Stop),
             ],
         };

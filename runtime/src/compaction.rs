@@ -111,7 +111,7 @@ impl Compaction {
                 StreamPart::TextDelta(d) => text.push_str(&d),
                 StreamPart::Error(e) => return Err(e),
                 StreamPart::Finish(_) => break,
-                StreamPart::ToolCall { .. } => {}
+                StreamPart::ToolCall(_) => {}
             }
         }
         Ok(text)

@@ -1,8 +1,9 @@
 //! What a stream stage emits into (SPEC S1, S4), a structured abort among
 //! it, and what receives a pipeline's output. Built for the common case of one text delta in, one
-//! text delta out: that delta is kept apart as a `String`, so passing it on
+//! text delta out: that delta is kept apart as a `Delta`, so passing it on
 //! moves three words, not a whole `StreamPart`.
 
+use crate::delta::Delta;
 use crate::message::{Outcome, Part};
 use crate::model::StreamPart;
 
@@ -20,7 +21,7 @@ pub struct Abort {
 pub struct Emit {
     /// The output so far when it is exactly one text delta (then `parts` is
     /// empty); a later part moves it into `parts` first, so order holds.
-    delta: Option<String>,
+    delta: Option<Delta>,
     parts: Vec<StreamPart>,
     abort: Option<Abort>,
 }
@@ -38,7 +39,7 @@ impl Emit {
     }
 
     /// Passes text downstream (nothing for empty text).
-    pub fn text(&mut self, text: impl Into<String>) {
+    pub fn text(&mut self, text: impl Into<Delta>) {
         let text = text.into();
         if !text.is_empty() {
             self.delta(text);
@@ -47,7 +48,7 @@ impl Emit {
 
     /// Passes a text delta downstream, even an empty one.
     #[inline]
-    pub(crate) fn delta(&mut self, d: String) {
+    pub(crate) fn delta(&mut self, d: Delta) {
         if self.delta.is_none() && self.parts.is_empty() {
             self.delta = Some(d);
         } else {
@@ -113,7 +114,7 @@ pub(crate) trait Sink {
 
     /// A text delta; by default passed on as a part.
     #[inline]
-    fn text(&mut self, text: String) {
+    fn text(&mut self, text: Delta) {
         self.part(StreamPart::TextDelta(text));
     }
 }
@@ -131,7 +132,7 @@ impl Sink for Emit {
         Emit::part(self, part);
     }
 
-    fn text(&mut self, text: String) {
+    fn text(&mut self, text: Delta) {
         self.delta(text);
     }
 }

@@ -13,6 +13,7 @@ mod clock;
 mod compaction;
 mod context;
 mod context_cache;
+mod delta;
 mod emit;
 mod error;
 mod event;
@@ -70,6 +71,7 @@ pub use client::{
 pub use clock::{Clock, IdKind, IdSource, Millis};
 pub use compaction::{COMPACTION_KEY, Compaction, CompactionCursor};
 pub use context::{ContextInput, ContextNext, History, HistoryError, HistoryPage, ResolverThread};
+pub use delta::Delta;
 pub use error::{HookError, HookResult};
 pub use event::{Event, EventKind, EventSink, RunStage, Transition};
 pub use facade::{Admin, AdminThread};
@@ -88,7 +90,7 @@ pub use message::{
 pub use metadata::RunMetadata;
 pub use model::{
     BoxStream, FinishReason, LanguageModel, ModelError, ModelMap, ModelProvider, ModelRequest,
-    PartSink, PartStream, ReadyStream, StreamPart,
+    PartSink, PartStream, ReadyStream, StreamPart, StreamedCall,
 };
 pub use model_call::{AttemptPatch, ModelNext};
 pub use patch::{ModelSettings, Patch, ProviderOptions, Route, RoutePatch, ToolChoice};

@@ -196,6 +196,20 @@ impl Message {
         }
         out
     }
+
+    /// All text parts joined, taking the message: one text part is moved
+    /// out, not copied.
+    pub fn into_text(self) -> String {
+        let mut texts = self.parts.into_iter().filter_map(|p| match p {
+            Part::Text { text } => Some(text),
+            _ => None,
+        });
+        let mut out = texts.next().unwrap_or_default();
+        for t in texts {
+            out.push_str(&t);
+        }
+        out
+    }
 }
 
 /// A message as the model receives it.
@@ -239,4 +253,33 @@ pub enum ModelContent {
         output: Value,
         is_error: bool,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn into_text_joins_the_text_parts_as_text_does() {
+        let call = Part::ToolCall {
+            call_id: "c".into(),
+            tool: "t".into(),
+            input: serde_json::Value::Null,
+        };
+        for parts in [
+            vec![],
+            vec![Part::text("one")],
+            vec![Part::text("a"), call, Part::text("b")],
+        ] {
+            let m = Message {
+                id: "m".into(),
+                seq: 1,
+                role: Role::Assistant,
+                parts,
+                visibility: Visibility::ALL,
+                pai: PaiMeta::new(Producer::Model, None, None, 0),
+            };
+            assert_eq!(m.clone().into_text(), m.text());
+        }
+    }
 }

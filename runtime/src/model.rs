@@ -7,6 +7,7 @@ use std::task::{Context, Poll};
 
 use serde_json::Value;
 
+use crate::delta::Delta;
 use crate::future::HookFuture;
 use crate::message::ModelMessage;
 use crate::patch::Route;
@@ -47,18 +48,45 @@ impl FinishReason {
     }
 }
 
-/// One item of a provider stream.
+/// One item of a provider stream. As small as a text delta: a stream is
+/// mostly deltas, and a tool call, rare, is boxed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamPart {
-    TextDelta(String),
-    ToolCall {
-        call_id: String,
-        tool: String,
-        input: Value,
-    },
+    /// Text, inline when short (see [`Delta`]).
+    TextDelta(Delta),
+    /// A tool call (build one with [`StreamPart::tool_call`]).
+    ToolCall(Box<StreamedCall>),
     Finish(FinishReason),
     /// The provider failed after the stream started.
     Error(String),
+}
+
+/// A tool call a provider streamed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamedCall {
+    pub call_id: String,
+    pub tool: String,
+    pub input: Value,
+}
+
+impl StreamPart {
+    /// A text delta.
+    pub fn text(text: impl Into<Delta>) -> StreamPart {
+        StreamPart::TextDelta(text.into())
+    }
+
+    /// A tool call.
+    pub fn tool_call(
+        call_id: impl Into<String>,
+        tool: impl Into<String>,
+        input: Value,
+    ) -> StreamPart {
+        StreamPart::ToolCall(Box::new(StreamedCall {
+            call_id: call_id.into(),
+            tool: tool.into(),
+            input,
+        }))
+    }
 }
 
 /// A provider stream, polled by the step loop.
@@ -190,3 +218,6 @@ impl ModelProvider for ModelMap {
         self.0.get(name).map(|m| &**m)
     }
 }
+
+// A stream is mostly text deltas: a part is no bigger than one.
+const _: () = assert!(std::mem::size_of::<StreamPart>() <= 32);

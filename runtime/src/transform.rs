@@ -8,10 +8,11 @@
 
 use std::fmt;
 
+use crate::delta::Delta;
 use crate::emit::Sink;
 pub use crate::emit::{Abort, Emit};
 use crate::message::Part;
-use crate::model::StreamPart;
+use crate::model::{StreamPart, StreamedCall};
 
 /// One stage of a stream pipeline.
 pub trait StreamTransform: Send {
@@ -79,9 +80,9 @@ impl Pipeline {
     }
 
     /// `push` of a text delta: stages that pass it as it is are skipped, and
-    /// it moves as a `String` until one does not.
+    /// it moves as a `Delta` until one does not.
     #[inline(always)]
-    pub(crate) fn push_text(&mut self, text: String, sink: &mut impl Sink) -> Option<Abort> {
+    pub(crate) fn push_text(&mut self, text: Delta, sink: &mut impl Sink) -> Option<Abort> {
         match self.stages.iter().position(|s| !s.passes_text(&text)) {
             None => {
                 sink.text(text);
@@ -161,16 +162,12 @@ pub(crate) fn transform_parts(
     let mut out = Assembler::default();
     for part in parts {
         let sp = match part {
-            Part::Text { text } => StreamPart::TextDelta(text),
+            Part::Text { text } => StreamPart::TextDelta(text.into()),
             Part::ToolCall {
                 call_id,
                 tool,
                 input,
-            } => StreamPart::ToolCall {
-                call_id,
-                tool,
-                input,
-            },
+            } => StreamPart::tool_call(call_id, tool, input),
             other => {
                 // Results are not stream parts; they pass through unchanged,
                 // after anything held back before them.
@@ -195,22 +192,19 @@ pub(crate) struct Assembler {
 
 impl Assembler {
     #[inline]
-    pub(crate) fn push_text(&mut self, d: String) {
-        if self.text.is_empty() {
-            self.text = d;
-        } else {
-            self.text.push_str(&d);
-        }
+    pub(crate) fn push_text(&mut self, d: Delta) {
+        self.text.push_str(&d);
     }
 
     pub(crate) fn push(&mut self, part: StreamPart) {
         match part {
             StreamPart::TextDelta(d) => self.push_text(d),
-            StreamPart::ToolCall {
-                call_id,
-                tool,
-                input,
-            } => {
+            StreamPart::ToolCall(call) => {
+                let StreamedCall {
+                    call_id,
+                    tool,
+                    input,
+                } = *call;
                 self.flush();
                 self.parts.push(Part::ToolCall {
                     call_id,
@@ -242,7 +236,7 @@ impl Sink for Assembler {
     }
 
     #[inline]
-    fn text(&mut self, text: String) {
+    fn text(&mut self, text: Delta) {
         self.push_text(text);
     }
 }

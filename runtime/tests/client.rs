@@ -24,16 +24,8 @@ impl LanguageModel for MockModel {
         let parts = if request.step == 0 {
             vec![
                 StreamPart::TextDelta("Adding.".into()),
-                StreamPart::ToolCall {
-                    call_id: "c1".into(),
-                    tool: "add".into(),
-                    input: json!({"a": 2, "b": 3}),
-                },
-                StreamPart::ToolCall {
-                    call_id: "c2".into(),
-                    tool: "wipe".into(),
-                    input: json!({}),
-                },
+                StreamPart::tool_call("c1", "add", json!({"a": 2, "b": 3})),
+                StreamPart::tool_call("c2", "wipe", json!({})),
                 StreamPart::Finish(FinishReason::ToolCalls),
             ]
         } else {

@@ -28,12 +28,8 @@ impl LanguageModel for Looping {
         self.0.lock().unwrap().push(r.messages.clone());
         let parts = match r.step + 1 < STEPS {
             true => vec![
-                StreamPart::TextDelta(format!("step {}", r.step)),
-                StreamPart::ToolCall {
-                    call_id: format!("c{}", r.step),
-                    tool: "echo".into(),
-                    input: json!({"n": r.step}),
-                },
+                StreamPart::TextDelta(format!("step {}", r.step).into()),
+                StreamPart::tool_call(format!("c{}", r.step), "echo", json!({"n": r.step})),
                 StreamPart::Finish(FinishReason::ToolCalls),
             ],
             false => vec![

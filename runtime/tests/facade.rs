@@ -60,16 +60,13 @@ impl LanguageModel for Main {
     fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
         self.seen.lock().unwrap().push(r.clone());
         let text = last_user_text(r);
-        let call = |tool: &str| StreamPart::ToolCall {
-            call_id: format!("{}-{tool}", r.run_id),
-            tool: tool.into(),
-            input: json!({}),
-        };
+        let call =
+            |tool: &str| StreamPart::tool_call(format!("{}-{tool}", r.run_id), tool, json!({}));
         let parts = match (text.as_str(), r.step) {
             ("wait", 0) => vec![call("pick"), StreamPart::Finish(FinishReason::ToolCalls)],
             ("slow", 0) => vec![call("slow"), StreamPart::Finish(FinishReason::ToolCalls)],
             (t, _) => vec![
-                StreamPart::TextDelta(format!("re: {t}")),
+                StreamPart::TextDelta(format!("re: {t}").into()),
                 StreamPart::Finish(FinishReason::Stop),
             ],
         };
@@ -1454,7 +1451,7 @@ impl LanguageModel for Summarizer {
             seen.len()
         };
         let parts = vec![
-            StreamPart::TextDelta(format!("S{n}")),
+            StreamPart::TextDelta(format!("S{n}").into()),
             StreamPart::Finish(FinishReason::Stop),
         ];
         HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))

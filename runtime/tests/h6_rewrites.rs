@@ -127,11 +127,11 @@ impl LanguageModel for Main {
         for (tool, reject) in &plan {
             let mut n = self.calls.lock().unwrap();
             *n += 1;
-            parts.push(StreamPart::ToolCall {
-                call_id: format!("c{n}"),
-                tool: tool.name().into(),
-                input: json!({ "reject": reject }),
-            });
+            parts.push(StreamPart::tool_call(
+                format!("c{n}"),
+                tool.name(),
+                json!({ "reject": reject }),
+            ));
         }
         let finish = match plan.is_empty() {
             true => {

@@ -38,7 +38,7 @@ impl LanguageModel for Chunks {
             self.chunks
                 .iter()
                 .cloned()
-                .map(StreamPart::TextDelta)
+                .map(|c| StreamPart::TextDelta(c.into()))
                 .collect()
         } else {
             let mut seen = self.later_context.lock().unwrap();
@@ -175,7 +175,7 @@ proptest! {
         let mut stage = redact_text_deltas(pats.clone(), REPLACEMENT);
         let mut collect = Collect(String::new());
         for c in chunk(&text, &cuts) {
-            collect.feed(&mut *stage, StreamPart::TextDelta(c));
+            collect.feed(&mut *stage, StreamPart::TextDelta(c.into()));
         }
         collect.finish(&mut *stage);
         let got = collect.0;

@@ -22,11 +22,7 @@ struct Model;
 impl LanguageModel for Model {
     fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
         let parts = if r.step == 0 {
-            let call = |id: &str, tool: &str, input: Value| StreamPart::ToolCall {
-                call_id: id.into(),
-                tool: tool.into(),
-                input,
-            };
+            let call = |id: &str, tool: &str, input: Value| StreamPart::tool_call(id, tool, input);
             vec![
                 call("c1", "add", json!({"a": 2, "b": 3})),
                 call("c2", "send", json!({"to": "bob"})),
@@ -41,7 +37,7 @@ impl LanguageModel for Model {
                 .map(|m| format!("{:?}", m.content))
                 .collect();
             vec![
-                StreamPart::TextDelta(format!("done; system: {}", seen.len())),
+                StreamPart::TextDelta(format!("done; system: {}", seen.len()).into()),
                 StreamPart::Finish(FinishReason::Stop),
             ]
         };
@@ -502,16 +498,8 @@ impl LanguageModel for SlowModel {
     fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
         let parts = match r.step {
             0 => vec![
-                StreamPart::ToolCall {
-                    call_id: "c1".into(),
-                    tool: "slow".into(),
-                    input: json!({}),
-                },
-                StreamPart::ToolCall {
-                    call_id: "c2".into(),
-                    tool: "send".into(),
-                    input: json!({"to": "bob"}),
-                },
+                StreamPart::tool_call("c1", "slow", json!({})),
+                StreamPart::tool_call("c2", "send", json!({"to": "bob"})),
                 StreamPart::Finish(FinishReason::ToolCalls),
             ],
             _ => vec![StreamPart::Finish(FinishReason::Stop)],

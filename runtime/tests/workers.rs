@@ -54,11 +54,7 @@ impl LanguageModel for Model {
     fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
         let parts = match r.step {
             0 => vec![
-                StreamPart::ToolCall {
-                    call_id: "c1".into(),
-                    tool: "charge".into(),
-                    input: json!({"amount": 3}),
-                },
+                StreamPart::tool_call("c1", "charge", json!({"amount": 3})),
                 StreamPart::Finish(FinishReason::ToolCalls),
             ],
             _ => vec![

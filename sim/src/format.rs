@@ -151,11 +151,7 @@ pub(crate) fn model_message(m: &ModelMessage) -> String {
 pub(crate) fn stream_part(p: &StreamPart) -> String {
     match p {
         StreamPart::TextDelta(t) => format!("text {}", quoted(t)),
-        StreamPart::ToolCall {
-            call_id,
-            tool,
-            input,
-        } => format!("tool_call {call_id} {tool} {}", json(input)),
+        StreamPart::ToolCall(c) => format!("tool_call {} {} {}", c.call_id, c.tool, json(&c.input)),
         StreamPart::Finish(r) => format!("finish {}", r.as_str()),
         StreamPart::Error(e) => format!("error {}", quoted(e)),
     }

@@ -56,11 +56,12 @@ pub fn secret_patterns() -> Vec<Pattern> {
 
 /// The provider's parts: the deltas, then the finish.
 pub fn deltas(text: &str) -> Vec<StreamPart> {
-    let mut parts: Vec<StreamPart> = text
-        .as_bytes()
-        .chunks(DELTA_LEN)
-        .map(|c| StreamPart::TextDelta(String::from_utf8(c.to_vec()).expect("ASCII")))
-        .collect();
+    let mut parts: Vec<StreamPart> = Vec::with_capacity(DELTAS + 1);
+    parts.extend(
+        text.as_bytes()
+            .chunks(DELTA_LEN)
+            .map(|c| StreamPart::TextDelta(std::str::from_utf8(c).expect("ASCII").into())),
+    );
     parts.push(StreamPart::Finish(FinishReason::Stop));
     parts
 }
@@ -94,8 +95,8 @@ pub fn full_pipeline(
     rt.block_on(async {
         let t = runtime.client("u").thread("t");
         t.send("go").await.expect("send");
-        let state = t.wait_until_idle().await.expect("idle");
-        state.messages[1].text()
+        let mut state = t.wait_until_idle().await.expect("idle");
+        state.messages.swap_remove(1).into_text()
     })
 }
 

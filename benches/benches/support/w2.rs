@@ -82,11 +82,11 @@ impl LanguageModel for EchoLoop {
         self.0.saw(request);
         let parts = match request.step + 1 < STEPS {
             true => vec![
-                StreamPart::ToolCall {
-                    call_id: format!("call_{}", request.step + 1),
-                    tool: "echo".into(),
-                    input: json!({"text": "ping"}),
-                },
+                StreamPart::tool_call(
+                    format!("call_{}", request.step + 1),
+                    "echo",
+                    json!({"text": "ping"}),
+                ),
                 StreamPart::Finish(FinishReason::ToolCalls),
             ],
             false => vec![

@@ -8,6 +8,7 @@ use std::task::Poll;
 
 use super::exec::{Exec, Fail};
 use crate::clock::Clock;
+use crate::delta::Delta;
 use crate::emit::Sink;
 use crate::event::RunStage;
 use crate::future::panic_message;
@@ -64,7 +65,7 @@ impl Sink for Release<'_, '_> {
     }
 
     #[inline(always)]
-    fn text(&mut self, text: String) {
+    fn text(&mut self, text: Delta) {
         if self.live.watchers.is_empty() {
             self.assembled.push_text(text);
         } else {
@@ -95,9 +96,9 @@ impl<'s> Consuming<'s> {
         self.aborted(aborted)
     }
 
-    /// `push` of a text delta, moved as a `String` where it can be.
+    /// `push` of a text delta, moved as a `Delta` where it can be.
     #[inline(always)]
-    fn push_text(&mut self, d: String, at: u64) -> bool {
+    fn push_text(&mut self, d: Delta, at: u64) -> bool {
         self.out.deltas += 1;
         if self.count_chars {
             self.out.chars += d.chars().count();

@@ -28,10 +28,12 @@ fn equal(w: u64, b: u64) -> u64 {
     x.wrapping_sub(ONES) & !x & HIGHS
 }
 
-/// The 8 bytes at `at`, little-endian (one load).
+/// The first 8 bytes of `bytes` (at least 8), little-endian: one load.
 #[inline(always)]
-fn word(text: &[u8], at: usize) -> u64 {
-    text[at..at + 8].try_into().map_or(0, u64::from_le_bytes)
+fn word(bytes: &[u8]) -> u64 {
+    let mut w = [0; 8];
+    w.copy_from_slice(&bytes[..8]);
+    u64::from_le_bytes(w)
 }
 
 impl<const N: usize> Needles<N> {
@@ -79,13 +81,13 @@ impl<const N: usize> Needles<N> {
                 _ => text.iter().position(|b| self.firsts.contains(b)),
             };
         }
-        let mut at = 0;
-        while at + 8 <= n {
-            let hits = self.hits(text, at);
+        let words = text.chunks_exact(8);
+        let at = n - words.remainder().len();
+        for (i, w) in words.enumerate() {
+            let hits = self.hits(text, i * 8, word(w));
             if hits != 0 {
-                return Some(at + (hits.trailing_zeros() / 8) as usize);
+                return Some(i * 8 + (hits.trailing_zeros() / 8) as usize);
             }
-            at += 8;
         }
         if at == n {
             return None;
@@ -93,16 +95,15 @@ impl<const N: usize> Needles<N> {
         // The last word overlaps the one before: only its bytes from `at` on
         // are new.
         let last = n - 8;
-        let hits = self.hits(text, last) & (u64::MAX << ((at - last) * 8));
+        let hits = self.hits(text, last, word(&text[last..])) & (u64::MAX << ((at - last) * 8));
         (hits != 0).then(|| last + (hits.trailing_zeros() / 8) as usize)
     }
 
-    /// The high bit of each byte of the word at `at` where a candidate may
-    /// start. Every candidate is marked; the lowest mark is at or before the
-    /// first.
+    /// The high bit of each byte of the word `w` at `at` where a candidate
+    /// may start. Every candidate is marked; the lowest mark is at or
+    /// before the first.
     #[inline(always)]
-    fn hits(&self, text: &[u8], at: usize) -> u64 {
-        let w = word(text, at);
+    fn hits(&self, text: &[u8], at: usize, w: u64) -> u64 {
         let mut hits = 0;
         for k in 0..N {
             let first = equal(w, self.first_words[k]);

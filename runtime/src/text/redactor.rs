@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::pattern::Pattern;
 use super::scan::{Found, Scanner};
+use crate::delta::Delta;
 use crate::model::StreamPart;
 use crate::transform::{Emit, StreamTransform};
 
@@ -57,7 +58,7 @@ impl Rules {
         mut from: usize,
         at_end: bool,
         swallowing: &mut Option<usize>,
-        out: &mut String,
+        out: &mut Delta,
     ) -> usize {
         let b = text.as_bytes();
         // Released up to here.
@@ -98,7 +99,7 @@ impl Rules {
 }
 
 impl Redactor {
-    fn delta(&mut self, mut d: String, out: &mut Emit) {
+    fn delta(&mut self, mut d: Delta, out: &mut Emit) {
         let mut from = 0;
         if self.pending.is_empty() && self.swallowing.is_none() {
             // The common case: no match can start in the delta: it passes
@@ -117,7 +118,7 @@ impl Redactor {
 
     /// Scans `pending` from `from` into `buf`, keeps the undecided tail and
     /// releases the rest.
-    fn release_into(&mut self, mut buf: String, from: usize, at_end: bool, out: &mut Emit) {
+    fn release_into(&mut self, mut buf: Delta, from: usize, at_end: bool, out: &mut Emit) {
         let Redactor {
             rules,
             pending,
@@ -131,7 +132,7 @@ impl Redactor {
     /// Releases everything held back (the text so far is complete).
     fn flush(&mut self, out: &mut Emit) {
         if !self.pending.is_empty() {
-            self.release_into(String::new(), 0, true, out);
+            self.release_into(Delta::new(), 0, true, out);
         }
         self.swallowing = None;
     }

@@ -15,7 +15,7 @@ fn run(stage: Box<dyn StreamTransform>, chunks: &[&str]) -> String {
     };
     for c in chunks {
         assert!(
-            p.push(StreamPart::TextDelta((*c).to_string()), &mut sink)
+            p.push(StreamPart::TextDelta((*c).to_string().into()), &mut sink)
                 .is_none()
         );
     }
@@ -218,21 +218,23 @@ fn stream(stage: &mut dyn StreamTransform, text: &str, cuts: u32, flush: Option<
             continue;
         }
         let mut e = Emit::default();
-        stage.push(StreamPart::TextDelta(text[from..at].to_string()), &mut e);
+        stage.push(
+            StreamPart::TextDelta(text[from..at].to_string().into()),
+            &mut e,
+        );
         if flush == Some(bit) {
-            let call = StreamPart::ToolCall {
-                call_id: "c".into(),
-                tool: "t".into(),
-                input: serde_json::Value::Null,
-            };
+            let call = StreamPart::tool_call("c", "t", serde_json::Value::Null);
             stage.push(call, &mut e);
         }
         take(e, &mut out);
         from = at;
     }
     let mut e = Emit::default();
-    stage.push(StreamPart::TextDelta(text[from..].to_string()), &mut e);
-    stage.push(StreamPart::TextDelta(String::new()), &mut e);
+    stage.push(
+        StreamPart::TextDelta(text[from..].to_string().into()),
+        &mut e,
+    );
+    stage.push(StreamPart::TextDelta(String::new().into()), &mut e);
     stage.finish(&mut e);
     take(e, &mut out);
     out
@@ -282,11 +284,12 @@ fn a_non_text_part_releases_the_held_back_text_as_complete() {
 #[test]
 fn an_untouched_delta_passes_as_the_same_string() {
     let mut stage = redact_text_deltas(sk(), "#");
-    let d = String::from("the quick brown fox");
+    // Longer than a `Delta` keeps inline: its heap buffer is passed on.
+    let d = String::from("the quick brown fox jumps over the lazy dog");
     let ptr = d.as_ptr();
     let mut e = Emit::default();
-    stage.push(StreamPart::TextDelta(d), &mut e);
-    stage.push(StreamPart::TextDelta(String::new()), &mut e);
+    stage.push(StreamPart::TextDelta(d.into()), &mut e);
+    stage.push(StreamPart::TextDelta(String::new().into()), &mut e);
     match e.into_parts().as_slice() {
         [StreamPart::TextDelta(a), StreamPart::TextDelta(b)] => {
             assert_eq!(a.as_ptr(), ptr, "not copied");

@@ -56,7 +56,7 @@ impl LanguageModel for Summarizer {
             None => format!("summary {n} of {} messages", r.messages.len()),
         };
         let parts = vec![
-            StreamPart::TextDelta(text),
+            StreamPart::TextDelta(text.into()),
             StreamPart::Finish(FinishReason::Stop),
         ];
         HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))

@@ -74,7 +74,7 @@ fn live(o: &Observed<'_>) -> Vec<Seen> {
             Some(i) => runs[i].3.push_str(t),
             None => {
                 open.insert(name.as_str(), runs.len());
-                runs.push((name.as_str(), run_id.as_str(), *step, t.clone()));
+                runs.push((name.as_str(), run_id.as_str(), *step, t.to_string()));
             }
         }
     }

@@ -126,7 +126,7 @@ fn receive(lane: &mut WatcherLane, pos: Pos, event: &LiveEvent) {
 fn part(lane: &mut WatcherLane, run: &str, step: u32, part: &StreamPart) -> Mark {
     let said = format!("{run} step={step} {}", stream_part(part));
     match part {
-        StreamPart::ToolCall { tool, .. } => ("ok", format!("call {tool}"), said),
+        StreamPart::ToolCall(c) => ("ok", format!("call {}", c.tool), said),
         StreamPart::Finish(f) => {
             close(lane, run, step, format!("finish {}", f.as_str()));
             ("ok", format!("finish {}", f.as_str()), said)

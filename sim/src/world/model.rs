@@ -139,18 +139,21 @@ impl ScriptedModel {
         if let Some(e) = turn.error {
             return Err(ModelError::Provider(e));
         }
-        let mut parts: VecDeque<StreamPart> =
-            turn.text.into_iter().map(StreamPart::TextDelta).collect();
+        let mut parts: VecDeque<StreamPart> = turn
+            .text
+            .into_iter()
+            .map(|t| StreamPart::TextDelta(t.into()))
+            .collect();
         if let Some(e) = turn.stream_error {
             parts.push_back(StreamPart::Error(e));
         } else {
             let has_calls = !turn.tool_calls.is_empty();
             for call in turn.tool_calls {
-                parts.push_back(StreamPart::ToolCall {
-                    call_id: self.ids.next_id(IdKind::ToolCall),
-                    tool: call.tool,
-                    input: call.input,
-                });
+                parts.push_back(StreamPart::tool_call(
+                    self.ids.next_id(IdKind::ToolCall),
+                    call.tool,
+                    call.input,
+                ));
             }
             parts.push_back(StreamPart::Finish(if has_calls {
                 FinishReason::ToolCalls

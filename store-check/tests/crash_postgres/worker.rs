@@ -45,15 +45,11 @@ impl LanguageModel for Scripted {
         request: &'a ModelRequest,
     ) -> HookFuture<'a, Result<BoxStream, ModelError>> {
         let step = request.step;
-        let text = StreamPart::TextDelta(format!("step {step} by {}", self.worker));
+        let text = StreamPart::TextDelta(format!("step {step} by {}", self.worker).into());
         let parts = if step + 1 < STEPS {
             vec![
                 text,
-                StreamPart::ToolCall {
-                    call_id: format!("call_{step}"),
-                    tool: "work".into(),
-                    input: json!({ "step": step }),
-                },
+                StreamPart::tool_call(format!("call_{step}"), "work", json!({ "step": step })),
                 StreamPart::Finish(FinishReason::ToolCalls),
             ]
         } else {
