@@ -4,6 +4,7 @@
 //! stream → canonical transform → assembled, stored message).
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use pai_runtime::text::patterns;
 use pai_runtime::{
@@ -82,6 +83,18 @@ pub fn full_pipeline(
     pats: &[Pattern],
     parts: Vec<StreamPart>,
 ) -> String {
+    timed_pipeline(rt, pats, parts).1
+}
+
+/// `full_pipeline`, and how long the run took: from the user's message
+/// until the step is committed and the thread idle. Building the runtime
+/// before, and reading the stored text back after (the check), are not
+/// timed.
+pub fn timed_pipeline(
+    rt: &tokio::runtime::Runtime,
+    pats: &[Pattern],
+    parts: Vec<StreamPart>,
+) -> (Duration, String) {
     let agent = Agent::new("w1", "m").lifecycle(compose(vec![Box::new(common::redact(
         pats.to_vec(),
         REPLACEMENT,
@@ -94,9 +107,12 @@ pub fn full_pipeline(
         .expect("runtime");
     rt.block_on(async {
         let t = runtime.client("u").thread("t");
+        let start = Instant::now();
         t.send("go").await.expect("send");
-        let mut state = t.wait_until_idle().await.expect("idle");
-        state.messages.swap_remove(1).into_text()
+        t.wait_idle().await.expect("idle");
+        let took = start.elapsed();
+        let mut state = t.state().await.expect("state");
+        (took, state.messages.swap_remove(1).into_text())
     })
 }
 

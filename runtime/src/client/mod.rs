@@ -499,9 +499,17 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
     /// queued, or the current run waits for a client, T7), then returns its
     /// state.
     pub async fn wait_until_idle(&self) -> Result<ThreadState, ClientError> {
+        self.wait_idle().await?;
+        self.state().await
+    }
+
+    /// Waits as [`wait_until_idle`](Self::wait_until_idle) does, without
+    /// reading the state afterwards.
+    pub async fn wait_idle(&self) -> Result<(), ClientError> {
         let sh = self.shared();
         // A thread deleted meanwhile (H5) may still have a run winding down
-        // in this process: wait for it all the same, then say it is gone.
+        // in this process: wait for it all the same (`wait_until_idle` then
+        // says it is gone).
         match self.read_scoped().await {
             Err(ClientError::Store(StoreError::NoThread(_))) | Ok(_) => {}
             Err(e) => return Err(e),
@@ -509,6 +517,6 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
         let mut driving = sh.process.attach(&self.id).await.driving();
         // The sender lives as long as the runtime.
         let _ = driving.wait_for(|d| !*d).await;
-        self.state().await
+        Ok(())
     }
 }
