@@ -8,12 +8,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{EventKind, ModelContent, Phase, Role, RunStage, RunStatus, Transition};
+use pai_runtime::{EventKind, Phase, Role, RunStage, RunStatus, Transition};
 
-use super::facts::{anchors, stored};
+use super::facts::{anchors, model_text, reshapes_context, stored};
 use super::observed::{Observed, Violation};
 use super::rewrites::Erasures;
-use crate::hooks::HookSpec;
 use crate::scenario::OracleId;
 
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
@@ -188,28 +187,13 @@ fn first_step_after(anchor: &BTreeMap<(&str, u32), u64>, run: &str, seq: u64) ->
         .min()
 }
 
-/// Whether a hook chooses its own context (a window, a base, a replacement,
-/// compaction's summary): then what a step sends is the hook's choice, not
-/// the stored history.
-fn reshaped(o: &Observed<'_>) -> bool {
-    o.scenario.hooks.iter().any(|h| {
-        matches!(
-            h.spec,
-            HookSpec::RecentWindow(_)
-                | HookSpec::BaseContext(_)
-                | HookSpec::ReplaceMessages(_)
-                | HookSpec::Compaction(_)
-        )
-    })
-}
-
 /// Whether a request of `run`'s `step` held a user message `text` (true
 /// when a hook chose the context, or the step sent nothing). A step's
 /// attempts send one context; a step begun again after a takeover (K3)
 /// sends its own, and a stale worker may still send the one it had: the
 /// step took the steer if any of them holds it.
 fn sent(o: &Observed<'_>, run: &str, step: u32, text: &str) -> bool {
-    if reshaped(o) {
+    if reshapes_context(o.scenario) {
         return true;
     }
     let mut calls = o
@@ -226,16 +210,6 @@ fn sent(o: &Observed<'_>, run: &str, step: u32, text: &str) -> bool {
             .messages
             .iter()
             .filter(|m| m.role == Role::User)
-            .any(|m| {
-                let t: String = m
-                    .content
-                    .iter()
-                    .filter_map(|c| match c {
-                        ModelContent::Text { text } => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                t == text
-            })
+            .any(|m| model_text(m) == text)
     })
 }

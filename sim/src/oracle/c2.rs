@@ -32,7 +32,7 @@ use pai_runtime::{
     Event, EventKind, Message, ModelContent, ModelMessage, Part, Role, StoredThread,
 };
 
-use super::facts::hook_written;
+use super::facts::{hook_written, model_text};
 use super::observed::{Observed, Violation};
 use crate::hooks::HookSpec;
 use crate::scenario::{OracleId, Scenario};
@@ -248,17 +248,6 @@ fn cursor<'a>(events: &'a [Event], run: &str, step: u32) -> Option<(&'a str, u64
     (!reset).then_some((thread, through))
 }
 
-/// The text of a model message's text parts.
-fn text_of(m: &ModelMessage) -> String {
-    m.content
-        .iter()
-        .filter_map(|c| match c {
-            ModelContent::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
 /// The call ids a model message carries.
 fn call_ids(m: &ModelMessage) -> impl Iterator<Item = &str> {
     m.content.iter().filter_map(|c| match c {
@@ -337,7 +326,7 @@ fn judge(
         let summary = r
             .messages
             .iter()
-            .position(|m| m.role == Role::System && text_of(m).starts_with(SUMMARY));
+            .position(|m| m.role == Role::System && model_text(m).starts_with(SUMMARY));
         match summary {
             None => flag("the context holds no summary".to_string()),
             Some(i) if r.messages[..i].iter().any(|m| m.role != Role::System) => flag(format!(
@@ -357,7 +346,7 @@ fn judge(
         }
         let gone = Summarized::of(t, through, written);
         for m in r.messages {
-            let text = text_of(m);
+            let text = model_text(m);
             if let Some(seq) = gone.texts.get(&(m.role, text.clone())) {
                 flag(format!(
                     "the context repeats message #{seq} ({text:?}), which the cursor summarized"

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, EventKind, HookNote, Message, Phase, RunStage, StoredThread};
+use pai_runtime::{
+    Event, EventKind, HookNote, Message, ModelContent, ModelMessage, Phase, RunStage, StoredThread,
+};
 
 use crate::hooks::HookSpec;
 use crate::scenario::Scenario;
@@ -200,6 +202,32 @@ pub(super) fn hook_written(s: &Scenario) -> Vec<&str> {
         }
     }
     out
+}
+
+/// Whether a hook chooses its own context (a window, a base, a replacement,
+/// compaction's summary): then what a step sends is the hook's choice, not
+/// the stored history.
+pub(super) fn reshapes_context(s: &Scenario) -> bool {
+    s.hooks.iter().any(|h| {
+        matches!(
+            h.spec,
+            HookSpec::RecentWindow(_)
+                | HookSpec::BaseContext(_)
+                | HookSpec::ReplaceMessages(_)
+                | HookSpec::Compaction(_)
+        )
+    })
+}
+
+/// A model message's text contents, joined.
+pub(super) fn model_text(m: &ModelMessage) -> String {
+    m.content
+        .iter()
+        .filter_map(|c| match c {
+            ModelContent::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// An event of run `r` on thread `t` at time 0, for oracle unit tests.

@@ -4,9 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{EventKind, ModelContent, Role};
+use pai_runtime::{EventKind, Role};
 
-use super::facts::{hook_written, stored};
+use super::facts::{hook_written, model_text, stored};
 
 use super::observed::{Observed, Violation};
 use crate::scenario::OracleId;
@@ -115,15 +115,7 @@ fn user_texts<'a>(o: &'a Observed<'_>) -> BTreeMap<(&'a str, u32), BTreeSet<Stri
             .entry((c.request.run_id.as_str(), c.request.step))
             .or_default();
         let users = c.request.messages.iter().filter(|m| m.role == Role::User);
-        texts.extend(users.map(|m| {
-            m.content
-                .iter()
-                .filter_map(|c| match c {
-                    ModelContent::Text { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect()
-        }));
+        texts.extend(users.map(model_text));
     }
     out
 }

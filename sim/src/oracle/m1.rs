@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{EventKind, ModelContent, Role};
+use pai_runtime::{EventKind, Role};
 
-use super::facts::hook_written;
+use super::facts::{hook_written, model_text};
 use super::observed::{Observed, Violation};
 use super::rewrites::Erasures;
 use crate::scenario::OracleId;
@@ -43,14 +43,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             continue;
         };
         for m in r.messages.iter().filter(|m| m.role == Role::User) {
-            let text: String = m
-                .content
-                .iter()
-                .filter_map(|c| match c {
-                    ModelContent::Text { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect();
+            let text = model_text(m);
             if let Some(&seq) = first_seq.get(&(thread, text.clone()))
                 && seq > anchor
                 && !written.contains(&text.as_str())

@@ -8,12 +8,12 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, EventKind, Message, ModelContent, ModelMessage, Role, StoredThread};
+use pai_runtime::{Event, EventKind, Message, ModelMessage, Role, StoredThread};
 
+use super::facts::{hook_written, model_text, reshapes_context};
 use super::observed::{Observed, Violation};
 use super::rewrites::Erasures;
-use crate::hooks::HookSpec;
-use crate::scenario::{OracleId, Scenario};
+use crate::scenario::OracleId;
 
 /// Where a step began: its thread and anchor, the position of its
 /// `resolve_model_context` event and of the run's event before it (the read
@@ -39,8 +39,10 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     let begun = steps(o.events);
     let changes = changes(o.events);
     let queued = Queue::of(o.events);
-    let added = hook_texts(o.scenario);
-    let whole = sends_default_whole(o.scenario);
+    let added = hook_written(o.scenario);
+    // No hook drops or replaces default-context messages: every visible
+    // one must then be sent.
+    let whole = !reshapes_context(o.scenario);
     let mut out = Vec::new();
     for c in o.calls {
         let r = &c.request;
@@ -204,44 +206,9 @@ fn texts(messages: &[ModelMessage]) -> BTreeMap<(Role, String), usize> {
         if !matches!(m.role, Role::User | Role::Assistant) {
             continue;
         }
-        let text: String = m
-            .content
-            .iter()
-            .filter_map(|c| match c {
-                ModelContent::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        *out.entry((m.role, text)).or_default() += 1;
+        *out.entry((m.role, model_text(m))).or_default() += 1;
     }
     out
-}
-
-/// Texts hooks put into requests themselves.
-fn hook_texts(s: &Scenario) -> Vec<&str> {
-    let mut out = Vec::new();
-    for h in &s.hooks {
-        match &h.spec {
-            HookSpec::BaseContext(b) => out.extend(b.messages.iter().map(|m| m.text.as_str())),
-            HookSpec::ReplaceMessages(r) => out.extend(r.messages.iter().map(|m| m.text.as_str())),
-            _ => {}
-        }
-    }
-    out
-}
-
-/// No hook of the composition drops or replaces default-context messages:
-/// every visible one must then be sent.
-fn sends_default_whole(s: &Scenario) -> bool {
-    !s.hooks.iter().any(|h| {
-        matches!(
-            h.spec,
-            HookSpec::RecentWindow(_)
-                | HookSpec::BaseContext(_)
-                | HookSpec::ReplaceMessages(_)
-                | HookSpec::Compaction(_)
-        )
-    })
 }
 
 #[cfg(test)]
