@@ -35,6 +35,11 @@ impl Delta {
         self.0.clear();
     }
 
+    /// Whether the text lives on the heap (it was too long to keep inline).
+    pub(crate) fn is_heap(&self) -> bool {
+        self.0.is_heap_allocated()
+    }
+
     /// The text as a `String` (a copy only when it was inline).
     pub fn into_string(self) -> String {
         self.0.into_string()
@@ -142,5 +147,16 @@ mod tests {
         assert!(d.starts_with("grows past"));
         d.clear();
         assert!(d.is_empty());
+    }
+
+    #[test]
+    fn a_long_delta_keeps_its_string_buffer() {
+        let s = "a text too long to keep inline, on the heap".to_string();
+        let ptr = s.as_ptr();
+        let d = Delta::from(s);
+        assert!(d.is_heap());
+        let back = d.into_string();
+        assert_eq!(back.as_ptr(), ptr, "not copied");
+        assert!(!Delta::from("short").is_heap());
     }
 }

@@ -193,7 +193,12 @@ pub(crate) struct Assembler {
 impl Assembler {
     #[inline]
     pub(crate) fn push_text(&mut self, d: Delta) {
-        self.text.push_str(&d);
+        if self.text.is_empty() && d.is_heap() {
+            // A long first text (a whole respond, say) is taken, not copied.
+            self.text = d.into_string();
+        } else {
+            self.text.push_str(&d);
+        }
     }
 
     pub(crate) fn push(&mut self, part: StreamPart) {
