@@ -7,7 +7,8 @@
 use std::sync::Arc;
 
 use pai_runtime::{
-    CancelTarget, Clock, RunStatus, StoreError, StoreReply, StoreRequest, Write, Writer,
+    CancelTarget, Clock, RunStatus, StoreError, StoreReply, StoreRequest, StoredThread, Write,
+    Writer,
 };
 
 use crate::report::SimError;
@@ -220,31 +221,30 @@ impl StoreHost {
         let Some(f) = fenced else {
             return true;
         };
-        let read = self.store.apply(StoreRequest::Inspect {
-            thread: f.thread.clone(),
-        });
-        matches!(read, Ok(StoreReply::Thread(Some(t)))
-            if t.lease_token == f.token && t.lease_holder.as_deref() == Some(f.run.as_str()))
+        self.head(&f.thread, |t| {
+            t.lease_token == f.token && t.lease_holder.as_deref() == Some(f.run.as_str())
+        })
+        .unwrap_or(false)
     }
 
     /// The thread's version (0 when it does not exist).
     fn version(&self, thread: &str) -> u64 {
-        let read = self.store.apply(StoreRequest::Inspect {
-            thread: thread.to_string(),
-        });
-        match read {
-            Ok(StoreReply::Thread(Some(t))) => t.version,
-            _ => 0,
-        }
+        self.head(thread, |t| t.version).unwrap_or(0)
     }
 
     fn current_token(&self, thread: &str) -> u64 {
-        let read = self.store.apply(StoreRequest::Inspect {
+        self.head(thread, |t| t.lease_token).unwrap_or(0)
+    }
+
+    /// `read` of the stored thread, if it exists (the host's own look, not
+    /// a worker's request).
+    fn head<T>(&self, thread: &str, read: impl FnOnce(&StoredThread) -> T) -> Option<T> {
+        let inspected = self.store.apply(StoreRequest::Inspect {
             thread: thread.to_string(),
         });
-        match read {
-            Ok(StoreReply::Thread(Some(t))) => t.lease_token,
-            _ => 0,
+        match inspected {
+            Ok(StoreReply::Thread(Some(t))) => Some(read(&t)),
+            _ => None,
         }
     }
 
