@@ -10,8 +10,8 @@
 //!   blocks allocated during the measurement (dhat's `max_bytes`).
 //!
 //! Rows: W1's pipeline over prepared deltas (allocations per delta; the
-//! input's own 100,000 strings exist before and are not counted), the same
-//! with building the input deltas counted too, one W2 run (fresh runtime
+//! shared input parts exist before and are not counted), the same with
+//! building the input parts counted too, one W2 run (fresh runtime
 //! included) per step, and W3 calls per call and per hook.
 
 use std::fmt::Write as _;
@@ -73,12 +73,12 @@ fn w1_rows(table: &mut String) {
     let text = w1::input();
     let pats = w1::secret_patterns();
     let rt = w1::tokio();
-    w1::check_output(&w1::full_pipeline(&rt, &pats, w1::deltas(&text)));
     let parts = w1::deltas(&text);
-    let (out, h) = measure(|| w1::full_pipeline(&rt, &pats, parts));
+    w1::check_output(&w1::full_pipeline(&rt, &pats, &parts));
+    let (out, h) = measure(|| w1::full_pipeline(&rt, &pats, &parts));
     w1::check_output(&out);
     row(table, "W1", "pipeline", &h, w1::DELTAS as f64, "delta");
-    let (out, h) = measure(|| w1::full_pipeline(&rt, &pats, w1::deltas(&text)));
+    let (out, h) = measure(|| w1::full_pipeline(&rt, &pats, &w1::deltas(&text)));
     w1::check_output(&out);
     row(
         table,

@@ -10,7 +10,7 @@
 //! committed; reading the stored text back for the check is not timed;
 //! `PAI_BENCH_RESULTS_ONLY=1` stops after it.
 
-use criterion::{BatchSize, Criterion, Throughput, criterion_group};
+use criterion::{Criterion, Throughput, criterion_group};
 use pai_runtime::{Emit, Pattern, StreamPart, redact_text_deltas};
 
 #[path = "../../runtime/tests/common/mod.rs"]
@@ -25,11 +25,11 @@ const TIMED_RUNS: usize = 21;
 /// Warm-up, then `TIMED_RUNS` timed full runs: the median ns per delta.
 fn measurement_pass(text: &str, pats: &[Pattern]) {
     let rt = w1::tokio();
-    w1::check_output(&w1::full_pipeline(&rt, pats, w1::deltas(text)));
+    let parts = w1::deltas(text);
+    w1::check_output(&w1::full_pipeline(&rt, pats, &parts));
     let mut ns: Vec<f64> = (0..TIMED_RUNS)
         .map(|_| {
-            let parts = w1::deltas(text);
-            let (took, out) = w1::timed_pipeline(&rt, pats, parts);
+            let (took, out) = w1::timed_pipeline(&rt, pats, &parts);
             let per = took.as_nanos() as f64 / w1::DELTAS as f64;
             w1::check_output(&out);
             per
@@ -44,12 +44,12 @@ fn measurement_pass(text: &str, pats: &[Pattern]) {
 }
 
 /// The redaction stage alone, without the runtime around it.
-fn redactor_only(pats: &[Pattern], parts: Vec<StreamPart>) -> String {
+fn redactor_only(pats: &[Pattern], parts: &[StreamPart]) -> String {
     let mut stage = redact_text_deltas(pats.to_vec(), w1::REPLACEMENT);
     let mut out = String::with_capacity(w1::OUTPUT_LEN);
     for p in parts {
         let mut e = Emit::default();
-        stage.push(p, &mut e);
+        stage.push(p.clone(), &mut e);
         for q in e.into_parts() {
             if let StreamPart::TextDelta(t) = q {
                 out.push_str(&t);
@@ -63,7 +63,8 @@ fn w1(c: &mut Criterion) {
     let text = w1::input();
     let pats = w1::secret_patterns();
     let rt = w1::tokio();
-    w1::check_output(&w1::full_pipeline(&rt, &pats, w1::deltas(&text)));
+    let parts = w1::deltas(&text);
+    w1::check_output(&w1::full_pipeline(&rt, &pats, &parts));
 
     let mut group = c.benchmark_group("w1_redaction");
     group.throughput(Throughput::Elements(w1::DELTAS as u64));
@@ -71,16 +72,12 @@ fn w1(c: &mut Criterion) {
     group.bench_function("full_canonical_pipeline", |b| {
         b.iter_custom(|iters| {
             (0..iters)
-                .map(|_| w1::timed_pipeline(&rt, &pats, w1::deltas(&text)).0)
+                .map(|_| w1::timed_pipeline(&rt, &pats, &parts).0)
                 .sum()
         });
     });
     group.bench_function("redactor_stage_only", |b| {
-        b.iter_batched(
-            || w1::deltas(&text),
-            |parts| redactor_only(&pats, parts),
-            BatchSize::LargeInput,
-        );
+        b.iter(|| redactor_only(&pats, &parts));
     });
     group.finish();
 }

@@ -3,13 +3,14 @@
 //! delta boundaries, redacted through the full canonical pipeline (provider
 //! stream → canonical transform → assembled, stored message).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use pai_runtime::text::patterns;
 use pai_runtime::{
     Agent, BoxStream, FinishReason, HookFuture, LanguageModel, ModelError, ModelMap, ModelRequest,
-    Pattern, ReadyStream, Runtime, StreamPart, compose,
+    PartSink, PartStream, Pattern, Runtime, StreamPart, compose,
 };
 use sha2::{Digest, Sha256};
 
@@ -55,24 +56,54 @@ pub fn secret_patterns() -> Vec<Pattern> {
     patterns(&["sk-[A-Za-z0-9_-]+"]).expect("pattern")
 }
 
-/// The provider's parts: the deltas, then the finish.
-pub fn deltas(text: &str) -> Vec<StreamPart> {
+/// The provider's parts: the deltas, then the finish. Built once and
+/// shared by every run, as the peer builds its chunk array once: a run's
+/// stream hands out each part in turn (a text delta of 16 bytes is inline,
+/// so handing it out copies it and allocates nothing).
+pub fn deltas(text: &str) -> Arc<[StreamPart]> {
     let mut parts: Vec<StreamPart> = Vec::with_capacity(DELTAS + 1);
     parts.extend(
         text.as_bytes()
             .chunks(DELTA_LEN)
-            .map(|c| StreamPart::TextDelta(std::str::from_utf8(c).expect("ASCII").into())),
+            .map(|c| StreamPart::text(std::str::from_utf8(c).expect("ASCII"))),
     );
     parts.push(StreamPart::Finish(FinishReason::Stop));
-    parts
+    parts.into()
 }
 
-/// A provider that streams prepared parts once.
-struct Prepared(Mutex<Option<Vec<StreamPart>>>);
+/// A stream over shared parts, from the first.
+struct Replay {
+    parts: Arc<[StreamPart]>,
+    at: usize,
+}
+
+impl PartStream for Replay {
+    fn poll_next(&mut self, _: &mut Context<'_>) -> Poll<Option<StreamPart>> {
+        let part = self.parts.get(self.at).cloned();
+        self.at += 1;
+        Poll::Ready(part)
+    }
+
+    fn poll_ready_parts(&mut self, _: &mut Context<'_>, sink: &mut dyn PartSink) -> Poll<bool> {
+        while let Some(part) = self.parts.get(self.at) {
+            self.at += 1;
+            if !sink.part(part.clone()) {
+                return Poll::Ready(false);
+            }
+        }
+        Poll::Ready(true)
+    }
+}
+
+/// A provider that streams the shared parts.
+struct Prepared(Arc<[StreamPart]>);
 impl LanguageModel for Prepared {
     fn stream<'a>(&'a self, _: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
-        let parts = self.0.lock().expect("parts").take().unwrap_or_default();
-        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
+        let stream = Replay {
+            parts: Arc::clone(&self.0),
+            at: 0,
+        };
+        HookFuture::ready(Ok(Box::new(stream) as BoxStream))
     }
 }
 
@@ -81,7 +112,7 @@ impl LanguageModel for Prepared {
 pub fn full_pipeline(
     rt: &tokio::runtime::Runtime,
     pats: &[Pattern],
-    parts: Vec<StreamPart>,
+    parts: &Arc<[StreamPart]>,
 ) -> String {
     timed_pipeline(rt, pats, parts).1
 }
@@ -93,14 +124,14 @@ pub fn full_pipeline(
 pub fn timed_pipeline(
     rt: &tokio::runtime::Runtime,
     pats: &[Pattern],
-    parts: Vec<StreamPart>,
+    parts: &Arc<[StreamPart]>,
 ) -> (Duration, String) {
     let agent = Agent::new("w1", "m").lifecycle(compose(vec![Box::new(common::redact(
         pats.to_vec(),
         REPLACEMENT,
     ))]));
     let runtime = Runtime::builder(agent, ())
-        .models(ModelMap::new().with("m", Arc::new(Prepared(Mutex::new(Some(parts))))))
+        .models(ModelMap::new().with("m", Arc::new(Prepared(Arc::clone(parts)))))
         .clock(Arc::new(StillClock))
         .ids(Arc::new(CountingIds::default()))
         .build()
