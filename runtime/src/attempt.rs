@@ -175,14 +175,14 @@ impl Guarded {
     /// stopped or the deadline passed.
     fn interrupted(&mut self, cx: &mut Context<'_>) -> Option<StreamPart> {
         if Pin::new(&mut self.stop).poll(cx).is_ready() {
-            return Some(StreamPart::Error(ModelError::Stopped.to_string()));
+            return Some(StreamPart::error(ModelError::Stopped.to_string()));
         }
         if let Some((t, ms)) = &mut self.timer
             && Pin::new(t).poll(cx).is_ready()
         {
             let ms = *ms;
             self.timer = None;
-            return Some(StreamPart::Error(ModelError::Timeout(ms).to_string()));
+            return Some(StreamPart::error(ModelError::Timeout(ms).to_string()));
         }
         None
     }

@@ -109,7 +109,7 @@ impl Compaction {
         while let Some(part) = poll_fn(|cx| stream.poll_next(cx)).await {
             match part {
                 StreamPart::TextDelta(d) => text.push_str(&d),
-                StreamPart::Error(e) => return Err(e),
+                StreamPart::Error(e) => return Err(e.into()),
                 StreamPart::Finish(_) => break,
                 StreamPart::ToolCall(_) => {}
             }

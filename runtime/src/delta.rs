@@ -21,11 +21,13 @@ impl Delta {
         Delta(CompactString::const_new(""))
     }
 
+    #[inline]
     pub fn as_str(&self) -> &str {
         self.0.as_str()
     }
 
     /// Appends text (inline while the whole stays short).
+    #[inline]
     pub fn push_str(&mut self, s: &str) {
         self.0.push_str(s);
     }
@@ -36,11 +38,13 @@ impl Delta {
     }
 
     /// Whether the text lives on the heap (it was too long to keep inline).
+    #[inline]
     pub(crate) fn is_heap(&self) -> bool {
         self.0.is_heap_allocated()
     }
 
     /// The text as a `String` (a copy only when it was inline).
+    #[inline]
     pub fn into_string(self) -> String {
         self.0.into_string()
     }
@@ -49,30 +53,35 @@ impl Delta {
 impl Deref for Delta {
     type Target = str;
 
+    #[inline]
     fn deref(&self) -> &str {
         self.0.as_str()
     }
 }
 
 impl AsRef<str> for Delta {
+    #[inline]
     fn as_ref(&self) -> &str {
         self.0.as_str()
     }
 }
 
 impl Borrow<str> for Delta {
+    #[inline]
     fn borrow(&self) -> &str {
         self.0.as_str()
     }
 }
 
 impl From<&str> for Delta {
+    #[inline]
     fn from(s: &str) -> Delta {
         Delta(CompactString::new(s))
     }
 }
 
 impl From<String> for Delta {
+    #[inline]
     fn from(s: String) -> Delta {
         Delta(CompactString::from(s))
     }

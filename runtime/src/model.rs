@@ -57,8 +57,9 @@ pub enum StreamPart {
     /// A tool call (build one with [`StreamPart::tool_call`]).
     ToolCall(Box<StreamedCall>),
     Finish(FinishReason),
-    /// The provider failed after the stream started.
-    Error(String),
+    /// The provider failed after the stream started (build one with
+    /// [`StreamPart::error`]).
+    Error(Box<str>),
 }
 
 /// A tool call a provider streamed.
@@ -70,6 +71,11 @@ pub struct StreamedCall {
 }
 
 impl StreamPart {
+    /// A provider failure after the stream started.
+    pub fn error(message: impl Into<String>) -> StreamPart {
+        StreamPart::Error(message.into().into_boxed_str())
+    }
+
     /// A text delta.
     pub fn text(text: impl Into<Delta>) -> StreamPart {
         StreamPart::TextDelta(text.into())
@@ -220,4 +226,4 @@ impl ModelProvider for ModelMap {
 }
 
 // A stream is mostly text deltas: a part is no bigger than one.
-const _: () = assert!(std::mem::size_of::<StreamPart>() <= 32);
+const _: () = assert!(std::mem::size_of::<StreamPart>() <= 24);

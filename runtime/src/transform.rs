@@ -83,6 +83,15 @@ impl Pipeline {
     /// it moves as a `Delta` until one does not.
     #[inline(always)]
     pub(crate) fn push_text(&mut self, text: Delta, sink: &mut impl Sink) -> Option<Abort> {
+        if let [only] = self.stages.as_mut_slice() {
+            // The common case, one canonical stage, without the search.
+            if only.passes_text(&text) {
+                sink.text(text);
+                return None;
+            }
+            only.push(StreamPart::TextDelta(text), &mut self.buffers[0]);
+            return self.cascade(0, sink);
+        }
         match self.stages.iter().position(|s| !s.passes_text(&text)) {
             None => {
                 sink.text(text);

@@ -24,7 +24,9 @@ use crate::transform::Abort;
 
 /// How a step ended, for `after_step` and the transition.
 struct StepEnded<'m> {
-    message: &'m Message,
+    /// The committed message, kept only for a lifecycle that reads it in
+    /// `after_step`.
+    message: Option<&'m Message>,
     abort: Option<&'m Abort>,
     tool_calls: bool,
     /// Calls wait for a client (T7).
@@ -64,8 +66,9 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let (stream, answered) = called?;
         let (consumed, calls) = self.consume(step, stream).await?;
         let abort = consumed.abort;
+        let keep = self.handles(Phase::AfterStep);
         let message = self
-            .commit_step(step, consumed.parts, abort.as_ref())
+            .commit_step(step, consumed.parts, abort.as_ref(), keep)
             .await?;
         let done = if calls.is_empty() {
             ToolsDone::default()
@@ -74,7 +77,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             self.tools(step, &answered, &calls).await?
         };
         let ended = StepEnded {
-            message: &message,
+            message: message.as_ref(),
             abort: abort.as_ref(),
             tool_calls: !calls.is_empty(),
             waiting: !done.pending.is_empty(),
@@ -353,13 +356,16 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     }
 
     /// Commits the step's canonical parts, or an abort's replacement (S4),
-    /// itself passed through fresh canonical transforms (L12).
+    /// itself passed through fresh canonical transforms (L12). With `keep`,
+    /// returns a copy of the committed message; without, the message moves
+    /// into the store whole (a long answer is not copied).
     async fn commit_step(
         &self,
         step: u32,
         parts: Vec<Part>,
         abort: Option<&Abort>,
-    ) -> Result<Message, Fail> {
+        keep: bool,
+    ) -> Result<Option<Message>, Fail> {
         let (parts, pai) = match abort {
             None => (parts, self.meta(Producer::Model, Some(step))),
             Some(a) => {
@@ -371,7 +377,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 (parts, pai)
             }
         };
-        let mut message = Message {
+        let message = Message {
             id: self.sh.ids.next_id(IdKind::Message),
             seq: 0,
             role: Role::Assistant,
@@ -379,16 +385,20 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             visibility: Visibility::ALL,
             pai,
         };
+        let id = message.id.clone();
+        let mut kept = keep.then(|| message.clone());
         let appended = self
-            .commit(RunStage::CommitStep, vec![message.clone()], Some(step))
+            .commit(RunStage::CommitStep, vec![message], Some(step))
             .await?;
-        message.seq = appended.first_seq;
+        if let Some(m) = &mut kept {
+            m.seq = appended.first_seq;
+        }
         self.emit(|| EventKind::CommitStep {
             step,
-            message: message.id.clone(),
+            message: id,
             version: appended.version,
         });
-        Ok(message)
+        Ok(kept)
     }
 
     /// `after_step` (A1, L10), then the transition (A2, A3). A steering
@@ -399,14 +409,18 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         tool_results: &[ToolResult],
         ended: StepEnded<'_>,
     ) -> Result<Transition, Fail> {
-        let input = AfterStepInput {
-            step,
-            message: ended.message,
-            tool_results,
+        let decision = match ended.message {
+            Some(message) => {
+                let input = AfterStepInput {
+                    step,
+                    message,
+                    tool_results,
+                };
+                self.decide(Phase::AfterStep, &input, |l, cx, i| l.after_step(cx, i))
+                    .await?
+            }
+            None => Default::default(),
         };
-        let decision = self
-            .decide(Phase::AfterStep, &input, |l, cx, i| l.after_step(cx, i))
-            .await?;
         // A store this worker cannot reach is a lost lease, not "no steer".
         let steering = self.sh.store.has_steer(self.thread, self.run).await;
         let steering =

@@ -139,38 +139,48 @@ impl<'s> Consuming<'s> {
 struct Take<'a, 's> {
     c: &'a mut Consuming<'s>,
     clock: &'a dyn Clock,
+    /// Whether the step has watchers: the time is read only for them, who
+    /// are told it.
+    watched: bool,
     left: usize,
     full: bool,
 }
 
-impl PartSink for Take<'_, '_> {
-    fn part(&mut self, part: StreamPart) -> bool {
-        let (c, clock) = (&mut *self.c, self.clock);
-        // The time is read only for watchers, who are told it.
-        let at = |c: &Consuming<'_>| {
-            if c.live.watchers.is_empty() {
-                0
-            } else {
-                clock.now()
-            }
-        };
-        let go_on = match part {
+impl Take<'_, '_> {
+    #[inline(always)]
+    fn at(&self) -> u64 {
+        if self.watched { self.clock.now() } else { 0 }
+    }
+
+    /// A part other than a text delta: out of the hot path.
+    #[inline(never)]
+    fn other(&mut self, part: StreamPart) -> bool {
+        match part {
             StreamPart::Finish(r) => {
-                c.out.finish = Some(r);
+                self.c.out.finish = Some(r);
                 true
             }
             StreamPart::Error(e) => {
-                c.out.error = Some(e);
+                self.c.out.error = Some(e.into());
                 false
             }
-            StreamPart::TextDelta(d) => {
-                let at = at(c);
-                !c.push_text(d, at)
-            }
             part => {
-                let at = at(c);
-                !c.push(part, at)
+                let at = self.at();
+                !self.c.push(part, at)
             }
+        }
+    }
+}
+
+impl PartSink for Take<'_, '_> {
+    #[inline]
+    fn part(&mut self, part: StreamPart) -> bool {
+        let go_on = match part {
+            StreamPart::TextDelta(d) => {
+                let at = self.at();
+                !self.c.push_text(d, at)
+            }
+            part => self.other(part),
         };
         self.left -= 1;
         if go_on && self.left == 0 {
@@ -203,6 +213,7 @@ pub(super) async fn consume(
             let mut take = Take {
                 c: &mut c,
                 clock,
+                watched: !live.watchers.is_empty(),
                 left: BATCH,
                 full: false,
             };

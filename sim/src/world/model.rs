@@ -145,7 +145,7 @@ impl ScriptedModel {
             .map(|t| StreamPart::TextDelta(t.into()))
             .collect();
         if let Some(e) = turn.stream_error {
-            parts.push_back(StreamPart::Error(e));
+            parts.push_back(StreamPart::error(e));
         } else {
             let has_calls = !turn.tool_calls.is_empty();
             for call in turn.tool_calls {
