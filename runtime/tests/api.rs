@@ -227,3 +227,40 @@ fn x2_a_panic_in_the_step_loop_fails_the_run_and_the_thread_goes_on() {
     );
     assert_eq!(state.runs[1].status, RunStatus::Completed);
 }
+
+/// SPEC A1: `after_step` sees the step's message as it was committed: the
+/// stored id, sequence number and text (the step keeps its copy only for a
+/// lifecycle that reads it; without one the message moves to the store).
+#[test]
+fn a1_after_step_sees_the_committed_message() {
+    let seen: Arc<Mutex<Vec<(String, u64, String)>>> = Arc::default();
+    let log = seen.clone();
+    let judge = hook::after_step("judge", move |_, input| {
+        let m = input.message;
+        log.lock()
+            .unwrap()
+            .push((m.id.clone(), m.seq, m.text().to_string()));
+        HookFuture::ready(Ok(Default::default()))
+    });
+    for (agent, judged) in [
+        (
+            Agent::new("a", "m").lifecycle(compose(vec![Box::new(judge)])),
+            true,
+        ),
+        (Agent::new("a", "m"), false),
+    ] {
+        let rt = runtime(agent, Arc::default());
+        let stored = block_on(async {
+            let t = rt.client("u").thread("t");
+            t.send("hi").await.unwrap();
+            t.wait_until_idle().await.unwrap();
+            t.state().await.unwrap().messages
+        });
+        let answer = stored.last().expect("the answer");
+        assert_eq!(answer.role, Role::Assistant);
+        assert_eq!(answer.text(), "ok", "stored whole either way");
+        let got: Vec<_> = seen.lock().unwrap().drain(..).collect();
+        let want = (answer.id.clone(), answer.seq, "ok".to_string());
+        assert_eq!(got, if judged { vec![want] } else { vec![] });
+    }
+}
