@@ -233,6 +233,17 @@ impl ModelMessage {
             content: vec![ModelContent::Text { text: text.into() }],
         }
     }
+
+    /// The text contents, joined (tool calls and results left out).
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for c in &self.content {
+            if let ModelContent::Text { text } = c {
+                out.push_str(text);
+            }
+        }
+        out
+    }
 }
 
 /// Model-facing content: no visibility, no provenance, no result source.
@@ -281,5 +292,23 @@ mod tests {
             };
             assert_eq!(m.clone().into_text(), m.text());
         }
+    }
+
+    #[test]
+    fn a_model_message_text_leaves_calls_out() {
+        let m = ModelMessage {
+            role: Role::Assistant,
+            content: vec![
+                ModelContent::Text { text: "a".into() },
+                ModelContent::ToolCall {
+                    call_id: "c".into(),
+                    tool: "t".into(),
+                    input: serde_json::Value::Null,
+                },
+                ModelContent::Text { text: "b".into() },
+            ],
+        };
+        assert_eq!(m.text(), "ab");
+        assert_eq!(ModelMessage::system("s").text(), "s");
     }
 }

@@ -85,15 +85,7 @@ pub(super) fn latest_user_text(messages: &[ModelMessage]) -> Option<String> {
         .iter()
         .rev()
         .find(|m| m.role == Role::User)
-        .map(|m| {
-            m.content
-                .iter()
-                .filter_map(|c| match c {
-                    ModelContent::Text { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect()
-        })
+        .map(ModelMessage::text)
 }
 
 /// Whether a hook limited to `only` applies at `step`.
