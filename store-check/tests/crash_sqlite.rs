@@ -129,6 +129,11 @@ fn check(thread: &StoredThread, acknowledged: u64) {
     );
 }
 
+/// The version a child's report line names, if it is one.
+fn read_report(line: &str) -> Option<u64> {
+    line.strip_prefix("committed ")?.parse().ok()
+}
+
 /// A small deterministic generator for the kill points.
 fn next(state: &mut u64) -> u64 {
     *state = state
@@ -161,21 +166,26 @@ fn x3_a_killed_writer_loses_no_commit_and_leaves_no_half_mutation() {
             .stderr(Stdio::null())
             .spawn()
             .expect("the child starts");
-        let stdout = child.stdout.take().expect("piped");
+        let mut reports = BufReader::new(child.stdout.take().expect("piped")).lines();
         let mut seen = 0;
-        for line in BufReader::new(stdout).lines() {
-            let line = line.expect("a line");
-            if let Some(v) = line.strip_prefix("committed ") {
-                acknowledged = v.parse().expect("a version");
+        while seen < lines {
+            let Some(line) = reports.next() else { break };
+            if let Some(v) = read_report(&line.expect("a line")) {
+                acknowledged = v;
                 seen += 1;
-                if seen == lines {
-                    break;
-                }
             }
         }
         // Killed mid-stream: the child is most likely inside its next commit.
         child.kill().expect("killed");
         let _ = child.wait();
+        // The child may have committed and reported more between the last
+        // line read and the kill: those reports wait in the pipe, and each
+        // is a commit the store acknowledged, so read them all.
+        for line in reports {
+            if let Some(v) = line.ok().as_deref().and_then(read_report) {
+                acknowledged = v;
+            }
+        }
         let thread = inspect(&open(&path)).expect("the thread survives");
         check(&thread, acknowledged);
         acknowledged = thread.version;
