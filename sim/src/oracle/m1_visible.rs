@@ -1,44 +1,78 @@
 //! SPEC M1, the visible set: a step's default context holds the thread's
 //! messages that were context-visible when the step began, and none that
-//! were hidden then. The visibility each stored message had at a position
-//! of the log is rebuilt from the visibility changes the log records
+//! were hidden then. The visibility each stored message had when the step
+//! read the thread is rebuilt from the visibility changes the log records
 //! (`Mutated`, each with its before and after), not from the runtime's
 //! context code; a change the log cannot place before or after the step's
-//! read is not judged.
+//! read is not judged. In one process the log's positions place a change;
+//! among workers, whose logs interleave out of the store's order, thread
+//! versions and lease tokens do (`m1_cluster`).
 
 use std::collections::BTreeMap;
 
 use pai_runtime::{Event, EventKind, Message, ModelMessage, Role, StoredThread};
 
 use super::facts::{hook_written, model_text, reshapes_context};
+use super::m1_cluster::StoreOrder;
 use super::observed::{Observed, Violation};
 use super::rewrites::Erasures;
 use crate::scenario::OracleId;
 
-/// Where a step began: its thread and anchor, the position of its
-/// `resolve_model_context` event and of the run's event before it (the read
-/// lies between the two).
+/// Where a step began: its run, thread, anchor and worker, the position of
+/// its `resolve_model_context` event and of the run's event before it (the
+/// read lies between the two).
 #[derive(Debug, Clone, Copy)]
-struct Begun<'a> {
-    thread: &'a str,
+pub(super) struct Begun<'a> {
+    pub(super) run: &'a str,
+    pub(super) step: u32,
+    pub(super) thread: &'a str,
+    pub(super) worker: Option<&'a str>,
     anchor: u64,
     from: usize,
-    at: usize,
+    pub(super) at: usize,
 }
 
 /// Each message's visibility changes, by (thread, message id): position,
 /// context-visible before, after.
 type Changes<'a> = BTreeMap<(&'a str, &'a str), Vec<(usize, bool, bool)>>;
 
-pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
-    // Among workers the processes' logs interleave out of the store's
-    // order, so positions do not order a change against a read.
-    if o.cluster.is_some() {
-        return Vec::new();
+/// How the oracle places a visibility change, or a queued run's trigger,
+/// against a step's read.
+enum Placing<'a> {
+    /// One process: positions in its log.
+    Log {
+        changes: Changes<'a>,
+        queued: Queue<'a>,
+    },
+    /// Several workers: thread versions and lease tokens.
+    Store(StoreOrder<'a>),
+}
+
+impl Placing<'_> {
+    /// Whether `m` was context-visible when step `b` read the thread;
+    /// `None` when that cannot be told, or `m` waited in the queue (K1).
+    fn visible(&self, b: &Begun<'_>, m: &Message) -> Option<bool> {
+        match self {
+            Placing::Log { changes, queued } => {
+                if queued.holds(&m.id, b.at) {
+                    return None;
+                }
+                visible_at(changes, b, m)
+            }
+            Placing::Store(order) => order.visible(b, m),
+        }
     }
-    let begun = steps(o.events);
-    let changes = changes(o.events);
-    let queued = Queue::of(o.events);
+}
+
+pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
+    let begun = steps(o.events, o.cluster.is_some());
+    let placing = match o.cluster {
+        None => Placing::Log {
+            changes: changes(o.events),
+            queued: Queue::of(o.events),
+        },
+        Some(c) => Placing::Store(StoreOrder::of(o.events, c)),
+    };
     let added = hook_written(o.scenario);
     // No hook drops or replaces default-context messages: every visible
     // one must then be sent.
@@ -54,11 +88,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         };
         let sent = texts(&r.messages);
         for m in judged(thread, b.anchor, &added) {
-            // A queued run's message waits for its run (K1).
-            if queued.holds(&m.id, b.at) {
-                continue;
-            }
-            let Some(visible) = visible_at(&changes, b, m) else {
+            let Some(visible) = placing.visible(b, m) else {
                 continue;
             };
             let key = (m.role, m.text());
@@ -82,18 +112,23 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
 }
 
 /// Every step's beginning, unless its thread later lost messages (then the
-/// stored thread no longer tells what the step saw).
-fn steps(events: &[Event]) -> BTreeMap<(&str, u32), Begun<'_>> {
+/// stored thread no longer tells what the step saw); among workers, whose
+/// logs do not order a loss against a read, unless it lost any.
+pub(super) fn steps(events: &[Event], cluster: bool) -> BTreeMap<(&str, u32), Begun<'_>> {
     let erased = Erasures::of(events);
     let mut last: BTreeMap<&str, usize> = BTreeMap::new();
     let mut out = BTreeMap::new();
     for (i, e) in events.iter().enumerate() {
         if let EventKind::ResolveModelContext { step, anchor, .. } = &e.kind
             && !erased.erased_after(&e.thread_id, i)
+            && !(cluster && erased.erased_anywhere(&e.thread_id))
         {
             let from = last.get(e.run_id.as_str()).copied().unwrap_or(0);
             let b = Begun {
+                run: &e.run_id,
+                step: *step,
                 thread: &e.thread_id,
+                worker: e.worker.as_deref(),
                 anchor: *anchor,
                 from,
                 at: i,
@@ -274,7 +309,7 @@ mod tests {
         // 0 lease, 1 step 0, 2 hide m, 3 step 1, 4 show m again.
         let (hide, show) = (change("m", true, false), change("m", false, true));
         let events = vec![lease(), resolve(0), hide, resolve(1), show];
-        let (begun, log) = (steps(&events), changes(&events));
+        let (begun, log) = (steps(&events, false), changes(&events));
         let m = message("m", true);
         let at = |step| visible_at(&log, &begun[&("r", step)], &m);
         assert_eq!(at(0), Some(true), "before the hide");
@@ -285,7 +320,7 @@ mod tests {
         let mut late = change("m", true, false);
         late.run_id.clear();
         let events = vec![lease(), late, resolve(0)];
-        let (begun, log) = (steps(&events), changes(&events));
+        let (begun, log) = (steps(&events, false), changes(&events));
         assert_eq!(visible_at(&log, &begun[&("r", 0)], &m), None);
     }
 
