@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{Event, EventKind, Message};
 
-use super::m1_visible::Begun;
+use super::m1_begun::Begun;
 use super::observed::ClusterObs;
 use crate::world::ClusterEvent;
 
@@ -187,7 +187,7 @@ mod tests {
 
     use super::*;
     use crate::oracle::facts::ev;
-    use crate::oracle::m1_visible::steps;
+    use crate::oracle::m1_begun::steps;
     use crate::world::ClusterRecord;
 
     fn by(worker: &str, run: &str, kind: EventKind) -> Event {

@@ -13,24 +13,10 @@ use std::collections::BTreeMap;
 use pai_runtime::{Event, EventKind, Message, ModelMessage, Role, StoredThread};
 
 use super::facts::{hook_written, model_text, reshapes_context};
+use super::m1_begun::{Begun, steps};
 use super::m1_cluster::StoreOrder;
 use super::observed::{Observed, Violation};
-use super::rewrites::Erasures;
 use crate::scenario::OracleId;
-
-/// Where a step began: its run, thread, anchor and worker, the position of
-/// its `resolve_model_context` event and of the run's event before it (the
-/// read lies between the two).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Begun<'a> {
-    pub(super) run: &'a str,
-    pub(super) step: u32,
-    pub(super) thread: &'a str,
-    pub(super) worker: Option<&'a str>,
-    anchor: u64,
-    from: usize,
-    pub(super) at: usize,
-}
 
 /// Each message's visibility changes, by (thread, message id): position,
 /// context-visible before, after.
@@ -106,37 +92,6 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
                     r.step, m.role, m.seq, key.1
                 ),
             });
-        }
-    }
-    out
-}
-
-/// Every step's beginning, unless its thread later lost messages (then the
-/// stored thread no longer tells what the step saw); among workers, whose
-/// logs do not order a loss against a read, unless it lost any.
-pub(super) fn steps(events: &[Event], cluster: bool) -> BTreeMap<(&str, u32), Begun<'_>> {
-    let erased = Erasures::of(events);
-    let mut last: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut out = BTreeMap::new();
-    for (i, e) in events.iter().enumerate() {
-        if let EventKind::ResolveModelContext { step, anchor, .. } = &e.kind
-            && !erased.erased_after(&e.thread_id, i)
-            && !(cluster && erased.erased_anywhere(&e.thread_id))
-        {
-            let from = last.get(e.run_id.as_str()).copied().unwrap_or(0);
-            let b = Begun {
-                run: &e.run_id,
-                step: *step,
-                thread: &e.thread_id,
-                worker: e.worker.as_deref(),
-                anchor: *anchor,
-                from,
-                at: i,
-            };
-            out.insert((e.run_id.as_str(), *step), b);
-        }
-        if !matches!(e.kind, EventKind::Hook(_)) && !e.run_id.is_empty() {
-            last.insert(&e.run_id, i);
         }
     }
     out

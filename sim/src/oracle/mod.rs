@@ -32,6 +32,7 @@ mod l4;
 mod liveness;
 mod lost;
 mod m1;
+mod m1_begun;
 mod m1_cluster;
 mod m1_visible;
 mod m3;
