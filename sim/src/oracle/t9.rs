@@ -55,9 +55,13 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             && latest.get(w.run).is_some_and(|l| l.contains(call));
         // A run a hook broke (L4), or one the time limit cut short, may
         // leave its calls without results; never with two. A deletion or
-        // a regeneration may take results away (H5, R1).
+        // a regeneration may take results away (H5, R1). Among workers a
+        // failing run's last write can land after its worker stopped
+        // waiting for the answer (and logged no `failed`): the stored
+        // status tells it then.
         let may_lack = o.cut_short
             || broken.contains(w.run)
+            || status == Some(RunStatus::Failed)
             || Erasures::of(o.events).erased_anywhere(w.thread);
         let problem = match found.len() {
             0 if still_waiting || may_lack => None,
