@@ -242,6 +242,46 @@ pub(super) fn ev(kind: EventKind) -> Event {
     }
 }
 
+/// A mutation at thread `version` that changes message `id`'s context
+/// visibility from `before` to `after`, for tests.
+#[cfg(test)]
+pub(super) fn visibility_change(id: &str, version: u64, before: bool, after: bool) -> Event {
+    use pai_runtime::{Visibility, VisibilityChange};
+    let vis = |context| Visibility {
+        transcript: true,
+        context,
+    };
+    ev(EventKind::Mutated {
+        version,
+        appended: Vec::new(),
+        metadata: Vec::new(),
+        private: Vec::new(),
+        visibility: vec![VisibilityChange {
+            message: id.into(),
+            before: vis(before),
+            after: vis(after),
+        }],
+    })
+}
+
+/// A stored user message `id` at seq 1 with text "x", context-visible or
+/// not, for tests.
+#[cfg(test)]
+pub(super) fn user_message(id: &str, context: bool) -> pai_runtime::Message {
+    use pai_runtime::{PaiMeta, Part, Producer, Role, Visibility};
+    pai_runtime::Message {
+        id: id.into(),
+        seq: 1,
+        role: Role::User,
+        parts: vec![Part::text("x")],
+        visibility: Visibility {
+            transcript: true,
+            context,
+        },
+        pai: PaiMeta::new(Producer::User, None, None, 0),
+    }
+}
+
 /// A stored thread holding `messages`, for tests.
 #[cfg(test)]
 pub(super) fn thread_of(messages: Vec<pai_runtime::Message>) -> StoredThread {

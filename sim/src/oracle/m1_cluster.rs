@@ -183,10 +183,8 @@ fn ambiguous(raw: &[Event]) -> BTreeSet<(&str, u32)> {
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::{PaiMeta, Part, Producer, Role, Visibility, VisibilityChange};
-
     use super::*;
-    use crate::oracle::facts::ev;
+    use crate::oracle::facts::{ev, user_message, visibility_change};
     use crate::oracle::m1_begun::steps;
     use crate::world::ClusterRecord;
 
@@ -225,23 +223,10 @@ mod tests {
 
     /// A trusted writer hides `id` at thread version `version`.
     fn hide(id: &str, version: u64) -> Event {
-        let vis = |context| Visibility {
-            transcript: true,
-            context,
-        };
-        let change = VisibilityChange {
-            message: id.into(),
-            before: vis(true),
-            after: vis(false),
-        };
-        let kind = EventKind::Mutated {
-            version,
-            appended: Vec::new(),
-            metadata: Vec::new(),
-            private: Vec::new(),
-            visibility: vec![change],
-        };
-        by("client", "", kind)
+        let mut e = visibility_change(id, version, true, false);
+        e.worker = Some("client".into());
+        e.run_id.clear();
+        e
     }
 
     fn admitted(run: &str, trigger: &str) -> Event {
@@ -255,17 +240,7 @@ mod tests {
     }
 
     fn message(id: &str, context: bool) -> Message {
-        Message {
-            id: id.into(),
-            seq: 1,
-            role: Role::User,
-            parts: vec![Part::text("x")],
-            visibility: Visibility {
-                transcript: true,
-                context,
-            },
-            pai: PaiMeta::new(Producer::User, None, None, 0),
-        }
+        user_message(id, context)
     }
 
     fn claimed(run: &str, token: u64) -> ClusterRecord {

@@ -203,42 +203,16 @@ fn texts(messages: &[ModelMessage]) -> BTreeMap<(Role, String), usize> {
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::{PaiMeta, Part, Producer, Visibility, VisibilityChange};
-
     use super::*;
-    use crate::oracle::facts::ev;
+    use crate::oracle::facts::{ev, user_message, visibility_change};
 
     fn message(id: &str, context: bool) -> Message {
-        Message {
-            id: id.into(),
-            seq: 1,
-            role: Role::User,
-            parts: vec![Part::text("x")],
-            visibility: Visibility {
-                transcript: true,
-                context,
-            },
-            pai: PaiMeta::new(Producer::User, None, None, 0),
-        }
+        user_message(id, context)
     }
 
     /// `id`'s context visibility changes from `before` to `after`.
     fn change(id: &str, before: bool, after: bool) -> Event {
-        let vis = |context| Visibility {
-            transcript: true,
-            context,
-        };
-        ev(EventKind::Mutated {
-            version: 2,
-            appended: Vec::new(),
-            metadata: Vec::new(),
-            private: Vec::new(),
-            visibility: vec![VisibilityChange {
-                message: id.into(),
-                before: vis(before),
-                after: vis(after),
-            }],
-        })
+        visibility_change(id, 2, before, after)
     }
 
     fn resolve(step: u32) -> Event {
