@@ -53,3 +53,31 @@ pub(super) fn steps(events: &[Event], cluster: bool) -> BTreeMap<(&str, u32), Be
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::oracle::facts::ev;
+
+    /// SPEC M1 (with H5): a thread that lost messages before a step still
+    /// tells what the step saw in one process; among workers, whose logs
+    /// do not order the loss against the read, its steps are not judged.
+    #[test]
+    fn m1_among_workers_a_thread_that_lost_messages_is_not_judged() {
+        let deleted = ev(EventKind::ThreadDeleted {
+            incarnation: 1,
+            cancelled: Vec::new(),
+        });
+        let resolve = ev(EventKind::ResolveModelContext {
+            step: 0,
+            anchor: 1,
+            messages: 1,
+        });
+        let events = vec![deleted, resolve];
+        assert!(steps(&events, false).contains_key(&("r", 0)));
+        assert!(!steps(&events, true).contains_key(&("r", 0)));
+        // A loss after the step makes it unjudged in both.
+        let later: Vec<Event> = events.into_iter().rev().collect();
+        assert!(!steps(&later, false).contains_key(&("r", 0)));
+    }
+}

@@ -300,6 +300,24 @@ mod tests {
         assert_eq!(at_step_1(&events, &c, &unchanged), Some(true));
     }
 
+    /// SPEC M1: the run's own mutations are bounds themselves: one its
+    /// worker logged before the read was in force (the lower bound is its
+    /// version), one logged after it was not (the upper bound is).
+    #[test]
+    fn m1_the_run_s_own_change_bounds_the_read() {
+        let c = ClusterObs::default();
+        let own = |version| {
+            let mut e = hide("m", version);
+            e.worker = Some("w1".into());
+            e.run_id = "r".into();
+            e
+        };
+        let before = vec![lease("w1", 1), commit("w1", 0, 2), own(3), resolve("w1", 1)];
+        assert_eq!(at_step_1(&before, &c, &message("m", false)), Some(false));
+        let after = vec![lease("w1", 1), commit("w1", 0, 2), resolve("w1", 1), own(3)];
+        assert_eq!(at_step_1(&after, &c, &message("m", false)), Some(true));
+    }
+
     /// SPEC K1: another run's trigger is judged only when that run was
     /// first claimed under a token below the step's.
     #[test]
