@@ -24,6 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{Event, EventKind, Message};
 
+use super::facts::run_commit_version;
 use super::m1_begun::Begun;
 use super::observed::ClusterObs;
 use crate::world::ClusterEvent;
@@ -140,18 +141,13 @@ impl<'a> StoreOrder<'a> {
 }
 
 /// The thread version a run's own commit reached, for the events a worker
-/// records once the store answered its write.
+/// records once the store answered its write: the commits the other
+/// oracles count (`run_commit_version`), and the run's own mutations and
+/// compactions, which commit a version too.
 fn committed(e: &Event) -> Option<u64> {
     match e.kind {
-        EventKind::CommitStep { version, .. }
-        | EventKind::CommitToolResults { version, .. }
-        | EventKind::Mutated { version, .. }
-        | EventKind::RunMetadata { version, .. }
-        | EventKind::ContextMessage { version, .. }
-        | EventKind::Compacted { version, .. }
-        | EventKind::Respond { version, .. } => Some(version),
-        EventKind::OnOutput { version, .. } => version,
-        _ => None,
+        EventKind::Mutated { version, .. } | EventKind::Compacted { version, .. } => Some(version),
+        ref kind => run_commit_version(kind),
     }
 }
 
