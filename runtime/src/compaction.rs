@@ -29,11 +29,17 @@ use serde::{Deserialize, Serialize};
 pub const COMPACTION_KEY: &str = "pai.compaction";
 
 /// Where compaction stands: every context-visible message up to and
-/// including `through` is summarized by message `summary`.
+/// including message `through` (a sequence number), in context order, is
+/// summarized by message `summary`. Context order is not always sequence
+/// order (SPEC M1: a queued run's message enters when its run is
+/// claimed), so `covers` keeps the newest sequence number summarized: a
+/// rewrite of any message up to it resets the cursor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompactionCursor {
     pub through: u64,
     pub summary: String,
+    #[serde(default)]
+    pub covers: u64,
 }
 
 impl CompactionCursor {
@@ -164,10 +170,13 @@ impl Compaction {
         through: u64,
     ) -> Result<(CompactionCursor, String), String> {
         let facade = cx.run.ok_or("no run")?;
-        let segment: Vec<&Message> = after_cursor(visible, cursor)
-            .into_iter()
-            .filter(|m| m.seq <= through)
-            .collect();
+        let after = after_cursor(visible, cursor);
+        let end = after
+            .iter()
+            .position(|m| m.seq == through)
+            .map_or(0, |i| i + 1);
+        let segment: Vec<&Message> = after[..end].to_vec();
+        let covers = segment.iter().map(|m| m.seq).max().unwrap_or(through);
         facade.progress(Progress::Started {
             step,
             through,
@@ -177,7 +186,7 @@ impl Compaction {
         let text = self
             .summarize(cx.run_id, step, previous.as_deref(), &segment)
             .await?;
-        let expect = Expect::PrivateMetadata(stored.private_metadata.clone());
+        let expect = Expect::private_metadata_of(stored);
         let summary = text.clone();
         let committed = cx
             .mutate(expect, |s| {
@@ -189,6 +198,7 @@ impl Compaction {
                 let cursor = CompactionCursor {
                     through,
                     summary: id,
+                    covers,
                 };
                 let value = serde_json::to_value(&cursor).map_err(|e| e.to_string())?;
                 s.set_private(COMPACTION_KEY, value);
@@ -206,13 +216,20 @@ impl Compaction {
     }
 }
 
-/// Context-visible messages after the cursor.
+/// Context-visible messages after the cursor, in context order: those
+/// after message `through` where it still is, else those stored after it.
 fn after_cursor<'m>(visible: &'m [Message], cursor: Option<&CompactionCursor>) -> Vec<&'m Message> {
-    let through = cursor.map_or(0, |c| c.through);
-    visible
-        .iter()
-        .filter(|m| m.seq > through && m.visibility.context)
-        .collect()
+    let rest = match cursor {
+        None => visible,
+        Some(c) => match visible.iter().position(|m| m.seq == c.through) {
+            Some(i) => &visible[i + 1..],
+            None => {
+                let start = visible.iter().position(|m| m.seq > c.through);
+                &visible[start.unwrap_or(visible.len())..]
+            }
+        },
+    };
+    rest.iter().filter(|m| m.visibility.context).collect()
 }
 
 /// The newest cursor that leaves the last `keep` of `after` verbatim and
@@ -286,13 +303,14 @@ fn repair(input: &RewriteInput<'_>) -> RewritePatch {
     let Some(cursor) = CompactionCursor::of(input.thread) else {
         return RewritePatch::default();
     };
+    let covered = cursor.covers.max(cursor.through);
     let at_or_before = |id: &String| {
         *id == cursor.summary
             || input
                 .thread
                 .messages
                 .iter()
-                .any(|m| m.id == *id && m.seq <= cursor.through)
+                .any(|m| m.id == *id && m.seq <= covered)
     };
     let touched = match input.kind {
         RewriteKind::Regenerate { removed, .. } => removed.iter().any(at_or_before),
@@ -340,6 +358,7 @@ fn cursor_value(through: u64, summary: &str) -> serde_json::Value {
     serde_json::to_value(CompactionCursor {
         through,
         summary: summary.to_string(),
+        covers: through,
     })
     .unwrap_or(serde_json::Value::Null)
 }

@@ -90,6 +90,7 @@ fn c2_context_is_summary_then_messages_after_the_cursor() {
     let cursor = CompactionCursor {
         through: 2,
         summary: "sum".into(),
+        covers: 2,
     };
     let st = thread(visible.clone(), Map::new());
     let summary = summary_text(&visible, &st, &cursor);
@@ -138,4 +139,22 @@ fn c1_regeneration_behind_the_cursor_resets_it() {
         thread: &st,
     });
     assert!(!p.is_empty());
+}
+
+/// SPEC C2, M1: the messages after the cursor are those after it in
+/// context order, which is not always sequence order: a queued run's
+/// message (#2) entered after the answer stored before its claim (#3).
+#[test]
+fn c2_after_the_cursor_follows_context_order() {
+    let visible = vec![text(1), text(3), text(2), text(4)];
+    let cursor = CompactionCursor {
+        through: 3,
+        summary: "sum".into(),
+        covers: 3,
+    };
+    let after: Vec<u64> = after_cursor(&visible, Some(&cursor))
+        .iter()
+        .map(|m| m.seq)
+        .collect();
+    assert_eq!(after, [2, 4]);
 }

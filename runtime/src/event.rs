@@ -113,9 +113,12 @@ pub enum EventKind {
     Steered {
         message: String,
     },
+    /// The run's lease for an episode: a claim, or a new episode of the
+    /// holder; one commit (SPEC H1).
     LeaseAcquired {
         episode: u32,
         token: u64,
+        version: u64,
     },
     /// One hook's decision inside a composed lifecycle.
     Hook(HookNote),
@@ -239,10 +242,22 @@ pub enum EventKind {
         message: String,
         version: u64,
     },
+    /// The step's client and approval calls are answerable while its
+    /// backend tools run (SPEC T9): one commit.
+    Awaiting {
+        calls: Vec<String>,
+        version: u64,
+    },
     /// The run waits on these calls (SPEC T7): the episode ends here and the
-    /// lease is released.
+    /// lease is released, in one commit.
     Waiting {
         calls: Vec<String>,
+        version: u64,
+    },
+    /// A client asked to cancel this running or waiting run (SPEC K6): one
+    /// commit; the run ends cancelled when its driver hears of it.
+    CancelRequested {
+        version: u64,
     },
     /// A client answered a waiting call (SPEC T9): one commit.
     Answered {
@@ -262,9 +277,10 @@ pub enum EventKind {
     LeaseReleased {
         episode: u32,
     },
-    /// The holder renewed its lease (SPEC K3).
+    /// The holder renewed its lease (SPEC K3): one commit (H1).
     LeaseRenewed {
         token: u64,
+        version: u64,
     },
     /// The driver lost the run's lease (refused as stale, or the store
     /// could not be reached): it stops driving the run and writes nothing
@@ -285,10 +301,13 @@ pub enum EventKind {
         /// The run's next step: the one after its last committed step.
         next_step: u32,
     },
+    /// The run ended; `version` is the commit that stored its end, when
+    /// this process made it (a deletion's runs end in the delete's commit).
     Ended {
         status: RunStatus,
         outcome: Outcome,
         reason: Option<String>,
+        version: Option<u64>,
     },
     /// A mutation committed as one change (SPEC H2): by the run (`run_id`
     /// names it) or by trusted code (`run_id` empty).
@@ -363,12 +382,14 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    /// The `end` event of a run that ended so.
-    pub(crate) fn ended(end: &RunEnd) -> EventKind {
+    /// The `end` event of a run that ended so, in the commit that made
+    /// `version` (if known here).
+    pub(crate) fn ended(end: &RunEnd, version: Option<u64>) -> EventKind {
         EventKind::Ended {
             status: end.status,
             outcome: end.outcome,
             reason: end.reason.clone(),
+            version,
         }
     }
 
@@ -404,6 +425,8 @@ impl EventKind {
             EventKind::RunMetadata { .. } => "run_metadata",
             EventKind::ContextMessage { .. } => "context_message",
             EventKind::Waiting { .. } => "wait",
+            EventKind::Awaiting { .. } => "awaiting",
+            EventKind::CancelRequested { .. } => "cancel_requested",
             EventKind::Answered { .. } => "answer",
             EventKind::Ended { .. } => "end",
             EventKind::Mutated { .. } => "mutated",

@@ -68,6 +68,11 @@ fn s2_a_watch_can_be_awaited() {
             watch.next().await,
             Some(LiveEvent::Committed { at: 0, version: 1 })
         );
+        // The run's claim is a commit too (H1: a lease revision).
+        assert_eq!(
+            watch.next().await,
+            Some(LiveEvent::Committed { at: 0, version: 2 })
+        );
         assert!(matches!(watch.next().await, Some(LiveEvent::Part { .. })));
     });
 }

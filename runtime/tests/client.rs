@@ -111,7 +111,8 @@ async fn send_and_wait_until_idle() {
     let last = &state.messages[3];
     assert_eq!(last.pai.producer, Producer::Model);
     assert_eq!(last.text(), "The sum is 5.");
-    assert_eq!(state.version, 4, "one version per commit (H1)");
+    // The send, the claim, two steps, the tool results and the run's end.
+    assert_eq!(state.version, 6, "one version per commit (H1)");
 }
 
 #[tokio::test]
@@ -128,7 +129,7 @@ async fn h4_other_identities_cannot_reach_a_thread() {
     assert!(mallory.send("let me in").await.is_err());
     assert_eq!(
         alice.state().await.unwrap().version,
-        4,
+        6,
         "a refused send changes nothing"
     );
 }

@@ -326,7 +326,7 @@ async fn h2_hook_mutations_inside_a_run_are_atomic() {
                 .await;
             out.lock().unwrap().push(failed.map(|(_, m)| m.version));
             let done = cx
-                .mutate(Expect::Version(before.version), |st| {
+                .mutate(Expect::version_of(&before), |st| {
                     st.append(Role::System, "note", Visibility::CONTEXT_ONLY);
                     st.set_private("p", json!("kept"));
                     Ok(())
@@ -397,10 +397,16 @@ async fn h3_version_expectation_conflicts_on_any_change() {
         let changed = t.read().await.unwrap();
         assert!(changed.version > v, "{change} changed the version");
         let err = t
-            .mutate(Expect::Version(v), |st| {
-                st.set_private("x", json!(change));
-                Ok(())
-            })
+            .mutate(
+                Expect::Version {
+                    version: v,
+                    incarnation: changed.incarnation,
+                },
+                |st| {
+                    st.set_private("x", json!(change));
+                    Ok(())
+                },
+            )
             .await
             .unwrap_err();
         assert_eq!(
@@ -419,7 +425,7 @@ async fn h3_version_expectation_conflicts_on_any_change() {
         );
         // Nothing changed since `changed`: its version holds.
         let (_, done) = t
-            .mutate(Expect::Version(changed.version), |st| {
+            .mutate(Expect::version_of(&changed), |st| {
                 st.set_private("x", json!(change));
                 Ok(())
             })
@@ -445,7 +451,6 @@ async fn h3_private_expectation_ignores_unrelated_changes() {
     .await
     .unwrap();
     let snapshot = t.read().await.unwrap();
-    let private = snapshot.private_metadata.clone();
     // Unrelated changes.
     t.set_metadata("public", json!(true)).await.unwrap();
     t.mutate(Expect::Nothing, |st| {
@@ -464,7 +469,7 @@ async fn h3_private_expectation_ignores_unrelated_changes() {
         moved.version
     );
     let (_, done) = t
-        .mutate(Expect::PrivateMetadata(private.clone()), |st| {
+        .mutate(Expect::private_metadata_of(&snapshot), |st| {
             st.set_private("cursor", json!(2));
             Ok(())
         })
@@ -474,7 +479,7 @@ async fn h3_private_expectation_ignores_unrelated_changes() {
     // Now the snapshot is stale.
     let current = t.read().await.unwrap();
     let err = t
-        .mutate(Expect::PrivateMetadata(private), |st| {
+        .mutate(Expect::private_metadata_of(&snapshot), |st| {
             st.set_private("cursor", json!(3));
             st.set_metadata("public", json!(false));
             Ok(())
@@ -1561,7 +1566,8 @@ async fn c1_compaction_summarizes_and_moves_its_cursor() {
         cursor,
         CompactionCursor {
             through: re_two.seq,
-            summary: summary.id.clone()
+            summary: summary.id.clone(),
+            covers: re_two.seq,
         }
     );
     assert!(stored.private_metadata.contains_key(COMPACTION_KEY));

@@ -119,6 +119,14 @@ struct Model {
     ids: u64,
 }
 
+/// A private-metadata expectation read in the thread's only incarnation.
+fn private(private: Map<String, Value>) -> Expect {
+    Expect::PrivateMetadata {
+        private,
+        incarnation: 1,
+    }
+}
+
 impl Model {
     fn next_id(&mut self, prefix: &str) -> String {
         self.ids += 1;
@@ -128,14 +136,21 @@ impl Model {
     fn resolve(&self, e: &E) -> Expect {
         match e {
             E::Nothing => Expect::Nothing,
-            E::Current => Expect::Version(self.version),
-            E::Behind(k) => Expect::Version(self.version.saturating_sub(u64::from(*k))),
-            E::Ahead(k) => Expect::Version(self.version + u64::from(*k)),
-            E::PrivateNow => Expect::PrivateMetadata(self.private.clone()),
-            E::PrivateEarlier(i) => {
-                Expect::PrivateMetadata(self.earlier[i % self.earlier.len()].clone())
-            }
-            E::PrivateRandom(pairs) => Expect::PrivateMetadata(
+            E::Current => Expect::Version {
+                version: self.version,
+                incarnation: 1,
+            },
+            E::Behind(k) => Expect::Version {
+                version: self.version.saturating_sub(u64::from(*k)),
+                incarnation: 1,
+            },
+            E::Ahead(k) => Expect::Version {
+                version: self.version + u64::from(*k),
+                incarnation: 1,
+            },
+            E::PrivateNow => private(self.private.clone()),
+            E::PrivateEarlier(i) => private(self.earlier[i % self.earlier.len()].clone()),
+            E::PrivateRandom(pairs) => private(
                 pairs
                     .iter()
                     .map(|(k, v)| (format!("p{k}"), json!(v)))
@@ -148,8 +163,8 @@ impl Model {
     fn holds(&self, expect: &Expect) -> bool {
         match expect {
             Expect::Nothing => true,
-            Expect::Version(v) => *v == self.version,
-            Expect::PrivateMetadata(m) => *m == self.private,
+            Expect::Version { version, .. } => *version == self.version,
+            Expect::PrivateMetadata { private, .. } => *private == self.private,
         }
     }
 
@@ -251,7 +266,7 @@ fn mutate(
         _ => Writer::Trusted,
     };
     let holds = model.holds(&expect);
-    let private = matches!(expect, Expect::PrivateMetadata(_));
+    let private = matches!(expect, Expect::PrivateMetadata { .. });
     let reply = store.apply(StoreRequest::Mutate {
         thread: THREAD.into(),
         incarnation: None,

@@ -190,9 +190,16 @@ pub(crate) fn waiting_event(kind: &EventKind) -> String {
         EventKind::ContextMessage { message, version } => {
             format!("  · hidden context message {message} stored v{version}")
         }
-        EventKind::Waiting { calls } => {
-            format!("wait on [{}] (lease released)", calls.join(", "))
+        EventKind::Waiting { calls, version } => {
+            format!("wait on [{}] (lease released) v{version}", calls.join(", "))
         }
+        EventKind::Awaiting { calls, version } => {
+            format!(
+                "awaiting [{}] (answerable now) v{version}",
+                calls.join(", ")
+            )
+        }
+        EventKind::CancelRequested { version } => format!("cancel_requested v{version}"),
         EventKind::Answered {
             call_id,
             answer,

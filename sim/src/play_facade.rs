@@ -84,8 +84,8 @@ async fn mutate(
     };
     let expect = match spec.expect {
         ExpectSpec::Nothing => Expect::Nothing,
-        ExpectSpec::Version => Expect::Version(seen.version),
-        ExpectSpec::Private => Expect::PrivateMetadata(seen.private_metadata.clone()),
+        ExpectSpec::Version => Expect::version_of(&seen),
+        ExpectSpec::Private => Expect::private_metadata_of(&seen),
     };
     let spec = spec.clone();
     let done = admin

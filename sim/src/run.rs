@@ -111,6 +111,8 @@ async fn simulate_in(s: &Scenario, seed: u64, store: StoreKind) -> Result<Report
         ));
     }
     let virtual_ms = w.clock.now();
+    let mut tap = w.tap.take();
+    let commits = std::mem::take(&mut tap.commits);
     let threads = stored_threads(&w.runtime).await;
     let client_views = client_views(&w.runtime, &threads).await;
     let obs = Observations {
@@ -120,7 +122,8 @@ async fn simulate_in(s: &Scenario, seed: u64, store: StoreKind) -> Result<Report
         live: drain(&mut watches),
         actions,
         reads: w.reads.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-        tap: w.tap.take(),
+        tap,
+        commits,
         client_views,
         cut_short: in_time.is_err(),
         cluster: None,

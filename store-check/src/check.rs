@@ -38,10 +38,18 @@ pub(crate) fn check_reply(
             model.adopt_token(want.thread, token);
             Ok(())
         }
-        Expected::Lease { thread, episode } => {
+        Expected::Lease {
+            thread,
+            episode,
+            version,
+        } => {
             let floor = model.threads[*thread].lease.token;
             match got {
-                Ok(StoreReply::Lease { token, episode: e }) if *token > floor && e == episode => {
+                Ok(StoreReply::Lease {
+                    token,
+                    episode: e,
+                    version: v,
+                }) if *token > floor && e == episode && v == version => {
                     model.adopt_token(*thread, *token);
                     Ok(())
                 }
@@ -52,7 +60,9 @@ pub(crate) fn check_reply(
                     Some("K2"),
                 )),
                 _ => Err(mismatch(
-                    format!("Ok(Lease {{ token: > {floor}, episode: {episode} }})"),
+                    format!(
+                        "Ok(Lease {{ token: > {floor}, episode: {episode}, version: {version} }})"
+                    ),
                     None,
                 )),
             }
@@ -76,8 +86,14 @@ fn check_claim(
     };
     let described = format!(
         "Ok(Claimed(Some(Claimed {{ thread: {thread:?}, run: {:?}, resumed: {}, cancel_requested: {}, \
-         token: > {} (tokens only grow), episode: {}, steps: {}, takeover: {takeover} }})))",
-        want.run, want.resumed, want.cancel_requested, want.floor, want.episode, want.steps
+         token: > {} (tokens only grow), episode: {}, steps: {}, takeover: {takeover}, version: {} }})))",
+        want.run,
+        want.resumed,
+        want.cancel_requested,
+        want.floor,
+        want.episode,
+        want.steps,
+        want.version
     );
     let Ok(StoreReply::Claimed(Some(c))) = got else {
         return Err(mismatch(described, None));
@@ -98,6 +114,7 @@ fn check_claim(
         && c.cancel_requested == want.cancel_requested
         && c.episode == want.episode
         && c.steps == want.steps
+        && c.version == want.version
         && takeover_ok;
     match same {
         true => Ok(c.token),

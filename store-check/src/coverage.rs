@@ -36,11 +36,15 @@ fn situation(expect: &Expected) -> Option<&'static str> {
         Expected::Reply(Ok(R::Deleted(Some(_)))) => "H5 deleted",
         Expected::Reply(Ok(R::Answered(Ok(_)))) => "T9 answered",
         Expected::Reply(Ok(R::Answered(Err(_)))) => "T9 answer refused",
-        Expected::Reply(Ok(R::Cancelled(Ok(CancelTarget::Queued(_))))) => "K6 queued cancelled",
+        Expected::Reply(Ok(R::Cancelled(Ok(pai_runtime::CancelReached {
+            target: CancelTarget::Queued(_),
+            ..
+        })))) => "K6 queued cancelled",
         Expected::Reply(Ok(R::Cancelled(Ok(_)))) => "K6 current cancelled",
         Expected::Reply(Ok(R::Cancelled(Err(_)))) => "K6 cancel missed",
         Expected::Reply(Ok(R::CancelFirst)) => "K6 cancel first",
         Expected::Reply(Ok(R::Waited(Some(_)))) => "T7 waits",
+        Expected::Reply(Ok(R::Version(_))) => "T9 answerable early or metadata",
         Expected::Reply(Ok(R::Finished { .. })) => "run ended",
         Expected::Reply(Ok(R::Submitted(pai_runtime::Submitted::Steer { .. }))) => "A4 steer",
         _ => return None,
@@ -51,7 +55,7 @@ fn situation(expect: &Expected) -> Option<&'static str> {
 fn generated_cases_reach_every_situation() {
     let mut runner = TestRunner::deterministic();
     let mut seen = BTreeSet::new();
-    for _ in 0..128 {
+    for _ in 0..512 {
         let ops = crate::ops::ops(40)
             .new_tree(&mut runner)
             .expect("a case")

@@ -61,12 +61,16 @@ pub enum Op {
         run: RunPick,
         token: TokenPick,
     },
-    /// The run waits on client calls (`true`: an approval, `false`: a client tool).
+    /// The run waits on client calls (`true`: an approval, `false`: a client
+    /// tool); with `early`, it only makes them answerable while it still
+    /// works (T9's `Await`).
     Wait {
         thread: u8,
         run: RunPick,
         token: TokenPick,
         approvals: Vec<bool>,
+        #[serde(default)]
+        early: bool,
     },
     /// A client answers the `call`-th waiting call (T9).
     Answer {
@@ -208,6 +212,8 @@ pub enum ExpectPick {
     StaleVersion,
     PrivateMetadata,
     StalePrivateMetadata,
+    /// Today's private metadata, read as if from the incarnation before (H5).
+    OldIncarnation,
 }
 
 /// Which incarnation a mutation is bound to (H5).
@@ -290,6 +296,7 @@ fn expect() -> impl Strategy<Value = ExpectPick> {
         Just(ExpectPick::StaleVersion),
         Just(ExpectPick::PrivateMetadata),
         Just(ExpectPick::StalePrivateMetadata),
+        Just(ExpectPick::OldIncarnation),
     ]
 }
 
@@ -369,8 +376,8 @@ fn worker_op() -> impl Strategy<Value = Op> {
         1 => (thread(), run_pick(), token(), 0u8..3)
             .prop_map(|(thread, run, token, value)| Op::SetRunMetadata { thread, run, token, value }),
         1 => (thread(), run_pick(), token()).prop_map(|(thread, run, token)| Op::TakeSteer { thread, run, token }),
-        3 => (thread(), run_pick(), token(), vec(any::<bool>(), 1..3))
-            .prop_map(|(thread, run, token, approvals)| Op::Wait { thread, run, token, approvals }),
+        3 => (thread(), run_pick(), token(), vec(any::<bool>(), 1..3), prop::bool::weighted(0.4))
+            .prop_map(|(thread, run, token, approvals, early)| Op::Wait { thread, run, token, approvals, early }),
         1 => (thread(), run_pick(), token()).prop_map(|(thread, run, token)| Op::CommitResumed { thread, run, token }),
         3 => (thread(), run_pick(), prop::option::weighted(0.9, token()), end(), any::<bool>())
             .prop_map(|(thread, run, token, end, next_run)| Op::Finish { thread, run, token, end, next_run }),

@@ -56,7 +56,7 @@ impl Store for IgnoresVersions {
                 thread,
                 incarnation,
                 writer,
-                expect: Expect::Version(_),
+                expect: Expect::Version { .. },
                 writes,
             } => StoreRequest::Mutate {
                 thread,

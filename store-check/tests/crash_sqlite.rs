@@ -57,7 +57,10 @@ fn batch(b: u64, version: u64) -> StoreRequest {
         thread: THREAD.into(),
         incarnation: None,
         writer: Writer::Trusted,
-        expect: Expect::Version(version),
+        expect: Expect::Version {
+            version,
+            incarnation: 1,
+        },
         writes,
     }
 }

@@ -141,7 +141,10 @@ fn h3_a_version_expectation_sees_a_run_end() {
         thread: "t".into(),
         incarnation: None,
         writer: Writer::Trusted,
-        expect: Expect::Version(1),
+        expect: Expect::Version {
+            version: 1,
+            incarnation: 1,
+        },
         writes: vec![Write::Metadata {
             key: "k".into(),
             value: None,

@@ -387,9 +387,15 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
             },
             CancelMiss::Ended(run) => ClientError::RunEnded { run },
         };
-        match reached.map_err(miss)? {
+        let reached = reached.map_err(miss)?;
+        let version = reached.version;
+        sh.told(&mut attached, version);
+        let asked = |run: &str| sh.emit(&self.id, run, || EventKind::CancelRequested { version });
+        match reached.target {
             CancelTarget::Active(run) => {
                 attached.stop(&run);
+                drop(attached);
+                asked(&run);
                 Ok(run)
             }
             CancelTarget::Waiting(run) => {
@@ -397,6 +403,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
                 // results (T8) and end cancelled.
                 let start = sh.worker.drives_sends() && attached.claim_driver();
                 drop(attached);
+                asked(&run);
                 if start {
                     tokio::spawn(crate::step_loop::drive(sh.clone(), self.id.clone()));
                 }
@@ -410,7 +417,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
                 };
                 sh.run_ended(&mut attached, &run, &end);
                 drop(attached);
-                sh.emit(&self.id, &run, || EventKind::ended(&end));
+                sh.emit(&self.id, &run, || EventKind::ended(&end, Some(version)));
                 Ok(run)
             }
         }

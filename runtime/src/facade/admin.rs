@@ -155,7 +155,7 @@ impl<C: Send + Sync + 'static> AdminThread<C> {
         let sh = self.sh();
         let new_run = sh.ids.next_id(IdKind::Run);
         let mut attached = sh.process.attach(&self.id).await;
-        let expect = Expect::Version(stored.version);
+        let expect = Expect::version_of(&stored);
         let reply = sh
             .store
             .regenerate(&self.id, stored.incarnation, from, new_run, expect, writes)
@@ -234,7 +234,7 @@ impl<C: Send + Sync + 'static> AdminThread<C> {
             cancelled: gone.cancelled.iter().map(|(r, _)| r.clone()).collect(),
         });
         for run in ended {
-            sh.emit(&self.id, &run, || EventKind::ended(&end));
+            sh.emit(&self.id, &run, || EventKind::ended(&end, None));
         }
         Ok(Some(gone))
     }

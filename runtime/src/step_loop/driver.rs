@@ -11,7 +11,7 @@ use tracing::Instrument;
 
 use super::episode::{EpisodeEnd, Start};
 use super::exec::{Exec, Fail};
-use super::lease::{RunLease, renew};
+use super::lease::{RunLease, renew, renew_once};
 use crate::clock::IdKind;
 use crate::context_cache::ContextCache;
 use crate::event::{EventKind, RunStage};
@@ -56,6 +56,7 @@ async fn next_run<C>(sh: &Shared<C>, thread: &str) -> Option<(Claimed, Arc<StopS
     let w = &sh.worker;
     match sh.store.claim(Some(thread), w.holder(), w.lease_ttl).await {
         Ok(Some(claimed)) => {
+            sh.told(&mut attached, claimed.version);
             let stop = attached.start_run(&claimed.run);
             if claimed.cancel_requested {
                 stop.trigger();
@@ -108,11 +109,16 @@ async fn run_one<C: Send + Sync + 'static>(
         });
     }
     let mut episode = claimed.episode;
+    let mut version = claimed.version;
     // Valid across episodes: every read checks the store's history epoch.
     let context = ContextCache::default();
     let end = loop {
         let token = lease.token();
-        sh.emit(thread, run, || EventKind::LeaseAcquired { episode, token });
+        sh.emit(thread, run, || EventKind::LeaseAcquired {
+            episode,
+            token,
+            version,
+        });
         let exec = Exec {
             sh,
             thread,
@@ -127,26 +133,28 @@ async fn run_one<C: Send + Sync + 'static>(
             .episode(&mut next_step, start)
             .instrument(tracing::info_span!("episode", episode));
         let ended = alongside(working, renew(sh, thread, run, lease, stop)).await;
-        if !matches!(ended, Ok(EpisodeEnd::Wait(_))) {
+        if !matches!(ended, Ok(EpisodeEnd::Wait(..))) {
             hear_the_store(sh, thread, run, lease, stop).await;
         }
         start = Start::Fresh;
         let (ended, says) = settle(stop, lease, ended);
         match ended {
-            EpisodeEnd::Wait(calls) => {
+            EpisodeEnd::Wait(calls, version) => {
                 // The store released the lease when it recorded the wait.
                 sh.emit(thread, run, || EventKind::Waiting {
                     calls: calls.iter().map(|c| c.call_id.clone()).collect(),
+                    version,
                 });
                 sh.run_waits(thread, run, calls).await;
                 return;
             }
             EpisodeEnd::Lost(reason) => return lost(sh, thread, run, lease, reason).await,
-            EpisodeEnd::Steer => match sh.store.next_episode(thread, run, token).await {
-                Ok((newer, next)) => {
+            EpisodeEnd::Steer => match next_episode(sh, thread, run, token).await {
+                Ok((newer, next, at)) => {
                     sh.emit(thread, run, || EventKind::LeaseReleased { episode });
                     lease.set_token(newer);
                     episode = next;
+                    version = at;
                 }
                 Err(e) => {
                     lease.check(&e);
@@ -157,6 +165,20 @@ async fn run_one<C: Send + Sync + 'static>(
         }
     };
     finish(sh, thread, run, lease, end).await;
+}
+
+/// The holder's lease moves to a new episode (A4): one commit, told to
+/// the thread's watchers.
+async fn next_episode<C>(
+    sh: &Shared<C>,
+    thread: &str,
+    run: &str,
+    token: u64,
+) -> Result<(u64, u32, u64), crate::store::StoreError> {
+    let mut attached = sh.process.attach(thread).await;
+    let moved = sh.store.next_episode(thread, run, token).await?;
+    sh.told(&mut attached, moved.2);
+    Ok(moved)
 }
 
 /// Among workers, before the outcome of an episode that still holds its
@@ -174,11 +196,13 @@ async fn hear_the_store<C>(
     if sh.worker.lease_ttl.is_none() || lease.lost().is_some() {
         return;
     }
-    match sh.store.renew(thread, run, lease.token()).await {
+    match renew_once(sh, thread, run, lease.token()).await {
         Ok(true) => stop.trigger(),
         Ok(false) => {}
         Err(e) => {
-            lease.check(&e);
+            if lease.check(&e) && lease.deleted() {
+                stop.trigger();
+            }
         }
     }
 }
@@ -206,7 +230,7 @@ fn settle(
     let stage = match ended {
         // A wait is recorded only while no cancel was asked for; a cancel
         // that comes later finds the run waiting and resumes it.
-        Ok(end @ EpisodeEnd::Wait(_)) => return (end, None),
+        Ok(end @ EpisodeEnd::Wait(..)) => return (end, None),
         Ok(end) if !stop.is_set() => return (end, None),
         Ok(_) => RunStage::EpisodeEnd,
         Err(fail) if stop.is_set() => fail.stage,
@@ -253,7 +277,7 @@ async fn lost<C>(sh: &Shared<C>, thread: &str, run: &str, lease: &RunLease, reas
         sh.emit(thread, run, || EventKind::Cancelled {
             phase: RunStage::EpisodeEnd,
         });
-        sh.emit(thread, run, || EventKind::ended(&end));
+        sh.emit(thread, run, || EventKind::ended(&end, None));
         return;
     }
     attached.end_run(run);
@@ -285,14 +309,20 @@ async fn finish<C>(sh: &Shared<C>, thread: &str, run: &str, lease: &RunLease, en
     let mut next_run = None;
     // Three rounds at most: a cancel first, then a run id for a leftover steer.
     let mut admitted = None;
+    let mut version = None;
     for _ in 0..3 {
         match sh
             .store
             .finish(thread, run, Some(token), &end, next_run.clone())
             .await
         {
-            Ok(Finish::Stored(a)) => {
+            Ok(Finish::Stored {
+                admitted: a,
+                version: v,
+            }) => {
                 admitted = a;
+                version = Some(v);
+                sh.told(&mut attached, v);
                 break;
             }
             Ok(Finish::NeedRunId) => next_run = Some(sh.ids.next_id(IdKind::Run)),
@@ -315,7 +345,7 @@ async fn finish<C>(sh: &Shared<C>, thread: &str, run: &str, lease: &RunLease, en
         sh.emit(thread, run, || says);
     }
     sh.emit(thread, run, || EventKind::LeaseReleased { episode });
-    sh.emit(thread, run, || EventKind::ended(&end));
+    sh.emit(thread, run, || EventKind::ended(&end, version));
     if let Some((next, trigger)) = admitted {
         sh.emit(thread, &next, || EventKind::Admitted { trigger });
     }

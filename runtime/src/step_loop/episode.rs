@@ -22,8 +22,8 @@ pub(super) enum EpisodeEnd {
     /// A steering message is waiting: the run goes on in a new episode (SPEC A4, P8).
     Steer,
     /// The run waits for a client to answer these calls (SPEC T7); its lease
-    /// is released already.
-    Wait(Vec<WaitingCall>),
+    /// was released already, in the commit that made the version given.
+    Wait(Vec<WaitingCall>, u64),
     /// The run's lease is lost (K3): this process leaves the run.
     Lost(String),
 }
@@ -61,11 +61,10 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     ) -> Result<EpisodeEnd, Fail> {
         let resumed = start != Start::Fresh;
         if resumed && self.stop.is_set() {
-            // A waiting run cancelled: its calls get cancelled results (T8)
-            // and no phase runs for a run that is over.
-            self.resume(Resolution::GiveUp(super::tools::CANCELLED_WAITING))
-                .await?;
-            return Err(Fail::new(RunStage::Resume, "stopped"));
+            // A waiting run cancelled, or a run taken over after a cancel:
+            // its open calls get cancelled results (T8, K3) and no phase
+            // runs for a run that is over.
+            return self.close_cancelled(start).await;
         }
         let mut route = Route::new(self.sh.agent.model.clone());
         let mut overlay = Overlay::default();
@@ -91,12 +90,14 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         });
         if resumed && self.stop.is_set() {
             // Cancelled while prepare_run ran: no approved call starts now.
-            self.resume(Resolution::GiveUp(super::tools::CANCELLED_WAITING))
-                .await?;
-            return Err(Fail::new(RunStage::Resume, "stopped"));
+            return self.close_cancelled(start).await;
         }
         if resumed {
-            self.resume(Resolution::Answered).await?;
+            // A taken-over run's answerable calls (T9) are its orphans:
+            // they are registered again with the answers they have.
+            if start == Start::Resumed {
+                self.resume(Resolution::Answered).await?;
+            }
             if start == Start::TakenOver
                 && let Some(end) = self.rerun_orphans(&route).await?
             {
@@ -120,12 +121,26 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 .await?;
             *next_step += 1;
             if transition == Transition::Wait {
-                return Ok(EpisodeEnd::Wait(self.lease.take_waited()));
+                let (calls, version) = self.lease.take_waited();
+                return Ok(EpisodeEnd::Wait(calls, version));
             }
             if let Some(end) = episode_end(transition) {
                 return Ok(end);
             }
         }
+    }
+
+    /// A resumed or taken-over run that was cancelled (T8, K3): every call
+    /// without a committed result gets a cancelled result that
+    /// `after_tool_result` sees, committed under this episode's token; no
+    /// call runs (again). The run then ends cancelled.
+    async fn close_cancelled(&self, start: Start) -> Result<EpisodeEnd, Fail> {
+        self.resume(Resolution::GiveUp(super::tools::CANCELLED_WAITING))
+            .await?;
+        if start == Start::TakenOver {
+            self.close_orphans().await?;
+        }
+        Err(Fail::new(RunStage::Resume, "stopped"))
     }
 
     /// What `prepare_run` sees of the thread (L1): its stored messages at
@@ -134,7 +149,8 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// to read them, only that message is copied (for the event log).
     async fn run_messages(&self) -> Result<(Vec<Message>, Option<usize>), Fail> {
         let all = self.handles(Phase::PrepareRun);
-        let read = self.sh.store.run_messages(self.thread, self.run, all).await;
+        let fence = (self.thread, self.run, self.token);
+        let read = self.sh.store.run_messages(fence, all).await;
         let (messages, latest) =
             read.map_err(|e| self.store_fail(RunStage::Phase(Phase::PrepareRun), e))?;
         let index = latest.and_then(|seq| messages.iter().position(|m| m.seq == seq));

@@ -179,7 +179,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             return Ok(());
         };
         let sent = self.sh.clock.now();
-        let renewed = self.sh.store.renew(self.thread, self.run, self.token).await;
+        let renewed = super::lease::renew_once(self.sh, self.thread, self.run, self.token).await;
         if renewed.map_err(|e| self.store_fail(stage, e))? {
             self.stop.trigger();
         }
@@ -193,9 +193,13 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         Ok(())
     }
 
-    /// A store error in `stage`; one that loses the lease is recorded.
+    /// A store error in `stage`; one that loses the lease is recorded. A
+    /// worker that learns its thread's incarnation was deleted stops the
+    /// run: its running tools are cancelled (H5, T8).
     pub(super) fn store_fail(&self, stage: RunStage, e: StoreError) -> Fail {
-        self.lease.check(&e);
+        if self.lease.check(&e) && self.lease.deleted() {
+            self.stop.trigger();
+        }
         Fail::new(stage, e.to_string())
     }
 }

@@ -19,8 +19,9 @@ pub(super) struct RunLease {
     /// The episode gave the lease up itself (a wait): nothing to renew,
     /// and a renewal refused since is no loss.
     released: AtomicBool,
-    /// The calls the store recorded the run waiting on, with the wait.
-    waited: Mutex<Vec<WaitingCall>>,
+    /// The calls the store recorded the run waiting on, with the wait,
+    /// and the thread's version after it.
+    waited: Mutex<(Vec<WaitingCall>, u64)>,
     /// The thread's incarnation was deleted under the run (SPEC H5).
     deleted: AtomicBool,
 }
@@ -31,7 +32,7 @@ impl RunLease {
             token: AtomicU64::new(token),
             lost: Mutex::new(None),
             released: AtomicBool::new(false),
-            waited: Mutex::new(Vec::new()),
+            waited: Mutex::new((Vec::new(), 0)),
             deleted: AtomicBool::new(false),
         }
     }
@@ -46,14 +47,15 @@ impl RunLease {
     }
 
     /// The store recorded that the episode gave its lease up to wait on
-    /// `calls` (T7): whatever happens next, the episode ends waiting.
-    pub(super) fn release(&self, calls: Vec<WaitingCall>) {
+    /// `calls` (T7) in the commit that made `version`: whatever happens
+    /// next, the episode ends waiting.
+    pub(super) fn release(&self, calls: Vec<WaitingCall>, version: u64) {
         self.released.store(true, Ordering::Relaxed);
-        *self.waited.lock().unwrap_or_else(|e| e.into_inner()) = calls;
+        *self.waited.lock().unwrap_or_else(|e| e.into_inner()) = (calls, version);
     }
 
-    /// The calls the wait recorded.
-    pub(super) fn take_waited(&self) -> Vec<WaitingCall> {
+    /// The calls the wait recorded, and its version.
+    pub(super) fn take_waited(&self) -> (Vec<WaitingCall>, u64) {
         std::mem::take(&mut *self.waited.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
@@ -116,20 +118,39 @@ pub(super) async fn renew<C>(
         }
         let token = lease.token();
         let sent = sh.clock.now();
-        match sh.store.renew(thread, run, token).await {
+        match renew_once(sh, thread, run, token).await {
             // An answer that took a whole lease to come proves nothing.
             Ok(_) if sh.clock.now() >= sent + ttl => {
                 lease.lose("the lease's renewal was answered too late".to_string());
                 return;
             }
             Ok(cancel) => {
-                sh.emit(thread, run, || EventKind::LeaseRenewed { token });
                 if cancel {
                     stop.trigger();
                 }
             }
-            Err(e) if lease.check(&e) => return,
+            Err(e) if lease.check(&e) => {
+                // A deleted incarnation (H5): its running tools are
+                // cancelled now, as a cancel's would be (T8).
+                if lease.deleted() {
+                    stop.trigger();
+                }
+                return;
+            }
             Err(_) => {}
         }
     }
+}
+
+/// One renewal of `run`'s lease under `token` (K3): a lease revision, one
+/// commit the log records (H1). Whether a cancel was asked for (K6).
+pub(super) async fn renew_once<C>(
+    sh: &Shared<C>,
+    thread: &str,
+    run: &str,
+    token: u64,
+) -> Result<bool, crate::store::StoreError> {
+    let (cancel, version) = sh.store.renew(thread, run, token).await?;
+    sh.emit(thread, run, || EventKind::LeaseRenewed { token, version });
+    Ok(cancel)
 }

@@ -1,16 +1,15 @@
-//! A resumed run's waiting calls (SPEC T7, T9, K5): each gets its final
-//! result from its answer (approved calls run now), every result passes
+//! A step's waiting calls (SPEC T7, T9, K5): each gets its final result
+//! from its answer (approved calls run now), every result passes
 //! `after_tool_result` (T4), and they are committed in call order in the
 //! one commit that forgets the waiting calls, so a call whose result is
-//! committed never runs again.
-
-use serde_json::Value;
+//! committed never runs again. The calls are answerable from the moment
+//! their step's policy let them through: answered while the step's backend
+//! tools still ran, they are resolved in that step, without a wait (T9).
 
 use super::exec::{Exec, Fail};
-use super::tools::{CANCELLED_WAITING, Call, Ready};
+use super::tools::{CANCELLED_WAITING, Call, Ready, given_up};
 use crate::event::{EventKind, RunStage};
 use crate::lifecycle::ToolResult;
-use crate::message::{ResultSource, ToolStatus};
 use crate::store::{Answer, Appended, WaitingCall};
 
 /// How the waiting calls end.
@@ -27,19 +26,93 @@ pub(super) enum Resolution {
 impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// Gives every waiting call of the run its final result and commits them.
     pub(super) async fn resume(&self, how: Resolution) -> Result<(), Fail> {
-        let waiting = self
-            .sh
-            .store
-            .waiting_calls(self.thread, self.run)
-            .await
-            .map_err(|e| self.store_fail(RunStage::Resume, e))?;
+        let waiting = self.recorded_calls(RunStage::Resume).await?;
         let Some(step) = waiting.first().map(|w| w.step) else {
             return Ok(());
         };
         let calls: Vec<Call> = waiting.iter().map(Call::waiting).collect();
+        let finals = self.resolve(step, &calls, &waiting, how).await?;
+        let finals: Vec<ToolResult> = finals.into_iter().flatten().collect();
+        self.commit_answered(step, &finals).await
+    }
+
+    /// The calls the store records for the run, with their answers.
+    async fn recorded_calls(&self, stage: RunStage) -> Result<Vec<WaitingCall>, Fail> {
+        self.sh
+            .store
+            .waiting_calls(self.thread, self.run)
+            .await
+            .map_err(|e| self.store_fail(stage, e))
+    }
+
+    /// Makes the step's `pending` calls answerable while its backend tools
+    /// run (T9): one commit, told to the thread's watchers.
+    pub(super) async fn await_calls(&self, pending: &[WaitingCall]) -> Result<(), Fail> {
+        let stage = RunStage::Tools;
+        self.writable(stage)?;
+        let mut attached = self.sh.process.attach(self.thread).await;
+        let fence = (self.thread, self.run, self.token);
+        let done = self.sh.store.await_calls(fence, pending.to_vec()).await;
+        let version = done.map_err(|e| self.store_fail(stage, e))?;
+        self.sh.told(&mut attached, version);
+        drop(attached);
+        self.emit(|| EventKind::Awaiting {
+            calls: pending.iter().map(|c| c.call_id.clone()).collect(),
+            version,
+        });
+        Ok(())
+    }
+
+    /// The step's pending calls with their answers, if every one of them
+    /// has been answered by now (T9).
+    pub(super) async fn answered_early(
+        &self,
+        pending: &[WaitingCall],
+    ) -> Result<Option<Vec<WaitingCall>>, Fail> {
+        let recorded = self.recorded_calls(RunStage::Tools).await?;
+        let all = pending.iter().all(|p| {
+            recorded
+                .iter()
+                .any(|r| r.call_id == p.call_id && r.answer.is_some())
+        });
+        Ok(all.then_some(recorded))
+    }
+
+    /// The results of calls answered while the step's backend tools ran,
+    /// put at their places among the step's `finals` (T9).
+    pub(super) async fn resolve_early(
+        &self,
+        step: u32,
+        calls: &[Call],
+        answered: &[WaitingCall],
+        finals: &mut [Option<ToolResult>],
+    ) -> Result<(), Fail> {
+        let resolved = self
+            .resolve(step, calls, answered, Resolution::Answered)
+            .await?;
+        for (slot, r) in finals.iter_mut().zip(resolved) {
+            if r.is_some() {
+                *slot = r;
+            }
+        }
+        Ok(())
+    }
+
+    /// Final results, at their calls' places among `calls`, for the
+    /// `waiting` calls: from their answers, approved calls run now.
+    async fn resolve(
+        &self,
+        step: u32,
+        calls: &[Call],
+        waiting: &[WaitingCall],
+        how: Resolution,
+    ) -> Result<Vec<Option<ToolResult>>, Fail> {
         let mut ready: Vec<Ready> = Vec::new();
         let mut early = vec![None; calls.len()];
-        for (i, w) in waiting.iter().enumerate() {
+        for w in waiting {
+            let Some(i) = calls.iter().position(|c| c.call_id == w.call_id) else {
+                continue;
+            };
             match self.answered(&calls[i], w, how) {
                 Ok(result) => {
                     self.emit(|| EventKind::ToolEnd {
@@ -52,21 +125,15 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 Err(tool) => ready.push((i, tool, w.input.clone())),
             }
         }
-        let finals = self.run_ready(step, &calls, ready, early).await?;
-        let message = self.results_message(step, &finals);
-        let id = message.id.clone();
-        let appended = self.commit_resumed(message).await?;
-        self.emit(|| EventKind::CommitToolResults {
-            step,
-            message: id,
-            version: appended.version,
-        });
-        Ok(())
+        self.run_batch(step, calls, ready, early).await
     }
 
     /// Commits a resumed run's results and forgets its waiting calls in
     /// one write under the lease (K5), and tells the thread's watchers.
-    async fn commit_resumed(&self, message: crate::message::Message) -> Result<Appended, Fail> {
+    pub(super) async fn commit_resumed(
+        &self,
+        message: crate::message::Message,
+    ) -> Result<Appended, Fail> {
         let stage = RunStage::CommitToolResults;
         self.writable(stage)?;
         let mut attached = self.sh.process.attach(self.thread).await;
@@ -85,39 +152,27 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         w: &WaitingCall,
         how: Resolution,
     ) -> Result<ToolResult, std::sync::Arc<dyn crate::tool::Tool>> {
-        // A denial or a client's output is final whatever happens to the
-        // run; an approved call that has not run, or a call nobody
-        // answered, is given up when the run will not go on.
-        let (answer, text) = match (how, w.answer.as_ref()) {
-            (Resolution::GiveUp(text), Some(Answer::Approved) | None) => (None, text),
-            (_, answer) => (answer, CANCELLED_WAITING),
+        let text = match how {
+            Resolution::GiveUp(text) => return Ok(given_up(call, w.answer.as_ref(), text)),
+            Resolution::Answered => CANCELLED_WAITING,
         };
-        match answer {
-            None => Ok(call.error(ResultSource::Cancelled, Value::String(text.into()))),
-            Some(Answer::Denied { reason }) => {
-                Ok(call.error(ResultSource::Denied, Value::String(reason.clone())))
-            }
-            Some(Answer::Submitted { output }) => Ok(ToolResult {
-                call_id: call.call_id.clone(),
-                tool: call.tool.clone(),
-                status: ToolStatus::Output,
-                source: ResultSource::Client,
-                output: output.clone(),
-            }),
-            Some(Answer::Approved) => {
-                let tool = self
-                    .sh
-                    .agent
-                    .tools
-                    .iter()
-                    .find(|t| t.spec().name == call.tool);
-                match tool {
-                    Some(t) => Err(t.clone()),
-                    None => {
-                        let msg = format!("tool {} is not registered", call.tool);
-                        Ok(call.error(ResultSource::UnknownTool, Value::String(msg)))
-                    }
-                }
+        let Some(Answer::Approved) = w.answer else {
+            return Ok(given_up(call, w.answer.as_ref(), text));
+        };
+        let tool = self
+            .sh
+            .agent
+            .tools
+            .iter()
+            .find(|t| t.spec().name == call.tool);
+        match tool {
+            Some(t) => Err(t.clone()),
+            None => {
+                let msg = format!("tool {} is not registered", call.tool);
+                Ok(call.error(
+                    crate::message::ResultSource::UnknownTool,
+                    serde_json::Value::String(msg),
+                ))
             }
         }
     }

@@ -107,6 +107,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             true => false,
             false => {
                 self.writable(RunStage::Tools)?;
+                let mut attached = self.sh.process.attach(self.thread).await;
                 let waited =
                     self.sh
                         .store
@@ -115,8 +116,9 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                     .await
                     .map_err(|e| self.store_fail(RunStage::Tools, e))?;
                 let waits = waited.is_some();
-                if let Some(calls) = waited {
-                    self.lease.release(calls);
+                if let Some((calls, version)) = waited {
+                    self.sh.told(&mut attached, version);
+                    self.lease.release(calls, version);
                 }
                 waits
             }

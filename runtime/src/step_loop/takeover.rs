@@ -9,9 +9,9 @@ use std::collections::BTreeSet;
 use super::episode::EpisodeEnd;
 use super::exec::{Exec, Fail};
 use super::step::tool_calls;
-use super::tools::Call;
-use crate::event::{RunStage, Transition};
-use crate::message::{Message, Part, Role};
+use super::tools::{CANCELLED, Call};
+use crate::event::{EventKind, RunStage, Transition};
+use crate::message::{Message, Part, ResultSource, Role};
 use crate::patch::Route;
 
 impl<C: Send + Sync + 'static> Exec<'_, C> {
@@ -29,7 +29,35 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             return Ok(None);
         }
         self.settle_pending(step, &Transition::Wait, done).await?;
-        Ok(Some(EpisodeEnd::Wait(self.lease.take_waited())))
+        let (calls, version) = self.lease.take_waited();
+        Ok(Some(EpisodeEnd::Wait(calls, version)))
+    }
+}
+
+impl<C: Send + Sync + 'static> Exec<'_, C> {
+    /// A run taken over after a cancel (K3): the last committed step's
+    /// calls without a committed result never run again; each gets a
+    /// cancelled result that `after_tool_result` sees (T8, T4), committed
+    /// under this episode's token.
+    pub(super) async fn close_orphans(&self) -> Result<(), Fail> {
+        let stage = RunStage::Resume;
+        let read = self.sh.store.inspect(self.thread).await;
+        let thread = read.map_err(|e| self.store_fail(stage, e))?;
+        let Some((step, calls)) = thread.and_then(|t| orphans(&t.messages, self.run)) else {
+            return Ok(());
+        };
+        let mut finals = Vec::with_capacity(calls.len());
+        for c in &calls {
+            let text = serde_json::Value::String(CANCELLED.into());
+            let result = c.error(ResultSource::Cancelled, text);
+            self.emit(|| EventKind::ToolEnd {
+                step,
+                result: result.clone(),
+                detail: None,
+            });
+            finals.push(self.after_tool_result(step, result).await?);
+        }
+        self.commit_answered(step, &finals).await
     }
 }
 

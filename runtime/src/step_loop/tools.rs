@@ -18,7 +18,7 @@ use crate::lifecycle::{
 };
 use crate::message::{Message, Part, Producer, ResultSource, Role, ToolStatus, Visibility};
 use crate::patch::Route;
-use crate::store::WaitingCall;
+use crate::store::{Answer, WaitingCall};
 use crate::tool::{Tool, ToolCx, ToolKind, ToolOutcome};
 
 /// What is stored (and what the model reads) in place of a thrown tool
@@ -97,6 +97,26 @@ struct Policy {
     pending: Vec<WaitingCall>,
 }
 
+/// A pending call's result when the run will not wait for it: the
+/// denial or the client's output recorded for it, else cancelled.
+pub(super) fn given_up(call: &Call, answer: Option<&Answer>, text: &str) -> ToolResult {
+    match answer {
+        Some(Answer::Denied { reason }) => {
+            call.error(ResultSource::Denied, Value::String(reason.clone()))
+        }
+        Some(Answer::Submitted { output }) => ToolResult {
+            call_id: call.call_id.clone(),
+            tool: call.tool.clone(),
+            status: ToolStatus::Output,
+            source: ResultSource::Client,
+            output: output.clone(),
+        },
+        Some(Answer::Approved) | None => {
+            call.error(ResultSource::Cancelled, Value::String(text.into()))
+        }
+    }
+}
+
 /// A tool's outcome as a final result, and a thrown error's detail for the
 /// logs only (T5).
 fn outcome_result(call: &Call, out: Result<ToolOutcome, String>) -> (ToolResult, Option<String>) {
@@ -131,6 +151,9 @@ fn outcome_result(call: &Call, out: Result<ToolOutcome, String>) -> (ToolResult,
 impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     /// Runs one step's tool calls and commits their results; returns the
     /// final results in call order. `route` is the answering attempt's (P6).
+    /// Client and approval calls are answerable from the moment the policy
+    /// let them through (T9); if every one of them has its answer when the
+    /// backend tools end, their results join this step's and nothing waits.
     pub(super) async fn tools(
         &self,
         step: u32,
@@ -142,7 +165,25 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             early,
             pending,
         } = self.policy(step, route, calls).await?;
-        let finals = self.run_ready(step, calls, ready, early).await?;
+        if !pending.is_empty() {
+            self.await_calls(&pending).await?;
+        }
+        let backend = !ready.is_empty();
+        let mut finals = self.run_batch(step, calls, ready, early).await?;
+        if backend && !pending.is_empty() && !self.stop.is_set() {
+            let answered = self.answered_early(&pending).await?;
+            if let Some(answered) = answered {
+                self.resolve_early(step, calls, &answered, &mut finals)
+                    .await?;
+                let finals: Vec<ToolResult> = finals.into_iter().flatten().collect();
+                self.commit_answered(step, &finals).await?;
+                return Ok(ToolsDone {
+                    finals,
+                    pending: Vec::new(),
+                });
+            }
+        }
+        let finals: Vec<ToolResult> = finals.into_iter().flatten().collect();
         if !finals.is_empty() {
             self.commit_results(step, &finals).await?;
         }
@@ -155,14 +196,14 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
 
     /// Runs the ready calls in parallel; every final result (early ones
     /// first: they are final already) passes `after_tool_result` (T4).
-    /// Returns the final results in call order.
-    pub(super) async fn run_ready(
+    /// Returns each final result at its call's place.
+    pub(super) async fn run_batch(
         &self,
         step: u32,
         calls: &[Call],
         mut ready: Vec<Ready>,
         mut early: Vec<Option<ToolResult>>,
-    ) -> Result<Vec<ToolResult>, Fail> {
+    ) -> Result<Vec<Option<ToolResult>>, Fail> {
         if !ready.is_empty() {
             self.confirm_lease().await?;
         }
@@ -188,7 +229,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         }
         let batch = Batch { calls, owed: &owed };
         self.collect(step, batch, &mut running, &mut finals).await?;
-        Ok(finals.into_iter().flatten().collect())
+        Ok(finals)
     }
 
     /// The cancelled result of a ready call the run stopped before it
@@ -204,30 +245,42 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         result
     }
 
-    /// Pending calls that will never be answered (the run completes or is
-    /// cancelled, A3, T8) get a cancelled result that `after_tool_result`
-    /// sees, committed as one tool message.
+    /// Pending calls the run will not wait for (it completes or is
+    /// cancelled, A3, T8) get their final results, committed as one tool
+    /// message that also ends their being answerable: a denial or a
+    /// client's output recorded meanwhile stays (T9); every other call gets
+    /// a cancelled result. `after_tool_result` sees each (T4).
     pub(super) async fn give_up(
         &self,
         step: u32,
         pending: &[WaitingCall],
-        text: &str,
+        text: &'static str,
     ) -> Result<(), Fail> {
         if pending.is_empty() {
             return Ok(());
         }
+        let recorded = self
+            .sh
+            .store
+            .waiting_calls(self.thread, self.run)
+            .await
+            .map_err(|e| self.store_fail(RunStage::Tools, e))?;
         let mut finals = Vec::with_capacity(pending.len());
         for w in pending {
             let c = Call::waiting(w);
-            let result = c.error(ResultSource::Cancelled, Value::String(text.into()));
+            let answer = recorded
+                .iter()
+                .find(|r| r.call_id == w.call_id)
+                .and_then(|r| r.answer.as_ref());
+            let result = given_up(&c, answer, text);
             self.emit(|| EventKind::ToolEnd {
                 step,
                 result: result.clone(),
                 detail: None,
             });
-            finals.push(self.after_tool_result(step, result).await?);
+            finals.push(self.final_result(step, &w.input, result).await?);
         }
-        self.commit_results(step, &finals).await
+        self.commit_answered(step, &finals).await
     }
 
     /// `before_tool_call` for every call before any tool starts (T1): the
@@ -434,6 +487,25 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             decision,
         });
         Ok(result)
+    }
+
+    /// Commits the results of a step whose client and approval calls were
+    /// answerable (T9), in call order, as one tool message in the commit
+    /// that ends their being answerable (K5: nothing is answered twice).
+    pub(super) async fn commit_answered(
+        &self,
+        step: u32,
+        finals: &[ToolResult],
+    ) -> Result<(), Fail> {
+        let message = self.results_message(step, finals);
+        let id = message.id.clone();
+        let appended = self.commit_resumed(message).await?;
+        self.emit(|| EventKind::CommitToolResults {
+            step,
+            message: id,
+            version: appended.version,
+        });
+        Ok(())
     }
 
     /// Commits the step's results, in call order, as one tool message (T2).

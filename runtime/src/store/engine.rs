@@ -166,6 +166,7 @@ fn thread_of(request: &StoreRequest) -> &str {
         | R::HasSteer { thread, .. }
         | R::TakeSteer { thread, .. }
         | R::RunMessages { thread, .. }
+        | R::Await { thread, .. }
         | R::History { thread, .. }
         | R::RunMetadata { thread, .. }
         | R::SetRunMetadata { thread, .. }
@@ -250,6 +251,7 @@ fn run_of(request: &StoreRequest) -> Option<&str> {
         | R::HasSteer { run, .. }
         | R::TakeSteer { run, .. }
         | R::RunMessages { run, .. }
+        | R::Await { run, .. }
         | R::RunMetadata { run, .. }
         | R::SetRunMetadata { run, .. }
         | R::Wait { run, .. }
@@ -361,9 +363,12 @@ fn client_op(
             read,
         } => history(rec, &thread, &agent, incarnation, read),
         R::HasSteer { .. } => Ok(StoreReply::Flag(rec.has_steer())),
-        R::RunMessages { run, all, .. } => Ok(run_messages(rec, &run, all)),
         R::RunMetadata { run, .. } => Ok(StoreReply::Value(rec.run_metadata(&run).cloned())),
         R::WaitingCalls { run, .. } => Ok(StoreReply::Calls(rec.waiting_calls(&run))),
+        request @ (R::RunMessages { .. } | R::TakeAnchor { .. } | R::TakeSteer { .. }) => {
+            // Fenced, but no commit: a run taking its input (K2, L1, A4).
+            run_op(rec, request, now)
+        }
         request => {
             let reply = run_op(rec, request, now)?;
             rec.touch(now);
@@ -381,7 +386,9 @@ fn fenced_run(request: &StoreRequest) -> Option<(&str, u64)> {
         R::Append { run, token, .. }
         | R::TakeAnchor { run, token, .. }
         | R::TakeSteer { run, token, .. }
+        | R::RunMessages { run, token, .. }
         | R::SetRunMetadata { run, token, .. }
+        | R::Await { run, token, .. }
         | R::Wait { run, token, .. }
         | R::CommitResumed { run, token, .. }
         | R::Finish {
@@ -409,12 +416,26 @@ fn run_op(
     }
     match request {
         R::NextEpisode { run, token, .. } => {
-            let (token, episode) = rec.next_episode(&run, token, now)?;
-            Ok(StoreReply::Lease { token, episode })
+            let (token, episode, version) = rec.next_episode(&run, token, now)?;
+            Ok(StoreReply::Lease {
+                token,
+                episode,
+                version,
+            })
         }
-        R::Renew { run, token, .. } => Ok(StoreReply::Renewed {
-            cancel_requested: rec.renew(&run, token, now)?,
-        }),
+        R::Renew { run, token, .. } => {
+            let (cancel_requested, version) = rec.renew(&run, token, now)?;
+            Ok(StoreReply::Renewed {
+                cancel_requested,
+                version,
+            })
+        }
+        R::RunMessages { run, all, .. } => {
+            // The run's newest user message is handed to `prepare_run`:
+            // a pending steer is the run's for good (L1).
+            rec.take_steers();
+            Ok(run_messages(rec, &run, all))
+        }
         R::Append {
             run,
             token,
@@ -430,7 +451,7 @@ fn run_op(
         }
         R::TakeAnchor { token, .. } => {
             rec.fenced(Some(token))?;
-            rec.take_steer();
+            rec.take_steers();
             Ok(StoreReply::Anchor {
                 last_seq: rec.last_seq(),
                 incarnation: rec.incarnation(),
@@ -438,9 +459,12 @@ fn run_op(
         }
         R::TakeSteer { token, .. } => {
             rec.fenced(Some(token))?;
-            rec.take_steer();
+            rec.take_steers();
             Ok(StoreReply::Done)
         }
+        R::Await {
+            run, token, calls, ..
+        } => Ok(StoreReply::Version(rec.await_calls(&run, token, calls)?)),
         R::SetRunMetadata {
             run, token, value, ..
         } => Ok(StoreReply::Version(
@@ -450,7 +474,9 @@ fn run_op(
             run, token, calls, ..
         } => {
             let waits = rec.wait(&run, token, calls)?;
-            Ok(StoreReply::Waited(waits.then(|| rec.waiting_calls(&run))))
+            Ok(StoreReply::Waited(
+                waits.map(|version| (rec.waiting_calls(&run), version)),
+            ))
         }
         R::CommitResumed {
             run,
@@ -474,12 +500,10 @@ fn run_op(
             if rec.has_steer() && next_run.is_none() {
                 return Ok(StoreReply::NeedRunId);
             }
-            rec.finish_run(&run, &end);
-            let admitted = rec.take_steer().zip(next_run).map(|(steer, next)| {
-                rec.admit(&next, &steer);
-                (next, steer)
-            });
-            Ok(StoreReply::Finished { admitted })
+            let version = rec.end_run(&run, &end);
+            let admitted = next_run
+                .and_then(|next| rec.admit_leftover_steers(&next).map(|steer| (next, steer)));
+            Ok(StoreReply::Finished { admitted, version })
         }
         other => Err(StoreError::Protocol(format!(
             "{} is not a request on a thread",
@@ -492,7 +516,7 @@ fn run_op(
 fn run_messages(rec: &ThreadRec, run: &str, all: bool) -> StoreReply {
     let latest = rec.latest_user_of(run);
     let messages: Vec<Message> = match (all, latest) {
-        (true, _) => rec.visible_messages().cloned().collect(),
+        (true, _) => rec.visible_messages(None).into_iter().cloned().collect(),
         (false, Some(m)) => vec![m.clone()],
         (false, None) => Vec::new(),
     };
@@ -529,8 +553,8 @@ fn history(
             StoreReply::Messages(below[start..].iter().map(|m| (*m).clone()).collect())
         }
         HistoryRead::Visible { anchor } => StoreReply::Messages(
-            rec.visible_messages()
-                .filter(|m| m.seq <= anchor)
+            rec.visible_messages(Some(anchor))
+                .into_iter()
                 .cloned()
                 .collect(),
         ),
@@ -540,21 +564,31 @@ fn history(
     })
 }
 
-/// The visible messages up to `anchor` that a reader holding `cached` lacks
-/// (all of them once the history epoch moved on). Messages are stored in
-/// sequence order, so the cached ones are skipped by a binary search.
+/// The visible messages up to `anchor`, in context order, that a reader
+/// holding `cached` lacks (all of them once the history epoch moved on).
+/// While the epoch stays, no message entered the context anywhere but at
+/// its end, so the ones the reader lacks are the appends after its cached
+/// sequence number, found by a binary search.
 fn visible_after(rec: &ThreadRec, anchor: u64, cached: Option<CachedThrough>) -> StoreReply {
     let epoch = rec.epoch();
     let after = cached.filter(|c| c.epoch == epoch).map(|c| c.seq);
-    let all = rec.messages();
-    let start = after.map_or(0, |seq| all.partition_point(|m| m.seq <= seq));
-    let queued = rec.queued_messages();
-    let messages = all[start..]
-        .iter()
-        .take_while(|m| m.seq <= anchor)
-        .filter(|m| !queued.contains(m))
-        .cloned()
-        .collect();
+    let messages = match after {
+        None => rec
+            .visible_messages(Some(anchor))
+            .into_iter()
+            .cloned()
+            .collect(),
+        Some(seq) => {
+            let all = rec.messages();
+            let start = all.partition_point(|m| m.seq <= seq);
+            all[start..]
+                .iter()
+                .take_while(|m| m.seq <= anchor)
+                .filter(|m| rec.in_place(m))
+                .cloned()
+                .collect()
+        }
+    };
     StoreReply::Visible {
         epoch,
         whole: after.is_none(),

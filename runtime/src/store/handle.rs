@@ -11,7 +11,7 @@ use super::mutation::{Deletion, Expect, Mutation, Refusal, Regeneration, Write, 
 use super::protocol::Store;
 use super::protocol::{CachedThrough, HistoryRead, StoreReply, StoreRequest};
 use super::record::{
-    Answered, Appended, CancelMiss, CancelTarget, Claimed, RunEnd, StoreError, StoredThread,
+    Answered, Appended, CancelMiss, CancelReached, Claimed, RunEnd, StoreError, StoredThread,
     Submitted,
 };
 use super::waiting::{Answer, AnswerMiss, WaitingCall};
@@ -99,7 +99,7 @@ impl StoreHandle {
         &self,
         s: &Scope<'_>,
         run: Option<&str>,
-    ) -> Result<Result<CancelTarget, CancelMiss>, StoreError> {
+    ) -> Result<Result<CancelReached, CancelMiss>, StoreError> {
         let reply = self
             .ask(StoreRequest::Cancel {
                 thread: s.thread.into(),
@@ -164,7 +164,7 @@ impl StoreHandle {
         thread: &str,
         run: &str,
         token: u64,
-    ) -> Result<(u64, u32), StoreError> {
+    ) -> Result<(u64, u32, u64), StoreError> {
         let reply = self
             .ask(StoreRequest::NextEpisode {
                 thread: thread.into(),
@@ -172,7 +172,7 @@ impl StoreHandle {
                 token,
             })
             .await?;
-        expect!(reply, StoreReply::Lease { token, episode } => (token, episode))
+        expect!(reply, StoreReply::Lease { token, episode, version } => (token, episode, version))
     }
 
     pub(crate) async fn renew(
@@ -180,7 +180,7 @@ impl StoreHandle {
         thread: &str,
         run: &str,
         token: u64,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<(bool, u64), StoreError> {
         let reply = self
             .ask(StoreRequest::Renew {
                 thread: thread.into(),
@@ -188,7 +188,7 @@ impl StoreHandle {
                 token,
             })
             .await?;
-        expect!(reply, StoreReply::Renewed { cancel_requested } => cancel_requested)
+        expect!(reply, StoreReply::Renewed { cancel_requested, version } => (cancel_requested, version))
     }
 
     pub(crate) async fn append(
@@ -256,14 +256,14 @@ impl StoreHandle {
 
     pub(crate) async fn run_messages(
         &self,
-        thread: &str,
-        run: &str,
+        (thread, run, token): (&str, &str, u64),
         all: bool,
     ) -> Result<(Vec<Message>, Option<u64>), StoreError> {
         let reply = self
             .ask(StoreRequest::RunMessages {
                 thread: thread.into(),
                 run: run.into(),
+                token,
                 all,
             })
             .await?;
@@ -349,14 +349,32 @@ impl StoreHandle {
         expect!(reply, StoreReply::Version(x) => x)
     }
 
-    /// `None`: refused, a cancel came first.
+    /// Makes a running step's calls answerable (T9); the thread's version.
+    pub(crate) async fn await_calls(
+        &self,
+        (thread, run, token): (&str, &str, u64),
+        calls: Vec<WaitingCall>,
+    ) -> Result<u64, StoreError> {
+        let reply = self
+            .ask(StoreRequest::Await {
+                thread: thread.into(),
+                run: run.into(),
+                token,
+                calls,
+            })
+            .await?;
+        expect!(reply, StoreReply::Version(x) => x)
+    }
+
+    /// The calls waited on and the thread's version; `None`: refused, a
+    /// cancel came first.
     pub(crate) async fn wait(
         &self,
         thread: &str,
         run: &str,
         token: u64,
         calls: Vec<WaitingCall>,
-    ) -> Result<Option<Vec<WaitingCall>>, StoreError> {
+    ) -> Result<Option<(Vec<WaitingCall>, u64)>, StoreError> {
         let reply = self
             .ask(StoreRequest::Wait {
                 thread: thread.into(),
@@ -422,7 +440,9 @@ impl StoreHandle {
         match reply {
             StoreReply::NeedRunId => Ok(Finish::NeedRunId),
             StoreReply::CancelFirst => Ok(Finish::CancelFirst),
-            other => expect!(other, StoreReply::Finished { admitted } => Finish::Stored(admitted)),
+            other => {
+                expect!(other, StoreReply::Finished { admitted, version } => Finish::Stored { admitted, version })
+            }
         }
     }
 }
@@ -430,8 +450,12 @@ impl StoreHandle {
 /// How a finish went.
 #[derive(Debug)]
 pub(crate) enum Finish {
-    /// Stored; the run a leftover steer started, with its trigger, if any.
-    Stored(Option<(String, String)>),
+    /// Stored at `version`; the run a leftover steer started, with its
+    /// trigger, if any.
+    Stored {
+        admitted: Option<(String, String)>,
+        version: u64,
+    },
     /// A steer is left over: ask again with a run id for it.
     NeedRunId,
     /// A cancel reached the run first: it must end cancelled (K6).

@@ -71,6 +71,7 @@ impl ThreadRec {
                 let run = self.queue.pop_front()?;
                 self.epoch += 1;
                 self.current = Some(run.clone());
+                self.enter_run(&run);
                 (run, None)
             }
         };
@@ -82,11 +83,14 @@ impl ThreadRec {
             expires: ttl.map(|t| now + t),
         };
         let token = self.lease.token;
+        self.version += 1;
+        let version = self.version;
         let r = self.run_mut(&run)?;
         let resumed = r.status != RunStatus::Queued;
         r.status = RunStatus::Running;
         r.episodes += 1;
         Some(Claimed {
+            version,
             thread: thread.to_string(),
             run,
             resumed,
@@ -118,36 +122,47 @@ impl ThreadRec {
     }
 
     /// Moves `run`'s lease to a new episode under a newer token, without a
-    /// moment in which another worker could take it.
+    /// moment in which another worker could take it. One commit (H1): the
+    /// token, the episode and the thread's new version.
     pub(in crate::store) fn next_episode(
         &mut self,
         run: &str,
         token: u64,
         now: Millis,
-    ) -> Result<(u64, u32), StoreError> {
+    ) -> Result<(u64, u32, u64), StoreError> {
         self.holding(run, token)?;
+        let episodes = self
+            .runs
+            .iter()
+            .find(|r| r.id == run)
+            .map(|r| r.episodes + 1)
+            .ok_or_else(|| StoreError::LeaseNotHeld {
+                run: run.to_string(),
+                token,
+            })?;
         self.lease.token += 1;
         self.touch(now);
-        let token = self.lease.token;
-        let r = self.run_mut(run).ok_or_else(|| StoreError::LeaseNotHeld {
-            run: run.to_string(),
-            token,
-        })?;
-        r.episodes += 1;
-        Ok((token, r.episodes))
+        if let Some(r) = self.run_mut(run) {
+            r.episodes = episodes;
+        }
+        self.version += 1;
+        Ok((self.lease.token, episodes, self.version))
     }
 
-    /// Extends `run`'s lease; answers whether a cancel was asked for, so a
-    /// holder in another process hears of it (K6).
+    /// Extends `run`'s lease: a lease revision, one commit (H1). Answers
+    /// whether a cancel was asked for, so a holder in another process hears
+    /// of it (K6), and the thread's new version.
     pub(in crate::store) fn renew(
         &mut self,
         run: &str,
         token: u64,
         now: Millis,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<(bool, u64), StoreError> {
         self.holding(run, token)?;
         self.touch(now);
-        Ok(self.runs.iter().any(|r| r.id == run && r.cancel_requested))
+        self.version += 1;
+        let cancel = self.runs.iter().any(|r| r.id == run && r.cancel_requested);
+        Ok((cancel, self.version))
     }
 
     /// Checks that `token` is current and `run` holds the lease.

@@ -33,8 +33,8 @@ pub use mutation::{
 pub use postgres::{PgConfig, PgError, PgOptions, PgStore};
 pub use protocol::{CachedThrough, HistoryRead, Store, StoreFuture, StoreReply, StoreRequest};
 pub use record::{
-    Answered, Appended, CancelMiss, CancelTarget, Claimed, RunEnd, RunRecord, RunStatus,
-    StoreError, StoredThread, Submitted, Takeover,
+    Answered, Appended, CancelMiss, CancelReached, CancelTarget, Claimed, RunEnd, RunRecord,
+    RunStatus, StoreError, StoredThread, Submitted, Takeover,
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::{Durability, SqliteConfig, SqliteError, SqliteStore};

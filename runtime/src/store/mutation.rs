@@ -9,16 +9,40 @@ use super::record::RunStatus;
 use crate::message::{Message, Visibility};
 
 /// What a mutation expects of the stored thread when it commits (SPEC H3).
+/// An expectation names the incarnation it was read from: it conflicts
+/// once that incarnation is gone, whatever the values (H5).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub enum Expect {
     /// Commit whatever changed since the writer read.
     #[default]
     Nothing,
-    /// Conflict if any change happened since the thread had this version.
-    Version(u64),
+    /// Conflict if any change happened since the thread had this version
+    /// (lease renewals included: the strict check).
+    Version { version: u64, incarnation: u64 },
     /// Conflict only if private metadata is no longer this map; other
     /// changes (messages, usage, lease renewals) do not conflict.
-    PrivateMetadata(Map<String, Value>),
+    PrivateMetadata {
+        private: Map<String, Value>,
+        incarnation: u64,
+    },
+}
+
+impl Expect {
+    /// No change at all since `read` (SPEC H3's strict check).
+    pub fn version_of(read: &super::record::StoredThread) -> Expect {
+        Expect::Version {
+            version: read.version,
+            incarnation: read.incarnation,
+        }
+    }
+
+    /// No change of private metadata since `read`.
+    pub fn private_metadata_of(read: &super::record::StoredThread) -> Expect {
+        Expect::PrivateMetadata {
+            private: read.private_metadata.clone(),
+            incarnation: read.incarnation,
+        }
+    }
 }
 
 /// One staged write of a mutation.
@@ -112,6 +136,8 @@ pub struct Deletion {
     /// Every run that had not ended, each now cancelled (reason `deleted`),
     /// with the status it had.
     pub cancelled: Vec<(String, RunStatus)>,
+    /// The thread's version after the delete's commit (SPEC H1).
+    pub version: u64,
 }
 
 /// The reason a deleted thread's runs end with.

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::mutation::{Deletion, Expect, Mutation, Refusal, Regeneration, Write, Writer};
 use super::record::{
-    Answered, Appended, CancelMiss, CancelTarget, Claimed, RunEnd, StoreError, StoredThread,
+    Answered, Appended, CancelMiss, CancelReached, Claimed, RunEnd, StoreError, StoredThread,
     Submitted,
 };
 use super::waiting::{Answer, AnswerMiss, WaitingCall};
@@ -82,7 +82,8 @@ pub enum StoreRequest {
         run: String,
         token: u64,
     },
-    /// Extends the lease; answers whether a cancel was asked for.
+    /// Extends the lease (a lease revision: one commit, SPEC H1); answers
+    /// whether a cancel was asked for.
     Renew {
         thread: String,
         run: String,
@@ -110,11 +111,14 @@ pub enum StoreRequest {
         run: String,
         token: u64,
     },
-    /// What `prepare_run` sees: the messages visible to a new run (all, or
-    /// only the run's newest user message) and that message's sequence number.
+    /// What `prepare_run` sees: the messages visible to the run in context
+    /// order (all, or only the run's newest user message) and that
+    /// message's sequence number. Under the run's token: a pending steer
+    /// it hands to `prepare_run` is taken by the run for good (SPEC L1).
     RunMessages {
         thread: String,
         run: String,
+        token: u64,
         all: bool,
     },
     /// A fenced history read (SPEC M3).
@@ -133,7 +137,16 @@ pub enum StoreRequest {
         token: u64,
         value: Value,
     },
-    /// Puts the run to wait on `calls` and releases its lease.
+    /// Makes `calls` answerable while the run still works (SPEC T9): every
+    /// `before_tool_call` of its step let them through. One commit.
+    Await {
+        thread: String,
+        run: String,
+        token: u64,
+        calls: Vec<WaitingCall>,
+    },
+    /// Puts the run to wait on `calls` (keeping answers already recorded
+    /// for them) and releases its lease.
     Wait {
         thread: String,
         run: String,
@@ -233,17 +246,20 @@ pub enum StoreReply {
     /// cancelled.
     CancelFirst,
     Submitted(Submitted),
-    Cancelled(Result<CancelTarget, CancelMiss>),
+    Cancelled(Result<CancelReached, CancelMiss>),
     Answered(Result<Answered, AnswerMiss>),
     Thread(Option<StoredThread>),
     Ids(Vec<String>),
     Claimed(Option<Claimed>),
+    /// A new episode's lease, and the thread's version after its commit.
     Lease {
         token: u64,
         episode: u32,
+        version: u64,
     },
     Renewed {
         cancel_requested: bool,
+        version: u64,
     },
     Appended(Appended),
     Anchor {
@@ -267,10 +283,14 @@ pub enum StoreReply {
     Map(Map<String, Value>),
     Value(Option<Value>),
     Version(u64),
-    Waited(Option<Vec<WaitingCall>>),
+    /// The calls the run now waits on (with answers already recorded) and
+    /// the thread's version; `None`: refused, a cancel came first.
+    Waited(Option<(Vec<WaitingCall>, u64)>),
     Calls(Vec<WaitingCall>),
     Finished {
         admitted: Option<(String, String)>,
+        /// The thread's version after the run's end was stored.
+        version: u64,
     },
     Mutated(Result<Mutation, Refusal>),
     Regenerated(Result<Regeneration, Refusal>),
@@ -300,6 +320,7 @@ impl StoreRequest {
             R::History { .. } => "history",
             R::RunMetadata { .. } => "run_metadata",
             R::SetRunMetadata { .. } => "set_run_metadata",
+            R::Await { .. } => "await",
             R::Wait { .. } => "wait",
             R::WaitingCalls { .. } => "waiting_calls",
             R::CommitResumed { .. } => "commit_resumed",

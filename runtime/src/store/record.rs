@@ -148,6 +148,9 @@ pub struct Claimed {
     pub steps: u32,
     /// When the run was taken from a holder whose lease expired.
     pub takeover: Option<Takeover>,
+    /// The thread's version after the claim's commit (SPEC H1: a claim is
+    /// a lease revision and a run status change).
+    pub version: u64,
 }
 
 /// Whose expired lease a claim took over (SPEC K3).
@@ -170,7 +173,15 @@ pub enum Submitted {
     Steer { run: String, version: u64 },
 }
 
-/// What a cancel reached (SPEC K6).
+/// What a cancel reached (SPEC K6), and the thread's version after the
+/// cancel's commit (H1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CancelReached {
+    pub target: CancelTarget,
+    pub version: u64,
+}
+
+/// Which run a cancel reached, and how (SPEC K6).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CancelTarget {
     /// The run being driven: its stop signal must be set.

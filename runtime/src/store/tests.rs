@@ -33,11 +33,12 @@ fn k2_a_stale_token_changes_nothing() {
     let mut rec = ThreadRec::new("a", "o");
     rec.admit("r1", "m1");
     let old = rec.acquire();
-    let (new, _) = rec.next_episode("r1", old, 0).unwrap();
+    let (new, _, version) = rec.next_episode("r1", old, 0).unwrap();
     assert!(new > old);
+    assert_eq!(version, 2, "a claim and a new episode are commits (H1)");
     assert_eq!(
         rec.append(Some(new), [message("x")]).map(|a| a.version),
-        Ok(1)
+        Ok(3)
     );
     let refused = rec.append(Some(old), [message("y")]);
     assert_eq!(
@@ -47,7 +48,38 @@ fn k2_a_stale_token_changes_nothing() {
             current: new
         })
     );
-    assert_eq!((rec.version(), rec.messages().len()), (1, 1));
+    assert_eq!((rec.version(), rec.messages().len()), (3, 1));
+}
+
+/// SPEC H1: run status changes and lease revisions are commits: a claim,
+/// a renewal, a wait, an answer, a cancel and a run's end each bump the
+/// version by one; a claim that takes nothing changes nothing.
+#[test]
+fn h1_run_status_and_lease_revisions_bump_the_version() {
+    use crate::tool::ToolKind::Approval;
+    let mut rec = ThreadRec::new("a", "o");
+    assert_eq!(rec.start_next(), None);
+    assert_eq!(rec.version(), 0);
+    rec.admit("r1", "m1");
+    let claimed = rec.claim("t", "w", Some(100), 0).expect("r1");
+    assert_eq!((claimed.version, rec.version()), (1, 1));
+    assert_eq!(rec.renew("r1", claimed.token, 10), Ok((false, 2)));
+    assert_eq!(
+        rec.wait("r1", claimed.token, vec![call("c1", Approval)]),
+        Ok(Some(3))
+    );
+    let answered = rec.answer("c1", Answer::Approved).map(|a| a.version);
+    assert_eq!(answered, Ok(4));
+    let resumed = rec.claim("t", "w", Some(100), 20).expect("resumes");
+    assert_eq!(resumed.version, 5);
+    let cancel = rec.cancel(None).map(|c| c.version);
+    assert_eq!(cancel, Ok(6));
+    let end = RunEnd {
+        status: RunStatus::Cancelled,
+        outcome: Outcome::Cancelled,
+        reason: None,
+    };
+    assert_eq!(rec.end_run("r1", &end), 7);
 }
 
 #[test]
@@ -99,17 +131,91 @@ fn l1_latest_user_message_belongs_to_the_run() {
     rec.admit("r2", "m2");
     rec.admit("r3", "m3");
     rec.append(None, [user("s1", "r1")]).unwrap();
+    rec.steer("s1");
     assert_eq!(rec.latest_user_of("r1").map(|m| m.id.as_str()), Some("s1"));
     assert_eq!(rec.latest_user_of("r2").map(|m| m.id.as_str()), Some("m2"));
-    assert!(rec.is_queued_message(&rec.messages()[1]));
-    assert!(
-        !rec.is_queued_message(&rec.messages()[3]),
-        "r1's steer is r1's"
-    );
+    assert!(rec.is_hidden(&rec.messages()[1]));
+    assert!(!rec.is_hidden(&rec.messages()[3]), "r1's steer is r1's");
     // A steer left over when r1 ends starts r4: it is r4's until r4 starts.
-    rec.admit("r4", "s1");
-    assert!(rec.is_queued_message(&rec.messages()[3]));
+    assert_eq!(rec.admit_leftover_steers("r4").as_deref(), Some("s1"));
+    assert!(rec.is_hidden(&rec.messages()[3]));
     assert_eq!(rec.latest_user_of("r4").map(|m| m.id.as_str()), Some("s1"));
+}
+
+fn ids(messages: Vec<&Message>) -> Vec<&str> {
+    messages.into_iter().map(|m| m.id.as_str()).collect()
+}
+
+fn end_completed(rec: &mut ThreadRec, run: &str) {
+    let end = RunEnd {
+        status: RunStatus::Completed,
+        outcome: Outcome::Completed,
+        reason: None,
+    };
+    rec.end_run(run, &end);
+}
+
+/// SPEC M1: a queued run's trigger enters the context after every message
+/// committed before the run was claimed, so the model reads its own
+/// question after the previous run's answer.
+#[test]
+fn m1_a_queued_trigger_enters_after_the_previous_answer() {
+    let mut rec = ThreadRec::new("a", "o");
+    rec.append(None, [user("q1", "r1")]).unwrap();
+    rec.admit("r1", "q1");
+    let t1 = rec.acquire();
+    rec.append(None, [user("q2", "r2")]).unwrap();
+    rec.admit("r2", "q2");
+    assert_eq!(ids(rec.visible_messages(None)), ["q1"]);
+    rec.append(Some(t1), [message("a1")]).unwrap();
+    end_completed(&mut rec, "r1");
+    rec.acquire();
+    assert_eq!(ids(rec.visible_messages(None)), ["q1", "a1", "q2"]);
+    // A step anchored before the claim never sees it.
+    assert_eq!(ids(rec.visible_messages(Some(2))), ["q1"]);
+}
+
+/// SPEC M1: a message whose queued run was cancelled never enters the
+/// context of a run admitted before it; it enters that of the next run
+/// admitted after it, before that run's own message.
+#[test]
+fn m1_a_cancelled_queued_message_waits_for_a_later_run() {
+    use crate::tool::ToolKind::Approval;
+    let mut rec = ThreadRec::new("a", "o");
+    rec.append(None, [user("q1", "r1")]).unwrap();
+    rec.admit("r1", "q1");
+    let t1 = rec.acquire();
+    rec.wait("r1", t1, vec![call("c1", Approval)]).unwrap();
+    rec.append(None, [user("q2", "r2")]).unwrap();
+    rec.admit("r2", "q2");
+    rec.cancel(Some("r2")).unwrap();
+    rec.answer("c1", Answer::Approved).unwrap();
+    let resumed = rec.acquire();
+    assert_eq!(ids(rec.visible_messages(None)), ["q1"], "r1 never sees q2");
+    rec.append(Some(resumed), [message("a1")]).unwrap();
+    end_completed(&mut rec, "r1");
+    rec.append(None, [user("q3", "r3")]).unwrap();
+    rec.admit("r3", "q3");
+    rec.acquire();
+    assert_eq!(ids(rec.visible_messages(None)), ["q1", "a1", "q2", "q3"]);
+}
+
+/// SPEC M1, A4: a steer enters after the messages committed before the
+/// step that takes it.
+#[test]
+fn m1_a_steer_enters_where_a_step_takes_it() {
+    let mut rec = ThreadRec::new("a", "o");
+    rec.append(None, [user("q1", "r1")]).unwrap();
+    rec.admit("r1", "q1");
+    let t1 = rec.acquire();
+    rec.append(None, [user("s1", "r1")]).unwrap();
+    rec.steer("s1");
+    rec.append(Some(t1), [message("a1")]).unwrap();
+    let epoch = rec.epoch();
+    rec.take_steers();
+    assert!(rec.epoch() > epoch, "cached contexts are read again");
+    assert_eq!(ids(rec.visible_messages(None)), ["q1", "a1", "s1"]);
+    assert!(!rec.has_steer());
 }
 
 /// SPEC K6: a cancel reaches the current run, else the oldest queued
@@ -120,10 +226,17 @@ fn k6_cancel_reaches_the_current_or_a_queued_run() {
     assert_eq!(rec.cancel(None), Err(CancelMiss::NoRun));
     rec.admit("r1", "m1");
     rec.admit("r2", "m2");
-    assert_eq!(rec.cancel(None), Ok(CancelTarget::Queued("r1".into())));
+    let target = |rec: &mut ThreadRec, run| rec.cancel(run).map(|c| c.target);
+    assert_eq!(
+        target(&mut rec, None),
+        Ok(CancelTarget::Queued("r1".into()))
+    );
     assert_eq!(rec.runs()[0].status, RunStatus::Cancelled);
     assert_eq!(rec.start_next().map(|s| s.run).as_deref(), Some("r2"));
-    assert_eq!(rec.cancel(None), Ok(CancelTarget::Active("r2".into())));
+    assert_eq!(
+        target(&mut rec, None),
+        Ok(CancelTarget::Active("r2".into()))
+    );
     assert_eq!(rec.cancel(Some("r1")), Err(CancelMiss::Ended("r1".into())));
     assert_eq!(
         rec.cancel(Some("r9")),
@@ -143,7 +256,7 @@ fn t9_a_waiting_run_stays_current_and_resumes_when_answered() {
     let token = rec.acquire();
     assert_eq!(
         rec.wait("r1", token, vec![call("c1", Approval), call("c2", Client)]),
-        Ok(true)
+        Ok(Some(2))
     );
     assert_eq!(
         (rec.lease.holder.clone(), rec.runs()[0].status),
@@ -154,7 +267,7 @@ fn t9_a_waiting_run_stays_current_and_resumes_when_answered() {
     let first = first.map(|a| (a.run, a.ready, a.version));
     assert_eq!(
         first,
-        Ok(("r1".into(), false, 1)),
+        Ok(("r1".into(), false, 3)),
         "an answer is one commit (H1)"
     );
     assert_eq!(rec.start_next(), None, "c2 still waits");
@@ -162,18 +275,49 @@ fn t9_a_waiting_run_stays_current_and_resumes_when_answered() {
         output: Value::Null,
     };
     let last = rec.answer("c2", out).map(|a| (a.run, a.ready, a.version));
-    assert_eq!(last, Ok(("r1".into(), true, 2)));
+    assert_eq!(last, Ok(("r1".into(), true, 4)));
     let resumed = rec.start_next().expect("resumes");
     assert_eq!((resumed.run.as_str(), resumed.resumed), ("r1", true));
+    assert_eq!(
+        rec.answer("c2", Answer::Approved),
+        Err(AnswerMiss::AlreadyAnswered),
+        "answered calls stay until the resume commits their results"
+    );
+    rec.commit_resumed("r1", resumed.token, Vec::new()).unwrap();
     assert_eq!(
         rec.answer("c2", Answer::Approved),
         Err(AnswerMiss::NotWaiting)
     );
     // A cancel before the wait is recorded refuses it.
-    assert_eq!(rec.cancel(None), Ok(CancelTarget::Active("r1".into())));
+    let cancel = rec.cancel(None).map(|c| c.target);
+    assert_eq!(cancel, Ok(CancelTarget::Active("r1".into())));
     let token = resumed.token;
-    assert_eq!(rec.wait("r1", token, vec![call("c3", Approval)]), Ok(false));
+    assert_eq!(rec.wait("r1", token, vec![call("c3", Approval)]), Ok(None));
     assert_eq!(rec.runs()[0].status, RunStatus::Running);
+}
+
+/// SPEC T9: a client or approval call is answerable once its step's policy
+/// let it through, while the run still works; the answer is kept when the
+/// run then waits on the call, and does not make a running run resumable.
+#[test]
+fn t9_a_call_is_answerable_before_the_run_waits() {
+    use crate::tool::ToolKind::{Approval, Client};
+    let mut rec = ThreadRec::new("a", "o");
+    rec.admit("r1", "m1");
+    let token = rec.acquire();
+    assert_eq!(
+        rec.answer("c1", Answer::Approved),
+        Err(AnswerMiss::NotWaiting),
+        "not answerable before its step let it through"
+    );
+    let calls = vec![call("c1", Approval), call("c2", Client)];
+    assert_eq!(rec.await_calls("r1", token, calls.clone()), Ok(2));
+    let early = rec.answer("c1", Answer::Approved).map(|a| a.ready);
+    assert_eq!(early, Ok(false), "a running run does not resume");
+    assert_eq!(rec.wait("r1", token, calls), Ok(Some(4)));
+    let kept = rec.waiting_calls("r1");
+    assert_eq!(kept[0].answer, Some(Answer::Approved));
+    assert_eq!(kept[1].answer, None);
 }
 
 /// SPEC H1, K2, L14: a metadata write is one fenced commit; a run counts
@@ -187,10 +331,10 @@ fn h1_metadata_writes_are_fenced_commits_and_runs_count_their_own() {
     rec.next_episode("r1", token, 0).unwrap();
     let stale = rec.set_run_metadata("r1", token, Value::from(1));
     assert!(matches!(stale, Err(StoreError::StaleLease { .. })));
-    assert_eq!((rec.version(), rec.run_metadata("r1")), (0, None));
+    assert_eq!((rec.version(), rec.run_metadata("r1")), (2, None));
     let token = rec.lease.token;
-    assert_eq!(rec.set_run_metadata("r1", token, Value::from(2)), Ok(1));
-    assert_eq!(rec.set_run_metadata("r1", token, Value::from(3)), Ok(2));
+    assert_eq!(rec.set_run_metadata("r1", token, Value::from(2)), Ok(3));
+    assert_eq!(rec.set_run_metadata("r1", token, Value::from(3)), Ok(4));
     assert_eq!(rec.run_metadata("r1"), Some(&Value::from(3)));
     assert_eq!(rec.run_metadata("r2"), None);
     rec.step_committed("r1");
@@ -207,8 +351,9 @@ fn k6_a_cancelled_waiting_run_resumes_to_end() {
     rec.admit("r1", "m1");
     let token = rec.acquire();
     let calls = vec![call("c1", crate::tool::ToolKind::Approval)];
-    assert_eq!(rec.wait("r1", token, calls), Ok(true));
-    assert_eq!(rec.cancel(None), Ok(CancelTarget::Waiting("r1".into())));
+    assert_eq!(rec.wait("r1", token, calls), Ok(Some(2)));
+    let cancel = rec.cancel(None).map(|c| c.target);
+    assert_eq!(cancel, Ok(CancelTarget::Waiting("r1".into())));
     let started = rec.start_next().expect("resumes");
     assert!(started.resumed && started.cancel_requested);
 }
@@ -326,5 +471,6 @@ fn k2_only_the_holder_writes_under_the_newest_token() {
     else {
         panic!("the thread is there");
     };
-    assert_eq!((t.version, t.messages.len()), (2, 2), "nothing landed");
+    // Two submits, a claim and the run's end: the refused writes added nothing.
+    assert_eq!((t.version, t.messages.len()), (4, 2), "nothing landed");
 }

@@ -2,18 +2,20 @@
 //! lease). It keeps its own invariants through methods; nothing outside
 //! this file writes its fields.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::record::{
-    Answered, Appended, CancelMiss, CancelTarget, RunEnd, RunRecord, RunStatus, StoreError,
-    StoredThread,
+    Answered, Appended, CancelMiss, CancelReached, CancelTarget, RunEnd, RunRecord, RunStatus,
+    StoreError, StoredThread,
 };
 use super::waiting::{self, Answer, AnswerMiss, WaitingCall};
 use crate::message::{Message, Outcome, Role};
 
+#[path = "context_order.rs"]
+mod context_order;
 #[path = "lease.rs"]
 mod lease;
 #[path = "thread_ops.rs"]
@@ -38,7 +40,8 @@ pub(crate) struct ThreadRec {
     #[serde(skip)]
     clean: usize,
     /// Bumped whenever the stored messages change other than by an append:
-    /// in place, removed, or entering or leaving a queued run. A reader that
+    /// in place, removed, entering or leaving a queued run, or entering
+    /// the context at another place than their own (M1). A reader that
     /// holds the visible messages through some sequence number under one
     /// epoch can extend them by the appends alone (SPEC M1; the runtime's
     /// per-run context cache).
@@ -49,35 +52,28 @@ pub(crate) struct ThreadRec {
     runs: Vec<RunRecord>,
     /// Runs waiting for their turn, in arrival order (SPEC K1).
     queue: VecDeque<String>,
+    /// Messages stored but not yet in any run's context (SPEC K1, M1), by
+    /// id: the run whose claim lets each in. A queued run's trigger waits
+    /// for its run; a steer left over when its run ended, for the run it
+    /// starts; the message of a run cancelled while queued stays here
+    /// until a run admitted after it is claimed.
+    #[serde(default)]
+    hidden: BTreeMap<String, String>,
+    /// Messages that entered the context later than they were stored (M1):
+    /// by sequence number, the sequence number they entered after.
+    #[serde(default)]
+    entered: BTreeMap<u64, u64>,
     /// The run being driven now, from its start to its end.
     current: Option<String>,
     lease: Lease,
-    /// The newest steering message not yet taken by a step (SPEC A4).
-    pending_steer: Option<String>,
+    /// Steering messages of the current run not yet taken by a step or
+    /// its `prepare_run`, oldest first (SPEC A4, L1).
+    #[serde(default)]
+    steers: Vec<String>,
     /// The incarnation was deleted and no new one created yet (SPEC H5).
     deleted: bool,
     /// Runs of incarnations that were deleted: their writes are refused.
     retired: BTreeMap<String, u64>,
-}
-
-/// The user messages of queued runs, by run id and by trigger message id.
-#[derive(Debug)]
-pub(crate) struct QueuedMessages<'a> {
-    runs: BTreeSet<&'a str>,
-    triggers: BTreeSet<&'a str>,
-}
-
-impl QueuedMessages<'_> {
-    pub(crate) fn contains(&self, m: &Message) -> bool {
-        if m.role != Role::User || self.runs.is_empty() {
-            return false;
-        }
-        m.pai
-            .run_id
-            .as_deref()
-            .is_some_and(|r| self.runs.contains(r))
-            || self.triggers.contains(m.id.as_str())
-    }
 }
 
 impl ThreadRec {
@@ -95,9 +91,11 @@ impl ThreadRec {
             private_metadata: Map::new(),
             runs: Vec::new(),
             queue: VecDeque::new(),
+            hidden: BTreeMap::new(),
+            entered: BTreeMap::new(),
             current: None,
             lease: Lease::default(),
-            pending_steer: None,
+            steers: Vec::new(),
             deleted: false,
             retired: BTreeMap::new(),
         }
@@ -158,35 +156,56 @@ impl ThreadRec {
             .and_then(|r| r.metadata.as_ref())
     }
 
+    /// Makes `calls` of `run`'s step answerable while the run still works
+    /// (SPEC T9): one commit (H1). The run stays running.
+    pub(crate) fn await_calls(
+        &mut self,
+        run: &str,
+        token: u64,
+        calls: Vec<WaitingCall>,
+    ) -> Result<u64, StoreError> {
+        self.fenced(Some(token))?;
+        if let Some(r) = self.run_mut(run) {
+            // Calls registered again (a takeover's orphans) keep their answers.
+            r.waiting = waiting::keep_answers(std::mem::take(&mut r.waiting), calls);
+        }
+        self.version += 1;
+        Ok(self.version)
+    }
+
     /// Puts `run` to wait on `calls` (T7): its episode ends and it releases
-    /// the lease, but it stays the current run (T9). Refused (`false`,
-    /// nothing changed) when a cancel was requested: the run must end.
+    /// the lease, but it stays the current run (T9); answers recorded
+    /// while the run still worked are kept. One commit (H1): the thread's
+    /// new version. Refused (`None`, nothing changed) when a cancel was
+    /// requested: the run must end.
     pub(crate) fn wait(
         &mut self,
         run: &str,
         token: u64,
         calls: Vec<WaitingCall>,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Option<u64>, StoreError> {
         self.fenced(Some(token))?;
         let Some(r) = self.run_mut(run) else {
-            return Ok(false);
+            return Ok(None);
         };
         if r.cancel_requested {
-            return Ok(false);
+            return Ok(None);
         }
         r.status = RunStatus::Waiting;
-        r.waiting = calls;
+        r.waiting = waiting::keep_answers(std::mem::take(&mut r.waiting), calls);
         self.release_lease(run);
-        Ok(true)
+        self.version += 1;
+        Ok(Some(self.version))
     }
 
-    /// Records a client's answer to a waiting call of the current run (T9),
+    /// Records a client's answer to an answerable call of the current run
+    /// (T9: from the moment its step's `before_tool_call`s let it through),
     /// one commit (H1): the run's id, whether it can resume now, and the
     /// thread's new version.
     pub(crate) fn answer(&mut self, call_id: &str, given: Answer) -> Result<Answered, AnswerMiss> {
         let current = self.current.clone().ok_or(AnswerMiss::NotWaiting)?;
         let r = self.run_mut(&current).ok_or(AnswerMiss::NotWaiting)?;
-        if r.status != RunStatus::Waiting {
+        if !matches!(r.status, RunStatus::Waiting | RunStatus::Running) {
             return Err(AnswerMiss::NotWaiting);
         }
         waiting::answer(&mut r.waiting, call_id, given)?;
@@ -223,17 +242,28 @@ impl ThreadRec {
         Ok(appended)
     }
 
-    /// Queues a new run, started by message `trigger`, behind the others (SPEC K1).
+    /// Queues a new run, started by message `trigger`, behind the others
+    /// (SPEC K1); the trigger enters a context only when the run is claimed.
     pub(crate) fn admit(&mut self, run: &str, trigger: &str) {
         self.epoch += 1;
+        self.hidden.insert(trigger.to_string(), run.to_string());
         self.runs.push(RunRecord::queued(run, trigger));
         self.queue.push_back(run.to_string());
     }
 
     /// The run a cancel reaches (SPEC K6): the named run, or else the current
     /// run, or else the oldest queued run. A queued run is cancelled here, at
-    /// once: it never starts.
-    pub(crate) fn cancel(&mut self, run: Option<&str>) -> Result<CancelTarget, CancelMiss> {
+    /// once: it never starts. One commit (H1).
+    pub(crate) fn cancel(&mut self, run: Option<&str>) -> Result<CancelReached, CancelMiss> {
+        let target = self.cancel_target(run)?;
+        self.version += 1;
+        Ok(CancelReached {
+            target,
+            version: self.version,
+        })
+    }
+
+    fn cancel_target(&mut self, run: Option<&str>) -> Result<CancelTarget, CancelMiss> {
         let target = match run {
             Some(r) => r.to_string(),
             None => self
@@ -253,8 +283,9 @@ impl ThreadRec {
             });
         }
         if let Some(k) = self.queue.iter().position(|q| *q == target) {
+            // Its messages stay out of every context until a run admitted
+            // after it is claimed (M1).
             self.queue.remove(k);
-            self.epoch += 1;
             let end = RunEnd {
                 status: RunStatus::Cancelled,
                 outcome: Outcome::Cancelled,
@@ -272,34 +303,6 @@ impl ThreadRec {
     /// The run being driven now, if any.
     pub(crate) fn current_run(&self) -> Option<&str> {
         self.current.as_deref()
-    }
-
-    /// Whether `m` is the user message of a run still queued (stored for it,
-    /// or the steer that will start it): it belongs to that run and enters
-    /// context (and `prepare_run`) only when that run starts (K1, L1).
-    #[cfg(test)]
-    pub(crate) fn is_queued_message(&self, m: &Message) -> bool {
-        self.queued_messages().contains(m)
-    }
-
-    /// The user messages of runs still queued, gathered once so a caller can
-    /// filter a whole thread in one pass (K1, L1).
-    pub(crate) fn queued_messages(&self) -> QueuedMessages<'_> {
-        let runs: BTreeSet<&str> = self.queue.iter().map(String::as_str).collect();
-        let triggers = self
-            .runs
-            .iter()
-            .filter(|r| runs.contains(r.id.as_str()))
-            .map(|r| r.trigger.as_str())
-            .collect();
-        QueuedMessages { runs, triggers }
-    }
-
-    /// The messages a step or a new run may see: every message but those of
-    /// runs still queued.
-    pub(crate) fn visible_messages(&self) -> impl Iterator<Item = &Message> {
-        let queued = self.queued_messages();
-        self.messages.iter().filter(move |m| !queued.contains(m))
     }
 
     /// The newest user message that belongs to `run` (SPEC L1): the one that
@@ -336,17 +339,35 @@ impl ThreadRec {
 
     /// Records a steering message for the current run's next step (SPEC A4).
     pub(crate) fn steer(&mut self, message: &str) {
-        self.pending_steer = Some(message.to_string());
+        self.steers.push(message.to_string());
     }
 
-    /// Takes the pending steering message, if any.
-    pub(crate) fn take_steer(&mut self) -> Option<String> {
-        self.pending_steer.take()
+    /// The current run takes every pending steering message (a step, or
+    /// its `prepare_run`, L1): each enters the context after every message
+    /// stored so far (M1) and belongs to the run for good.
+    pub(crate) fn take_steers(&mut self) {
+        let steers = std::mem::take(&mut self.steers);
+        if !steers.is_empty() {
+            self.enter_now(&steers);
+        }
     }
 
     /// Whether a steering message waits for the next step.
     pub(crate) fn has_steer(&self) -> bool {
-        self.pending_steer.is_some()
+        !self.steers.is_empty()
+    }
+
+    /// The run's end left steering messages no step took (A4): `next`
+    /// starts from the newest; all of them enter its context when it is
+    /// claimed. `None` when there were none.
+    pub(crate) fn admit_leftover_steers(&mut self, next: &str) -> Option<String> {
+        let steers = std::mem::take(&mut self.steers);
+        let trigger = steers.last()?.clone();
+        for id in &steers[..steers.len() - 1] {
+            self.hidden.insert(id.clone(), next.to_string());
+        }
+        self.admit(next, &trigger);
+        Some(trigger)
     }
 
     /// Counts one committed model step of `run`.
@@ -362,6 +383,7 @@ impl ThreadRec {
     }
 
     /// Records how `run` ended; it is no longer current and holds no lease.
+    /// Not a commit by itself: its callers bump the version once.
     pub(crate) fn finish_run(&mut self, run: &str, end: &RunEnd) {
         self.release_lease(run);
         if let Some(r) = self.run_mut(run) {
@@ -374,6 +396,13 @@ impl ThreadRec {
         if self.current.as_deref() == Some(run) {
             self.current = None;
         }
+    }
+
+    /// Records how `run` ended: one commit (H1), the thread's new version.
+    pub(crate) fn end_run(&mut self, run: &str, end: &RunEnd) -> u64 {
+        self.finish_run(run, end);
+        self.version += 1;
+        self.version
     }
 
     fn run_mut(&mut self, id: &str) -> Option<&mut RunRecord> {

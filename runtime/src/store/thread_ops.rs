@@ -142,18 +142,25 @@ impl ThreadRec {
     }
 
     /// SPEC H3: a version expectation conflicts on any change since; a
-    /// private-metadata expectation only when private metadata changed.
+    /// private-metadata expectation only when private metadata changed;
+    /// either when the incarnation is not the one it was read from (H5).
     fn expectation(&self, expect: &Expect) -> Result<(), Refusal> {
         let holds = match expect {
             Expect::Nothing => true,
-            Expect::Version(v) => *v == self.version,
-            Expect::PrivateMetadata(m) => *m == self.private_metadata,
+            Expect::Version {
+                version,
+                incarnation,
+            } => *version == self.version && *incarnation == self.incarnation,
+            Expect::PrivateMetadata {
+                private,
+                incarnation,
+            } => *private == self.private_metadata && *incarnation == self.incarnation,
         };
         match holds {
             true => Ok(()),
             false => Err(Refusal::Conflict {
                 version: self.version,
-                private_changed: matches!(expect, Expect::PrivateMetadata(_)),
+                private_changed: matches!(expect, Expect::PrivateMetadata { .. }),
             }),
         }
     }
@@ -192,6 +199,7 @@ impl ThreadRec {
         let at = self.messages.iter().position(|m| m.id == from).unwrap_or(0);
         let removed: Vec<String> = self.messages.drain(at + 1..).map(|m| m.id).collect();
         self.touch_messages(at + 1);
+        self.forget_removed(&removed);
         let mut done = Mutation {
             version: self.version,
             incarnation: self.incarnation,
@@ -271,14 +279,17 @@ impl ThreadRec {
         self.metadata.clear();
         self.private_metadata.clear();
         self.queue.clear();
+        self.hidden.clear();
+        self.entered.clear();
         self.current = None;
-        self.pending_steer = None;
+        self.steers.clear();
         self.retire_lease();
         self.version += 1;
         self.deleted = true;
         Deletion {
             incarnation,
             cancelled: open,
+            version: self.version,
         }
     }
 

@@ -73,10 +73,26 @@ fn m1_queue_changes_move_the_epoch_on() {
     rec.append(None, [message("m3")]).unwrap();
     rec.admit("r2", "m3");
     assert_eq!(read(&rec, 3, before), (true, ids(&["m1", "m2"])));
-    // Cancelled while queued, r2's message is visible again.
+    // Cancelled while queued, r2's message enters no context of a run
+    // admitted before it (M1): r1's reads are unchanged.
     let queued = held(&rec, 3);
     rec.cancel(Some("r2")).expect("r2 cancelled");
-    assert_eq!(read(&rec, 3, queued), (true, ids(&["m1", "m2", "m3"])));
+    assert_eq!(read(&rec, 3, queued), (false, ids(&[])));
+    // A run admitted after it is claimed: it enters, before that run's
+    // message, and the epoch moves on.
+    let end = crate::store::RunEnd {
+        status: RunStatus::Completed,
+        outcome: crate::message::Outcome::Completed,
+        reason: None,
+    };
+    rec.end_run("r1", &end);
+    rec.append(None, [message("m4")]).unwrap();
+    rec.admit("r3", "m4");
+    rec.claim("t", "w", None, 0).expect("r3 starts");
+    assert_eq!(
+        read(&rec, 4, queued),
+        (true, ids(&["m1", "m2", "m3", "m4"]))
+    );
 }
 
 fn ids(ids: &[&str]) -> Vec<String> {

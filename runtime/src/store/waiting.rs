@@ -59,6 +59,20 @@ pub enum AnswerMiss {
     WrongKind(ToolKind),
 }
 
+/// The calls a run waits on: `calls`, each with the answer `recorded`
+/// already holds for it (answered while the run still worked, T9).
+pub(crate) fn keep_answers(
+    recorded: Vec<WaitingCall>,
+    mut calls: Vec<WaitingCall>,
+) -> Vec<WaitingCall> {
+    for c in &mut calls {
+        if let Some(r) = recorded.iter().find(|r| r.call_id == c.call_id) {
+            c.answer.clone_from(&r.answer);
+        }
+    }
+    calls
+}
+
 /// Records `answer` for the call `call_id` among `calls`; `Ok(true)` when
 /// every call now has its answer.
 pub(crate) fn answer(

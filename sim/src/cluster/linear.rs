@@ -123,6 +123,7 @@ fn driven_by_its_holder<'a>(driver: &mut Drivers<'a>, e: &'a Event) -> bool {
             *waited = true;
             current.is_none() || *current == worker
         }
+        EventKind::CancelRequested { .. } => true,
         _ => current.is_none() || *current == worker || client_write(&e.kind).is_some(),
     }
 }
@@ -164,6 +165,7 @@ fn unlogged_waits(raw: &[Event], log: &[ClusterRecord]) -> Vec<(usize, Event)> {
             thread,
             run,
             waits_on,
+            version,
             ..
         } = &r.what
         else {
@@ -176,6 +178,7 @@ fn unlogged_waits(raw: &[Event], log: &[ClusterRecord]) -> Vec<(usize, Event)> {
         }
         let kind = EventKind::Waiting {
             calls: waits_on.clone(),
+            version: version.unwrap_or_default(),
         };
         out.push((k, witnessed(r, from, thread, run, kind)));
     }
@@ -209,6 +212,8 @@ enum Key<'a> {
     Decide(&'a str, &'a str, usize),
     Lease(u64),
     Stale(u64),
+    /// A client's cancel that reached a running or waiting run (K6).
+    Cancel(&'a str),
 }
 
 /// For each event that reports a store transaction (by index), the place
@@ -255,6 +260,12 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
                 request,
                 ..
             } if *request != "cancel" && *request != "has_steer" => (thread, Key::Write(key)),
+            ClusterEvent::Stored {
+                thread,
+                key,
+                request: "cancel",
+                ..
+            } if !key.is_empty() => (thread, Key::Cancel(key)),
             ClusterEvent::Claimed {
                 thread,
                 token,
@@ -330,6 +341,7 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
                     Key::Wait(&e.run_id, from, *n)
                 }
                 EventKind::LeaseAcquired { token, .. } => Key::Lease(*token),
+                EventKind::CancelRequested { .. } => Key::Cancel(&e.run_id),
                 EventKind::TakenOver { stale_token, .. } => Key::Stale(*stale_token),
                 EventKind::Admitted { trigger }
                     if !stored.contains_key(&(thread, Key::Write(trigger))) =>

@@ -199,6 +199,7 @@ fn observe(
         reads: env.reads.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         // The store tap and client views are one-process observations.
         tap: Default::default(),
+        commits: store.take_commits(),
         client_views: Vec::new(),
         cut_short,
         cluster: Some(ClusterObs {

@@ -13,7 +13,9 @@ use pai_runtime::{
 
 use crate::report::SimError;
 use crate::scenario::StoreBugs;
-use crate::world::{ClusterEvent, ClusterLog, SimStore, StoreKind, VirtualClock};
+use crate::world::{
+    ClusterEvent, ClusterLog, CommitRecord, SimStore, StoreKind, VirtualClock, reported, thread_of,
+};
 
 /// The store, its clock, its planted bugs and its log.
 #[derive(Debug)]
@@ -22,6 +24,8 @@ pub struct StoreHost {
     clock: Arc<VirtualClock>,
     bugs: StoreBugs,
     log: Arc<ClusterLog>,
+    /// Every commit the store reported, in the order it answered (H1).
+    commits: std::sync::Mutex<Vec<CommitRecord>>,
 }
 
 /// The lease token a request writes under, with its thread and run, and
@@ -48,6 +52,7 @@ impl StoreHost {
             clock,
             bugs,
             log,
+            commits: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -56,8 +61,32 @@ impl StoreHost {
         &self.store
     }
 
-    /// Answers one request from host `from`.
-    pub fn apply(&self, from: &str, mut request: StoreRequest) -> Result<StoreReply, StoreError> {
+    /// The commits the store reported, for the oracles.
+    pub fn take_commits(&self) -> Vec<CommitRecord> {
+        std::mem::take(&mut *self.commits.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Answers one request from host `from`, and records the commit it
+    /// reports, if any.
+    pub fn apply(&self, from: &str, request: StoreRequest) -> Result<StoreReply, StoreError> {
+        let name = request.name();
+        let thread = thread_of(&request).map(str::to_string);
+        let reply = self.answer(from, request);
+        if let Some((thread, version)) = reported(thread.as_deref(), &reply) {
+            let record = CommitRecord {
+                from: from.to_string(),
+                request: name,
+                thread,
+                version,
+                after_event: self.log.after_event(),
+            };
+            let mut commits = self.commits.lock().unwrap_or_else(|e| e.into_inner());
+            commits.push(record);
+        }
+        reply
+    }
+
+    fn answer(&self, from: &str, mut request: StoreRequest) -> Result<StoreReply, StoreError> {
         let fenced = fenced(&request);
         if self.bugs.accept_stale
             && let Some(f) = &fenced
@@ -89,8 +118,8 @@ impl StoreHost {
         };
         let stored = match (stored, &reply) {
             (Some(s), Ok(StoreReply::Submitted(_) | StoreReply::Answered(Ok(_)))) => Some(s),
-            (Some((thread, _)), Ok(StoreReply::Cancelled(Ok(target)))) => {
-                Some((thread, cancelled_run(target).to_string()))
+            (Some((thread, _)), Ok(StoreReply::Cancelled(Ok(reached)))) => {
+                Some((thread, cancelled_run(&reached.target).to_string()))
             }
             // A cancel that found no run (or no thread) is logged too: where
             // it happened matters to what it could have reached (K6). So is
@@ -154,10 +183,11 @@ impl StoreHost {
                 messages: f.messages,
                 waits_on: f.waits_on,
                 admitted: match reply {
-                    StoreReply::Finished { admitted } => admitted.clone(),
+                    StoreReply::Finished { admitted, .. } => admitted.clone(),
                     _ => None,
                 },
                 committed,
+                version: reply_version(reply),
             },
             (Err(StoreError::StaleLease { given, current }), Some(f)) => ClusterEvent::Refused {
                 from,
@@ -335,6 +365,20 @@ fn client_write(request: &StoreRequest) -> Option<(String, String)> {
         StoreRequest::HasSteer { thread, run } => {
             Some((thread.clone(), format!("has_steer {run}")))
         }
+        _ => None,
+    }
+}
+
+/// The thread's version after a write, as its answer says.
+fn reply_version(reply: &StoreReply) -> Option<u64> {
+    match reply {
+        StoreReply::Appended(a) => Some(a.version),
+        StoreReply::Version(v) => Some(*v),
+        StoreReply::Lease { version, .. }
+        | StoreReply::Renewed { version, .. }
+        | StoreReply::Finished { version, .. } => Some(*version),
+        StoreReply::Waited(Some((_, v))) => Some(*v),
+        StoreReply::Mutated(Ok(m)) => Some(m.version),
         _ => None,
     }
 }

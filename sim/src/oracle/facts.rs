@@ -133,6 +133,8 @@ pub(super) fn beside_phases(kind: &EventKind) -> bool {
             | EventKind::RunMetadata { .. }
             | EventKind::ContextMessage { .. }
             | EventKind::LeaseRenewed { .. }
+            | EventKind::CancelRequested { .. }
+            | EventKind::Awaiting { .. }
             | EventKind::Mutated { .. }
             | EventKind::MutationRefused { .. }
             | EventKind::HistoryRewritten { .. }

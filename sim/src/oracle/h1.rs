@@ -1,65 +1,70 @@
 //! SPEC H1: every commit bumps its thread's version by one, and watchers
 //! get one invalidation per commit, in version order.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use pai_runtime::{Event, EventKind, LiveEvent, StoredThread};
 
 use super::facts::run_commit_version;
-use super::observed::{ClusterObs, Observed, Violation};
+use super::observed::{Observed, Violation};
 use crate::scenario::{Action, OracleId};
-use crate::world::ClusterEvent;
+use crate::world::CommitRecord;
 
-/// SPEC H1: each commit bumps its thread's version by exactly one, so the
-/// versions the log reports rise strictly and the final version equals the
-/// number of commits (user messages plus the run commits in the log:
-/// messages, run metadata, hidden context messages).
-pub(super) fn versions(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
-    let mut commits: BTreeMap<&str, u64> = BTreeMap::new();
+/// SPEC H1, as the store reported it (both modes): every commit bumps its
+/// thread's version by exactly one, counting every root change (messages,
+/// metadata, visibility, run status, lease revisions), by runs, clients
+/// and trusted writers alike. So the versions the store's answers report,
+/// in the order it answered, are each one more than the last, and each
+/// thread ends at the last. A mutation that staged nothing reports the
+/// version it found without a commit.
+pub(super) fn versions_reported(
+    commits: &[CommitRecord],
+    threads: &[StoredThread],
+) -> Vec<Violation> {
     let mut last: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut user_messages = BTreeSet::new();
+    let mut out = Vec::new();
+    for c in commits {
+        let prev = last.get(c.thread.as_str()).copied().unwrap_or(0);
+        if c.request == "mutate" && c.version == prev {
+            continue;
+        }
+        if c.version != prev + 1 {
+            out.push(Violation::new(
+                OracleId::H1,
+                None,
+                format!(
+                    "{} by {} reported version {} on thread {} after version {prev}",
+                    c.request, c.from, c.version, c.thread
+                ),
+            ));
+        }
+        last.insert(&c.thread, c.version.max(prev));
+    }
+    for t in threads {
+        let reported = last.get(t.id.as_str()).copied().unwrap_or(0);
+        if t.version != reported {
+            out.push(Violation::new(
+                OracleId::H1,
+                None,
+                format!(
+                    "thread {} is at version {} after commits the store reported up to {reported}",
+                    t.id, t.version
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// SPEC H1 in one process, as the log reports it: the versions a thread's
+/// events carry (commits, claims, waits, cancels, ends) rise strictly.
+pub(super) fn versions(events: &[Event]) -> Vec<Violation> {
+    let mut last: BTreeMap<&str, u64> = BTreeMap::new();
     let mut out = Vec::new();
     for e in events {
-        let version = match &e.kind {
-            // A user message (sent or steering) is one commit; the log has no
-            // version for it. A run admitted for an earlier steering message
-            // names a message already counted.
-            EventKind::Admitted { trigger: m } | EventKind::Steered { message: m } => {
-                if user_messages.insert((e.thread_id.as_str(), m.as_str())) {
-                    *commits.entry(e.thread_id.as_str()).or_default() += 1;
-                }
-                continue;
-            }
-            // A client's answer to a waiting call is one commit (T9).
-            EventKind::Answered { version, .. } => *version,
-            // A mutation is one commit (H2); a visibility rewrite and a
-            // compaction report the version of the mutation logged just
-            // before them; a regeneration is its own commit; a delete is one
-            // commit the log gives no version for.
-            EventKind::Mutated {
-                version,
-                appended,
-                metadata,
-                private,
-                visibility,
-            } if !(appended.is_empty()
-                && metadata.is_empty()
-                && private.is_empty()
-                && visibility.is_empty()) =>
-            {
-                *version
-            }
-            EventKind::HistoryRewritten { version, kind, .. } if *kind == "regenerate" => *version,
-            EventKind::ThreadDeleted { .. } => {
-                *commits.entry(e.thread_id.as_str()).or_default() += 1;
-                continue;
-            }
-            kind => match run_commit_version(kind) {
-                Some(v) => v,
-                None => continue,
-            },
+        let Some(version) = logged_version(&e.kind) else {
+            continue;
         };
-        *commits.entry(e.thread_id.as_str()).or_default() += 1;
         let prev = last.insert(e.thread_id.as_str(), version);
         if prev.is_some_and(|p| version <= p) {
             out.push(Violation {
@@ -73,57 +78,36 @@ pub(super) fn versions(events: &[Event], threads: &[StoredThread]) -> Vec<Violat
             });
         }
     }
-    final_versions(&commits, threads, &mut out);
     out
 }
 
-/// SPEC H1 among workers: a commit whose answer never reached its process
-/// is in no event, and processes' logs interleave out of version order; so
-/// the commits are counted from what the store applied (client writes, run
-/// writes that append or write metadata, and a run's own mutations that
-/// committed a version), and each thread's final version must equal them.
-pub(super) fn versions_in_store(c: &ClusterObs, threads: &[StoredThread]) -> Vec<Violation> {
-    let mut commits: BTreeMap<&str, u64> = BTreeMap::new();
-    for r in &c.log {
-        let thread = match &r.what {
-            ClusterEvent::Stored {
-                thread, request, ..
-            } if *request == "submit" || *request == "answer" => thread,
-            ClusterEvent::Wrote {
-                thread, request, ..
-            } if ["append", "commit_resumed", "set_run_metadata"].contains(request) => thread,
-            ClusterEvent::Wrote {
-                thread,
-                committed: true,
-                ..
-            } => thread,
-            _ => continue,
-        };
-        *commits.entry(thread.as_str()).or_default() += 1;
-    }
-    let mut out = Vec::new();
-    final_versions(&commits, threads, &mut out);
-    out
-}
-
-/// Each thread's final version equals the commits counted for it.
-fn final_versions(
-    commits: &BTreeMap<&str, u64>,
-    threads: &[StoredThread],
-    out: &mut Vec<Violation>,
-) {
-    for t in threads {
-        let n = commits.get(t.id.as_str()).copied().unwrap_or(0);
-        if t.version != n {
-            out.push(Violation {
-                oracle: OracleId::H1,
-                run: None,
-                message: format!(
-                    "thread {} is at version {} after {n} commits",
-                    t.id, t.version
-                ),
-            });
+/// The version of the commit an event reports, if it reports one.
+fn logged_version(kind: &EventKind) -> Option<u64> {
+    match kind {
+        EventKind::Answered { version, .. }
+        | EventKind::LeaseAcquired { version, .. }
+        | EventKind::LeaseRenewed { version, .. }
+        | EventKind::Waiting { version, .. }
+        | EventKind::Awaiting { version, .. }
+        | EventKind::CancelRequested { version } => Some(*version),
+        EventKind::Ended { version, .. } => *version,
+        EventKind::Mutated {
+            version,
+            appended,
+            metadata,
+            private,
+            visibility,
+        } if !(appended.is_empty()
+            && metadata.is_empty()
+            && private.is_empty()
+            && visibility.is_empty()) =>
+        {
+            Some(*version)
         }
+        EventKind::HistoryRewritten { version, kind, .. } if *kind == "regenerate" => {
+            Some(*version)
+        }
+        kind => run_commit_version(kind),
     }
 }
 

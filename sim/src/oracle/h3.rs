@@ -23,8 +23,14 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
 fn holds(expect: &Expect, found: &Found) -> Option<bool> {
     match expect {
         Expect::Nothing => None,
-        Expect::Version(v) => Some(*v == found.version),
-        Expect::PrivateMetadata(m) => Some(same_map(m, &found.private)),
+        Expect::Version {
+            version,
+            incarnation,
+        } => Some(*version == found.version && *incarnation == found.incarnation),
+        Expect::PrivateMetadata {
+            private,
+            incarnation,
+        } => Some(same_map(private, &found.private) && *incarnation == found.incarnation),
     }
 }
 
@@ -52,7 +58,7 @@ fn judge(r: &ExpectationRecord) -> Option<Violation> {
             },
             false,
         ) => {
-            let private = matches!(r.expect, Expect::PrivateMetadata(_));
+            let private = matches!(r.expect, Expect::PrivateMetadata { .. });
             if *version != found.version {
                 format!(
                     "{}'s conflict reports version {version}, but the thread was at version {}",
@@ -79,18 +85,26 @@ fn judge(r: &ExpectationRecord) -> Option<Violation> {
 fn expectation(expect: &Expect) -> String {
     match expect {
         Expect::Nothing => "no expectation".to_string(),
-        Expect::Version(v) => format!("an expected version {v}"),
-        Expect::PrivateMetadata(m) => {
-            format!("expected private metadata {}", Value::Object(m.clone()))
-        }
+        Expect::Version {
+            version,
+            incarnation,
+        } => format!("an expected version {version} of incarnation {incarnation}"),
+        Expect::PrivateMetadata {
+            private,
+            incarnation,
+        } => format!(
+            "expected private metadata {} of incarnation {incarnation}",
+            Value::Object(private.clone())
+        ),
     }
 }
 
 fn describe(r: &ExpectationRecord, found: &Found) -> String {
     format!(
-        "it had {} and the thread held version {} with private metadata {}",
+        "it had {} and the thread held version {} of incarnation {} with private metadata {}",
         expectation(&r.expect),
         found.version,
+        found.incarnation,
         Value::Object(found.private.clone())
     )
 }
@@ -110,6 +124,7 @@ mod tests {
             after_event: 0,
             expect,
             found: Some(Found {
+                incarnation: 1,
                 version: found.0,
                 private,
             }),
@@ -121,13 +136,23 @@ mod tests {
         let Value::Object(m) = v else {
             panic!("an object")
         };
-        Expect::PrivateMetadata(m)
+        Expect::PrivateMetadata {
+            private: m,
+            incarnation: 1,
+        }
     }
 
     #[test]
     fn h3_a_held_expectation_that_commits_is_quiet() {
         let ok = TapOutcome::Committed { version: 6 };
-        let r = record(Expect::Version(5), (5, json!({})), ok.clone());
+        let r = record(
+            Expect::Version {
+                version: 5,
+                incarnation: 1,
+            },
+            (5, json!({})),
+            ok.clone(),
+        );
         assert_eq!(judge(&r), None);
         let r = record(private(json!({"c": 1})), (9, json!({"c": 1})), ok);
         assert_eq!(judge(&r), None, "unrelated changes do not conflict");
@@ -136,7 +161,10 @@ mod tests {
     #[test]
     fn h3_a_stale_version_that_commits_is_caught() {
         let r = record(
-            Expect::Version(4),
+            Expect::Version {
+                version: 4,
+                incarnation: 1,
+            },
             (5, json!({})),
             TapOutcome::Committed { version: 6 },
         );
@@ -170,13 +198,27 @@ mod tests {
             version: 3,
             private_changed: false,
         };
-        let r = record(Expect::Version(2), (4, json!({})), wrong_version);
+        let r = record(
+            Expect::Version {
+                version: 2,
+                incarnation: 1,
+            },
+            (4, json!({})),
+            wrong_version,
+        );
         assert!(judge(&r).is_some());
         let wrong_flag = TapOutcome::Conflict {
             version: 4,
             private_changed: true,
         };
-        let r = record(Expect::Version(2), (4, json!({})), wrong_flag);
+        let r = record(
+            Expect::Version {
+                version: 2,
+                incarnation: 1,
+            },
+            (4, json!({})),
+            wrong_flag,
+        );
         assert!(judge(&r).is_some());
         let right = TapOutcome::Conflict {
             version: 4,
@@ -188,10 +230,20 @@ mod tests {
 
     #[test]
     fn h3_other_refusals_and_missing_threads_are_not_judged() {
-        let r = record(Expect::Version(1), (4, json!({})), TapOutcome::Other);
+        let r = record(
+            Expect::Version {
+                version: 1,
+                incarnation: 1,
+            },
+            (4, json!({})),
+            TapOutcome::Other,
+        );
         assert_eq!(judge(&r), None);
         let mut r = record(
-            Expect::Version(1),
+            Expect::Version {
+                version: 1,
+                incarnation: 1,
+            },
             (4, json!({})),
             TapOutcome::Committed { version: 5 },
         );

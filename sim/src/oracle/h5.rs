@@ -159,6 +159,7 @@ mod tests {
         on(
             run,
             EventKind::Ended {
+                version: None,
                 status,
                 outcome: Outcome::Cancelled,
                 reason: reason.map(str::to_string),

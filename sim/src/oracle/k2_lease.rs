@@ -125,6 +125,7 @@ mod tests {
 
     fn write(from: &str, token: u64, request: &'static str, releases: bool) -> ClusterEvent {
         ClusterEvent::Wrote {
+            version: None,
             from: from.into(),
             request,
             thread: "t".into(),

@@ -113,6 +113,7 @@ mod tests {
         on(
             run,
             EventKind::LeaseAcquired {
+                version: 1,
                 episode: 1,
                 token: 1,
             },
@@ -123,6 +124,7 @@ mod tests {
         on(
             run,
             EventKind::Ended {
+                version: None,
                 status: RunStatus::Completed,
                 outcome: Outcome::Completed,
                 reason: None,
@@ -134,6 +136,7 @@ mod tests {
         on(
             run,
             EventKind::Waiting {
+                version: 1,
                 calls: vec!["c".into()],
             },
         )

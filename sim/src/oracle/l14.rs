@@ -514,6 +514,7 @@ mod tests {
 
     fn lease() -> EventKind {
         EventKind::LeaseAcquired {
+            version: 1,
             episode: 1,
             token: 1,
         }
@@ -537,6 +538,7 @@ mod tests {
         });
         k.push(after_step(0, Transition::Wait));
         k.push(EventKind::Waiting {
+            version: 1,
             calls: vec!["c".into()],
         });
         k.push(EventKind::Answered {
@@ -553,6 +555,7 @@ mod tests {
         k.push(after_step(1, Transition::Complete { reason: None }));
         k.push(EventKind::LeaseReleased { episode: 2 });
         k.push(EventKind::Ended {
+            version: None,
             status: RunStatus::Completed,
             outcome: pai_runtime::Outcome::Completed,
             reason: None,
@@ -620,6 +623,7 @@ mod tests {
 
     fn ended_deleted() -> EventKind {
         EventKind::Ended {
+            version: None,
             status: RunStatus::Cancelled,
             outcome: pai_runtime::Outcome::Cancelled,
             reason: Some("deleted".into()),
@@ -715,6 +719,7 @@ mod tests {
         k.push(commit_results(0));
         k.push(EventKind::LeaseReleased { episode: 1 });
         k.push(EventKind::Ended {
+            version: None,
             status: RunStatus::Completed,
             outcome: pai_runtime::Outcome::Completed,
             reason: None,

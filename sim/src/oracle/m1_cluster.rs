@@ -192,7 +192,15 @@ mod tests {
     }
 
     fn lease(worker: &str, token: u64) -> Event {
-        by(worker, "r", EventKind::LeaseAcquired { episode: 1, token })
+        by(
+            worker,
+            "r",
+            EventKind::LeaseAcquired {
+                version: 1,
+                episode: 1,
+                token,
+            },
+        )
     }
 
     fn commit(worker: &str, step: u32, version: u64) -> Event {

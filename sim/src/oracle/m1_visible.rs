@@ -225,6 +225,7 @@ mod tests {
 
     fn lease() -> Event {
         ev(EventKind::LeaseAcquired {
+            version: 1,
             episode: 1,
             token: 1,
         })

@@ -60,10 +60,10 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     let stored = o.cluster.map(|_| o.threads);
     let mut violations = l14::check(o.events, o.cut_short, stored);
     violations.extend(t1::check(o.events));
-    violations.extend(match o.cluster {
-        Some(c) => h1::versions_in_store(c, o.threads),
-        None => h1::versions(o.events, o.threads),
-    });
+    violations.extend(h1::versions_reported(o.commits, o.threads));
+    if o.cluster.is_none() {
+        violations.extend(h1::versions(o.events));
+    }
     violations.extend(m1::check(o));
     violations.extend(m1_visible::check(o));
     violations.extend(h6::check(o.calls));

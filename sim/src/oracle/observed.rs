@@ -4,7 +4,7 @@ use pai_runtime::{Event, LiveEvent, StoredThread};
 
 use crate::hooks::HistoryRead;
 use crate::scenario::{OracleId, Scenario};
-use crate::world::{ActionRecord, ClientView, ModelCallRecord, TapLog};
+use crate::world::{ActionRecord, ClientView, CommitRecord, ModelCallRecord, TapLog};
 
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +44,9 @@ pub struct Observed<'a> {
     pub reads: &'a [HistoryRead],
     /// What the store tap saw (one process only; empty among workers).
     pub tap: &'a TapLog,
+    /// Every commit the store reported, in the order it answered (both
+    /// modes: the tap's in one process, the store host's among workers).
+    pub commits: &'a [CommitRecord],
     /// Each thread as its owner's client read it at the end (one process only).
     pub client_views: &'a [ClientView],
     /// The virtual-time limit stopped the scenario before it went idle:
@@ -64,6 +67,7 @@ pub struct Observations {
     pub actions: Vec<ActionRecord>,
     pub reads: Vec<HistoryRead>,
     pub tap: TapLog,
+    pub commits: Vec<CommitRecord>,
     pub client_views: Vec<ClientView>,
     pub cut_short: bool,
     /// With several workers: what the store and the simulator saw.
@@ -100,6 +104,7 @@ impl Observations {
             actions: &self.actions,
             reads: &self.reads,
             tap: &self.tap,
+            commits: &self.commits,
             client_views: &self.client_views,
             cut_short: self.cut_short,
             cluster: self.cluster.as_ref(),

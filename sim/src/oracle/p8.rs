@@ -127,6 +127,7 @@ mod tests {
     fn episode(appended: usize, overlay: usize) -> Vec<Event> {
         vec![
             ev(EventKind::LeaseAcquired {
+                version: 1,
                 episode: 1,
                 token: 1,
             }),

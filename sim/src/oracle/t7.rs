@@ -31,7 +31,9 @@ fn while_waiting(events: &[Event]) -> (Vec<Violation>, BTreeSet<&str>) {
             continue;
         }
         match &e.kind {
-            EventKind::Answered { .. } | EventKind::Steered { .. } => {}
+            EventKind::Answered { .. }
+            | EventKind::Steered { .. }
+            | EventKind::CancelRequested { .. } => {}
             // Deleting its thread ends a waiting run at once (H5).
             EventKind::Ended {
                 reason: Some(r), ..
@@ -122,6 +124,7 @@ mod tests {
 
     fn wait() -> EventKind {
         EventKind::Waiting {
+            version: 1,
             calls: vec!["c".into()],
         }
     }
@@ -136,6 +139,7 @@ mod tests {
             version: 3,
         };
         let lease = EventKind::LeaseAcquired {
+            version: 1,
             episode: 2,
             token: 2,
         };

@@ -104,7 +104,7 @@ fn broken_by_hooks(events: &[Event]) -> BTreeSet<&str> {
 fn latest_waits(events: &[Event]) -> BTreeMap<&str, Vec<&str>> {
     let mut out = BTreeMap::new();
     for e in events {
-        if let EventKind::Waiting { calls } = &e.kind {
+        if let EventKind::Waiting { calls, .. } = &e.kind {
             out.insert(
                 e.run_id.as_str(),
                 calls.iter().map(String::as_str).collect(),
@@ -125,7 +125,7 @@ fn from_log(events: &[Event]) -> (BTreeMap<&str, Waited<'_>>, Vec<Violation>) {
     for (i, e) in events.iter().enumerate() {
         let run = e.run_id.as_str();
         match &e.kind {
-            EventKind::Waiting { calls } => {
+            EventKind::Waiting { calls, .. } => {
                 for c in calls {
                     let w = Waited {
                         thread: &e.thread_id,
@@ -252,10 +252,12 @@ mod tests {
     fn t9_answers_name_waiting_calls_once() {
         let wait = EventKind::Waiting {
             calls: vec!["a".into(), "b".into()],
+            version: 1,
         };
         let lease = EventKind::LeaseAcquired {
             episode: 2,
             token: 2,
+            version: 2,
         };
         let events = [
             ev(answer("a")),

@@ -16,9 +16,11 @@ pub(super) fn describe(kind: &EventKind) -> String {
     match kind {
         EventKind::Admitted { trigger } => format!("admit trigger={trigger}"),
         EventKind::Steered { message } => format!("steered by {message} (taken at the next step)"),
-        EventKind::LeaseAcquired { episode, token } => {
-            format!("lease_acquired episode={episode} token={token}")
-        }
+        EventKind::LeaseAcquired {
+            episode,
+            token,
+            version,
+        } => format!("lease_acquired episode={episode} token={token} v{version}"),
         EventKind::Hook(n) => note(n),
         EventKind::PrepareRun {
             route: r,
@@ -35,6 +37,8 @@ pub(super) fn describe(kind: &EventKind) -> String {
         | EventKind::RunMetadata { .. }
         | EventKind::ContextMessage { .. }
         | EventKind::Waiting { .. }
+        | EventKind::Awaiting { .. }
+        | EventKind::CancelRequested { .. }
         | EventKind::Answered { .. } => crate::format::waiting_event(kind),
         EventKind::Respond {
             outcome,
@@ -53,11 +57,13 @@ pub(super) fn describe(kind: &EventKind) -> String {
             status,
             outcome,
             reason,
+            version,
         } => format!(
-            "end status={} outcome={} reason={}",
+            "end status={} outcome={} reason={}{}",
             status.as_str(),
             outcome.as_str(),
-            opt(reason)
+            opt(reason),
+            version.map(|v| format!(" v{v}")).unwrap_or_default()
         ),
         _ => step_event(kind),
     }

@@ -99,7 +99,7 @@ impl Builder {
             self.begin(Key::Step, Kind::Step, pos, format!("step {step}"), &detail);
         }
         match kind {
-            EventKind::LeaseAcquired { episode, token } => {
+            EventKind::LeaseAcquired { episode, token, .. } => {
                 let label = format!("episode {episode} · token {token}");
                 self.begin(Key::Episode, Kind::Episode, pos, label, &detail);
             }

@@ -32,10 +32,14 @@ pub(super) fn event(kind: &EventKind) -> String {
         EventKind::AttemptFailed { attempt, error, .. } => {
             format!("attempt_failed attempt={attempt} error={}", quoted(error))
         }
-        EventKind::LeaseAcquired { episode, token } => {
-            format!("lease_acquired episode={episode} token={token}")
+        EventKind::LeaseAcquired {
+            episode,
+            token,
+            version,
+        } => format!("lease_acquired episode={episode} token={token} v{version}"),
+        EventKind::LeaseRenewed { token, version } => {
+            format!("lease_renewed token={token} v{version}")
         }
-        EventKind::LeaseRenewed { token } => format!("lease_renewed token={token}"),
         EventKind::LeaseLost { token, reason } => {
             format!("lease_lost token={token} reason={}", quoted(reason))
         }
@@ -163,6 +167,8 @@ pub(super) fn event(kind: &EventKind) -> String {
         | EventKind::RunMetadata { .. }
         | EventKind::ContextMessage { .. }
         | EventKind::Waiting { .. }
+        | EventKind::Awaiting { .. }
+        | EventKind::CancelRequested { .. }
         | EventKind::Answered { .. } => crate::format::waiting_event(kind),
         EventKind::Failed { phase, message } => format!("failed in {phase}: {}", quoted(message)),
         EventKind::Cancelled { phase } => format!("cancelled in {phase}"),
@@ -171,9 +177,11 @@ pub(super) fn event(kind: &EventKind) -> String {
             status,
             outcome,
             reason,
+            version,
         } => {
             let (s, o, r) = (status.as_str(), outcome.as_str(), opt(reason));
-            format!("end status={s} outcome={o} reason={r}")
+            let v = version.map(|v| format!(" v{v}")).unwrap_or_default();
+            format!("end status={s} outcome={o} reason={r}{v}")
         }
         EventKind::Mutated { .. }
         | EventKind::MutationRefused { .. }

@@ -53,6 +53,8 @@ pub enum ClusterEvent {
         waits_on: Vec<String>,
         /// A run's own mutation (`mutate`) that committed a new version.
         committed: bool,
+        /// The thread's version after the write, when its answer says.
+        version: Option<u64>,
     },
     /// A client's write landed: a user message (`submit`, keyed by its
     /// message id), an answer (`answer`, keyed by the call id) or a cancel
@@ -99,6 +101,11 @@ impl ClusterLog {
             after_event,
             what,
         });
+    }
+
+    /// How many runtime events have been recorded so far.
+    pub fn after_event(&self) -> usize {
+        self.recorder.len()
     }
 
     pub fn take(&self) -> Vec<ClusterRecord> {

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use pai_runtime::{Expect, Refusal, Store, StoreFuture, StoreReply, StoreRequest, Write};
 use serde_json::{Map, Value};
 
+use super::commits::{CommitRecord, reported, thread_of};
 use super::recorder::Recorder;
 use super::sim_store::SimStore;
 
@@ -19,6 +20,8 @@ use super::sim_store::SimStore;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Found {
     pub version: u64,
+    /// The incarnation it was (SPEC H5: an expectation of another conflicts).
+    pub incarnation: u64,
     pub private: Map<String, Value>,
 }
 
@@ -61,6 +64,8 @@ pub struct WrittenValue {
 pub struct TapLog {
     pub expectations: Vec<ExpectationRecord>,
     pub written: Vec<WrittenValue>,
+    /// Every commit the store reported, in the order it answered (H1).
+    pub commits: Vec<CommitRecord>,
 }
 
 /// The tapped store.
@@ -89,7 +94,26 @@ impl StoreTap {
     }
 
     /// Applies one request, recording around it what the oracles need.
-    fn apply(&self, mut request: StoreRequest) -> Result<StoreReply, pai_runtime::StoreError> {
+    fn apply(&self, request: StoreRequest) -> Result<StoreReply, pai_runtime::StoreError> {
+        let name = request.name();
+        let thread = thread_of(&request).map(str::to_string);
+        let reply = self.expecting(request);
+        if let Some((thread, version)) = reported(thread.as_deref(), &reply) {
+            let record = CommitRecord {
+                from: "local".to_string(),
+                request: name,
+                thread,
+                version,
+                after_event: self.recorder.len(),
+            };
+            let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+            log.commits.push(record);
+        }
+        reply
+    }
+
+    /// Applies one request, recording an expectation's comparison.
+    fn expecting(&self, mut request: StoreRequest) -> Result<StoreReply, pai_runtime::StoreError> {
         let Some((thread, op, expect, writes)) = expectation_of(&mut request) else {
             return self.inner.apply(request);
         };
@@ -128,6 +152,7 @@ impl StoreTap {
         match self.inner.apply(inspect) {
             Ok(StoreReply::Thread(Some(t))) => Some(Found {
                 version: t.version,
+                incarnation: t.incarnation,
                 private: t.private_metadata,
             }),
             _ => None,

@@ -2,8 +2,8 @@
 //! user messages, answers, cancels, deletes.
 
 use pai_runtime::{
-    Answer, AnswerMiss, Answered, CancelMiss, CancelTarget, DELETED, Deletion, Outcome, Producer,
-    Role, RunStatus, StoreReply, StoreRequest, Submitted,
+    Answer, AnswerMiss, Answered, CancelMiss, CancelReached, CancelTarget, DELETED, Deletion,
+    Outcome, Producer, Role, RunStatus, StoreReply, StoreRequest, Submitted,
 };
 
 use super::thread::{AGENT, INTRUDER, OWNER, Reason, ThreadModel};
@@ -56,7 +56,7 @@ impl Model {
         let (version, _) = th.append(vec![message]);
         let submitted = match is_steer {
             true => {
-                th.steer = Some(id);
+                th.steers.push(id);
                 Submitted::Steer { run, version }
             }
             false => {
@@ -166,7 +166,7 @@ impl Model {
         th.private_metadata.clear();
         th.queue.clear();
         th.current = None;
-        th.steer = None;
+        th.steers.clear();
         th.lease.holder = None;
         th.lease.worker = None;
         th.lease.expires = None;
@@ -179,6 +179,7 @@ impl Model {
         let deletion = Deletion {
             incarnation,
             cancelled: open,
+            version: th.version,
         };
         Step::call(request, Ok(StoreReply::Deleted(Some(deletion))), "H5")
     }
@@ -202,7 +203,7 @@ impl Model {
                     thread,
                     run: run.clone(),
                 },
-                StoreReply::Flag(th.steer.is_some()),
+                StoreReply::Flag(!th.steers.is_empty()),
             ),
             ReadPick::RunMetadata => (
                 StoreRequest::RunMetadata {
@@ -226,8 +227,17 @@ impl Model {
 
 /// K6: the named run, else the current one, else the oldest queued. A
 /// queued run ends cancelled at once and never starts; the current run is
-/// asked to stop. MemoryStore counts neither as a version change.
-fn cancel_on(th: &mut ThreadModel, run: Option<String>) -> Result<CancelTarget, CancelMiss> {
+/// asked to stop. Either is one commit (H1: a run status change).
+fn cancel_on(th: &mut ThreadModel, run: Option<String>) -> Result<CancelReached, CancelMiss> {
+    let target = cancel_target(th, run)?;
+    th.version += 1;
+    Ok(CancelReached {
+        target,
+        version: th.version,
+    })
+}
+
+fn cancel_target(th: &mut ThreadModel, run: Option<String>) -> Result<CancelTarget, CancelMiss> {
     let target = match run {
         Some(r) => r,
         None => th
@@ -262,12 +272,13 @@ fn cancel_on(th: &mut ThreadModel, run: Option<String>) -> Result<CancelTarget, 
     }
 }
 
-/// T9: an answer to a waiting call of the current run, once, of the right
-/// kind; it is one commit (H1).
+/// T9: an answer to an answerable call of the current run (waiting, or
+/// made answerable while the run still works), once, of the right kind;
+/// it is one commit (H1).
 fn answer_on(th: &mut ThreadModel, call_id: &str, answer: Answer) -> Result<Answered, AnswerMiss> {
     let current = th.current.clone().ok_or(AnswerMiss::NotWaiting)?;
     let r = th.run_mut(&current).ok_or(AnswerMiss::NotWaiting)?;
-    if r.status != RunStatus::Waiting {
+    if !matches!(r.status, RunStatus::Waiting | RunStatus::Running) {
         return Err(AnswerMiss::NotWaiting);
     }
     let call = r

@@ -16,15 +16,35 @@ impl Model {
         let th = &self.threads[t];
         match pick {
             ExpectPick::Nothing => Expect::Nothing,
-            ExpectPick::Version => Expect::Version(th.version),
-            ExpectPick::StaleVersion if th.version > 0 => Expect::Version(th.version - 1),
-            ExpectPick::StaleVersion => Expect::Version(th.version + 1),
-            ExpectPick::PrivateMetadata => Expect::PrivateMetadata(th.private_metadata.clone()),
+            ExpectPick::Version => Expect::Version {
+                version: th.version,
+                incarnation: th.incarnation,
+            },
+            ExpectPick::StaleVersion if th.version > 0 => Expect::Version {
+                version: th.version - 1,
+                incarnation: th.incarnation,
+            },
+            ExpectPick::StaleVersion => Expect::Version {
+                version: th.version + 1,
+                incarnation: th.incarnation,
+            },
+            ExpectPick::PrivateMetadata => Expect::PrivateMetadata {
+                private: th.private_metadata.clone(),
+                incarnation: th.incarnation,
+            },
             ExpectPick::StalePrivateMetadata => {
                 let mut stale = th.private_metadata.clone();
                 stale.insert("stale".into(), json!(true));
-                Expect::PrivateMetadata(stale)
+                Expect::PrivateMetadata {
+                    private: stale,
+                    incarnation: th.incarnation,
+                }
             }
+            // H5: equal values read in the incarnation before conflict all the same.
+            ExpectPick::OldIncarnation => Expect::PrivateMetadata {
+                private: th.private_metadata.clone(),
+                incarnation: th.incarnation.saturating_sub(1),
+            },
         }
     }
 
@@ -216,19 +236,26 @@ fn bound_to(th: &ThreadModel, incarnation: Option<u64>) -> Result<(), StoreError
 }
 
 /// H3: a version expectation conflicts on any change since; a private
-/// metadata one only when private metadata changed. (`private_changed`
-/// is MemoryStore's flag: it says the expectation was on private metadata.)
+/// metadata one only when private metadata changed; either one read from
+/// another incarnation (H5). (`private_changed` is MemoryStore's flag: it
+/// says the expectation was on private metadata.)
 fn expectation(th: &ThreadModel, expect: &Expect) -> Result<(), Refusal> {
     let holds = match expect {
         Expect::Nothing => true,
-        Expect::Version(v) => *v == th.version,
-        Expect::PrivateMetadata(m) => *m == th.private_metadata,
+        Expect::Version {
+            version,
+            incarnation,
+        } => *version == th.version && *incarnation == th.incarnation,
+        Expect::PrivateMetadata {
+            private,
+            incarnation,
+        } => *private == th.private_metadata && *incarnation == th.incarnation,
     };
     match holds {
         true => Ok(()),
         false => Err(Refusal::Conflict {
             version: th.version,
-            private_changed: matches!(expect, Expect::PrivateMetadata(_)),
+            private_changed: matches!(expect, Expect::PrivateMetadata { .. }),
         }),
     }
 }

@@ -28,8 +28,13 @@ pub(crate) enum Expected {
     Reply(Result<StoreReply, StoreError>),
     /// A claim: which run it takes, with a token newer than every one before.
     Claim(Option<ClaimExpect>),
-    /// A new episode's lease: a newer token, and this episode.
-    Lease { thread: usize, episode: u32 },
+    /// A new episode's lease: a newer token, this episode, and the
+    /// thread's version after the commit (H1).
+    Lease {
+        thread: usize,
+        episode: u32,
+        version: u64,
+    },
 }
 
 /// What a claim must take (K1, K3, T9); its token is checked against `floor`.
@@ -45,6 +50,8 @@ pub(crate) struct ClaimExpect {
     pub(crate) takeover: Option<(Option<String>, u64)>,
     /// The newest token before the claim: the new one must be above it (K2).
     pub(crate) floor: u64,
+    /// The thread's version after the claim's commit (H1).
+    pub(crate) version: u64,
 }
 
 /// One operation, made concrete.
@@ -267,8 +274,9 @@ impl Model {
                 run,
                 token,
                 approvals,
+                early,
                 ..
-            } => self.wait(t, *run, *token, approvals),
+            } => self.wait(t, *run, *token, approvals, *early),
             Op::CommitResumed { run, token, .. } => self.commit_resumed(t, *run, *token),
             Op::Finish {
                 run,

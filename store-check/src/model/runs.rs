@@ -69,9 +69,16 @@ impl Model {
         }
         let th = &mut self.threads[t];
         th.touch(now);
+        // H1: a renewal and a new episode are lease revisions: one commit each.
+        th.version += 1;
+        let version = th.version;
         if !next {
             let cancel_requested = th.cancel_requested(&run);
-            return Step::call(request, Ok(StoreReply::Renewed { cancel_requested }), rule);
+            let reply = StoreReply::Renewed {
+                cancel_requested,
+                version,
+            };
+            return Step::call(request, Ok(reply), rule);
         }
         th.lease.token_known = false;
         let r = th.run_mut(&run).expect("the holder is a run of the thread");
@@ -80,7 +87,11 @@ impl Model {
         Step {
             action: Action::Call {
                 request,
-                expect: Expected::Lease { thread: t, episode },
+                expect: Expected::Lease {
+                    thread: t,
+                    episode,
+                    version,
+                },
             },
             rule,
         }
@@ -173,6 +184,7 @@ impl Model {
         Step::call(request, Ok(StoreReply::Version(th.version)), rule)
     }
 
+    /// A step takes every pending steer (A4, L1). Not a commit (no version).
     pub(super) fn take_steer(&mut self, t: usize, run: RunPick, token: TokenPick) -> Step {
         let run = self.pick_run(t, run);
         let token = self.pick_token(t, token);
@@ -185,10 +197,9 @@ impl Model {
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
         }
-        let now = self.now;
         let th = &mut self.threads[t];
-        th.steer = None;
-        th.touch(now);
+        // MemoryStore extends the lease only on commits; taking a steer is none.
+        th.steers.clear();
         Step::call(request, Ok(StoreReply::Done), rule)
     }
 
@@ -207,12 +218,15 @@ impl Model {
         th.current.as_deref() == Some(run) && (!running || status == Some(RunStatus::Running))
     }
 
+    /// `Wait`, or with `early`, `Await` (T9): the calls become answerable
+    /// while the run still works. Either is one commit (H1).
     pub(super) fn wait(
         &mut self,
         t: usize,
         run: RunPick,
         token: TokenPick,
         approvals: &[bool],
+        early: bool,
     ) -> Step {
         let run = self.pick_run(t, run);
         let token = self.pick_token(t, token);
@@ -240,18 +254,36 @@ impl Model {
                 answer: None,
             })
             .collect();
-        let request = StoreRequest::Wait {
-            thread: self.threads[t].id.clone(),
-            run: run.clone(),
-            token,
-            calls: calls.clone(),
+        let thread = self.threads[t].id.clone();
+        let request = match early {
+            true => StoreRequest::Await {
+                thread,
+                run: run.clone(),
+                token,
+                calls: calls.clone(),
+            },
+            false => StoreRequest::Wait {
+                thread,
+                run: run.clone(),
+                token,
+                calls: calls.clone(),
+            },
         };
-        let rule = self.token_rule(t, token, "T7");
+        let rule = self.token_rule(t, token, if early { "T9" } else { "T7" });
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
         }
         let now = self.now;
         let th = &mut self.threads[t];
+        let r = th.run_mut(&run).expect("a running run exists");
+        // Calls registered before keep the answers they have (T9).
+        let calls = kept(&r.waiting, calls);
+        if early {
+            r.waiting = calls;
+            th.version += 1;
+            th.touch(now);
+            return Step::call(request, Ok(StoreReply::Version(th.version)), rule);
+        }
         // K6: a run a cancel reached does not wait; it must end. The write
         // landed all the same, and extends the lease (as MemoryStore does).
         if th.cancel_requested(&run) {
@@ -262,7 +294,9 @@ impl Model {
         r.status = RunStatus::Waiting;
         r.waiting = calls.clone();
         th.release(&run);
-        Step::call(request, Ok(StoreReply::Waited(Some(calls))), rule)
+        th.version += 1;
+        let reply = StoreReply::Waited(Some((calls, th.version)));
+        Step::call(request, Ok(reply), rule)
     }
 
     pub(super) fn commit_resumed(&mut self, t: usize, run: RunPick, token: TokenPick) -> Step {
@@ -353,16 +387,32 @@ fn finish_on(
     if status != RunStatus::Cancelled && th.cancel_requested(run) {
         return StoreReply::CancelFirst;
     }
-    if th.steer.is_some() && next_run.is_none() {
+    if !th.steers.is_empty() && next_run.is_none() {
         return StoreReply::NeedRunId;
     }
     th.finish_run(run, status, outcome, Reason::Exact(reason));
-    // MemoryStore queues the leftover steer's run behind any queued runs.
-    let admitted = th.steer.take().zip(next_run).map(|(steer, next)| {
+    // H1: a run's end is one commit. MemoryStore queues the run the newest
+    // leftover steer starts behind any queued runs.
+    th.version += 1;
+    let steers = std::mem::take(&mut th.steers);
+    let admitted = steers.last().cloned().zip(next_run).map(|(steer, next)| {
         th.admit(&next, &steer);
         (next, steer)
     });
-    StoreReply::Finished { admitted }
+    StoreReply::Finished {
+        admitted,
+        version: th.version,
+    }
+}
+
+/// `calls`, each with the answer `recorded` already holds for it (T9).
+fn kept(recorded: &[WaitingCall], mut calls: Vec<WaitingCall>) -> Vec<WaitingCall> {
+    for c in &mut calls {
+        if let Some(r) = recorded.iter().find(|r| r.call_id == c.call_id) {
+            c.answer.clone_from(&r.answer);
+        }
+    }
+    calls
 }
 
 /// K2: the run must hold the lease under the newest token.
@@ -412,6 +462,9 @@ fn claim_on(
         }
     };
     let floor = th.lease.token;
+    // H1: a claim is a run status change and a lease revision: one commit.
+    th.version += 1;
+    let version = th.version;
     th.lease.holder = Some(run.clone());
     th.lease.worker = Some(worker.to_string());
     th.lease.token_known = false;
@@ -430,5 +483,6 @@ fn claim_on(
         steps: r.steps,
         takeover,
         floor,
+        version,
     })
 }

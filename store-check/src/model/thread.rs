@@ -101,7 +101,8 @@ pub(crate) struct ThreadModel {
     pub(crate) queue: VecDeque<String>,
     pub(crate) current: Option<String>,
     pub(crate) lease: LeaseModel,
-    pub(crate) steer: Option<String>,
+    /// Steering messages no step or `prepare_run` took yet, oldest first (A4).
+    pub(crate) steers: Vec<String>,
     /// Runs of deleted incarnations, with their incarnation (H5).
     pub(crate) retired: Vec<(String, u64)>,
 }
@@ -127,7 +128,7 @@ impl ThreadModel {
                 token_known: true,
                 ..LeaseModel::default()
             },
-            steer: None,
+            steers: Vec::new(),
             retired: Vec::new(),
         }
     }

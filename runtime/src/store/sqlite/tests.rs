@@ -103,7 +103,8 @@ fn two_stores_on_one_file_see_each_others_commits() {
     b.apply(append("t", "r1", first.token, &["m"])).unwrap();
     let seen = inspect(&|r| a.apply(r), "t").unwrap();
     assert_eq!(seen.messages.len(), 2);
-    assert_eq!(seen.version, 2);
+    // The submit, the claim (H1: a lease revision) and the append.
+    assert_eq!(seen.version, 3);
 }
 
 #[test]

@@ -36,11 +36,15 @@ pub enum EventData {
         episode: u32,
         /// The fencing token of the lease.
         token: u64,
+        /// The thread's version after the claim's commit (SPEC H1).
+        version: u64,
     },
-    /// The holder renewed the run's lease (SPEC K3).
+    /// The holder renewed the run's lease (SPEC K3): one commit (H1).
     LeaseRenewed {
         /// The fencing token renewed.
         token: u64,
+        /// The thread's version after the renewal's commit.
+        version: u64,
     },
     /// The driver lost the run's lease and stopped driving it (SPEC K2, K3).
     LeaseLost {
@@ -227,6 +231,22 @@ pub enum EventData {
     Wait {
         /// The ids of the calls waited on.
         calls: Vec<String>,
+        /// The thread's version after the wait's commit (SPEC H1).
+        version: u64,
+    },
+    /// The step's client and approval calls are answerable while its
+    /// backend tools run (SPEC T9): one commit.
+    Awaiting {
+        /// The ids of the answerable calls.
+        calls: Vec<String>,
+        /// The thread's version after the commit.
+        version: u64,
+    },
+    /// A client asked to cancel this running or waiting run (SPEC K6):
+    /// one commit.
+    CancelRequested {
+        /// The thread's version after the cancel's commit.
+        version: u64,
     },
     /// A client answered a waiting call (SPEC T9).
     Answer {
@@ -318,6 +338,9 @@ pub enum EventData {
         outcome: Outcome,
         /// Why, if known.
         reason: Option<String>,
+        /// The thread's version after the commit that stored the end, when
+        /// the process that logged it made that commit (SPEC H1).
+        version: Option<u64>,
     },
 }
 
@@ -329,10 +352,18 @@ impl From<&EventKind> for EventData {
         match kind.clone() {
             EventKind::Admitted { trigger } => EventData::Admit { trigger },
             EventKind::Steered { message } => EventData::Steered { message },
-            EventKind::LeaseAcquired { episode, token } => {
-                EventData::LeaseAcquired { episode, token }
+            EventKind::LeaseAcquired {
+                episode,
+                token,
+                version,
+            } => EventData::LeaseAcquired {
+                episode,
+                token,
+                version,
+            },
+            EventKind::LeaseRenewed { token, version } => {
+                EventData::LeaseRenewed { token, version }
             }
-            EventKind::LeaseRenewed { token } => EventData::LeaseRenewed { token },
             EventKind::LeaseLost { token, reason } => EventData::LeaseLost { token, reason },
             EventKind::TakenOver {
                 from,
@@ -492,7 +523,9 @@ impl From<&EventKind> for EventData {
             EventKind::ContextMessage { message, version } => {
                 EventData::ContextMessage { message, version }
             }
-            EventKind::Waiting { calls } => EventData::Wait { calls },
+            EventKind::Waiting { calls, version } => EventData::Wait { calls, version },
+            EventKind::Awaiting { calls, version } => EventData::Awaiting { calls, version },
+            EventKind::CancelRequested { version } => EventData::CancelRequested { version },
             EventKind::Answered {
                 call_id,
                 answer,
@@ -550,10 +583,12 @@ impl From<&EventKind> for EventData {
                 status,
                 outcome,
                 reason,
+                version,
             } => EventData::End {
                 status: status.into(),
                 outcome: outcome.into(),
                 reason,
+                version,
             },
             EventKind::Mutated { .. }
             | EventKind::MutationRefused { .. }

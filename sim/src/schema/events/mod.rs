@@ -100,6 +100,7 @@ mod tests {
                 status: RunStatus::Completed,
                 outcome: pai_runtime::Outcome::Completed,
                 reason: None,
+                version: None,
             },
             EventKind::Failed {
                 phase: RunStage::BetweenSteps,
@@ -136,7 +137,7 @@ mod tests {
         expected.sort();
         found.sort();
         assert_eq!(found, expected);
-        assert_eq!(found.len(), 40);
+        assert_eq!(found.len(), 42);
     }
 
     /// Every stage the runtime names is in the schema's list.

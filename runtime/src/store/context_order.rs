@@ -1,0 +1,129 @@
+//! The order in which runs read stored messages (SPEC M1, K1, L1): the
+//! order in which each message entered the context, which is the order
+//! it was stored in, except for user messages a run took later than they
+//! were stored. A queued run's trigger is hidden from every context until
+//! its run is claimed, then enters after every message committed before
+//! the claim; a steer enters after the messages committed before the step
+//! (or `prepare_run`) that takes it; the message of a run cancelled while
+//! queued enters only when a run admitted after it is claimed, never the
+//! context of a run admitted before it.
+
+use super::ThreadRec;
+use crate::message::Message;
+
+impl ThreadRec {
+    /// Whether `m` has not entered any context yet.
+    pub(crate) fn is_hidden(&self, m: &Message) -> bool {
+        !self.hidden.is_empty() && self.hidden.contains_key(&m.id)
+    }
+
+    /// Whether `m` entered the context after a later message.
+    fn moved(&self, m: &Message) -> Option<u64> {
+        match self.entered.is_empty() {
+            true => None,
+            false => self.entered.get(&m.seq).copied(),
+        }
+    }
+
+    /// Whether `m` is in the context a step anchored at `anchor` reads, at
+    /// its own place (neither hidden nor moved).
+    pub(crate) fn in_place(&self, m: &Message) -> bool {
+        !self.is_hidden(m) && self.moved(m).is_none()
+    }
+
+    /// The messages a run may see, in context order; with `anchor`, only
+    /// those that had entered by the time the newest stored message was
+    /// `anchor` (SPEC M1).
+    pub(crate) fn visible_messages(&self, anchor: Option<u64>) -> Vec<&Message> {
+        let bound = anchor.unwrap_or(u64::MAX);
+        let mut out = Vec::with_capacity(self.messages.len());
+        let mut moved: Vec<(u64, u64, &Message)> = Vec::new();
+        for m in self.messages.iter().take_while(|m| m.seq <= bound) {
+            if self.is_hidden(m) {
+                continue;
+            }
+            match self.moved(m) {
+                Some(after) if after <= bound => moved.push((after, m.seq, m)),
+                Some(_) => {}
+                None => out.push(m),
+            }
+        }
+        if moved.is_empty() {
+            return out;
+        }
+        moved.sort_unstable_by_key(|(after, seq, _)| (*after, *seq));
+        let mut merged = Vec::with_capacity(out.len() + moved.len());
+        let mut later = moved.into_iter().peekable();
+        for m in out {
+            while let Some((_, _, x)) = later.next_if(|(after, _, _)| *after < m.seq) {
+                merged.push(x);
+            }
+            merged.push(m);
+        }
+        merged.extend(later.map(|(_, _, x)| x));
+        merged
+    }
+
+    /// `run` is claimed (K1): its messages enter the context now, and so do
+    /// those of runs cancelled while queued that were admitted before it.
+    pub(in crate::store) fn enter_run(&mut self, run: &str) {
+        if self.hidden.is_empty() {
+            return;
+        }
+        let rank = |id: &str| self.runs.iter().position(|r| r.id == id);
+        let Some(own) = rank(run) else { return };
+        let entering: Vec<String> = self
+            .hidden
+            .iter()
+            .filter(|(_, owner)| {
+                owner.as_str() == run
+                    || (!self.queue.contains(owner)
+                        && rank(owner).is_some_and(|r| r < own)
+                        && self.current.as_deref() != Some(owner.as_str()))
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &entering {
+            self.hidden.remove(id);
+        }
+        self.enter_now(&entering);
+    }
+
+    /// Messages `ids` enter the context now, together, in the order they
+    /// were stored: after every other message stored so far. One that is
+    /// not already there moves (the history epoch changes, so cached
+    /// contexts are read again).
+    pub(in crate::store) fn enter_now(&mut self, ids: &[String]) {
+        let entering = |m: &&Message| ids.contains(&m.id);
+        let after = self
+            .messages
+            .iter()
+            .rev()
+            .find(|m| !entering(m))
+            .map_or(0, |m| m.seq);
+        let seqs: Vec<u64> = self
+            .messages
+            .iter()
+            .filter(entering)
+            .map(|m| m.seq)
+            .collect();
+        for seq in seqs {
+            let before = self.entered.remove(&seq);
+            if seq < after {
+                self.entered.insert(seq, after);
+            }
+            if before != self.entered.get(&seq).copied() {
+                self.epoch += 1;
+            }
+        }
+    }
+
+    /// A truncation removed these messages: they are forgotten here too.
+    pub(in crate::store) fn forget_removed(&mut self, removed: &[String]) {
+        for id in removed {
+            self.hidden.remove(id);
+        }
+        let last = self.messages.last().map_or(0, |m| m.seq);
+        self.entered.retain(|seq, _| *seq <= last);
+    }
+}
