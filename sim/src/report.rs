@@ -4,7 +4,7 @@
 use pai_runtime::{Event, EventKind, LiveEvent, RunStage, StoredThread};
 
 use crate::faults;
-use crate::oracle::{self, Observations, Violation};
+use crate::oracle::{self, ClusterObs, Observations, Violation};
 use crate::scenario::Scenario;
 use crate::transcript;
 use crate::world::ScriptedProvider;
@@ -37,6 +37,10 @@ pub struct Report {
     pub idle_faults: Vec<String>,
     /// The runtime's own step loop panicked (a runtime bug, caught).
     pub runtime_panicked: bool,
+    /// With several workers: every worker's own events and the store's and
+    /// the simulator's log (faults), as the transcript shows them; the HTML
+    /// timeline reads them.
+    pub(crate) cluster: Option<ClusterObs>,
 }
 
 /// The oracles, the transcript and the report over one run's observations,
@@ -96,5 +100,6 @@ pub(crate) fn report(
         limit_reached: obs.cut_short,
         idle_faults,
         runtime_panicked,
+        cluster: obs.cluster,
     })
 }

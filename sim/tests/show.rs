@@ -343,18 +343,37 @@ fn a_headless_browser_renders_the_lanes() {
         eprintln!("skipped: no headless browser found (looked for {names:?} on PATH)");
         return;
     };
+    let dom = browser_dom(
+        &browser,
+        "scenarios/streams/s4_abort_after_live_release.toml",
+    );
+    assert_eq!(dom.matches("class=\"lane run\"").count(), 1, "{dom}");
+    assert!(dom.contains("data-watcher=\"phone\""));
+    assert!(dom.contains("id=\"verdicts\""));
+    // Among workers: a lane per worker, the run held by both in turn.
+    let scenario =
+        "scenarios/workers/k5_a_crash_before_the_result_commits_runs_the_call_again.toml";
+    let dom = browser_dom(&browser, scenario);
+    assert_eq!(dom.matches("class=\"lane worker\"").count(), 2, "{dom}");
+    assert!(dom.contains("data-worker=\"w1 w2\""), "{dom}");
+    assert!(dom.contains("crash at_ms=150"), "{dom}");
+    assert!(!dom.contains("worker local"), "{dom}");
+}
+
+/// The DOM a headless browser builds from the page of `scenario`.
+fn browser_dom(browser: &Path, scenario: &str) -> String {
     let dir = temp("browser");
     let page = dir.join("timeline.html");
     let status = bin()
         .arg("show")
-        .arg(root().join("scenarios/streams/s4_abort_after_live_release.toml"))
+        .arg(root().join(scenario))
         .arg("--html")
         .arg(&page)
         .output()
         .unwrap()
         .status;
     assert!(status.success());
-    let out = Command::new(&browser)
+    let out = Command::new(browser)
         .args(["--headless", "--disable-gpu", "--no-sandbox", "--dump-dom"])
         .arg(format!("file://{}", page.display()))
         .output()
@@ -365,8 +384,271 @@ fn a_headless_browser_renders_the_lanes() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let dom = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(dom.matches("class=\"lane run\"").count(), 1, "{dom}");
-    assert!(dom.contains("data-watcher=\"phone\""));
-    assert!(dom.contains("id=\"verdicts\""));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `pai-sim show` on a scenario that must pass; its stdout and its page.
+fn show_ok(scenario: &str, name: &str) -> (String, String) {
+    let (out, html) = show(scenario, name, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (String::from_utf8(out.stdout).unwrap(), html)
+}
+
+/// Who acquired each episode, from the transcript's `[w1] run
+/// lease_acquired episode=N` lines: (run, episode, worker), in order.
+fn transcript_holders(transcript: &str) -> Vec<(String, String, String)> {
+    transcript
+        .lines()
+        .filter_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let [_, worker, run, "lease_acquired", episode, ..] = words[..] else {
+                return None;
+            };
+            let worker = worker.strip_prefix('[')?.strip_suffix(']')?;
+            let episode = episode.strip_prefix("episode=")?;
+            Some((run.to_string(), episode.to_string(), worker.to_string()))
+        })
+        .collect()
+}
+
+/// The faults the transcript lists (`150ms ! crash w1`): (worker, label
+/// the page should show).
+fn transcript_faults(transcript: &str) -> Vec<(String, String)> {
+    transcript
+        .lines()
+        .filter_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let [at, "!", action, worker] = words[..] else {
+                return None;
+            };
+            let at = at.strip_suffix("ms")?;
+            Some((worker.to_string(), format!("{action} at_ms={at}")))
+        })
+        .collect()
+}
+
+/// Every episode on the page in the run lanes: (run, episode, worker).
+fn page_holders(doc: &Document<'_>) -> Vec<(String, String, String)> {
+    let mut found = Vec::new();
+    for lane in all(doc, |n| has_class(n, "lane") && has_class(n, "run")) {
+        let run = lane.attribute("data-run").unwrap_or_default();
+        for ep in lane
+            .descendants()
+            .filter(|n| n.attribute("data-kind") == Some("episode"))
+        {
+            found.push((
+                run.to_string(),
+                ep.attribute("data-episode").unwrap_or("?").to_string(),
+                ep.attribute("data-worker").unwrap_or("?").to_string(),
+            ));
+        }
+    }
+    found
+}
+
+fn lane_of<'a, 'i>(doc: &'a Document<'i>, class: &str, attr: &str, value: &str) -> Node<'a, 'i> {
+    doc.descendants()
+        .find(|n| has_class(*n, "lane") && has_class(*n, class) && n.attribute(attr) == Some(value))
+        .unwrap_or_else(|| panic!("no {class} lane with {attr}={value}"))
+}
+
+fn items_in<'a, 'i>(lane: Node<'a, 'i>, kind: &str) -> Vec<Node<'a, 'i>> {
+    lane.descendants()
+        .filter(|n| n.attribute("data-kind") == Some(kind))
+        .collect()
+}
+
+/// Among workers every episode names the worker the transcript says
+/// acquired it, each worker has a lane with the faults that hit it, and
+/// nothing says `worker local` (issue 25).
+#[test]
+fn workers_name_the_holder_of_every_episode_and_their_faults() {
+    for (scenario, name) in [
+        (
+            "scenarios/workers/k1_two_workers_race_for_a_queued_run.toml",
+            "k1",
+        ),
+        ("scenarios/workers/k3_three_workers_under_faults.toml", "k3"),
+    ] {
+        let (stdout, html) = show_ok(scenario, name);
+        let doc = parse(&html);
+        let expected = transcript_holders(&stdout);
+        assert!(expected.len() >= 4, "{scenario}: {expected:?}");
+        let mut found = page_holders(&doc);
+        let mut want = expected.clone();
+        found.sort();
+        want.sort();
+        assert_eq!(found, want, "{scenario}: episodes and their holders");
+        assert!(!html.contains("worker local"), "{scenario}");
+        assert!(!html.contains("data-worker=\"local\""), "{scenario}");
+        for lane in all(&doc, |n| has_class(n, "lane") && has_class(n, "run")) {
+            let run = lane.attribute("data-run").unwrap();
+            let mut holders: Vec<&str> = Vec::new();
+            for (r, _, w) in &expected {
+                if r == run && !holders.contains(&w.as_str()) {
+                    holders.push(w);
+                }
+            }
+            assert_eq!(
+                lane.attribute("data-worker"),
+                Some(holders.join(" ").as_str())
+            );
+            for w in &holders {
+                assert!(
+                    text(lane).contains(&format!("{w} (episode")),
+                    "{}",
+                    text(lane)
+                );
+            }
+        }
+        let workers = all(&doc, |n| has_class(n, "lane") && has_class(n, "worker"));
+        assert_eq!(workers.len(), 3, "{scenario}: one lane per worker");
+        let faults = transcript_faults(&stdout);
+        for (worker, label) in &faults {
+            let lane = lane_of(&doc, "worker", "data-worker", worker);
+            let marks: Vec<String> = items_in(lane, "fault").into_iter().map(text).collect();
+            assert!(marks.contains(label), "{label} on {worker}: {marks:?}");
+        }
+        assert!(kind(&doc, "fault").len() >= faults.len());
+        if name == "k3" {
+            assert_eq!(faults.len(), 6, "{faults:?}");
+        }
+    }
+}
+
+/// A run taken over after its holder crashed mid-tool shows both holders;
+/// the crashed worker's call is cut off, not completed, and the result the
+/// other worker committed is its own span (SPEC K3, K5).
+#[test]
+fn a_takeover_shows_two_holders_and_a_cut_off_call() {
+    let scenario =
+        "scenarios/workers/k5_a_crash_before_the_result_commits_runs_the_call_again.toml";
+    let (stdout, html) = show_ok(scenario, "k5");
+    let doc = parse(&html);
+    let holders = transcript_holders(&stdout);
+    assert_eq!(holders.len(), 2, "{holders:?}");
+    let run = &holders[0].0;
+    let lane = lane_of(&doc, "run", "data-run", run);
+    assert_eq!(lane.attribute("data-worker"), Some("w1 w2"));
+    let episodes = items_in(lane, "episode");
+    let workers: Vec<&str> = episodes
+        .iter()
+        .filter_map(|e| e.attribute("data-worker"))
+        .collect();
+    assert_eq!(workers, ["w1", "w2"]);
+    assert!(has_class(episodes[0], "lost"));
+    assert!(
+        text(episodes[0]).contains("taken over by w2"),
+        "{}",
+        text(episodes[0])
+    );
+    assert!(has_class(episodes[1], "ok"));
+
+    let tools = items_in(lane, "tool");
+    assert_eq!(tools.len(), 2, "one attempt per worker");
+    let first = tools[0];
+    assert_eq!(first.attribute("data-worker"), Some("w1"));
+    assert!(has_class(first, "cut") && !has_class(first, "output"));
+    assert!(text(first).contains("no result from w1"), "{}", text(first));
+    let title = first.attribute("title").unwrap();
+    assert!(title.contains("w1 crashed at_ms=150"), "{title}");
+    assert!(title.contains("committed by w2"), "{title}");
+    let second = tools[1];
+    assert_eq!(second.attribute("data-worker"), Some("w2"));
+    assert!(has_class(second, "output"));
+
+    let faults: Vec<String> = items_in(lane, "fault").into_iter().map(text).collect();
+    assert_eq!(faults, ["crash at_ms=150 w1"], "the holder's crash");
+    let w1 = lane_of(&doc, "worker", "data-worker", "w1");
+    let marks: Vec<String> = items_in(w1, "fault").into_iter().map(text).collect();
+    assert_eq!(marks, ["crash at_ms=150", "restart at_ms=900"]);
+    let outage = items_in(w1, "outage");
+    assert_eq!(outage.len(), 1);
+    assert!(text(outage[0]).starts_with("down"), "{}", text(outage[0]));
+    let held: Vec<String> = items_in(w1, "held").into_iter().map(text).collect();
+    assert_eq!(held.len(), 1);
+    assert!(held[0].starts_with(run.as_str()), "{held:?}");
+}
+
+/// A worker cut off after its tool ended but before it committed the
+/// result: the result is drawn as never committed; a paused worker's late
+/// events and refused writes are on its own lane, not in the run's.
+#[test]
+fn results_never_committed_and_late_writes_are_drawn_as_such() {
+    let scenario = "scenarios/workers/k3_a_partition_that_heals.toml";
+    let (_, html) = show_ok(scenario, "k3-partition");
+    let doc = parse(&html);
+    let tools = kind(&doc, "tool");
+    let first = tools[0];
+    assert_eq!(first.attribute("data-worker"), Some("w1"));
+    assert!(
+        has_class(first, "uncommitted"),
+        "{:?}",
+        first.attribute("class")
+    );
+    assert!(text(first).contains("never committed"), "{}", text(first));
+    let lost = kind(&doc, "episode")[0];
+    assert!(text(lost).contains("lease lost"), "{}", text(lost));
+
+    let scenario = "scenarios/workers/k2_a_paused_worker_s_late_write_is_refused.toml";
+    let (_, html) = show_ok(scenario, "k2-paused");
+    let doc = parse(&html);
+    let w1 = lane_of(&doc, "worker", "data-worker", "w1");
+    let stale: Vec<String> = items_in(w1, "stale").into_iter().map(text).collect();
+    for late in ["tool_end", "refused renew", "refused append", "lease_lost"] {
+        assert!(stale.iter().any(|s| s.contains(late)), "{late}: {stale:?}");
+    }
+    let run = all(&doc, |n| has_class(n, "lane") && has_class(n, "run"))[0];
+    let w1_tools: Vec<Node<'_, '_>> = items_in(run, "tool")
+        .into_iter()
+        .filter(|t| t.attribute("data-worker") == Some("w1"))
+        .collect();
+    assert_eq!(w1_tools.len(), 1);
+    let cut = w1_tools[0];
+    assert!(
+        has_class(cut, "cut"),
+        "w1's late tool_end is not the run's story"
+    );
+    assert!(text(cut).contains("no result from w1"), "{}", text(cut));
+}
+
+/// Labels may be cut on screen, never in the hover text: every item's
+/// title starts with its whole label; the end mark and commit labels are
+/// horizontal rows (`flat`) that make room for them.
+#[test]
+fn every_label_is_whole_in_its_hover_text() {
+    for (scenario, name) in [
+        ("scenarios/basics/five_steps.toml", "labels-five"),
+        (
+            "scenarios/workers/k3_three_workers_under_faults.toml",
+            "labels-k3",
+        ),
+    ] {
+        let (_, html) = show_ok(scenario, name);
+        let doc = parse(&html);
+        let items = all(&doc, |n| n.attribute("data-kind").is_some());
+        assert!(!items.is_empty());
+        for i in items {
+            let title = i.attribute("title").unwrap_or_default();
+            assert!(title.starts_with(&text(i)), "{title:?} for {:?}", text(i));
+        }
+        for e in kind(&doc, "end") {
+            let row = e.ancestors().find(|n| has_class(*n, "row")).unwrap();
+            assert!(has_class(row, "flat"));
+        }
+    }
+}
+
+/// Among workers too, one scenario and seed give one page, byte for byte.
+#[test]
+fn worker_pages_are_deterministic() {
+    let scenario = "scenarios/workers/k3_three_workers_under_faults.toml";
+    let (_, first) = show_ok(scenario, "det-w-a");
+    let (_, second) = show_ok(scenario, "det-w-b");
+    assert!(!first.is_empty());
+    assert!(first == second, "two runs gave different pages");
 }

@@ -53,6 +53,9 @@ pub(super) fn describe(kind: &EventKind) -> String {
         EventKind::Failed { phase, message } => format!("failed in {phase}: {}", quoted(message)),
         EventKind::Cancelled { phase } => format!("cancelled in {phase}"),
         EventKind::LeaseReleased { episode } => format!("lease_released episode={episode}"),
+        EventKind::LeaseRenewed { .. }
+        | EventKind::LeaseLost { .. }
+        | EventKind::TakenOver { .. } => lease(kind),
         EventKind::Ended {
             status,
             outcome,
@@ -66,6 +69,27 @@ pub(super) fn describe(kind: &EventKind) -> String {
             version.map(|v| format!(" v{v}")).unwrap_or_default()
         ),
         _ => step_event(kind),
+    }
+}
+
+/// A lease's renewal, loss or takeover (SPEC K3).
+fn lease(kind: &EventKind) -> String {
+    match kind {
+        EventKind::LeaseRenewed { token, version } => format!("lease_renewed token={token} v{version}"),
+        EventKind::LeaseLost { token, reason } => {
+            format!("lease_lost token={token} reason={}", quoted(reason))
+        }
+        EventKind::TakenOver {
+            from,
+            stale_token,
+            expired_at,
+            next_step,
+        } => format!(
+            "taken_over from={} stale_token={stale_token} expired_at={expired_at}ms \
+             next_step={next_step}",
+            opt(from)
+        ),
+        other => other.name().to_string(),
     }
 }
 

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::escape::esc;
-use super::model::{Model, WatcherLane};
+use super::model::{Kind, Model, WatcherLane};
 use super::track;
 use crate::{Expectation, Report, Scenario};
 
@@ -55,6 +55,18 @@ fn header(out: &mut String, s: &Scenario, seed: u64, report: &Report, model: &Mo
         report.steps
     );
     fact(out, "runs", &runs);
+    if !model.workers.is_empty() {
+        let names: Vec<&str> = model.workers.iter().map(|w| w.name.as_str()).collect();
+        let faults = model
+            .workers
+            .iter()
+            .flat_map(|w| &w.rows)
+            .flat_map(|r| &r.items)
+            .filter(|i| i.kind == Kind::Fault)
+            .count();
+        let workers = format!("{} · {faults} fault(s) carried out", names.join(", "));
+        fact(out, "workers", &workers);
+    }
     fact(out, "expect", &expectation(s.expect));
     out.push_str("</dl>\n");
     if report.limit_reached {

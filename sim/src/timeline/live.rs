@@ -112,14 +112,9 @@ fn receive(lane: &mut WatcherLane, pos: Pos, event: &LiveEvent) {
             ),
         ),
     };
-    lane.rows[0].items.push(Item {
-        kind: Kind::Live,
-        status,
-        start: pos,
-        end: None,
-        label,
-        detail,
-    });
+    lane.rows[0]
+        .items
+        .push(Item::new(Kind::Live, status, (pos, None), label, detail));
 }
 
 /// A stream part other than text: a mark (a finish also ends the stretch).
@@ -175,18 +170,14 @@ fn text_row(segments: &[Segment]) -> Row {
                 .as_deref()
                 .map(|n| format!(" [{n}]"))
                 .unwrap_or_default();
-            Item {
-                kind: Kind::LiveText,
-                status: if s.note.as_deref().is_some_and(|n| n.starts_with("aborted")) {
-                    "aborted"
-                } else {
-                    "ok"
-                },
-                start: s.start,
-                end: Some(s.end),
-                label: s.text.clone(),
-                detail: format!("{} step={}: {}{note}", s.run, s.step, quoted(&s.text)),
-            }
+            let aborted = s.note.as_deref().is_some_and(|n| n.starts_with("aborted"));
+            Item::new(
+                Kind::LiveText,
+                if aborted { "aborted" } else { "ok" },
+                (s.start, Some(s.end)),
+                s.text.clone(),
+                format!("{} step={}: {}{note}", s.run, s.step, quoted(&s.text)),
+            )
         })
         .collect();
     Row {

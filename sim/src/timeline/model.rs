@@ -1,7 +1,7 @@
 //! What the page shows, collected from a report before anything is
-//! rendered: lanes of runs grouped by thread, lanes of watchers, each a few
-//! rows of marks and spans placed at axis positions. Pure data; `html`
-//! renders it.
+//! rendered: lanes of workers (with several), lanes of runs grouped by
+//! thread, lanes of watchers, each a few rows of marks and spans placed at
+//! axis positions. Pure data; `html` renders it.
 
 use pai_runtime::StoredThread;
 
@@ -20,6 +20,15 @@ pub(super) enum Kind {
     End,
     LiveText,
     Live,
+    /// A fault the simulator carried out on a worker or its link.
+    Fault,
+    /// How long a fault lasted (down, cut off, held, paused).
+    Outage,
+    /// An episode, on the lane of the worker that held it.
+    Held,
+    /// A worker's event its run's story leaves out (it no longer held the
+    /// run), or a write of it the store refused.
+    Stale,
 }
 
 impl Kind {
@@ -35,6 +44,10 @@ impl Kind {
             Kind::End => "end",
             Kind::LiveText => "live-text",
             Kind::Live => "live",
+            Kind::Fault => "fault",
+            Kind::Outage => "outage",
+            Kind::Held => "held",
+            Kind::Stale => "stale",
         }
     }
 }
@@ -50,6 +63,32 @@ pub(super) struct Item {
     pub(super) label: String,
     /// The full story, shown on hover.
     pub(super) detail: String,
+    /// The worker whose event it is (`data-worker`), among workers.
+    pub(super) worker: Option<String>,
+    /// More `data-*` attributes: name (without `data-`) and value.
+    pub(super) data: Vec<(&'static str, String)>,
+}
+
+impl Item {
+    /// A mark or span with no worker and no more data.
+    pub(super) fn new(
+        kind: Kind,
+        status: &'static str,
+        (start, end): (Pos, Option<Pos>),
+        label: String,
+        detail: String,
+    ) -> Item {
+        Item {
+            kind,
+            status,
+            start,
+            end,
+            label,
+            detail,
+            worker: None,
+            data: Vec::new(),
+        }
+    }
 }
 
 /// One row of a lane.
@@ -61,11 +100,20 @@ pub(super) struct Row {
     pub(super) items: Vec<Item>,
 }
 
-/// One run on one worker.
+/// One worker's turn at holding a run: its name and the episodes in a row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Holder {
+    pub(super) worker: String,
+    pub(super) episodes: Vec<u32>,
+}
+
+/// One run, and who held it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct RunLane {
     pub(super) run: String,
-    pub(super) worker: &'static str,
+    /// The workers that held the run's episodes, in order (`local` for
+    /// every episode while there is one process).
+    pub(super) holders: Vec<Holder>,
     /// How the run ended, in words (or that it did not).
     pub(super) ending: String,
     pub(super) rows: Vec<Row>,
@@ -100,9 +148,20 @@ pub(super) struct WatcherLane {
     pub(super) rows: Vec<Row>,
 }
 
+/// One worker of several: faults, the episodes it held, what it did
+/// without a lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct WorkerLane {
+    pub(super) name: String,
+    pub(super) summary: String,
+    pub(super) rows: Vec<Row>,
+}
+
 /// Everything on the timeline, and its axis.
 #[derive(Debug)]
 pub(super) struct Model {
+    /// Empty while there is one process.
+    pub(super) workers: Vec<WorkerLane>,
     pub(super) threads: Vec<ThreadLanes>,
     pub(super) watchers: Vec<WatcherLane>,
     pub(super) axis: Axis,
