@@ -75,6 +75,17 @@ pub(crate) fn plant(fault: &FaultSpec, obs: &mut Observations) -> Result<String,
             })
         }
         FaultSpec::GrowRead { nth } => grow_read(obs, *nth),
+        FaultSpec::UnfencedRead { nth } => unfenced_read(obs, *nth),
+        FaultSpec::EditResult { .. } => edit_result(fault, obs),
+        FaultSpec::SwallowAfterStepError { nth } => swallow_after_step_error(obs, *nth),
+        FaultSpec::EditSummaryRequest { call, drop_message } => obs
+            .summaries
+            .get_mut(call.wrapping_sub(1))
+            .filter(|c| (1..=c.messages.len()).contains(drop_message))
+            .map(|c| {
+                c.messages.remove(drop_message - 1);
+                format!("removed message {drop_message} from summary request {call}")
+            }),
     };
     match done {
         Some(did) => Ok(format!("planted fault: {did}")),
@@ -168,6 +179,111 @@ fn grow_read(obs: &mut Observations, nth: usize) -> Option<String> {
     let read = obs.reads.get_mut(nth.checked_sub(1)?)?;
     read.seqs.push(newest + 1);
     Some(format!("history read #{nth} returned #{}", newest + 1))
+}
+
+/// Adds the first message its thread holds at the end to the `nth` read,
+/// numbered within the read's anchor (as an incarnation that numbered its
+/// messages afresh would have it), so only the fence can tell.
+fn unfenced_read(obs: &mut Observations, nth: usize) -> Option<String> {
+    let read = obs.reads.get_mut(nth.checked_sub(1)?)?;
+    let first = obs.threads.iter().find_map(|t| {
+        let m = t.messages.first()?;
+        let ours = t.runs.iter().any(|r| r.id == read.run_id);
+        (!ours || t.messages.len() > 1).then_some(m)
+    })?;
+    read.seqs.push(first.seq.min(read.anchor));
+    read.ids.push(first.id.clone());
+    Some(format!("history read #{nth} returned {}", first.id))
+}
+
+/// Changes the `nth` tool result of a thread, in the store and in what
+/// its owner's client read.
+fn edit_result(fault: &FaultSpec, obs: &mut Observations) -> Option<String> {
+    let FaultSpec::EditResult {
+        thread,
+        nth,
+        source,
+        output,
+    } = fault
+    else {
+        return None;
+    };
+    let viewed = obs
+        .client_views
+        .iter_mut()
+        .filter(|v| v.state.id == *thread)
+        .map(|v| &mut v.state.messages);
+    let stored = obs.threads.iter_mut().find(|t| t.id == *thread)?;
+    let mut edited = false;
+    for messages in std::iter::once(&mut stored.messages).chain(viewed) {
+        let results = messages.iter_mut().flat_map(|m| &mut m.parts);
+        let results = results.filter(|p| matches!(p, pai_runtime::Part::ToolResult { .. }));
+        if let Some(pai_runtime::Part::ToolResult {
+            source: s,
+            output: o,
+            ..
+        }) = results.into_iter().nth(nth.checked_sub(1)?)
+        {
+            if let Some(new) = source {
+                *s = new.source();
+            }
+            if let Some(new) = output {
+                *o = new.clone();
+            }
+            edited = true;
+        }
+    }
+    edited.then(|| format!("edited tool result #{nth} of {thread}"))
+}
+
+/// Turns the `nth` failure in `after_step` into that step's completing
+/// `after_step`, and its run's end (stored and logged) into completed.
+fn swallow_after_step_error(obs: &mut Observations, nth: usize) -> Option<String> {
+    use pai_runtime::{
+        AfterStepDecision, EventKind, Outcome, Phase, RunStage, RunStatus, Transition,
+    };
+    let failures = obs.events.iter().enumerate().filter(|(_, e)| {
+        matches!(
+            e.kind,
+            EventKind::Failed {
+                phase: RunStage::Phase(Phase::AfterStep),
+                ..
+            }
+        )
+    });
+    let i = failures.map(|(i, _)| i).nth(nth.checked_sub(1)?)?;
+    let run = obs.events[i].run_id.clone();
+    let step = obs.events[..i].iter().rev().find_map(|e| match &e.kind {
+        EventKind::CommitStep { step, .. } | EventKind::CommitToolResults { step, .. }
+            if e.run_id == run =>
+        {
+            Some(*step)
+        }
+        _ => None,
+    })?;
+    obs.events[i].kind = EventKind::AfterStep {
+        step,
+        decision: AfterStepDecision::Natural,
+        transition: Transition::Complete { reason: None },
+    };
+    for e in obs.events[i..].iter_mut().filter(|e| e.run_id == run) {
+        if let EventKind::Ended {
+            status,
+            outcome,
+            reason,
+            ..
+        } = &mut e.kind
+        {
+            (*status, *outcome, *reason) = (RunStatus::Completed, Outcome::Completed, None);
+        }
+    }
+    for r in obs.threads.iter_mut().flat_map(|t| &mut t.runs) {
+        if r.id == run {
+            (r.status, r.outcome, r.reason) =
+                (RunStatus::Completed, Some(Outcome::Completed), None);
+        }
+    }
+    Some(format!("swallowed {run}'s after_step error at step {step}"))
 }
 
 /// Merges a thread's stored private metadata into what its client read.

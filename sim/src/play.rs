@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use pai_runtime::{Agent, Clock as _, Runtime, TypedTool, Watch, compose};
 
-use crate::hooks::{self, HistoryRead, SimContext, SimMetadata};
+use crate::hooks::{self, HistoryRead, SimContext, SimMetadata, SummaryLog};
 use crate::scenario::{Action, Scenario};
 use crate::world::{self, ActionRecord, Answering, Recorder, ScriptedTool, VirtualClock};
 
@@ -18,6 +18,7 @@ use crate::world::{self, ActionRecord, Answering, Recorder, ScriptedTool, Virtua
 pub(crate) fn agent(
     s: &Scenario,
     reads: &Arc<Mutex<Vec<HistoryRead>>>,
+    summaries: &SummaryLog,
 ) -> (Agent<SimContext>, SimContext) {
     let mut agent = Agent::new(s.agent.name.clone(), s.agent.model.clone())
         .instructions(s.agent.instructions.clone())
@@ -30,7 +31,11 @@ pub(crate) fn agent(
             agent = agent.on_output(&tool, world::on_output(spec.clone()));
         }
     }
-    let hooks = s.hooks.iter().map(|h| h.spec.build(&h.name)).collect();
+    let hooks = s
+        .hooks
+        .iter()
+        .map(|h| h.spec.build(&h.name, summaries))
+        .collect();
     let agent = agent.lifecycle(compose(hooks));
     let context = SimContext {
         docs: s.docs.clone(),

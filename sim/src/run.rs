@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use pai_runtime::{Clock as _, LiveEvent, Runtime, StoredThread, Watch};
 
-use crate::hooks::{HistoryRead, SimContext};
+use crate::hooks::{HistoryRead, SimContext, SummaryLog};
 use crate::oracle::Observations;
 use crate::play::{Played, agent, play};
 use crate::report::{Report, SimError, report};
@@ -43,6 +43,8 @@ struct World {
     runtime: Runtime<SimContext>,
     /// What history probes read, recorded as they read it.
     reads: Arc<Mutex<Vec<HistoryRead>>>,
+    /// What compaction's summary model was asked.
+    summaries: SummaryLog,
     clock: Arc<VirtualClock>,
     recorder: Arc<Recorder>,
     provider: Arc<ScriptedProvider>,
@@ -56,7 +58,8 @@ fn world(s: &Scenario, seed: u64, store: StoreKind) -> Result<World, SimError> {
     let recorder = Arc::new(Recorder::default());
     let provider = Arc::new(ScriptedProvider::new(&s.model, &s.models, &ids, &clock));
     let reads = Arc::new(Mutex::new(Vec::new()));
-    let (agent, context) = agent(s, &reads);
+    let summaries = SummaryLog::default();
+    let (agent, context) = agent(s, &reads, &summaries);
     let ignore = s.faults.contains(&FaultSpec::IgnoreExpectations);
     let inner = SimStore::new(store, None)
         .map_err(|e| SimError::Setup(format!("opening the {} store: {e}", store.as_str())))?;
@@ -72,6 +75,7 @@ fn world(s: &Scenario, seed: u64, store: StoreKind) -> Result<World, SimError> {
     Ok(World {
         runtime,
         reads,
+        summaries,
         clock,
         recorder,
         provider,
@@ -122,6 +126,11 @@ async fn simulate_in(s: &Scenario, seed: u64, store: StoreKind) -> Result<Report
         live: drain(&mut watches),
         actions,
         reads: w.reads.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        summaries: w
+            .summaries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone(),
         tap,
         commits,
         client_views,

@@ -13,10 +13,10 @@ use std::time::Duration;
 use pai_runtime::{Clock as _, RunRecord, RunStatus, Runtime, WorkerConfig};
 
 use super::net::RemoteStore;
-use crate::hooks::{HistoryRead, SimContext};
+use crate::hooks::{HistoryRead, SimContext, SummaryLog};
 use crate::play::{Played, agent, play};
 use crate::scenario::Scenario;
-use crate::world::{Recorder, ScriptedProvider, SharedProvider, SimIds, VirtualClock};
+use crate::world::{ClusterLog, Recorder, ScriptedProvider, SharedProvider, SimIds, VirtualClock};
 
 /// What every host reaches of the world.
 #[derive(Debug, Clone)]
@@ -26,6 +26,9 @@ pub struct Env {
     pub provider: Arc<ScriptedProvider>,
     pub recorder: Arc<Recorder>,
     pub reads: Arc<Mutex<Vec<HistoryRead>>>,
+    pub summaries: SummaryLog,
+    /// The store's and the simulator's log.
+    pub log: Arc<ClusterLog>,
 }
 
 impl Env {
@@ -33,7 +36,7 @@ impl Env {
     fn runtime(&self, name: &str) -> Result<Runtime<SimContext>, String> {
         let s = &self.scenario;
         let c = s.cluster.as_ref().ok_or("no cluster")?;
-        let (agent, context) = agent(s, &self.reads);
+        let (agent, context) = agent(s, &self.reads, &self.summaries);
         let worker = WorkerConfig {
             name: Some(name.to_string()),
             lease_ttl: Some(c.settings.lease_ms),
@@ -73,7 +76,8 @@ pub struct ClientOut {
 
 /// The client host: plays the timeline; once the last fault has healed
 /// (the safety phase is over), waits until every run is over or waiting
-/// for a client, or the liveness deadline passes.
+/// for a client (those of deleted incarnations included: no worker still
+/// drives one), or the liveness deadline passes.
 pub async fn client(
     env: Env,
     (healed_at, deadline): (u64, u64),
@@ -93,7 +97,7 @@ pub async fn client(
         .map_or(20, |c| c.settings.poll_ms);
     // Bounded: the deadline is in the scenario's time.
     while clock.now() < deadline {
-        if settled(&runtime).await {
+        if settled(&runtime).await && !deleted_runs_driven(&env) {
             out.borrow_mut().settled_at = Some(clock.now());
             // Let the workers' last events (a run's end) be recorded.
             tokio::time::sleep(Duration::from_millis(poll)).await;
@@ -120,6 +124,16 @@ async fn settled(runtime: &Runtime<SimContext>) -> bool {
         }
     }
     true
+}
+
+/// Whether a worker still drives a run whose incarnation was deleted: the
+/// store ended it, but the worker learns of it only at its next renewal
+/// or write, and logs the run's end then (SPEC H5).
+fn deleted_runs_driven(env: &Env) -> bool {
+    env.recorder.read(|events| {
+        env.log
+            .read(|log| !super::driven::deleted_runs_driven(events, log).is_empty())
+    })
 }
 
 /// Over, waiting on answers that have not all come, or queued behind such

@@ -8,6 +8,7 @@
 //! did with leases. One seed drives turmoil's rng (message latencies) and
 //! the world's (ids, models), so a run replays exactly (D1).
 
+mod driven;
 mod hosts;
 mod linear;
 mod net;
@@ -45,14 +46,16 @@ pub fn simulate(s: &Scenario, seed: u64, kind: StoreKind) -> Result<Report, SimE
     let clock = Arc::new(VirtualClock::turmoil());
     let recorder = Arc::new(Recorder::default());
     let provider = Arc::new(ScriptedProvider::new(&s.model, &s.models, &ids, &clock));
+    let log = Arc::new(ClusterLog::new(recorder.clone()));
     let env = Env {
         scenario: Arc::new(s.clone()),
         ids,
         provider: provider.clone(),
         recorder: recorder.clone(),
         reads: Arc::new(Mutex::new(Vec::new())),
+        summaries: Default::default(),
+        log: log.clone(),
     };
-    let log = Arc::new(ClusterLog::new(recorder.clone()));
     let store = Arc::new(StoreHost::new(cluster.bugs, log.clone(), kind)?);
     let mut sim = turmoil::Builder::new()
         .rng_seed(seed)
@@ -197,6 +200,11 @@ fn observe(
         live: Vec::new(),
         actions,
         reads: env.reads.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        summaries: env
+            .summaries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone(),
         // The store tap and client views are one-process observations.
         tap: Default::default(),
         commits: store.take_commits(),

@@ -102,6 +102,10 @@ impl StoreHost {
         }
         let name = request.name();
         let stored = client_write(&request);
+        let deleted = match &request {
+            StoreRequest::Delete { thread } => Some(thread.clone()),
+            _ => None,
+        };
         // A run's mutation may commit nothing (no change staged): the
         // versions before and after tell.
         let before = match (&request, &fenced) {
@@ -143,14 +147,14 @@ impl StoreHost {
             (Some(v), Some(f)) => self.version(&f.thread) > v,
             _ => false,
         };
-        self.record(from, name, fenced, &reply, committed);
+        self.record(from, (name, deleted), fenced, &reply, committed);
         reply
     }
 
     fn record(
         &self,
         from: &str,
-        request: &'static str,
+        (request, deleted): (&'static str, Option<String>),
         fenced: Option<Fenced>,
         reply: &Result<StoreReply, StoreError>,
         committed: bool,
@@ -165,6 +169,12 @@ impl StoreHost {
                 token: c.token,
                 episode: c.episode,
                 takeover: c.takeover.clone(),
+            },
+            (Ok(StoreReply::Deleted(Some(d))), None) => ClusterEvent::Deleted {
+                from,
+                thread: deleted.unwrap_or_default(),
+                incarnation: d.incarnation,
+                cancelled: d.cancelled.iter().map(|(run, _)| run.clone()).collect(),
             },
             (Ok(reply), Some(f)) => ClusterEvent::Wrote {
                 from,

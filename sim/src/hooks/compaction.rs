@@ -2,12 +2,12 @@
 //! scripted summary model: past `threshold` context-visible messages after
 //! its cursor, it summarizes all but the newest `keep`.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use pai_runtime::{
-    BoxStream, Compaction, FinishReason, HookFuture, LanguageModel, ModelError, ModelRequest,
-    ReadyStream, StreamPart,
+    BoxStream, Compaction, FinishReason, HookFuture, LanguageModel, ModelError, ModelMessage,
+    ModelRequest, ReadyStream, StreamPart,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -37,24 +37,55 @@ pub struct CompactionSpec {
     pub fail_at: Vec<usize>,
 }
 
+/// One request the scripted summary model was sent, and its answer: what
+/// the oracles judge a summary by (SPEC C1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryCall {
+    pub run_id: String,
+    pub step: u32,
+    /// What it was asked to summarize.
+    pub messages: Vec<ModelMessage>,
+    /// The summary it gave, or why it failed.
+    pub answer: Result<String, String>,
+}
+
+/// Where summary models record their requests: the world's, shared by
+/// every worker (a crash does not lose what was asked).
+pub type SummaryLog = Arc<Mutex<Vec<SummaryCall>>>;
+
 /// The scripted summary model.
 struct Summarizer {
     summaries: Vec<String>,
     fail_at: Vec<usize>,
     calls: AtomicUsize,
+    log: SummaryLog,
+}
+
+impl Summarizer {
+    fn record(&self, r: &ModelRequest, answer: Result<String, String>) {
+        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        log.push(SummaryCall {
+            run_id: r.run_id.clone(),
+            step: r.step,
+            messages: r.messages.clone(),
+            answer,
+        });
+    }
 }
 
 impl LanguageModel for Summarizer {
     fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
         let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
         if self.fail_at.contains(&n) {
-            let e = ModelError::Provider(format!("summary call {n} failed"));
-            return HookFuture::ready(Err(e));
+            let why = format!("summary call {n} failed");
+            self.record(r, Err(why.clone()));
+            return HookFuture::ready(Err(ModelError::Provider(why)));
         }
         let text = match self.summaries.get(n - 1).or(self.summaries.last()) {
             Some(s) => s.clone(),
             None => format!("summary {n} of {} messages", r.messages.len()),
         };
+        self.record(r, Ok(text.clone()));
         let parts = vec![
             StreamPart::TextDelta(text.into()),
             StreamPart::Finish(FinishReason::Stop),
@@ -64,11 +95,12 @@ impl LanguageModel for Summarizer {
 }
 
 impl CompactionSpec {
-    pub(super) fn build(&self, _name: &str) -> SimHook {
+    pub(super) fn build(&self, _name: &str, log: &SummaryLog) -> SimHook {
         let model = Summarizer {
             summaries: self.summaries.clone(),
             fail_at: self.fail_at.clone(),
             calls: AtomicUsize::new(0),
+            log: log.clone(),
         };
         Box::new(Compaction::new(self.threshold, self.keep, Arc::new(model)))
     }

@@ -41,7 +41,7 @@ async fn probe(
 ) -> HookResult<ModelMessage> {
     let h = input.history;
     let anchor = h.anchor();
-    let record = |read, seqs: Vec<u64>| {
+    let record = |read, seqs: Vec<u64>, ids: Vec<String>| {
         let mut reads = cx.context.reads.lock().unwrap_or_else(|e| e.into_inner());
         reads.push(HistoryRead {
             run_id: cx.run_id.to_string(),
@@ -50,15 +50,13 @@ async fn probe(
             anchor,
             read,
             seqs,
+            ids,
         });
     };
-    let all: Vec<u64> = h
-        .collect(1, u64::MAX)
-        .await?
-        .iter()
-        .map(|m| m.seq)
-        .collect();
-    record("collect", all.clone());
+    let ids = |ms: &[pai_runtime::Message]| ms.iter().map(|m| m.id.clone()).collect();
+    let collected = h.collect(1, u64::MAX).await?;
+    let all: Vec<u64> = collected.iter().map(|m| m.seq).collect();
+    record("collect", all.clone(), ids(&collected));
     let tail = h
         .model_messages(anchor.saturating_sub(1).max(1), anchor)
         .await?;
@@ -67,7 +65,7 @@ async fn probe(
     for _ in 0..8 {
         let p = h.before(cursor, page).await?;
         let seqs: Vec<u64> = p.messages.iter().map(|m| m.seq).collect();
-        record("before", seqs.clone());
+        record("before", seqs.clone(), ids(&p.messages));
         pages.push(format!("[{}]", hashes(&seqs)));
         match p.next_cursor {
             Some(c) => cursor = Some(c),

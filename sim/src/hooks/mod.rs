@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 
 pub use after_step::{AfterStep, AfterStepSpec};
 pub use base_context::BaseContext;
-pub use compaction::CompactionSpec;
+pub use compaction::{CompactionSpec, SummaryCall, SummaryLog};
 pub use delay::Delay;
 pub use fail::{Fail, PhaseName};
 pub use fallback::Fallback;
@@ -284,7 +284,9 @@ impl HookSpec {
     }
 
     /// The hook this entry builds, named `name` in the event log.
-    pub fn build(&self, name: &str) -> SimHook {
+    /// The hook, recording what it sends its own models (compaction's
+    /// summary model) in `summaries`.
+    pub fn build(&self, name: &str, summaries: &SummaryLog) -> SimHook {
         match self {
             HookSpec::SystemMessage(h) => h.build(name),
             HookSpec::Route(h) => h.build(name),
@@ -311,7 +313,7 @@ impl HookSpec {
             HookSpec::PatchMetadata(h) => h.build(name),
             HookSpec::MetadataOverlay(h) => h.build(name),
             HookSpec::ContextMessage(h) => h.build(name),
-            HookSpec::Compaction(h) => h.build(name),
+            HookSpec::Compaction(h) => h.build(name, summaries),
             HookSpec::RewritePatch(h) => h.build(name),
             HookSpec::RewriteListener(h) => h.build(name),
             HookSpec::HideMessage(h) => h.build(name),

@@ -36,6 +36,9 @@ pub struct HistoryRead {
     /// Sequence numbers of the stored messages it returned (for
     /// `model_messages`, of the range it asked for, clipped by the view).
     pub seqs: Vec<u64>,
+    /// The ids of the stored messages it returned (SPEC M3: all of its
+    /// run's incarnation).
+    pub ids: Vec<String>,
 }
 
 /// A hook of the scenario library, as one `[[lifecycle]]` entry.

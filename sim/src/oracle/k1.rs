@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{EventKind, Role};
+use pai_runtime::{Event, EventKind, Role};
 
 use super::facts::{hook_written, model_text, stored};
 
@@ -12,17 +12,20 @@ use super::observed::{Observed, Violation};
 use crate::scenario::OracleId;
 
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
-    let mut out = order(o);
+    let mut out = order(o.events);
     out.extend(queued_messages_wait(o));
     out
 }
 
-fn order(o: &Observed<'_>) -> Vec<Violation> {
+/// Runs start one at a time, in arrival order, per incarnation: a deletion
+/// (H5) ends the incarnation's runs, so the next incarnation's first run
+/// may start while a deleted one still winds down.
+fn order(events: &[Event]) -> Vec<Violation> {
     // Per thread: runs admitted and not yet started, in order; the active run.
     let mut waiting: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     let mut active: BTreeMap<&str, &str> = BTreeMap::new();
     let mut out = Vec::new();
-    for e in o.events {
+    for e in events {
         let (thread, run) = (e.thread_id.as_str(), e.run_id.as_str());
         match &e.kind {
             EventKind::Admitted { .. } => waiting.entry(thread).or_default().push(run),
@@ -118,4 +121,73 @@ fn user_texts<'a>(o: &'a Observed<'_>) -> BTreeMap<(&'a str, u32), BTreeSet<Stri
         texts.extend(users.map(model_text));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(run: &str, kind: EventKind) -> Event {
+        Event {
+            run_id: run.into(),
+            ..super::super::facts::ev(kind)
+        }
+    }
+
+    fn admit(run: &str) -> Event {
+        let trigger = format!("m-{run}");
+        ev(run, EventKind::Admitted { trigger })
+    }
+
+    fn acquired(run: &str) -> Event {
+        ev(
+            run,
+            EventKind::LeaseAcquired {
+                version: 1,
+                episode: 1,
+                token: 1,
+            },
+        )
+    }
+
+    fn deleted() -> Event {
+        let cancelled = vec!["old".to_string(), "queued".to_string()];
+        ev(
+            "",
+            EventKind::ThreadDeleted {
+                incarnation: 1,
+                cancelled,
+            },
+        )
+    }
+
+    /// The next incarnation's run starts while the deleted one has not
+    /// logged its end yet, and a run queued in the deleted incarnation is
+    /// not ahead of it.
+    #[test]
+    fn a_new_incarnation_s_first_run_starts_beside_a_deleted_one() {
+        let found = order(&[
+            admit("old"),
+            acquired("old"),
+            admit("queued"),
+            deleted(),
+            admit("new"),
+            acquired("new"),
+        ]);
+        assert_eq!(found, vec![]);
+    }
+
+    /// Within one incarnation, a second run started while the first is
+    /// active, ahead of its queue, is reported twice.
+    #[test]
+    fn a_run_started_beside_the_active_one_is_reported() {
+        let found = order(&[
+            admit("a"),
+            acquired("a"),
+            admit("b"),
+            admit("c"),
+            acquired("c"),
+        ]);
+        assert_eq!(found.len(), 2, "{found:?}");
+    }
 }

@@ -5,6 +5,12 @@
 //! tokens only grow; no worker is handed a run's lease while another holds
 //! it unexpired, by the store's clock; and a thread's next run is claimed
 //! only once its current run has ended (K1).
+//!
+//! Each is judged per incarnation (SPEC H5): a deletion retires the
+//! thread's lease and ends its runs, so the next incarnation's first claim
+//! is legitimate whoever held the old lease, while tokens still only grow
+//! across incarnations and no write lands between the deletion and that
+//! claim (the deleted runs' writes are refused).
 
 use std::collections::BTreeMap;
 
@@ -22,6 +28,9 @@ struct Lease<'a> {
     expires: u64,
     /// The thread's current run: claimed, not yet ended (K1).
     current: Option<&'a str>,
+    /// The incarnation was deleted and nothing claimed since: no write may
+    /// land (H5).
+    deleted: Option<u64>,
 }
 
 pub(super) fn check(c: &ClusterObs) -> Vec<Violation> {
@@ -59,6 +68,7 @@ pub(super) fn check(c: &ClusterObs) -> Vec<Violation> {
                     holder: Some((from, run)),
                     expires: r.at + c.lease_ms,
                     current: Some(run),
+                    deleted: None,
                 };
             }
             ClusterEvent::Wrote {
@@ -72,6 +82,13 @@ pub(super) fn check(c: &ClusterObs) -> Vec<Violation> {
                 ..
             } => {
                 let l = leases.entry(thread).or_default();
+                if let Some(incarnation) = l.deleted {
+                    let message = format!(
+                        "{request} from {from} landed under token {token} after incarnation {incarnation} was deleted"
+                    );
+                    out.push(Violation::new(OracleId::K2, Some(run), message));
+                    continue;
+                }
                 if *token != l.token {
                     let message = format!(
                         "{request} from {from} landed under stale token {token} (newest {})",
@@ -90,6 +107,16 @@ pub(super) fn check(c: &ClusterObs) -> Vec<Violation> {
                 if *releases && *request == "finish" {
                     l.current = None;
                 }
+            }
+            ClusterEvent::Deleted {
+                thread,
+                incarnation,
+                ..
+            } => {
+                let l = leases.entry(thread).or_default();
+                l.holder = None;
+                l.current = None;
+                l.deleted = Some(*incarnation);
             }
             ClusterEvent::Refused { .. }
             | ClusterEvent::Fault { .. }
@@ -185,6 +212,54 @@ mod tests {
         assert!(found[1].1.contains("stale token 1"), "{found:?}");
         assert!(
             found[2].1.contains("token 2 handed out after token 2"),
+            "{found:?}"
+        );
+    }
+
+    fn deleted(incarnation: u64) -> ClusterEvent {
+        ClusterEvent::Deleted {
+            from: "client".into(),
+            thread: "t".into(),
+            incarnation,
+            cancelled: vec!["r".into()],
+        }
+    }
+
+    /// A deletion retires the lease and ends the runs: the next
+    /// incarnation's first claim, while the deleted run's holder still
+    /// thinks it holds an unexpired lease, is neither a second holder (K2)
+    /// nor a run claimed before the current one ended (K1).
+    #[test]
+    fn a_new_incarnation_s_first_claim_is_legitimate() {
+        let found = judge(vec![
+            at(0, claim("w1", "r", 1)),
+            at(10, write("w1", 1, "append", false)),
+            at(20, deleted(1)),
+            at(30, claim("w2", "q", 3)),
+            at(40, write("w2", 3, "append", false)),
+        ]);
+        assert_eq!(found, vec![]);
+    }
+
+    /// Across incarnations tokens still only grow, and a write that lands
+    /// between the deletion and the next claim (a deleted run's) is a
+    /// stale write.
+    #[test]
+    fn after_a_deletion_tokens_grow_and_nothing_lands_before_a_claim() {
+        let found = judge(vec![
+            at(0, claim("w1", "r", 2)),
+            at(20, deleted(1)),
+            at(25, write("w1", 2, "append", false)),
+            at(30, claim("w2", "q", 1)),
+        ]);
+        let oracles: Vec<OracleId> = found.iter().map(|(o, _)| *o).collect();
+        assert_eq!(oracles, vec![OracleId::K2, OracleId::K2], "{found:?}");
+        assert!(
+            found[0].1.contains("after incarnation 1 was deleted"),
+            "{found:?}"
+        );
+        assert!(
+            found[1].1.contains("token 1 handed out after token 2"),
             "{found:?}"
         );
     }

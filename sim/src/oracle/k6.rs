@@ -1,7 +1,9 @@
 //! SPEC K6: a cancel reaches the run it names, or the thread's current run
 //! (active, just admitted or queued), and that run ends cancelled; a run
 //! cancelled while queued runs no phase; a cancel that finds no run says so,
-//! and only when there was none.
+//! and only when there was none. A cancel by an identity that does not own
+//! the thread (SPEC H4) is refused and reaches nothing: it must be refused,
+//! and nothing is expected of the thread's runs.
 
 use pai_runtime::{Event, EventKind, RunStatus};
 
@@ -21,7 +23,17 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         if named.is_some() && named_run.is_none() {
             continue; // it named a send that never made a run: the runtime was not asked
         }
+        let owner = owner_before(o, a, &m.thread);
+        let foreign = owner.is_some_and(|owner| owner != m.client);
         let problem = match &a.outcome {
+            Ok(Some(run)) if foreign => Some(format!(
+                "{} does not own {} ({} does), yet the cancel reached {run} (H4)",
+                m.client,
+                m.thread,
+                owner.unwrap_or_default()
+            )),
+            // Refused by scope: it reached nothing, so it missed nothing.
+            Err(_) if foreign => None,
             Ok(Some(run)) => reached(o, before, run, named_run.as_deref())
                 .filter(|_| !o.cut_short || ended(o.events, run)),
             Ok(None) => Some("the cancel reached no run and said nothing".to_string()),
@@ -37,6 +49,30 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// Who owned `thread` when `cancel` was made, from the client actions
+/// before it: the first identity whose send, steer or `create_thread`
+/// made the thread (after its last deletion); `None` while it does not
+/// exist.
+fn owner_before<'a>(o: &Observed<'a>, cancel: &ActionRecord, thread: &str) -> Option<&'a str> {
+    let mut owner = None;
+    let earlier = o.actions.iter().take_while(|a| !std::ptr::eq(*a, cancel));
+    for a in earlier.filter(|a| a.outcome.is_ok()) {
+        let m = &o.scenario.timeline[a.moment];
+        if m.thread != thread {
+            continue;
+        }
+        match m.action {
+            Action::Send(_) | Action::Steer(_) => {
+                owner = owner.or(Some(m.client.as_str()));
+            }
+            Action::CreateThread => owner = Some(m.client.as_str()),
+            Action::DeleteThread => owner = None,
+            _ => {}
+        }
+    }
+    owner
 }
 
 /// The run of the thread's `n`-th send, if it was admitted.

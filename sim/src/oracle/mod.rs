@@ -7,6 +7,7 @@
 mod a2;
 mod a3;
 mod a4;
+mod c1;
 mod c2;
 mod check;
 mod composition;
@@ -35,6 +36,7 @@ mod m1;
 mod m1_begun;
 mod m1_cluster;
 mod m1_visible;
+mod m2;
 mod m3;
 mod observed;
 mod p8;
@@ -94,6 +96,7 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     }
     violations.extend(k5::check(o));
     violations.extend(k6::check(o));
+    violations.extend(m2::check(o));
     violations.extend(m3::check(o));
     violations.extend(p8::check(o));
     violations.extend(routes::check(o));
@@ -107,6 +110,7 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     violations.extend(h5::check(o));
     violations.extend(k4::check(o));
     violations.extend(lost::check(o));
+    violations.extend(c1::check(o));
     violations.extend(c2::check(o));
     if let Some(c) = o.cluster {
         violations.extend(liveness::check(c, o.threads));

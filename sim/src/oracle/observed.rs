@@ -2,7 +2,7 @@
 
 use pai_runtime::{Event, LiveEvent, StoredThread};
 
-use crate::hooks::HistoryRead;
+use crate::hooks::{HistoryRead, SummaryCall};
 use crate::scenario::{OracleId, Scenario};
 use crate::world::{ActionRecord, ClientView, CommitRecord, ModelCallRecord, TapLog};
 
@@ -42,6 +42,8 @@ pub struct Observed<'a> {
     pub actions: &'a [ActionRecord],
     /// What history probes read, as they read it.
     pub reads: &'a [HistoryRead],
+    /// What compaction's summary model was asked, in order.
+    pub summaries: &'a [SummaryCall],
     /// What the store tap saw (one process only; empty among workers).
     pub tap: &'a TapLog,
     /// Every commit the store reported, in the order it answered (both
@@ -66,6 +68,7 @@ pub struct Observations {
     pub live: Vec<(String, LiveEvent)>,
     pub actions: Vec<ActionRecord>,
     pub reads: Vec<HistoryRead>,
+    pub summaries: Vec<SummaryCall>,
     pub tap: TapLog,
     pub commits: Vec<CommitRecord>,
     pub client_views: Vec<ClientView>,
@@ -103,6 +106,7 @@ impl Observations {
             live: &self.live,
             actions: &self.actions,
             reads: &self.reads,
+            summaries: &self.summaries,
             tap: &self.tap,
             commits: &self.commits,
             client_views: &self.client_views,

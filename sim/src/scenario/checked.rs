@@ -308,6 +308,11 @@ fn faults(faults: &[FaultSpec]) -> Result<(), CheckError> {
                 drop_message: None,
                 ..
             } => return fail(&at, "edit_request needs append or drop_message"),
+            FaultSpec::EditResult {
+                source: None,
+                output: None,
+                ..
+            } => return fail(&at, "edit_result needs source or output"),
             FaultSpec::Swap { a, b, .. } | FaultSpec::SwapPayloads { a, b, .. } if a == b => {
                 return fail(
                     &at,
@@ -332,7 +337,13 @@ fn zero_count(f: &FaultSpec) -> Option<&'static str> {
         | FaultSpec::SwapWithPrevious { nth, .. }
         | FaultSpec::Duplicate { nth, .. }
         | FaultSpec::DropLive { nth, .. }
-        | FaultSpec::GrowRead { nth } => vec![("nth", *nth)],
+        | FaultSpec::GrowRead { nth }
+        | FaultSpec::UnfencedRead { nth }
+        | FaultSpec::EditResult { nth, .. }
+        | FaultSpec::SwallowAfterStepError { nth } => vec![("nth", *nth)],
+        FaultSpec::EditSummaryRequest {
+            call, drop_message, ..
+        } => vec![("call", *call), ("drop_message", *drop_message)],
         FaultSpec::Swap { a, b, .. } | FaultSpec::SwapPayloads { a, b, .. } => {
             vec![("a", *a), ("b", *b)]
         }

@@ -72,7 +72,9 @@ oracles! {
     H5 = "H5" ["H5"]: "After a thread is deleted, none of its runs commits, starts a tool, waits or is answered; each that had not ended ends once, cancelled with reason `deleted`.";
     H6 = "H6" ["H6"]: "In every context sent, each tool call has exactly one result after it.";
     M1 = "M1" ["M1"]: "No step's context holds a message stored after the step started.";
-    M3 = "M3" ["M3"]: "Every history read a hook makes returns only messages at or before its step's anchor.";
+    M2 = "M2" ["M2"]: "A resolver's `next()` is memoized: per step the context leaf runs once and each resolver decides once, however often `next()` is called; the leaf is a base exactly when a resolver gave one with `next(base)`.";
+    M3 = "M3" ["M3"]: "Every history read a hook makes returns only messages at or before its step's anchor, all of its run's incarnation.";
+    C1 = "C1" ["C1"]: "Each compaction's summary request was sent every context-visible message after the previous cursor up to the new one (and the previous summary); its summary record is what that request answered, and the stored cursor names the last compaction's record and `through`.";
     C2 = "C2" ["C2"]: "Once compaction moved its cursor, a step's context begins with the summary and holds no context-visible message at or before the cursor.";
     P8 = "P8" ["P8", "P5"]: "Model-only overlays never outlive their episode (nor a step patch its step): each model call sends at most its episode's own overlay plus its step's appends.";
     P1P6 = "P1-P6" ["P1", "P2", "P3", "P4", "P5", "P6"]: "The route of every attempt equals an independent fold of the run, step and attempt patches.";

@@ -171,6 +171,14 @@ pub fn edit_message(schema: &mut Schema) {
     );
 }
 
+/// `edit_result`: `source` or `output`, or both.
+pub fn edit_result(schema: &mut Schema) {
+    schema.ensure_object().insert(
+        "anyOf".into(),
+        json!([present("source"), present("output")]),
+    );
+}
+
 /// `edit_request`: `append` or `drop_message`, or both.
 pub fn edit_request(schema: &mut Schema) {
     schema.ensure_object().insert(

@@ -488,6 +488,7 @@ mod tests {
 
     fn acquired(episode: u32) -> Option<EventKind> {
         Some(EventKind::LeaseAcquired {
+            version: 1,
             episode,
             token: u64::from(episode),
         })

@@ -75,7 +75,9 @@ pub(super) fn describe(kind: &EventKind) -> String {
 /// A lease's renewal, loss or takeover (SPEC K3).
 fn lease(kind: &EventKind) -> String {
     match kind {
-        EventKind::LeaseRenewed { token, version } => format!("lease_renewed token={token} v{version}"),
+        EventKind::LeaseRenewed { token, version } => {
+            format!("lease_renewed token={token} v{version}")
+        }
         EventKind::LeaseLost { token, reason } => {
             format!("lease_lost token={token} reason={}", quoted(reason))
         }

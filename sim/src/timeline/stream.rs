@@ -88,7 +88,10 @@ mod tests {
             thread_id: "t".into(),
             run_id: "r".into(),
             worker: Some("w1".into()),
-            kind: EventKind::LeaseRenewed { token: 1 },
+            kind: EventKind::LeaseRenewed {
+                version: 1,
+                token: 1,
+            },
         }
     }
 

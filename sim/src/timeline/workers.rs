@@ -263,7 +263,10 @@ mod tests {
             thread_id: "t".into(),
             run_id: "r".into(),
             worker: Some(worker.into()),
-            kind: EventKind::LeaseRenewed { token: 1 },
+            kind: EventKind::LeaseRenewed {
+                version: 1,
+                token: 1,
+            },
         }
     }
 

@@ -94,7 +94,10 @@ fn record(out: &mut String, r: &ClusterRecord) {
             key,
             ..
         } => format!("~ store: {from}'s cancel reaches {key}"),
-        ClusterEvent::Wrote { .. } | ClusterEvent::Stored { .. } => return,
+        // A deletion shows as the client's `thread_deleted` event.
+        ClusterEvent::Wrote { .. } | ClusterEvent::Stored { .. } | ClusterEvent::Deleted { .. } => {
+            return;
+        }
     };
     let _ = writeln!(out, "{:>6}ms {line}", r.at);
 }

@@ -1,7 +1,7 @@
 //! What the simulator sees of the system of workers beside the runtime's
 //! own events: the faults it injects and every lease-bearing request the
-//! store answers (claims, fenced writes that land, stale ones refused). It
-//! only records; oracles judge it.
+//! store answers (claims, fenced writes that land, stale ones refused,
+//! deletions that retire a lease). It only records; oracles judge it.
 
 use std::sync::{Arc, Mutex};
 
@@ -65,6 +65,14 @@ pub enum ClusterEvent {
         thread: String,
         key: String,
     },
+    /// A client deleted a thread's incarnation (SPEC H5): its lease is
+    /// retired, and the runs it had not ended (`cancelled`) end with it.
+    Deleted {
+        from: String,
+        thread: String,
+        incarnation: u64,
+        cancelled: Vec<String>,
+    },
     /// A write under a stale token was refused (SPEC K2); `given` equals
     /// `current` when the token is the newest but its run no longer holds
     /// the lease.
@@ -106,6 +114,11 @@ impl ClusterLog {
     /// How many runtime events have been recorded so far.
     pub fn after_event(&self) -> usize {
         self.recorder.len()
+    }
+
+    /// Reads the records so far (the log keeps them).
+    pub fn read<T>(&self, f: impl FnOnce(&[ClusterRecord]) -> T) -> T {
+        f(&self.records.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     pub fn take(&self) -> Vec<ClusterRecord> {

@@ -17,6 +17,11 @@ impl Recorder {
         lock(&self.events).len()
     }
 
+    /// Reads the events so far (the recorder keeps them).
+    pub fn read<T>(&self, f: impl FnOnce(&[Event]) -> T) -> T {
+        f(&lock(&self.events))
+    }
+
     pub fn take(&self) -> Vec<Event> {
         std::mem::take(&mut *lock(&self.events))
     }

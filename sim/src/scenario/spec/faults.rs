@@ -122,6 +122,55 @@ pub enum FaultSpec {
         #[schemars(range(min = 1))]
         nth: usize,
     },
+    /// Make the `nth` history read also return the first message its thread
+    /// holds at the end (numbered within the read's anchor), as if the read
+    /// were not fenced to the incarnation its run was bound to and that
+    /// incarnation had numbered its messages afresh (SPEC M3, H5).
+    UnfencedRead {
+        /// Which history read, from 1.
+        #[serde(default = "crate::defaults::first")]
+        #[schemars(range(min = 1))]
+        nth: usize,
+    },
+    /// Change a stored tool result: the `nth` tool result (from 1, in the
+    /// thread's order) of `thread`, its `source` and/or its `output`.
+    #[schemars(transform = crate::schema::checks::edit_result)]
+    EditResult {
+        /// The result's thread.
+        #[serde(default = "crate::defaults::default_thread")]
+        thread: String,
+        /// Which tool result of the thread, from 1.
+        #[serde(default = "crate::defaults::first")]
+        #[schemars(range(min = 1))]
+        nth: usize,
+        /// Where the result now says it came from.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<SourceName>,
+        /// The output it now holds.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<serde_json::Value>,
+    },
+    /// Tell the oracles the runtime swallowed an `after_step` hook's error:
+    /// the `nth` `failed` event of phase `after_step` becomes that step's
+    /// `after_step` (decision natural, the run completes), and its run's
+    /// `end` and stored record say completed (SPEC L4 forbids it).
+    SwallowAfterStepError {
+        /// Which `failed` event in `after_step`, from 1.
+        #[serde(default = "crate::defaults::first")]
+        #[schemars(range(min = 1))]
+        nth: usize,
+    },
+    /// Remove the `drop_message`-th message (from 1) from what the `call`-th
+    /// request to the compaction summary model (from 1) was sent, as if
+    /// the summary had left that message out (SPEC C1).
+    EditSummaryRequest {
+        /// The summary model's request, counted from 1.
+        #[schemars(range(min = 1))]
+        call: usize,
+        /// The message to remove, from 1.
+        #[schemars(range(min = 1))]
+        drop_message: usize,
+    },
     /// Crash a worker at `at_ms` (everything it holds is lost), and start
     /// it afresh `restart_after_ms` later (never, when left out).
     Crash {
@@ -200,5 +249,47 @@ impl FaultSpec {
                 | FaultSpec::AcceptStale
                 | FaultSpec::RefuseTakeover
         )
+    }
+}
+
+/// Where a tool result came from (SPEC T3, T5, T7, T8), as a fault names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceName {
+    /// The tool returned an output.
+    Tool,
+    /// A deliberate failure (`fail`): the model sees the value.
+    Fail,
+    /// An error or a panic: the model sees a fixed message.
+    Throw,
+    /// A `before_tool_call` hook rejected the call.
+    Rejected,
+    /// The input did not match the tool's schema.
+    InvalidInput,
+    /// The step did not offer the tool.
+    UnknownTool,
+    /// The run was cancelled (or completed) first.
+    Cancelled,
+    /// A client denied the approval call.
+    Denied,
+    /// A client submitted the output.
+    Client,
+}
+
+impl SourceName {
+    /// The runtime's source of this name.
+    pub fn source(self) -> pai_runtime::ResultSource {
+        use pai_runtime::ResultSource as R;
+        match self {
+            SourceName::Tool => R::Tool,
+            SourceName::Fail => R::Fail,
+            SourceName::Throw => R::Throw,
+            SourceName::Rejected => R::Rejected,
+            SourceName::InvalidInput => R::InvalidInput,
+            SourceName::UnknownTool => R::UnknownTool,
+            SourceName::Cancelled => R::Cancelled,
+            SourceName::Denied => R::Denied,
+            SourceName::Client => R::Client,
+        }
     }
 }
