@@ -196,14 +196,9 @@ fn due<'a>(
         .map(|v| v.message.as_str())
         .collect();
     // Runs admitted but holding no lease yet when the compaction ran:
-    // their messages are left out. One that never starts (cancelled while
-    // queued, or deleted) must never enter the context of a run admitted
-    // before it (M1). One that starts later must read its own message, and
-    // C2 builds its context from the summary and what follows the cursor:
-    // a cursor past it should be judged too, but today's helper passes
-    // such messages without summarizing them (a runtime bug, reported to
-    // the lead with a reproduction); judge them once that is fixed by
-    // testing `LeaseAcquired`/`TakenOver` over `events` instead of `before`.
+    // their messages are not in the context yet, whatever their sequence
+    // number (M1): one that never starts must never enter it, one that
+    // starts later enters after the newest message then, past the cursor.
     let queued: BTreeSet<&str> = before
         .iter()
         .filter(|e| e.thread_id == c.thread)
@@ -257,7 +252,7 @@ fn call_ids(m: &Message, calls_only: bool) -> impl Iterator<Item = &str> {
 
 /// Whether a summary request carries a stored message: its calls and
 /// results by id, or else its text under its role.
-fn sent(s: &SummaryCall, m: &Message) -> bool {
+pub(super) fn sent(s: &SummaryCall, m: &Message) -> bool {
     let ids: Vec<&str> = call_ids(m, false).collect();
     if !ids.is_empty() {
         return ids

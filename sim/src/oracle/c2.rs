@@ -16,7 +16,9 @@
 //!   "Summary of the earlier conversation:" (only system messages may come
 //!   before it); overlays are appended after the resolver (M5);
 //! - no message of the request repeats a stored context-visible message
-//!   at or before the cursor: neither its text under its role (unless that
+//!   at or before the cursor that a summary request of the thread carried
+//!   (a message stored earlier but entered the context later, as a queued
+//!   run's trigger does (M1), follows the cursor in context order): neither its text under its role (unless that
 //!   text is also stored after the cursor, or a hook writes it), nor a
 //!   tool call id of its calls or results (unless one after the cursor
 //!   carries it too).
@@ -34,7 +36,7 @@ use pai_runtime::{
 
 use super::facts::{hook_written, model_text};
 use super::observed::{Observed, Violation};
-use crate::hooks::HookSpec;
+use crate::hooks::{HookSpec, SummaryCall};
 use crate::scenario::{OracleId, Scenario};
 
 /// How the compaction helper opens a step's context (C2).
@@ -73,7 +75,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             messages: &c.request.messages,
         })
         .collect();
-    let mut out = judge(o.events, o.threads, &sent, &written);
+    let mut out = judge(o.events, o.threads, o.summaries, &sent, &written);
     out.extend(bounded(o.scenario, o.events, o.threads, &sent));
     out
 }
@@ -276,10 +278,17 @@ struct Summarized<'a> {
 }
 
 impl<'a> Summarized<'a> {
-    fn of(t: &'a StoredThread, through: u64, written: &BTreeSet<&str>) -> Summarized<'a> {
+    fn of(
+        t: &'a StoredThread,
+        through: u64,
+        asked: &[&SummaryCall],
+        written: &BTreeSet<&str>,
+    ) -> Summarized<'a> {
         let mut s = Summarized::default();
-        let (before, after): (Vec<&Message>, Vec<&Message>) =
-            t.messages.iter().partition(|m| m.seq <= through);
+        let (before, after): (Vec<&Message>, Vec<&Message>) = t
+            .messages
+            .iter()
+            .partition(|m| m.seq <= through && asked.iter().any(|c| super::c1::sent(c, m)));
         for m in before.iter().filter(|m| m.visibility.context) {
             let text = m.text();
             if !text.is_empty() && !written.contains(text.as_str()) {
@@ -299,6 +308,14 @@ impl<'a> Summarized<'a> {
     }
 }
 
+/// The thread a run belongs to, as the log tells it.
+fn run_thread<'a>(events: &'a [Event], run: &str) -> Option<&'a str> {
+    events
+        .iter()
+        .find(|e| e.run_id == run)
+        .map(|e| e.thread_id.as_str())
+}
+
 /// Whether a history rewrite removed messages of `thread` at or after `at`.
 fn removed_since(events: &[Event], thread: &str, at: u64) -> bool {
     events.iter().any(|e| {
@@ -311,6 +328,7 @@ fn removed_since(events: &[Event], thread: &str, at: u64) -> bool {
 fn judge(
     events: &[Event],
     threads: &[StoredThread],
+    summaries: &[SummaryCall],
     sent: &[Sent<'_>],
     written: &BTreeSet<&str>,
 ) -> Vec<Violation> {
@@ -344,7 +362,11 @@ fn judge(
         if removed_since(events, thread, r.at) {
             continue;
         }
-        let gone = Summarized::of(t, through, written);
+        let asked: Vec<&SummaryCall> = summaries
+            .iter()
+            .filter(|c| c.answer.is_ok() && run_thread(events, &c.run_id) == Some(thread))
+            .collect();
+        let gone = Summarized::of(t, through, &asked, written);
         for m in r.messages {
             let text = model_text(m);
             if let Some(seq) = gone.texts.get(&(m.role, text.clone())) {
@@ -428,7 +450,35 @@ mod tests {
             at: 0,
             messages,
         }];
-        judge(events, &[thread()], &sent, &BTreeSet::new())
+        let asked = SummaryCall {
+            run_id: "r".into(),
+            step: 1,
+            messages: vec![
+                msg(Role::User, "first question"),
+                msg(Role::Assistant, "first answer"),
+            ],
+            answer: Ok("they talked".into()),
+        };
+        judge(events, &[thread()], &[asked], &sent, &BTreeSet::new())
+    }
+
+    /// A message stored before the cursor that no summary request carried
+    /// entered the context after it (a queued run's trigger, M1): it may
+    /// be sent; one the summary carried may not.
+    #[test]
+    fn c2_judges_only_what_a_summary_request_carried() {
+        let events = [resolve(0), compacted(3), resolve(1)];
+        let sent = [
+            msg(
+                Role::System,
+                "Summary of the earlier conversation: they talked",
+            ),
+            msg(Role::User, "second question"),
+            msg(Role::Assistant, "first answer"),
+        ];
+        let v = run(&events, &sent);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].message.contains("repeats message #2"), "{v:?}");
     }
 
     #[test]
