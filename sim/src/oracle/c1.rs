@@ -23,7 +23,7 @@
 //! runtime's helper does not do so today; see `due`.) Scenarios with more than one compaction helper
 //! are not judged.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{
     Event, EventKind, Message, ModelContent, ModelMessage, Part, Producer, Role, StoredThread,
@@ -33,6 +33,7 @@ use super::facts::model_text;
 use super::observed::{Observed, Violation};
 use crate::hooks::{HookSpec, SummaryCall};
 use crate::scenario::OracleId;
+use crate::world::ModelCallRecord;
 
 /// The private metadata key of compaction's cursor.
 const CURSOR_KEY: &str = "pai.compaction";
@@ -47,7 +48,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     if helpers != 1 {
         return Vec::new();
     }
-    let mut out = covered(o.events, o.threads, o.summaries);
+    let mut out = covered(o.events, o.threads, o.summaries, &step_requests(o.calls));
     out.extend(cursors(o.events, o.threads));
     out
 }
@@ -104,7 +105,12 @@ fn moved(events: &[Event], thread: &str, from: usize, to: usize) -> bool {
 }
 
 /// Each compaction's summary request covered what its cursor passes.
-fn covered(events: &[Event], threads: &[StoredThread], calls: &[SummaryCall]) -> Vec<Violation> {
+fn covered(
+    events: &[Event],
+    threads: &[StoredThread],
+    calls: &[SummaryCall],
+    requests: &Requests<'_>,
+) -> Vec<Violation> {
     let all = compactions(events);
     let mut out = Vec::new();
     for (k, c) in all.iter().enumerate() {
@@ -145,8 +151,16 @@ fn covered(events: &[Event], threads: &[StoredThread], calls: &[SummaryCall]) ->
             .and_then(|p| t.messages.iter().find(|m| m.id == p.summary))
             .map(Message::text);
         let due = due(events, t, c, since);
+        // A message stored before the cursor may follow it in context
+        // order (it entered the context later, M1): the step sends it
+        // after the summary. Without the step's request, it is not judged.
+        let kept = |m: &Message| {
+            requests
+                .get(&(c.run, c.step))
+                .is_none_or(|r| r.iter().any(|x| carried(x, m)))
+        };
         let left_out = |s: &SummaryCall| {
-            let missing = due.iter().find(|m| !sent(s, m)).copied();
+            let missing = due.iter().find(|m| !sent(s, m) && !kept(m)).copied();
             let chained = prior.as_ref().is_none_or(|p| {
                 s.messages
                     .iter()
@@ -259,11 +273,32 @@ pub(super) fn sent(s: &SummaryCall, m: &Message) -> bool {
             .iter()
             .all(|id| s.messages.iter().any(|x| carries(x, id)));
     }
-    let text = m.text();
-    text.is_empty()
-        || s.messages
-            .iter()
-            .any(|x| x.role == m.role && model_text(x) == text)
+    m.text().is_empty() || s.messages.iter().any(|x| carried(x, m))
+}
+
+/// Whether a model message carries a stored one: by its calls and results,
+/// or else by its text under its role.
+fn carried(x: &ModelMessage, m: &Message) -> bool {
+    let mut ids = call_ids(m, false).peekable();
+    match ids.peek() {
+        Some(_) => ids.any(|id| carries(x, id)),
+        None => x.role == m.role && model_text(x) == m.text(),
+    }
+}
+
+/// Each step's first model request (not a summary's), by run and step.
+type Requests<'a> = BTreeMap<(&'a str, u32), &'a [ModelMessage]>;
+
+fn step_requests(calls: &[ModelCallRecord]) -> Requests<'_> {
+    let mut out = Requests::new();
+    for c in calls
+        .iter()
+        .filter(|c| c.request.route.model != "compaction")
+    {
+        let key = (c.request.run_id.as_str(), c.request.step);
+        out.entry(key).or_insert(c.request.messages.as_slice());
+    }
+    out
 }
 
 fn carries(m: &ModelMessage, id: &str) -> bool {
@@ -381,10 +416,23 @@ mod tests {
         }
     }
 
+    /// The compacted step's own request: the summary, then nothing kept.
+    fn sent_after() -> Requests<'static> {
+        static SENT: std::sync::LazyLock<Vec<ModelMessage>> = std::sync::LazyLock::new(|| {
+            vec![ModelMessage {
+                role: Role::System,
+                content: vec![ModelContent::Text {
+                    text: "Summary of the earlier conversation: summary 1".into(),
+                }],
+            }]
+        });
+        Requests::from([(("r", 0), SENT.as_slice())])
+    }
+
     fn judge(t: StoredThread, calls: &[SummaryCall]) -> Vec<Violation> {
         let events = [compacted()];
         let threads = [t];
-        let mut out = covered(&events, &threads, calls);
+        let mut out = covered(&events, &threads, calls, &sent_after());
         out.extend(cursors(&events, &threads));
         out
     }
@@ -412,6 +460,29 @@ mod tests {
         assert!(found[0].message.contains("left message #2"), "{found:?}");
     }
 
+    /// #2 left out of the summary but sent after it by the step itself (a
+    /// message stored before the cursor that entered the context after it,
+    /// M1) is kept, not lost: quiet. Without the step's request, it is not
+    /// judged either way.
+    #[test]
+    fn c1_a_message_the_step_itself_sends_after_the_summary_is_kept() {
+        let call = asked(&[
+            (Role::User, "first question"),
+            (Role::User, "second question"),
+        ]);
+        let kept = [ModelMessage {
+            role: Role::Assistant,
+            content: vec![ModelContent::Text {
+                text: "first answer".into(),
+            }],
+        }];
+        let requests = Requests::from([(("r", 0), kept.as_slice())]);
+        let (events, threads) = ([compacted()], [thread()]);
+        let calls = std::slice::from_ref(&call);
+        assert_eq!(covered(&events, &threads, calls, &requests), vec![]);
+        assert_eq!(covered(&events, &threads, calls, &Requests::new()), vec![]);
+    }
+
     /// #3 is the trigger of run q, queued when the compaction ran: it is
     /// not due then (whether q starts later or not, for now: see `due`),
     /// but it is once q held a lease before the compaction.
@@ -436,9 +507,9 @@ mod tests {
         let threads = [thread()];
         let calls = std::slice::from_ref(&call);
         let waiting = [admitted.clone(), compacted(), started.clone()];
-        assert_eq!(covered(&waiting, &threads, calls), vec![]);
+        assert_eq!(covered(&waiting, &threads, calls, &sent_after()), vec![]);
         let running = [admitted, started, compacted()];
-        let found = covered(&running, &threads, calls);
+        let found = covered(&running, &threads, calls, &sent_after());
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].message.contains("left message #3"), "{found:?}");
     }
