@@ -133,6 +133,8 @@ pub enum EventKind {
     },
     /// `prepare_run` responded; the response was committed.
     Respond {
+        /// The user message `prepare_run` judged (the run's newest, L1).
+        latest_user: Option<String>,
         outcome: Outcome,
         reason: Option<String>,
         message: String,

@@ -74,7 +74,8 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 if resumed {
                     self.resume(Resolution::GiveUp(RESPONDED_WITHOUT)).await?;
                 }
-                return self.respond(r).await.map(EpisodeEnd::Run);
+                let judged = latest.map(|i| messages[i].id.clone());
+                return self.respond(r, judged).await.map(EpisodeEnd::Run);
             }
             RunDecision::Continue(p) => {
                 route.apply(&p.route);
@@ -175,8 +176,9 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             .await
     }
 
-    /// Commits a `prepare_run` response and ends the run (SPEC L12).
-    async fn respond(&self, mut r: Response) -> Result<RunEnd, Fail> {
+    /// Commits a `prepare_run` response to the run's newest user message
+    /// `latest_user` and ends the run (SPEC L12, L1).
+    async fn respond(&self, mut r: Response, latest_user: Option<String>) -> Result<RunEnd, Fail> {
         // The response is output like any other: canonical transforms apply (L12).
         r.parts = self.finished(StreamKind::Respond, None, std::mem::take(&mut r.parts))?;
         let id = self.sh.ids.next_id(IdKind::Message);
@@ -193,6 +195,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         };
         let appended = self.commit(RunStage::Respond, vec![msg], None).await?;
         self.emit(|| EventKind::Respond {
+            latest_user,
             outcome: r.outcome,
             reason: r.reason.clone(),
             message: id,

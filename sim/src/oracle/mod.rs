@@ -29,6 +29,7 @@ mod l1;
 mod l12;
 mod l13;
 mod l14;
+mod l1_once;
 mod l4;
 mod liveness;
 mod lost;
@@ -74,6 +75,7 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     violations.extend(s3::check(o));
     violations.extend(h1::watchers(o));
     violations.extend(l1::check(o));
+    violations.extend(l1_once::check(o));
     violations.extend(l4::check(o));
     violations.extend(composition::check(o));
     violations.extend(l12::check(o));

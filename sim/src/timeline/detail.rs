@@ -45,6 +45,7 @@ pub(super) fn describe(kind: &EventKind) -> String {
             reason,
             message,
             version,
+            ..
         } => format!(
             "respond outcome={} reason={} commit {message} v{version}",
             outcome.as_str(),

@@ -67,13 +67,14 @@ pub(super) fn event(kind: &EventKind) -> String {
             )
         }
         EventKind::Respond {
+            latest_user,
             outcome,
             reason,
             message,
             version,
         } => {
-            let (o, r) = (outcome.as_str(), opt(reason));
-            format!("respond outcome={o} reason={r} commit {message} v{version}")
+            let (o, r, u) = (outcome.as_str(), opt(reason), opt(latest_user));
+            format!("respond to {u} outcome={o} reason={r} commit {message} v{version}")
         }
         EventKind::ResolveModelContext {
             step,

@@ -87,6 +87,8 @@ pub enum EventData {
     },
     /// `prepare_run` responded; the response was committed.
     Respond {
+        /// The user message `prepare_run` judged (the run's newest, L1).
+        latest_user: Option<String>,
         /// The run's outcome.
         outcome: Outcome,
         /// Why, if the hook said.
@@ -393,11 +395,13 @@ impl From<&EventKind> for EventData {
                 resumed,
             },
             EventKind::Respond {
+                latest_user,
                 outcome,
                 reason,
                 message,
                 version,
             } => EventData::Respond {
+                latest_user,
                 outcome: outcome.into(),
                 reason,
                 message,
