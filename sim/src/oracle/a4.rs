@@ -4,11 +4,14 @@
 //! start (the newest steer is that run's trigger; its context holds them
 //! all); never both. A run still waiting for a client when the scenario
 //! ends has not taken its steers yet (T9). A steer whose visibility a
-//! rewrite changed (R1) is taken all the same, but need not be sent.
+//! rewrite changed (R1) is taken all the same, but need not be sent. A
+//! steer its run's `prepare_run` judged (it, or a later user message of the
+//! run, was the latest one) is that run's for good, even when no step of
+//! the run follows (L1: a resumed run may end at its step limit).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{EventKind, Phase, Role, RunStage, RunStatus, Transition};
+use pai_runtime::{EventKind, Message, Phase, Role, RunStage, RunStatus, Transition};
 
 use super::facts::{anchors, model_text, reshapes_context, stored};
 use super::observed::{Observed, Violation};
@@ -102,10 +105,11 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         let failed_in_step = o.events[from..]
             .iter()
             .any(|e| e.run_id == run && in_step_end(&e.kind));
+        let judged = judged_latest(o, &messages, run).is_some_and(|s| s >= seq);
         let taker = first_step_after(&anchor, run, seq);
         let problem = match (taker, leftover) {
             _ if restarted > 1 => Some(format!("started {restarted} runs")),
-            _ if (taker.is_some() || handed_over) && restarted > 0 => {
+            _ if (taker.is_some() || handed_over || judged) && restarted > 0 => {
                 Some("was taken by its run and also started a run".to_string())
             }
             (Some(step), _) if !rewritten && !sent(o, run, step, &text) => Some(format!(
@@ -114,6 +118,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             // A run still waiting for a client takes it when it resumes (T9).
             (None, None)
                 if !handed_over
+                    && !judged
                     && !failed_in_step
                     && !waiting.contains(run)
                     && !unknown.contains(run) =>
@@ -161,6 +166,28 @@ fn hand_overs_need_a_steer(
         }
     }
     out
+}
+
+/// The sequence number of the newest user message any `prepare_run` of
+/// `run` was given: every steer stored up to it was pending or taken when
+/// that `prepare_run` read the thread, so the run took it (L1).
+fn judged_latest(
+    o: &Observed<'_>,
+    messages: &BTreeMap<(&str, &str), &Message>,
+    run: &str,
+) -> Option<u64> {
+    o.events
+        .iter()
+        .filter(|e| e.run_id == run)
+        .filter_map(|e| match &e.kind {
+            EventKind::PrepareRun {
+                latest_user: Some(m),
+                ..
+            } => messages.get(&(e.thread_id.as_str(), m.as_str())),
+            _ => None,
+        })
+        .map(|m| m.seq)
+        .max()
 }
 
 /// A failure or cancellation inside a step (after its anchor was taken).
