@@ -183,6 +183,10 @@ fn judged_latest(
             EventKind::PrepareRun {
                 latest_user: Some(m),
                 ..
+            }
+            | EventKind::Respond {
+                latest_user: Some(m),
+                ..
             } => messages.get(&(e.thread_id.as_str(), m.as_str())),
             _ => None,
         })
