@@ -52,6 +52,7 @@ mod t2;
 mod t5;
 mod t6;
 mod t7;
+mod t8_results;
 mod t9;
 mod x3;
 
@@ -83,6 +84,7 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     violations.extend(t5::check(o));
     violations.extend(t7::check(o));
     violations.extend(t9::check(o));
+    violations.extend(t8_results::check(o));
     violations.extend(s4::check(o));
     violations.extend(a2::check(o));
     violations.extend(a3::check(o));

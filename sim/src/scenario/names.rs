@@ -39,7 +39,7 @@ macro_rules! oracles {
 
 oracles! {
     L14 = "L14" ["L14"]: "Every run's events follow the phase grammar of SPEC §1.";
-    L1 = "L1" ["L1"]: "`prepare_run` is given the newest user message of its own run.";
+    L1 = "L1" ["L1"]: "`prepare_run` is given the newest user message of its own run; each user message is answered by at most one run.";
     L4 = "L4" ["L4"]: "A hook failure fails its run with the hook's message; later hooks of that phase do not run; nothing uncommitted is stored.";
     L5 = "L5" ["L5"]: "`prepare_run` and `prepare_model_step` hooks run in composition order; a respond stops the chain.";
     L8 = "L8" ["L8"]: "`before_tool_call` hooks run in order, each seeing the last replacement; the first reject stops the chain.";
@@ -52,6 +52,7 @@ oracles! {
     L13 = "L13" ["L13"]: "A hidden lifecycle context message stays stored: context-visible, transcript-hidden, producer lifecycle.";
     T5 = "T5" ["T5"]: "No thrown detail reaches the model; a hook's replacement is what is stored and read.";
     T7 = "T7" ["T7"]: "A waiting run holds no lease: after its `wait` only answers and steers come until its next episode, and a run stored as waiting holds no lease and waits on calls.";
+    T8 = "T8" ["T8", "K3", "H6"]: "Once a run has ended, every tool call it committed has exactly one committed result on the stored thread; no call ever has two.";
     T9 = "T9" ["T9"]: "Every waiting call ends with exactly one final result, the one its answer asks for; answers name calls of the run's latest wait, once each, while it waits.";
     S3 = "S3" ["S3"]: "No stored, live or model-visible assistant text matches a redaction pattern.";
     S4 = "S4" ["S4"]: "An aborted step stores its replacement only, with the abort's outcome and reason.";
