@@ -4,7 +4,10 @@
 //! lease code. No write under a token older than the thread's newest lands;
 //! tokens only grow; no worker is handed a run's lease while another holds
 //! it unexpired, by the store's clock; and a thread's next run is claimed
-//! only once its current run has ended (K1).
+//! only once its current run has ended (K1). A write extends the lease only
+//! when it commits (the store answers with the thread's new version): a run
+//! taking its input (`run_messages`, `take_anchor`, `take_steer`) is fenced
+//! but commits nothing, and leaves the expiry where the last commit put it.
 //!
 //! Each is judged per incarnation (SPEC H5): a deletion retires the
 //! thread's lease and ends its runs, so the next incarnation's first claim
@@ -79,6 +82,7 @@ pub(super) fn check(c: &ClusterObs) -> Vec<Violation> {
                 token,
                 next_token,
                 releases,
+                version,
                 ..
             } => {
                 let l = leases.entry(thread).or_default();
@@ -97,7 +101,9 @@ pub(super) fn check(c: &ClusterObs) -> Vec<Violation> {
                     out.push(Violation::new(OracleId::K2, Some(run), message));
                     continue;
                 }
-                l.expires = r.at + c.lease_ms;
+                if version.is_some() {
+                    l.expires = r.at + c.lease_ms;
+                }
                 if let Some(next) = next_token {
                     l.token = (*next).max(l.token);
                 }
@@ -152,7 +158,7 @@ mod tests {
 
     fn write(from: &str, token: u64, request: &'static str, releases: bool) -> ClusterEvent {
         ClusterEvent::Wrote {
-            version: None,
+            version: Some(2),
             from: from.into(),
             request,
             thread: "t".into(),
@@ -214,6 +220,23 @@ mod tests {
             found[2].1.contains("token 2 handed out after token 2"),
             "{found:?}"
         );
+    }
+
+    /// A run taking its input commits nothing and does not extend the
+    /// lease: a takeover after the claim's expiry, though the holder took
+    /// its input since, is no second holder.
+    #[test]
+    fn k2_a_fenced_read_does_not_extend_the_lease() {
+        let mut read = write("w1", 1, "take_anchor", false);
+        if let ClusterEvent::Wrote { version, .. } = &mut read {
+            *version = None;
+        }
+        let found = judge(vec![
+            at(0, claim("w1", "r", 1)),
+            at(10, read),
+            at(105, claim("w2", "r", 2)),
+        ]);
+        assert_eq!(found, vec![]);
     }
 
     fn deleted(incarnation: u64) -> ClusterEvent {
