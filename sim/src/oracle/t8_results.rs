@@ -1,7 +1,9 @@
-//! SPEC T8, K3, H6 on the stored thread: every tool call a run committed
-//! has exactly one committed result once that run has ended, whatever
-//! ended it (completion, failure, cancel, a takeover, a wait cut short by a
-//! cancel). Never two results for one call, at any time.
+//! SPEC T8, K3, H5, H6 on the stored thread: every tool call a run
+//! committed has exactly one committed result once that run has completed
+//! or been cancelled (by the client, by a delete, found cancelled by the
+//! worker that took it over, or while it waited). A failed run commits
+//! nothing more (L4), so its open calls may stay without one. Never two
+//! results for one call, at any time.
 //!
 //! Judged on each thread as stored at the end, for runs whose end the log
 //! shows. Left aside: threads a rewrite removed messages from (a
@@ -11,7 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{Event, EventKind, Part, StoredThread};
+use pai_runtime::{Event, EventKind, Part, Phase, RunStage, RunStatus, StoredThread};
 
 use super::observed::{Observed, Violation};
 use crate::scenario::OracleId;
@@ -21,10 +23,30 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
 }
 
 fn judge(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
+    // A failed run commits nothing more (L4): its open calls stay without
+    // a result, which the model view pairs with a stand-in (H6). So does a
+    // run whose closing `after_tool_result` was cut short (a hook failing
+    // while a cancelled run closes its calls ends it cancelled there).
+    let cut: BTreeSet<&str> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::Cancelled {
+                    phase: RunStage::Phase(Phase::AfterToolResult)
+                }
+            )
+        })
+        .map(|e| e.run_id.as_str())
+        .collect();
     let ended: BTreeSet<&str> = events
         .iter()
-        .filter(|e| matches!(e.kind, EventKind::Ended { .. }))
+        .filter(|e| match e.kind {
+            EventKind::Ended { status, .. } => status != RunStatus::Failed,
+            _ => false,
+        })
         .map(|e| e.run_id.as_str())
+        .filter(|r| !cut.contains(r))
         .collect();
     let removed: BTreeSet<&str> = events
         .iter()
@@ -68,7 +90,7 @@ fn judge(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::{Message, PaiMeta, Producer, Role, RunStatus, Visibility};
+    use pai_runtime::{Message, PaiMeta, Producer, Role, Visibility};
     use serde_json::json;
 
     use super::*;
