@@ -3,7 +3,9 @@
 //! it cancelled among them) commits anything, starts a tool, waits or is
 //! answered; each run it cancelled had not ended yet and ends exactly once,
 //! cancelled with reason `deleted`; a run not yet ended that it left out of
-//! its list was missed.
+//! its list was missed. Nor does such a run start a model call or a
+//! compaction once its worker knows of the delete (at once in one process;
+//! among workers, from the lease loss that told it).
 
 use std::collections::BTreeSet;
 
@@ -61,6 +63,11 @@ fn judge(events: &[Event], cut_short: bool, workers: bool) -> Vec<Violation> {
                     "{} after its thread {thread} was deleted",
                     x.kind.name()
                 ));
+            } else if let Some(x) = started_after(after, run, workers) {
+                flag(format!(
+                    "{} started after its worker knew thread {thread} was deleted",
+                    x.kind.name()
+                ));
             }
             let ends: Vec<&Event> = after
                 .iter()
@@ -114,6 +121,25 @@ fn writes(kind: &EventKind) -> bool {
         EventKind::OnOutput { version, .. } => version.is_some(),
         _ => false,
     }
+}
+
+/// A model call, tool or compaction of `run` started once its worker knew
+/// of the delete: at once in one process; among workers, once it lost its
+/// lease after the delete (its next renewal or write told it, and no other
+/// worker may take a deleted run over).
+fn started_after<'a>(after: &'a [Event], run: &str, workers: bool) -> Option<&'a Event> {
+    let known = match workers {
+        false => 0,
+        true => after
+            .iter()
+            .position(|x| x.run_id == run && matches!(x.kind, EventKind::LeaseLost { .. }))?,
+    };
+    after[known..].iter().filter(|x| x.run_id == run).find(|x| {
+        matches!(
+            x.kind,
+            EventKind::ModelCall { .. } | EventKind::CompactionStarted { .. }
+        )
+    })
 }
 
 /// What is wrong with a cancelled run's end, if anything.
@@ -257,5 +283,50 @@ mod tests {
         let v = judge(&events, false, false);
         let runs: Vec<_> = v.iter().filter_map(|v| v.run.as_deref()).collect();
         assert!(runs.contains(&"done") && runs.contains(&"r2"), "{v:?}");
+    }
+
+    fn compaction_started(run: &str) -> Event {
+        on(
+            run,
+            EventKind::CompactionStarted {
+                step: 1,
+                through: 1,
+                messages: 1,
+            },
+        )
+    }
+
+    fn lost(run: &str) -> Event {
+        on(
+            run,
+            EventKind::LeaseLost {
+                token: 1,
+                reason: "deleted".into(),
+            },
+        )
+    }
+
+    /// In one process the delete is known at once: nothing starts after it.
+    /// Among workers, from the lease loss that told the worker.
+    #[test]
+    fn h5_nothing_starts_once_the_worker_knows_of_the_delete() {
+        let late = [admit("r"), deleted(&["r"]), compaction_started("r")];
+        let found = judge(&late, true, false);
+        assert!(
+            found.iter().any(|v| v.message.contains("started after")),
+            "{found:?}"
+        );
+        assert_eq!(judge(&late, true, true), vec![]);
+        let learned = [
+            admit("r"),
+            deleted(&["r"]),
+            lost("r"),
+            compaction_started("r"),
+        ];
+        let found = judge(&learned, true, true);
+        assert!(
+            found.iter().any(|v| v.message.contains("started after")),
+            "{found:?}"
+        );
     }
 }
