@@ -80,6 +80,14 @@ pub const KEYS: &[&str] = &[
     "context_message.stored",
     "hook.hide_message",
     "visibility.mid_run",
+    // Where features cross (issue 25; see `crossings`).
+    "cross.steer_while_waiting",
+    "cross.cancel_while_cut_off",
+    "cross.delete_among_workers",
+    "cross.answer_before_wait",
+    "cross.expect_across_incarnation",
+    "cross.queued_cancel_behind_waiting",
+    "cross.compaction_behind_queue",
 ];
 
 /// The hooks counted by name whenever one decides (`<hook>#<index>`, the
@@ -175,6 +183,9 @@ impl Coverage {
             }
         }
         self.steer_runs(events);
+        for key in super::crossings::reached(events) {
+            self.hit(key);
+        }
     }
 
     fn note(&mut self, d: &NoteDecision) {

@@ -7,6 +7,7 @@ mod campaign;
 mod case;
 mod cluster;
 mod coverage;
+mod crossings;
 mod draw;
 mod facade;
 mod hooks;

@@ -48,7 +48,13 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     if helpers != 1 {
         return Vec::new();
     }
-    let mut out = covered(o.events, o.threads, o.summaries, &step_requests(o.calls));
+    // A hook that reshapes the step's request hides what the step kept:
+    // then only the summary requests tell.
+    let requests = match super::c2::reshaped(o.scenario) {
+        true => None,
+        false => Some(step_requests(o.calls)),
+    };
+    let mut out = covered(o.events, o.threads, o.summaries, requests.as_ref());
     out.extend(cursors(o.events, o.threads));
     out
 }
@@ -109,7 +115,7 @@ fn covered(
     events: &[Event],
     threads: &[StoredThread],
     calls: &[SummaryCall],
-    requests: &Requests<'_>,
+    requests: Option<&Requests<'_>>,
 ) -> Vec<Violation> {
     let all = compactions(events);
     let mut out = Vec::new();
@@ -154,10 +160,19 @@ fn covered(
         // A message stored before the cursor may follow it in context
         // order (it entered the context later, M1): the step sends it
         // after the summary. Without the step's request, it is not judged.
+        // A message numbered after the previous cursor may also precede it
+        // in context order: an earlier summary request of the thread then
+        // carried it already.
+        let first = calls
+            .iter()
+            .position(|s| s.run_id == c.run && s.step == c.step)
+            .unwrap_or(calls.len());
+        let earlier = &calls[..first];
         let kept = |m: &Message| {
-            requests
-                .get(&(c.run, c.step))
-                .is_none_or(|r| r.iter().any(|x| carried(x, m)))
+            earlier.iter().any(|s| s.answer.is_ok() && sent(s, m))
+                || requests
+                    .and_then(|r| r.get(&(c.run, c.step)))
+                    .is_none_or(|r| r.iter().any(|x| carried(x, m)))
         };
         let left_out = |s: &SummaryCall| {
             let missing = due.iter().find(|m| !sent(s, m) && !kept(m)).copied();
@@ -432,7 +447,7 @@ mod tests {
     fn judge(t: StoredThread, calls: &[SummaryCall]) -> Vec<Violation> {
         let events = [compacted()];
         let threads = [t];
-        let mut out = covered(&events, &threads, calls, &sent_after());
+        let mut out = covered(&events, &threads, calls, Some(&sent_after()));
         out.extend(cursors(&events, &threads));
         out
     }
@@ -479,8 +494,8 @@ mod tests {
         let requests = Requests::from([(("r", 0), kept.as_slice())]);
         let (events, threads) = ([compacted()], [thread()]);
         let calls = std::slice::from_ref(&call);
-        assert_eq!(covered(&events, &threads, calls, &requests), vec![]);
-        assert_eq!(covered(&events, &threads, calls, &Requests::new()), vec![]);
+        assert_eq!(covered(&events, &threads, calls, Some(&requests)), vec![]);
+        assert_eq!(covered(&events, &threads, calls, None), vec![]);
     }
 
     /// #3 is the trigger of run q, queued when the compaction ran: it is
@@ -507,9 +522,12 @@ mod tests {
         let threads = [thread()];
         let calls = std::slice::from_ref(&call);
         let waiting = [admitted.clone(), compacted(), started.clone()];
-        assert_eq!(covered(&waiting, &threads, calls, &sent_after()), vec![]);
+        assert_eq!(
+            covered(&waiting, &threads, calls, Some(&sent_after())),
+            vec![]
+        );
         let running = [admitted, started, compacted()];
-        let found = covered(&running, &threads, calls, &sent_after());
+        let found = covered(&running, &threads, calls, Some(&sent_after()));
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].message.contains("left message #3"), "{found:?}");
     }

@@ -208,18 +208,23 @@ fn judged(s: &Scenario) -> bool {
         .iter()
         .filter(|h| matches!(h.spec, HookSpec::Compaction(_)))
         .count();
-    let reshaped = s.hooks.iter().any(|h| {
+    compactions == 1 && !reshaped(s)
+}
+
+/// Whether a hook picks the context or the request itself (a window, a
+/// base, a replacement): then a request does not show the resolved context.
+pub(super) fn reshaped(s: &Scenario) -> bool {
+    s.hooks.iter().any(|h| {
         matches!(
             h.spec,
             HookSpec::RecentWindow(_) | HookSpec::BaseContext(_) | HookSpec::ReplaceMessages(_)
         )
-    });
-    compactions == 1 && !reshaped
+    })
 }
 
-/// The cursor a step's context was built from: the thread and `through`,
-/// if the log fixes one.
-fn cursor<'a>(events: &'a [Event], run: &str, step: u32) -> Option<(&'a str, u64)> {
+/// The cursor a step's context was built from: the thread, `through` and
+/// the (run, step) whose compaction made it, if the log fixes one.
+fn cursor<'a>(events: &'a [Event], run: &str, step: u32) -> Option<(&'a str, u64, (&'a str, u32))> {
     let resolves = |(_, e): &(usize, &Event)| {
         e.run_id == run
             && matches!(e.kind, EventKind::ResolveModelContext { step: s, .. } if s == step)
@@ -228,13 +233,15 @@ fn cursor<'a>(events: &'a [Event], run: &str, step: u32) -> Option<(&'a str, u64
     let (first, e) = at.next()?;
     let last = at.next_back().map_or(first, |(i, _)| i);
     let thread = e.thread_id.as_str();
-    let (c, through) = events[..first]
+    let (c, through, made) = events[..first]
         .iter()
         .enumerate()
         .rev()
         .filter(|(_, x)| x.thread_id == thread)
         .find_map(|(i, x)| match x.kind {
-            EventKind::Compacted { through, .. } => Some((i, through)),
+            EventKind::Compacted { through, step, .. } => {
+                Some((i, through, (x.run_id.as_str(), step)))
+            }
             _ => None,
         })?;
     let reset = events[c + 1..=last].iter().any(|x| {
@@ -247,7 +254,7 @@ fn cursor<'a>(events: &'a [Event], run: &str, step: u32) -> Option<(&'a str, u64
                 _ => false,
             }
     });
-    (!reset).then_some((thread, through))
+    (!reset).then_some((thread, through, made))
 }
 
 /// The call ids a model message carries.
@@ -334,7 +341,7 @@ fn judge(
 ) -> Vec<Violation> {
     let mut out = Vec::new();
     for r in sent {
-        let Some((thread, through)) = cursor(events, r.run, r.step) else {
+        let Some((thread, through, made)) = cursor(events, r.run, r.step) else {
             continue;
         };
         let mut flag = |p: String| {
@@ -362,7 +369,13 @@ fn judge(
         if removed_since(events, thread, r.at) {
             continue;
         }
-        let asked: Vec<&SummaryCall> = summaries
+        // Summary requests up to the one that made this cursor (a later
+        // one may carry messages this step rightly sent).
+        let upto = summaries
+            .iter()
+            .rposition(|c| c.run_id == made.0 && c.step == made.1)
+            .map_or(0, |i| i + 1);
+        let asked: Vec<&SummaryCall> = summaries[..upto]
             .iter()
             .filter(|c| c.answer.is_ok() && run_thread(events, &c.run_id) == Some(thread))
             .collect();

@@ -1,0 +1,106 @@
+//! Where features cross (issue 25): each counter says a case reached a
+//! meeting of two features that the oracles judge there. Counted from the
+//! event log alone, like the rest of the coverage.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use pai_runtime::{Event, EventKind, RunStatus};
+
+/// The crossings one case reached (each at most once per case).
+pub fn reached(events: &[Event]) -> BTreeSet<&'static str> {
+    let mut hit = BTreeSet::new();
+    // thread → its run that waits now (from `wait` to its next lease or end)
+    let mut waiting: BTreeMap<&str, &str> = BTreeMap::new();
+    // runs that registered answerable calls and have not waited since
+    let mut awaiting: BTreeSet<&str> = BTreeSet::new();
+    // runs a cancel reached, and runs admitted behind a waiting run
+    let mut cancelled: BTreeSet<&str> = BTreeSet::new();
+    let mut behind_waiting: BTreeSet<&str> = BTreeSet::new();
+    let mut claimed: BTreeSet<&str> = BTreeSet::new();
+    let mut deleted: BTreeSet<&str> = BTreeSet::new();
+    let mut queued: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let workers = events.iter().any(|e| e.worker.is_some());
+    for e in events {
+        let (thread, run) = (e.thread_id.as_str(), e.run_id.as_str());
+        match &e.kind {
+            EventKind::Waiting { .. } => {
+                waiting.insert(thread, run);
+                awaiting.remove(run);
+            }
+            EventKind::Awaiting { .. } => {
+                awaiting.insert(run);
+            }
+            EventKind::LeaseAcquired { .. } => {
+                claimed.insert(run);
+                if waiting.get(thread) == Some(&run) {
+                    waiting.remove(thread);
+                }
+            }
+            EventKind::Steered { .. } if waiting.get(thread) == Some(&run) => {
+                hit.insert("cross.steer_while_waiting");
+            }
+            EventKind::Answered { .. } if awaiting.contains(run) => {
+                hit.insert("cross.answer_before_wait");
+            }
+            EventKind::Admitted { .. } if waiting.contains_key(thread) => {
+                behind_waiting.insert(run);
+            }
+            EventKind::CancelRequested { .. } => {
+                cancelled.insert(run);
+            }
+            EventKind::TakenOver { .. } if cancelled.contains(run) => {
+                hit.insert("cross.cancel_while_cut_off");
+            }
+            EventKind::ThreadDeleted {
+                cancelled: runs, ..
+            } => {
+                deleted.insert(thread);
+                if workers && !runs.is_empty() {
+                    hit.insert("cross.delete_among_workers");
+                }
+            }
+            EventKind::Mutated { .. } | EventKind::MutationRefused { .. }
+                if run.is_empty() && deleted.contains(thread) =>
+            {
+                hit.insert("cross.expect_across_incarnation");
+            }
+            EventKind::Ended {
+                status: RunStatus::Cancelled,
+                ..
+            } if behind_waiting.contains(run) && !claimed.contains(run) => {
+                hit.insert("cross.queued_cancel_behind_waiting");
+            }
+            EventKind::CompactionStarted { .. }
+                if queued
+                    .get(thread)
+                    .is_some_and(|q| q.iter().any(|r| *r != run)) =>
+            {
+                hit.insert("cross.compaction_behind_queue");
+            }
+            _ => {}
+        }
+        track_queue(&mut queued, e);
+        if let EventKind::Ended { .. } = e.kind
+            && waiting.get(thread) == Some(&run)
+        {
+            waiting.remove(thread);
+        }
+    }
+    hit
+}
+
+/// Each thread's runs admitted and not yet claimed or ended.
+fn track_queue<'a>(queued: &mut BTreeMap<&'a str, BTreeSet<&'a str>>, e: &'a Event) {
+    let (thread, run) = (e.thread_id.as_str(), e.run_id.as_str());
+    match e.kind {
+        EventKind::Admitted { .. } => {
+            queued.entry(thread).or_default().insert(run);
+        }
+        EventKind::LeaseAcquired { .. } | EventKind::Ended { .. } => {
+            if let Some(q) = queued.get_mut(thread) {
+                q.remove(run);
+            }
+        }
+        _ => {}
+    }
+}
