@@ -26,6 +26,9 @@ enum State {
     Streamed,
     Committed,
     Policy,
+    /// After `awaiting`: the step's client and approval calls are
+    /// answerable while its backend tools run (T9).
+    Awaited,
     Tools,
     ToolsCommitted,
     /// The run stopped inside its tools: pending calls get cancelled results.
@@ -57,6 +60,7 @@ enum State {
     /// A takeover's calls of the last committed step without a committed
     /// result run again (K5): their policy, then their results.
     OrphanPolicy,
+    OrphanAwaited,
     OrphanTools,
     /// The rerun calls' results are committed; the episode goes on as a
     /// resumed one does, or waits if some of them wait for a client.
@@ -78,6 +82,9 @@ struct Run {
     /// Its thread was deleted under it (SPEC H5): it may stop anywhere with
     /// `cancelled`, and end without releasing a lease the store retired.
     deleted: bool,
+    /// Some of its calls were made answerable (`awaiting` or `wait`, T9):
+    /// clients may answer them from then on, until the run ends.
+    answerable: bool,
 }
 
 /// SPEC §1: each run's events follow
@@ -85,7 +92,7 @@ struct Run {
 /// ```text
 /// run      := admit (episode+ | ε) end     (ε only for a run cancelled while queued, K6)
 ///             | admit episode+              (the last episode ended with wait)
-/// episode  := lease_acquired prepare_run step* (lease_released | wait answer*)
+/// episode  := lease_acquired prepare_run step* (lease_released | wait)
 ///           | lease_acquired prepare_run results step* lease_released   (resumed)
 ///           | lease_acquired results respond lease_released       (resumed, responds)
 ///           | lease_acquired results cancelled lease_released     (a waiting run cancelled)
@@ -93,7 +100,7 @@ struct Run {
 /// step     := resolve_model_context prepare_model_step
 ///             (around_model_call attempt_failed?)+ stream commit_step tools?
 ///             after_step results?
-/// tools    := before_tool_call+ ((tool_start | tool_end | after_tool_result)+
+/// tools    := before_tool_call+ awaiting? ((tool_start | tool_end | after_tool_result)+
 ///             commit_tool_results)?
 /// results  := (tool_start | tool_end | after_tool_result)+ commit_tool_results
 /// ```
@@ -104,9 +111,13 @@ struct Run {
 /// gives pending calls cancelled results the same way. A steering message
 /// ends an episode (lease_released) and the next one continues the run. A
 /// run that fails or is cancelled may stop anywhere inside its episode with
-/// `failed` or `cancelled`, then releases its lease and ends. `answer`
-/// events come only while the run waits; hook notes, resolver leaves,
-/// steers and facade writes may come anywhere. `prepare_run` says it
+/// `failed` or `cancelled`, then releases its lease and ends. `awaiting`
+/// comes after every `before_tool_call` of its step, before any result;
+/// from then on (or from a `wait`) `answer` events may come anywhere until
+/// the run ends (T9: answers are taken while the run runs or waits, and
+/// calls answered while the backend tools run join that step's results).
+/// Hook notes, resolver leaves, steers, cancel requests and facade writes
+/// may come anywhere. `prepare_run` says it
 /// resumes exactly when the run waited before. Step numbers run 0, 1, 2, ...
 /// within a run, across episodes; every event of a step carries its number,
 /// and a resumed run's results carry the number of the step that waited.
@@ -141,7 +152,8 @@ pub(super) fn check(
             }
             continue;
         }
-        if beside_phases(&e.kind) {
+        let answers = matches!(e.kind, EventKind::Awaiting { .. });
+        if beside_phases(&e.kind) && !answers {
             continue;
         }
         let run = runs
@@ -197,6 +209,9 @@ fn advance(run: &mut Run, kind: &EventKind) -> Result<(), String> {
         run.state = state;
         return Ok(());
     }
+    if let Some(answered) = answer(run, kind) {
+        return answered;
+    }
     if let Some(state) = lease_change(run, kind) {
         run.state = state?;
         return Ok(());
@@ -230,6 +245,29 @@ fn deleted(run: &Run, kind: &EventKind) -> Option<State> {
     match kind {
         EventKind::Cancelled { .. } if run.deleted && open => Some(State::Failed),
         EventKind::Ended { .. } if run.deleted && open => Some(State::Ended),
+        _ => None,
+    }
+}
+
+/// SPEC T9: a client answers a call once some of the run's calls were made
+/// answerable (`awaiting` or `wait`), in whatever state the run is then,
+/// until it ends; an answer leaves the run's state as it was.
+fn answer(run: &mut Run, kind: &EventKind) -> Option<Result<(), String>> {
+    match kind {
+        EventKind::Waiting { .. } | EventKind::Awaiting { .. } => {
+            run.answerable = true;
+            None
+        }
+        EventKind::Answered { .. } => Some(match run.state {
+            State::Start | State::Admitted | State::Ended => {
+                Err(format!("unexpected answer after state {:?}", run.state))
+            }
+            _ if !run.answerable => Err(format!(
+                "unexpected answer after state {:?}: no call of the run is answerable",
+                run.state
+            )),
+            _ => Ok(()),
+        }),
         _ => None,
     }
 }
@@ -337,11 +375,12 @@ fn after_takeover(state: State, kind: &EventKind) -> Option<State> {
         (Resuming, EventKind::LeaseReleased { .. }) => Released,
         (Leased, EventKind::Respond { .. }) => Responded,
         (Resuming | OrphanPolicy, EventKind::BeforeToolCall { .. }) => OrphanPolicy,
-        (OrphanPolicy | OrphanTools, k) if result_event(k) => OrphanTools,
+        (OrphanPolicy, EventKind::Awaiting { .. }) => OrphanAwaited,
+        (OrphanPolicy | OrphanAwaited | OrphanTools, k) if result_event(k) => OrphanTools,
         (OrphanTools, EventKind::CommitToolResults { .. }) => OrphansDone,
         (OrphansDone, EventKind::ResolveModelContext { .. }) => Resolved,
         (OrphansDone, EventKind::LeaseReleased { .. }) => Released,
-        (OrphanPolicy | OrphansDone, EventKind::Waiting { .. }) => Waiting,
+        (OrphanPolicy | OrphanAwaited | OrphansDone, EventKind::Waiting { .. }) => Waiting,
         _ => return None,
     })
 }
@@ -357,12 +396,16 @@ fn in_step(state: State, kind: &EventKind) -> Option<State> {
         (Called, EventKind::Stream { .. }) => Streamed,
         (Streamed, EventKind::CommitStep { .. }) => Committed,
         (Committed | Policy, EventKind::BeforeToolCall { .. }) => Policy,
-        (Policy | Tools, k) if result_event(k) => Tools,
+        (Policy, EventKind::Awaiting { .. }) => Awaited,
+        (Policy | Awaited | Tools, k) if result_event(k) => Tools,
         (Tools, EventKind::CommitToolResults { .. }) => ToolsCommitted,
         (ToolsCommitted | Stopping, k) if given_result(k) => Stopping,
         (Stopping, EventKind::CommitToolResults { .. }) => Stopped,
-        // Policy: every call of the step waits, so no result came.
-        (Committed | Policy | ToolsCommitted, EventKind::AfterStep { transition, .. }) => Stepped {
+        // Policy, Awaited: every call of the step waits, so no result came.
+        (
+            Committed | Policy | Awaited | ToolsCommitted,
+            EventKind::AfterStep { transition, .. },
+        ) => Stepped {
             waits: *transition == Transition::Wait,
         },
         _ => return None,
@@ -398,7 +441,6 @@ fn between_episodes(state: State, resumed: bool, kind: &EventKind) -> Option<Sta
         // Among workers: a wait whose answer never came back (the worker
         // gave the lease up) may still land while nobody took the run over.
         (Lost, EventKind::Waiting { .. }) => Waiting,
-        (Waiting, EventKind::Answered { .. }) => Waiting,
         (
             Ready | Stepped { waits: false } | GaveUp | Responded | Failed,
             EventKind::LeaseReleased { .. },
@@ -417,313 +459,4 @@ fn between_episodes(state: State, resumed: bool, kind: &EventKind) -> Option<Sta
 }
 
 #[cfg(test)]
-mod tests {
-    use pai_runtime::{
-        AfterStepDecision, Answer, ResultSource, Route, ToolResult, ToolResultDecision, ToolStatus,
-    };
-    use serde_json::Value;
-
-    use super::*;
-    use crate::oracle::facts::ev;
-
-    fn prepare_run(resumed: bool) -> EventKind {
-        EventKind::PrepareRun {
-            route: Route::new("m"),
-            overlay: 0,
-            latest_user: None,
-            resumed,
-        }
-    }
-
-    fn step_events(step: u32, tool_calls: usize) -> Vec<EventKind> {
-        vec![
-            EventKind::ResolveModelContext {
-                step,
-                anchor: 1,
-                messages: 1,
-            },
-            EventKind::PrepareModelStep {
-                step,
-                route: Route::new("m"),
-                messages: 1,
-            },
-            EventKind::ModelCall {
-                step,
-                attempt: 1,
-                route: Route::new("m"),
-                context: 1,
-                overlay: 0,
-                messages: 1,
-                tools: vec![],
-                timeout_ms: None,
-            },
-            EventKind::Stream {
-                step,
-                deltas: 0,
-                chars: 0,
-                tool_calls,
-                finish: None,
-                error: None,
-                aborted: None,
-            },
-            EventKind::CommitStep {
-                step,
-                message: format!("m{step}"),
-                version: 1,
-            },
-        ]
-    }
-
-    fn result(step: u32, call: &str) -> Vec<EventKind> {
-        let result = ToolResult {
-            call_id: call.into(),
-            tool: "x".into(),
-            status: ToolStatus::Error,
-            source: ResultSource::Denied,
-            output: Value::Null,
-        };
-        vec![
-            EventKind::ToolEnd {
-                step,
-                result,
-                detail: None,
-            },
-            EventKind::AfterToolResult {
-                step,
-                call_id: call.into(),
-                decision: ToolResultDecision::Continue,
-            },
-        ]
-    }
-
-    fn commit_results(step: u32) -> EventKind {
-        EventKind::CommitToolResults {
-            step,
-            message: "tm".into(),
-            version: 1,
-        }
-    }
-
-    fn after_step(step: u32, transition: Transition) -> EventKind {
-        EventKind::AfterStep {
-            step,
-            decision: AfterStepDecision::Natural,
-            transition,
-        }
-    }
-
-    fn lease() -> EventKind {
-        EventKind::LeaseAcquired {
-            version: 1,
-            episode: 1,
-            token: 1,
-        }
-    }
-
-    /// A run that waits on one call, is answered, and resumes at step 1.
-    fn waiting_run() -> Vec<EventKind> {
-        let mut k = vec![
-            EventKind::Admitted {
-                trigger: "u".into(),
-            },
-            lease(),
-            prepare_run(false),
-        ];
-        k.extend(step_events(0, 1));
-        k.push(EventKind::BeforeToolCall {
-            step: 0,
-            call_id: "c".into(),
-            tool: "x".into(),
-            decision: pai_runtime::ToolCallDecision::Continue,
-        });
-        k.push(after_step(0, Transition::Wait));
-        k.push(EventKind::Waiting {
-            version: 1,
-            calls: vec!["c".into()],
-        });
-        k.push(EventKind::Answered {
-            call_id: "c".into(),
-            answer: Answer::Denied {
-                reason: "no".into(),
-            },
-            version: 3,
-        });
-        k.extend([lease(), prepare_run(true)]);
-        k.extend(result(0, "c"));
-        k.push(commit_results(0));
-        k.extend(step_events(1, 0));
-        k.push(after_step(1, Transition::Complete { reason: None }));
-        k.push(EventKind::LeaseReleased { episode: 2 });
-        k.push(EventKind::Ended {
-            version: None,
-            status: RunStatus::Completed,
-            outcome: pai_runtime::Outcome::Completed,
-            reason: None,
-        });
-        k
-    }
-
-    fn judge(kinds: Vec<EventKind>) -> Vec<Violation> {
-        let events: Vec<Event> = kinds.into_iter().map(ev).collect();
-        check(&events, false, None)
-    }
-
-    /// SPEC L14, T7: a run that waits, is answered and resumes follows the grammar.
-    #[test]
-    fn l14_accepts_a_wait_and_a_resume() {
-        assert_eq!(judge(waiting_run()), vec![]);
-    }
-
-    /// A run still waiting when the scenario ends is not a broken run.
-    #[test]
-    fn l14_accepts_a_run_left_waiting() {
-        let mut k = waiting_run();
-        k.truncate(k.iter().position(|e| e.name() == "wait").unwrap_or(0) + 1);
-        assert_eq!(judge(k), vec![]);
-    }
-
-    /// The resumed results carry the waiting step's number; a wrong one, or
-    /// a next step that skips a number, breaks the grammar.
-    #[test]
-    fn l14_checks_step_numbers_across_episodes() {
-        let mut k = waiting_run();
-        let i = k.iter().position(|e| e.name() == "commit_tool_results");
-        k[i.unwrap_or(0)] = commit_results(1);
-        let v = judge(k);
-        assert_eq!(v.len(), 1, "{v:?}");
-        assert!(v[0].message.contains("says step 1 inside step 0"), "{v:?}");
-    }
-
-    /// A resumed episode must say so; an episode after a wait without its
-    /// results, or an answer outside a wait, breaks the grammar.
-    #[test]
-    fn l14_refuses_a_resume_that_does_not_say_so() {
-        let mut k = waiting_run();
-        let i = k.iter().rposition(|e| e.name() == "prepare_run");
-        k[i.unwrap_or(0)] = prepare_run(false);
-        assert_eq!(judge(k).len(), 1);
-        let mut k = waiting_run();
-        k.retain(|e| e.name() != "wait");
-        assert_eq!(judge(k).len(), 1);
-    }
-
-    fn trusted(kind: EventKind) -> Event {
-        Event {
-            run_id: String::new(),
-            ..ev(kind)
-        }
-    }
-
-    fn deleted() -> Event {
-        trusted(EventKind::ThreadDeleted {
-            incarnation: 1,
-            cancelled: vec!["r".into()],
-        })
-    }
-
-    fn ended_deleted() -> EventKind {
-        EventKind::Ended {
-            version: None,
-            status: RunStatus::Cancelled,
-            outcome: pai_runtime::Outcome::Cancelled,
-            reason: Some("deleted".into()),
-        }
-    }
-
-    /// Trusted code's events (no run) are no run's; a run's own mutation
-    /// and compaction's progress come beside its phases.
-    #[test]
-    fn l14_leaves_trusted_events_aside_and_accepts_facade_writes() {
-        let mut events: Vec<Event> = waiting_run().into_iter().map(ev).collect();
-        let at = events
-            .iter()
-            .position(|e| e.kind.name() == "resolve_model_context");
-        let own = [
-            EventKind::CompactionStarted {
-                step: 0,
-                through: 1,
-                messages: 1,
-            },
-            EventKind::Mutated {
-                version: 2,
-                appended: vec!["s".into()],
-                metadata: vec![],
-                private: vec!["pai.compaction".into()],
-                visibility: vec![],
-            },
-            EventKind::Compacted {
-                step: 0,
-                summary: "s".into(),
-                through: 1,
-                version: 2,
-            },
-        ];
-        let at = at.unwrap_or(0);
-        events.splice(at..at, own.into_iter().map(ev));
-        events.insert(
-            0,
-            trusted(EventKind::MutationRefused {
-                op: "mutate",
-                reason: "conflict".into(),
-                conflict: true,
-            }),
-        );
-        events.push(trusted(EventKind::HistoryRewritten {
-            version: 9,
-            kind: "visibility",
-            removed: vec![],
-            patched: vec![],
-            started: None,
-        }));
-        assert_eq!(check(&events, false, None), vec![]);
-    }
-
-    /// SPEC H5: a deletion ends a waiting run at once, and a running one
-    /// with `cancelled` and its end, no lease released; without a deletion
-    /// that end is out of place.
-    #[test]
-    fn l14_accepts_runs_ended_by_a_deletion() {
-        let mut k = waiting_run();
-        let wait = k.iter().position(|e| e.name() == "wait").unwrap_or(0);
-        k.truncate(wait + 1);
-        let mut events: Vec<Event> = k.into_iter().map(ev).collect();
-        events.push(deleted());
-        events.push(ev(ended_deleted()));
-        assert_eq!(check(&events, false, None), vec![]);
-
-        let mut k = waiting_run();
-        let tool = k.iter().position(|e| e.name() == "before_tool_call");
-        k.truncate(tool.unwrap_or(0) + 1);
-        let cancelled = EventKind::Cancelled {
-            phase: pai_runtime::RunStage::EpisodeEnd,
-        };
-        let mut events: Vec<Event> = k.iter().cloned().map(ev).collect();
-        events.push(deleted());
-        events.extend([ev(cancelled.clone()), ev(ended_deleted())]);
-        assert_eq!(check(&events, false, None), vec![]);
-
-        let mut events: Vec<Event> = k.into_iter().map(ev).collect();
-        events.extend([ev(cancelled), ev(ended_deleted())]);
-        assert_eq!(check(&events, false, None).len(), 1);
-    }
-
-    /// A step that does not wait gives its pending calls cancelled results
-    /// after after_step, then the episode ends.
-    #[test]
-    fn l14_accepts_pending_calls_given_up_after_after_step() {
-        let mut k = waiting_run();
-        let wait = k.iter().position(|e| e.name() == "wait").unwrap_or(0);
-        k.truncate(wait - 1);
-        k.push(after_step(0, Transition::Complete { reason: None }));
-        k.extend(result(0, "c"));
-        k.push(commit_results(0));
-        k.push(EventKind::LeaseReleased { episode: 1 });
-        k.push(EventKind::Ended {
-            version: None,
-            status: RunStatus::Completed,
-            outcome: pai_runtime::Outcome::Completed,
-            reason: None,
-        });
-        assert_eq!(judge(k), vec![]);
-    }
-}
+mod tests;

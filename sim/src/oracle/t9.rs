@@ -1,6 +1,8 @@
 //! SPEC T9 (with T4, T7): every call a run waited on ends with exactly one
 //! final result, and that result is the one its answer asks for. Answers
-//! name calls of the run's latest wait, once each, while it waits.
+//! name calls the run made answerable (its latest `awaiting` or `wait`),
+//! once each, before it ends. A call answered while its step's backend
+//! tools ran and resolved in that step is judged as a waited one.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -34,6 +36,14 @@ struct Waited<'a> {
     /// The run was cancelled or responded after the wait: answers may be
     /// given up (cancelled results) instead of honoured (T8, L12).
     cut_off: bool,
+    /// Made answerable by `awaiting` and never (yet) waited on: judged only
+    /// once its step resolved it from its answer (T9).
+    awaited: bool,
+    /// Its step may still resolve it early: after `awaiting`, in the same
+    /// episode, before the step's `after_step`.
+    live: bool,
+    /// A result event for it came after its answer while `live`.
+    resolved: bool,
 }
 
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
@@ -46,7 +56,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         .collect();
     let latest = latest_waits(o.events);
     let broken = broken_by_hooks(o.events);
-    for (call, w) in &waited {
+    for (call, w) in waited.iter().filter(|(_, w)| !w.awaited || w.honoured) {
         let found = results
             .get(&(w.thread, *call))
             .map_or(&[][..], Vec::as_slice);
@@ -125,14 +135,10 @@ fn from_log(events: &[Event]) -> (BTreeMap<&str, Waited<'_>>, Vec<Violation>) {
     for (i, e) in events.iter().enumerate() {
         let run = e.run_id.as_str();
         match &e.kind {
-            EventKind::Waiting { calls, .. } => {
+            EventKind::Waiting { calls, .. } | EventKind::Awaiting { calls, .. } => {
+                let awaited = matches!(e.kind, EventKind::Awaiting { .. });
                 for c in calls {
-                    let w = Waited {
-                        thread: &e.thread_id,
-                        run,
-                        ..Waited::default()
-                    };
-                    waited.insert(c, w);
+                    register(&mut waited, (&e.thread_id, run, c), awaited);
                 }
                 open.insert(run, calls.iter().map(String::as_str).collect());
             }
@@ -154,37 +160,101 @@ fn from_log(events: &[Event]) -> (BTreeMap<&str, Waited<'_>>, Vec<Violation>) {
                     out.push(Violation::new(OracleId::T9, Some(run), message));
                 }
             }
-            EventKind::LeaseAcquired { .. } => {
+            // The store takes answers while the run runs or waits (T9).
+            EventKind::Ended { .. } => {
                 open.remove(run);
             }
-            EventKind::PrepareRun { resumed: true, .. } => {
-                for w in waited.values_mut().filter(|w| w.run == run) {
-                    w.honoured = true;
-                }
-            }
-            EventKind::ToolStart { call_id, .. } => {
-                if let Some(w) = waited.get_mut(call_id.as_str()) {
-                    w.started.push(i);
-                }
-            }
-            EventKind::Cancelled { .. } | EventKind::Respond { .. } => {
-                for w in waited.values_mut().filter(|w| w.run == run) {
-                    w.cut_off = true;
-                }
-            }
-            EventKind::AfterToolResult {
-                call_id,
-                decision: ToolResultDecision::ReplaceOutput(_),
-                ..
-            } => {
-                if let Some(w) = waited.get_mut(call_id.as_str()) {
-                    w.replaced = true;
-                }
-            }
-            _ => {}
+            kind => follow(&mut waited, run, i, kind),
         }
     }
     (waited, out)
+}
+
+/// What happens to the calls of `run` at event `i` (`kind`): a resume
+/// honours the waited calls' answers; a result event after an answer,
+/// committed before the step's `after_step` in the same episode, resolves
+/// an awaited call early (T9); a cancel or a respond may give answers up.
+fn follow<'a>(waited: &mut BTreeMap<&'a str, Waited<'a>>, run: &str, i: usize, kind: &EventKind) {
+    match kind {
+        EventKind::PrepareRun { resumed: true, .. } => {
+            for w in waited.values_mut().filter(|w| w.run == run && !w.awaited) {
+                w.honoured = true;
+            }
+        }
+        EventKind::ToolStart { call_id, .. } => {
+            if let Some(w) = waited.get_mut(call_id.as_str()) {
+                w.started.push(i);
+                w.resolved |= w.live && w.answer.is_some();
+            }
+        }
+        EventKind::ToolEnd { result, .. } => {
+            if let Some(w) = waited.get_mut(result.call_id.as_str()) {
+                w.resolved |= w.live && w.answer.is_some();
+            }
+        }
+        EventKind::CommitToolResults { .. } => {
+            for w in waited.values_mut().filter(|w| w.run == run && w.live) {
+                w.honoured |= w.resolved;
+            }
+        }
+        EventKind::AfterStep { .. }
+        | EventKind::LeaseAcquired { .. }
+        | EventKind::LeaseLost { .. }
+        | EventKind::TakenOver { .. }
+        | EventKind::Cancelled { .. }
+        | EventKind::Failed { .. } => {
+            for w in waited.values_mut().filter(|w| w.run == run) {
+                w.live = false;
+            }
+            cut_off(waited, run, kind);
+        }
+        EventKind::Respond { .. } => cut_off(waited, run, kind),
+        EventKind::AfterToolResult {
+            call_id,
+            decision: ToolResultDecision::ReplaceOutput(_),
+            ..
+        } => {
+            if let Some(w) = waited.get_mut(call_id.as_str()) {
+                w.replaced = true;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Registers a call the run made answerable (`awaiting`) or waits on.
+/// A call already known keeps its answer (the store keeps it too), so an
+/// answer given while the backend tools ran counts for the wait after them.
+fn register<'a>(
+    waited: &mut BTreeMap<&'a str, Waited<'a>>,
+    (thread, run, call): (&'a str, &'a str, &'a str),
+    awaited: bool,
+) {
+    let w = waited.entry(call).or_default();
+    if w.run != run {
+        *w = Waited {
+            thread,
+            run,
+            awaited: true,
+            ..Waited::default()
+        };
+    }
+    // Once waited on, a call stays judged as such.
+    w.awaited &= awaited;
+    w.live = awaited;
+    w.resolved = false;
+}
+
+/// A cancel or a respond may give the run's answered calls up (T8, L12).
+fn cut_off(waited: &mut BTreeMap<&str, Waited<'_>>, run: &str, kind: &EventKind) {
+    if matches!(
+        kind,
+        EventKind::Cancelled { .. } | EventKind::Respond { .. }
+    ) {
+        for w in waited.values_mut().filter(|w| w.run == run) {
+            w.cut_off = true;
+        }
+    }
 }
 
 /// Stored results by (thread, call id), over every tool message.
@@ -268,6 +338,13 @@ mod tests {
             ev(answer("b")),
             ev(lease),
             ev(answer("b")),
+            ev(EventKind::Ended {
+                version: None,
+                status: RunStatus::Completed,
+                outcome: pai_runtime::Outcome::Completed,
+                reason: None,
+            }),
+            ev(answer("b")),
         ];
         let (waited, v) = from_log(&events);
         let messages: Vec<&str> = v.iter().map(|v| v.message.as_str()).collect();
@@ -277,10 +354,62 @@ mod tests {
                 "answer for a names no call the run waits on",
                 "answer for a answers it a second time",
                 "answer for x names no call the run waits on",
+                "answer for b answers it a second time",
                 "answer for b names no call the run waits on",
             ]
         );
         assert_eq!(waited.len(), 2);
+    }
+
+    fn tool_end(call: &str) -> EventKind {
+        EventKind::ToolEnd {
+            step: 0,
+            result: pai_runtime::ToolResult {
+                call_id: call.into(),
+                tool: "x".into(),
+                status: pai_runtime::ToolStatus::Error,
+                source: ResultSource::Denied,
+                output: Value::Null,
+            },
+            detail: None,
+        }
+    }
+
+    /// SPEC T9: calls are answerable from `awaiting` on, while the backend
+    /// tools run; one resolved from its answer in its step, before
+    /// `after_step`, is judged as a waited call; one given up after
+    /// `after_step` (A3) is not, nor one never answered.
+    #[test]
+    fn t9_early_answers_are_judged_once_resolved_in_their_step() {
+        let awaiting = EventKind::Awaiting {
+            calls: vec!["a".into(), "b".into(), "c".into()],
+            version: 1,
+        };
+        let commit = EventKind::CommitToolResults {
+            step: 0,
+            message: "m".into(),
+            version: 2,
+        };
+        let after_step = EventKind::AfterStep {
+            step: 0,
+            decision: pai_runtime::AfterStepDecision::Natural,
+            transition: pai_runtime::Transition::Complete { reason: None },
+        };
+        let events = [
+            ev(awaiting),
+            ev(answer("a")),
+            ev(tool_end("a")),
+            ev(tool_end("c")),
+            ev(commit.clone()),
+            ev(answer("b")),
+            ev(after_step),
+            ev(tool_end("b")),
+            ev(commit),
+        ];
+        let (waited, v) = from_log(&events);
+        assert_eq!(v, vec![]);
+        let honoured: Vec<(&str, bool)> = waited.iter().map(|(c, w)| (*c, w.honoured)).collect();
+        assert_eq!(honoured, [("a", true), ("b", false), ("c", false)]);
     }
 
     /// A denied call's result says denied, with the reason; an approved

@@ -1,0 +1,383 @@
+//! Unit tests of the L14 oracle's grammar.
+
+use pai_runtime::{
+    AfterStepDecision, Answer, ResultSource, Route, ToolResult, ToolResultDecision, ToolStatus,
+};
+use serde_json::Value;
+
+use super::*;
+use crate::oracle::facts::ev;
+
+fn prepare_run(resumed: bool) -> EventKind {
+    EventKind::PrepareRun {
+        route: Route::new("m"),
+        overlay: 0,
+        latest_user: None,
+        resumed,
+    }
+}
+
+fn step_events(step: u32, tool_calls: usize) -> Vec<EventKind> {
+    vec![
+        EventKind::ResolveModelContext {
+            step,
+            anchor: 1,
+            messages: 1,
+        },
+        EventKind::PrepareModelStep {
+            step,
+            route: Route::new("m"),
+            messages: 1,
+        },
+        EventKind::ModelCall {
+            step,
+            attempt: 1,
+            route: Route::new("m"),
+            context: 1,
+            overlay: 0,
+            messages: 1,
+            tools: vec![],
+            timeout_ms: None,
+        },
+        EventKind::Stream {
+            step,
+            deltas: 0,
+            chars: 0,
+            tool_calls,
+            finish: None,
+            error: None,
+            aborted: None,
+        },
+        EventKind::CommitStep {
+            step,
+            message: format!("m{step}"),
+            version: 1,
+        },
+    ]
+}
+
+fn result(step: u32, call: &str) -> Vec<EventKind> {
+    let result = ToolResult {
+        call_id: call.into(),
+        tool: "x".into(),
+        status: ToolStatus::Error,
+        source: ResultSource::Denied,
+        output: Value::Null,
+    };
+    vec![
+        EventKind::ToolEnd {
+            step,
+            result,
+            detail: None,
+        },
+        EventKind::AfterToolResult {
+            step,
+            call_id: call.into(),
+            decision: ToolResultDecision::Continue,
+        },
+    ]
+}
+
+fn commit_results(step: u32) -> EventKind {
+    EventKind::CommitToolResults {
+        step,
+        message: "tm".into(),
+        version: 1,
+    }
+}
+
+fn after_step(step: u32, transition: Transition) -> EventKind {
+    EventKind::AfterStep {
+        step,
+        decision: AfterStepDecision::Natural,
+        transition,
+    }
+}
+
+fn lease() -> EventKind {
+    EventKind::LeaseAcquired {
+        version: 1,
+        episode: 1,
+        token: 1,
+    }
+}
+
+/// A run that waits on one call, is answered, and resumes at step 1.
+fn waiting_run() -> Vec<EventKind> {
+    let mut k = vec![
+        EventKind::Admitted {
+            trigger: "u".into(),
+        },
+        lease(),
+        prepare_run(false),
+    ];
+    k.extend(step_events(0, 1));
+    k.push(EventKind::BeforeToolCall {
+        step: 0,
+        call_id: "c".into(),
+        tool: "x".into(),
+        decision: pai_runtime::ToolCallDecision::Continue,
+    });
+    k.push(after_step(0, Transition::Wait));
+    k.push(EventKind::Waiting {
+        version: 1,
+        calls: vec!["c".into()],
+    });
+    k.push(EventKind::Answered {
+        call_id: "c".into(),
+        answer: Answer::Denied {
+            reason: "no".into(),
+        },
+        version: 3,
+    });
+    k.extend([lease(), prepare_run(true)]);
+    k.extend(result(0, "c"));
+    k.push(commit_results(0));
+    k.extend(step_events(1, 0));
+    k.push(after_step(1, Transition::Complete { reason: None }));
+    k.push(EventKind::LeaseReleased { episode: 2 });
+    k.push(EventKind::Ended {
+        version: None,
+        status: RunStatus::Completed,
+        outcome: pai_runtime::Outcome::Completed,
+        reason: None,
+    });
+    k
+}
+
+fn judge(kinds: Vec<EventKind>) -> Vec<Violation> {
+    let events: Vec<Event> = kinds.into_iter().map(ev).collect();
+    check(&events, false, None)
+}
+
+/// SPEC L14, T7: a run that waits, is answered and resumes follows the grammar.
+#[test]
+fn l14_accepts_a_wait_and_a_resume() {
+    assert_eq!(judge(waiting_run()), vec![]);
+}
+
+/// A run still waiting when the scenario ends is not a broken run.
+#[test]
+fn l14_accepts_a_run_left_waiting() {
+    let mut k = waiting_run();
+    k.truncate(k.iter().position(|e| e.name() == "wait").unwrap_or(0) + 1);
+    assert_eq!(judge(k), vec![]);
+}
+
+/// The resumed results carry the waiting step's number; a wrong one, or
+/// a next step that skips a number, breaks the grammar.
+#[test]
+fn l14_checks_step_numbers_across_episodes() {
+    let mut k = waiting_run();
+    let i = k.iter().position(|e| e.name() == "commit_tool_results");
+    k[i.unwrap_or(0)] = commit_results(1);
+    let v = judge(k);
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(v[0].message.contains("says step 1 inside step 0"), "{v:?}");
+}
+
+/// A resumed episode must say so; an episode after a wait without its
+/// results, or an answer outside a wait, breaks the grammar.
+#[test]
+fn l14_refuses_a_resume_that_does_not_say_so() {
+    let mut k = waiting_run();
+    let i = k.iter().rposition(|e| e.name() == "prepare_run");
+    k[i.unwrap_or(0)] = prepare_run(false);
+    assert_eq!(judge(k).len(), 1);
+    let mut k = waiting_run();
+    k.retain(|e| e.name() != "wait");
+    assert_eq!(judge(k).len(), 1);
+}
+
+fn trusted(kind: EventKind) -> Event {
+    Event {
+        run_id: String::new(),
+        ..ev(kind)
+    }
+}
+
+fn deleted() -> Event {
+    trusted(EventKind::ThreadDeleted {
+        incarnation: 1,
+        cancelled: vec!["r".into()],
+    })
+}
+
+fn ended_deleted() -> EventKind {
+    EventKind::Ended {
+        version: None,
+        status: RunStatus::Cancelled,
+        outcome: pai_runtime::Outcome::Cancelled,
+        reason: Some("deleted".into()),
+    }
+}
+
+/// Trusted code's events (no run) are no run's; a run's own mutation
+/// and compaction's progress come beside its phases.
+#[test]
+fn l14_leaves_trusted_events_aside_and_accepts_facade_writes() {
+    let mut events: Vec<Event> = waiting_run().into_iter().map(ev).collect();
+    let at = events
+        .iter()
+        .position(|e| e.kind.name() == "resolve_model_context");
+    let own = [
+        EventKind::CompactionStarted {
+            step: 0,
+            through: 1,
+            messages: 1,
+        },
+        EventKind::Mutated {
+            version: 2,
+            appended: vec!["s".into()],
+            metadata: vec![],
+            private: vec!["pai.compaction".into()],
+            visibility: vec![],
+        },
+        EventKind::Compacted {
+            step: 0,
+            summary: "s".into(),
+            through: 1,
+            version: 2,
+        },
+    ];
+    let at = at.unwrap_or(0);
+    events.splice(at..at, own.into_iter().map(ev));
+    events.insert(
+        0,
+        trusted(EventKind::MutationRefused {
+            op: "mutate",
+            reason: "conflict".into(),
+            conflict: true,
+        }),
+    );
+    events.push(trusted(EventKind::HistoryRewritten {
+        version: 9,
+        kind: "visibility",
+        removed: vec![],
+        patched: vec![],
+        started: None,
+    }));
+    assert_eq!(check(&events, false, None), vec![]);
+}
+
+/// SPEC H5: a deletion ends a waiting run at once, and a running one
+/// with `cancelled` and its end, no lease released; without a deletion
+/// that end is out of place.
+#[test]
+fn l14_accepts_runs_ended_by_a_deletion() {
+    let mut k = waiting_run();
+    let wait = k.iter().position(|e| e.name() == "wait").unwrap_or(0);
+    k.truncate(wait + 1);
+    let mut events: Vec<Event> = k.into_iter().map(ev).collect();
+    events.push(deleted());
+    events.push(ev(ended_deleted()));
+    assert_eq!(check(&events, false, None), vec![]);
+
+    let mut k = waiting_run();
+    let tool = k.iter().position(|e| e.name() == "before_tool_call");
+    k.truncate(tool.unwrap_or(0) + 1);
+    let cancelled = EventKind::Cancelled {
+        phase: pai_runtime::RunStage::EpisodeEnd,
+    };
+    let mut events: Vec<Event> = k.iter().cloned().map(ev).collect();
+    events.push(deleted());
+    events.extend([ev(cancelled.clone()), ev(ended_deleted())]);
+    assert_eq!(check(&events, false, None), vec![]);
+
+    let mut events: Vec<Event> = k.into_iter().map(ev).collect();
+    events.extend([ev(cancelled), ev(ended_deleted())]);
+    assert_eq!(check(&events, false, None).len(), 1);
+}
+
+/// A step that does not wait gives its pending calls cancelled results
+/// after after_step, then the episode ends.
+#[test]
+fn l14_accepts_pending_calls_given_up_after_after_step() {
+    let mut k = waiting_run();
+    let wait = k.iter().position(|e| e.name() == "wait").unwrap_or(0);
+    k.truncate(wait - 1);
+    k.push(after_step(0, Transition::Complete { reason: None }));
+    k.extend(result(0, "c"));
+    k.push(commit_results(0));
+    k.push(EventKind::LeaseReleased { episode: 1 });
+    k.push(EventKind::Ended {
+        version: None,
+        status: RunStatus::Completed,
+        outcome: pai_runtime::Outcome::Completed,
+        reason: None,
+    });
+    assert_eq!(judge(k), vec![]);
+}
+
+fn awaiting(call: &str) -> EventKind {
+    EventKind::Awaiting {
+        calls: vec![call.into()],
+        version: 2,
+    }
+}
+
+fn answered(call: &str) -> EventKind {
+    EventKind::Answered {
+        call_id: call.into(),
+        answer: Answer::Denied {
+            reason: "no".into(),
+        },
+        version: 3,
+    }
+}
+
+/// SPEC T9: a call is answerable from its step's `awaiting` on; answered
+/// while the backend tools run, its result joins that step's and the run
+/// goes on without waiting.
+fn early_answered_run() -> Vec<EventKind> {
+    let policy = |call: &str| EventKind::BeforeToolCall {
+        step: 0,
+        call_id: call.into(),
+        tool: "x".into(),
+        decision: pai_runtime::ToolCallDecision::Continue,
+    };
+    let mut k = vec![
+        EventKind::Admitted {
+            trigger: "u".into(),
+        },
+        lease(),
+        prepare_run(false),
+    ];
+    k.extend(step_events(0, 2));
+    k.extend([policy("c"), policy("b"), awaiting("c"), answered("c")]);
+    k.extend(result(0, "b"));
+    k.extend(result(0, "c"));
+    k.push(commit_results(0));
+    k.push(after_step(0, Transition::Complete { reason: None }));
+    k.push(EventKind::LeaseReleased { episode: 1 });
+    k.push(EventKind::Ended {
+        version: None,
+        status: RunStatus::Completed,
+        outcome: pai_runtime::Outcome::Completed,
+        reason: None,
+    });
+    k
+}
+
+/// SPEC L14, T9: an answer that comes while the step's backend tools run
+/// (after `awaiting`) fits the grammar; an answer before any call was made
+/// answerable does not, nor an `awaiting` before its step's policy ran.
+#[test]
+fn l14_accepts_answers_after_awaiting_and_places_awaiting() {
+    assert_eq!(judge(early_answered_run()), vec![]);
+
+    let mut k = early_answered_run();
+    let at = k.iter().position(|e| e.name() == "awaiting").unwrap_or(0);
+    k.remove(at);
+    let v = judge(k);
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(v[0].message.contains("no call of the run is answerable"));
+
+    let mut k = early_answered_run();
+    let a = k.remove(at);
+    let policy = k.iter().position(|e| e.name() == "before_tool_call");
+    k.insert(policy.unwrap_or(0), a);
+    let v = judge(k);
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(v[0].message.contains("unexpected awaiting"), "{v:?}");
+}
