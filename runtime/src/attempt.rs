@@ -92,6 +92,11 @@ impl ModelLink for ProviderAttempt<'_> {
         patch: AttemptPatch,
     ) -> HookFuture<'s, Result<BoxStream, ModelError>> {
         HookFuture::new(async move {
+            if self.stop.is_set() {
+                // A stopped run (cancelled, deleted, its lease lost) starts
+                // no new attempt, whatever a hook asks (H5, K3).
+                return Err(ModelError::Stopped);
+            }
             let req = patch.applied(request);
             let attempt = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
             let step = self.step;
