@@ -72,6 +72,9 @@ impl<'a> StoreOrder<'a> {
         for list in changes.values_mut() {
             list.sort_by_key(|&(version, ..)| version);
         }
+        for (m, run) in super::facts::leftover_steers(events) {
+            triggers.entry(m).or_insert(run);
+        }
         StoreOrder {
             events,
             changes,

@@ -125,6 +125,19 @@ impl<'a> Queue<'a> {
                 _ => {}
             }
         }
+        // A run's leftover steers wait with its trigger (A4, M1).
+        let leftover = super::facts::leftover_steers(events);
+        for (m, run) in leftover {
+            let admitted = events
+                .iter()
+                .position(|e| e.run_id == run && matches!(e.kind, EventKind::Admitted { .. }));
+            let lease = events
+                .iter()
+                .position(|e| e.run_id == run && matches!(e.kind, EventKind::LeaseAcquired { .. }));
+            if let Some(a) = admitted {
+                waits.entry(m).or_insert((a, lease));
+            }
+        }
         Queue { waits }
     }
 

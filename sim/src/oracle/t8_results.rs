@@ -25,15 +25,16 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
 fn judge(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
     // A failed run commits nothing more (L4): its open calls stay without
     // a result, which the model view pairs with a stand-in (H6). So does a
-    // run whose closing `after_tool_result` was cut short (a hook failing
-    // while a cancelled run closes its calls ends it cancelled there).
+    // run ended inside a tool phase's hooks (a hook that fails once the run
+    // is stopped ends it cancelled there, L4): its calls' results were
+    // never final.
     let cut: BTreeSet<&str> = events
         .iter()
         .filter(|e| {
             matches!(
                 e.kind,
                 EventKind::Cancelled {
-                    phase: RunStage::Phase(Phase::AfterToolResult)
+                    phase: RunStage::Phase(Phase::AfterToolResult | Phase::BeforeToolCall)
                 }
             )
         })
