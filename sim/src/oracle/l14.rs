@@ -140,6 +140,7 @@ pub(super) fn check(
 ) -> Vec<Violation> {
     let mut runs: BTreeMap<(&str, &str), Run> = BTreeMap::new();
     let mut out = Vec::new();
+    let answerable_at = answerable_versions(events);
     for e in events {
         // Trusted code's events (admin writes, rewrites, deletions) belong
         // to no run; a deletion marks the runs it cancelled.
@@ -168,6 +169,15 @@ pub(super) fn check(
         );
         if stored.is_some() && claim && run.state == State::Start {
             run.state = State::Admitted;
+        }
+        // Among workers the client may log its answer before the worker
+        // logs the `awaiting` it heard: the store's versions order them.
+        if let EventKind::Answered { version, .. } = e.kind
+            && answerable_at
+                .get(&(e.thread_id.as_str(), e.run_id.as_str()))
+                .is_some_and(|v| *v < version)
+        {
+            run.answerable = true;
         }
         if let Err(message) = advance(run, &e.kind) {
             out.push(Violation::new(OracleId::L14, Some(&e.run_id), message));
@@ -198,6 +208,21 @@ pub(super) fn check(
         if !done && !cut_short {
             let message = format!("run never ended (last state {:?})", run.state);
             out.push(Violation::new(OracleId::L14, Some(id), message));
+        }
+    }
+    out
+}
+
+/// The version at which each run first made calls answerable (its first
+/// `awaiting` or `wait` commit).
+fn answerable_versions(events: &[Event]) -> BTreeMap<(&str, &str), u64> {
+    let mut out: BTreeMap<(&str, &str), u64> = BTreeMap::new();
+    for e in events {
+        if let EventKind::Awaiting { version, .. } | EventKind::Waiting { version, .. } = e.kind {
+            let v = out
+                .entry((e.thread_id.as_str(), e.run_id.as_str()))
+                .or_insert(version);
+            *v = (*v).min(version);
         }
     }
     out

@@ -132,8 +132,21 @@ fn from_log(events: &[Event]) -> (BTreeMap<&str, Waited<'_>>, Vec<Violation>) {
     // Per run: the calls of its latest wait, while it waits.
     let mut open: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     let mut out = Vec::new();
+    let first = first_answerable(events);
     for (i, e) in events.iter().enumerate() {
         let run = e.run_id.as_str();
+        // Among workers the client may log its answer before the worker
+        // logs the `awaiting` it heard: the store's versions order them.
+        if let EventKind::Answered {
+            call_id, version, ..
+        } = &e.kind
+            && let Some(&(thread, v)) = first.get(&(run, call_id.as_str()))
+            && v < *version
+            && !open.get(run).is_some_and(|c| c.contains(&call_id.as_str()))
+        {
+            register(&mut waited, (thread, run, call_id), true);
+            open.entry(run).or_default().push(call_id);
+        }
         match &e.kind {
             EventKind::Waiting { calls, .. } | EventKind::Awaiting { calls, .. } => {
                 let awaited = matches!(e.kind, EventKind::Awaiting { .. });
@@ -168,6 +181,24 @@ fn from_log(events: &[Event]) -> (BTreeMap<&str, Waited<'_>>, Vec<Violation>) {
         }
     }
     (waited, out)
+}
+
+/// Each (run, call) → its thread and the version at which it was first
+/// made answerable (`awaiting` or `wait`).
+fn first_answerable(events: &[Event]) -> BTreeMap<(&str, &str), (&str, u64)> {
+    let mut out: BTreeMap<(&str, &str), (&str, u64)> = BTreeMap::new();
+    for e in events {
+        if let EventKind::Awaiting { calls, version } | EventKind::Waiting { calls, version } =
+            &e.kind
+        {
+            for c in calls {
+                let key = (e.run_id.as_str(), c.as_str());
+                let v = out.entry(key).or_insert((e.thread_id.as_str(), *version));
+                v.1 = v.1.min(*version);
+            }
+        }
+    }
+    out
 }
 
 /// What happens to the calls of `run` at event `i` (`kind`): a resume
