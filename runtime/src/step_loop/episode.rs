@@ -136,10 +136,14 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// `after_tool_result` sees, committed under this episode's token; no
     /// call runs (again). The run then ends cancelled.
     async fn close_cancelled(&self, start: Start) -> Result<EpisodeEnd, Fail> {
-        self.resume(Resolution::GiveUp(super::tools::CANCELLED_WAITING))
-            .await?;
-        if start == Start::TakenOver {
-            self.close_orphans().await?;
+        let how = Resolution::GiveUp(super::tools::CANCELLED_WAITING);
+        let given_up = self.resolve_waiting(how).await?;
+        let (step, finals) = given_up.unwrap_or_default();
+        // One commit closes every open call (SPEC §1 `cancel_close`).
+        match start {
+            Start::TakenOver => self.close_orphans(step, finals).await?,
+            _ if !finals.is_empty() => self.commit_answered(step, &finals).await?,
+            _ => {}
         }
         Err(Fail::new(RunStage::Resume, "stopped"))
     }

@@ -26,14 +26,25 @@ pub(super) enum Resolution {
 impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// Gives every waiting call of the run its final result and commits them.
     pub(super) async fn resume(&self, how: Resolution) -> Result<(), Fail> {
+        if let Some((step, finals)) = self.resolve_waiting(how).await? {
+            self.commit_answered(step, &finals).await?;
+        }
+        Ok(())
+    }
+
+    /// The final results of the calls the run waits on, resolved `how`
+    /// (each through `after_tool_result`), not committed yet.
+    pub(super) async fn resolve_waiting(
+        &self,
+        how: Resolution,
+    ) -> Result<Option<(u32, Vec<ToolResult>)>, Fail> {
         let waiting = self.recorded_calls(RunStage::Resume).await?;
         let Some(step) = waiting.first().map(|w| w.step) else {
-            return Ok(());
+            return Ok(None);
         };
         let calls: Vec<Call> = waiting.iter().map(Call::waiting).collect();
         let finals = self.resolve(step, &calls, &waiting, how).await?;
-        let finals: Vec<ToolResult> = finals.into_iter().flatten().collect();
-        self.commit_answered(step, &finals).await
+        Ok(Some((step, finals.into_iter().flatten().collect())))
     }
 
     /// The calls the store records for the run, with their answers.

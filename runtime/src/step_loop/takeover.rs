@@ -11,6 +11,7 @@ use super::exec::{Exec, Fail};
 use super::step::tool_calls;
 use super::tools::{CANCELLED, Call};
 use crate::event::{EventKind, RunStage, Transition};
+use crate::lifecycle::ToolResult;
 use crate::message::{Message, Part, ResultSource, Role};
 use crate::patch::Route;
 
@@ -39,23 +40,41 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// calls without a committed result never run again; each gets a
     /// cancelled result that `after_tool_result` sees (T8, T4), committed
     /// under this episode's token.
-    pub(super) async fn close_orphans(&self) -> Result<(), Fail> {
+    /// `closed` are results of this step already made (the waiting calls
+    /// given up); the other calls without a committed result get theirs
+    /// here, and all of them are committed as one message, in call order.
+    pub(super) async fn close_orphans(
+        &self,
+        step: u32,
+        closed: Vec<ToolResult>,
+    ) -> Result<(), Fail> {
         let stage = RunStage::Resume;
         let read = self.sh.store.inspect(self.thread).await;
         let thread = read.map_err(|e| self.store_fail(stage, e))?;
-        let Some((step, calls)) = thread.and_then(|t| orphans(&t.messages, self.run)) else {
-            return Ok(());
+        let Some((last, calls)) = thread.and_then(|t| orphans(&t.messages, self.run)) else {
+            return self.commit_closed(step, closed).await;
         };
-        let mut finals = Vec::with_capacity(calls.len());
-        for c in &calls {
+        let done: BTreeSet<String> = closed.iter().map(|r| r.call_id.clone()).collect();
+        let mut finals = closed;
+        for c in calls.iter().filter(|c| !done.contains(&c.call_id)) {
             let text = serde_json::Value::String(CANCELLED.into());
             let result = c.error(ResultSource::Cancelled, text);
             self.emit(|| EventKind::ToolEnd {
-                step,
+                step: last,
                 result: result.clone(),
                 detail: None,
             });
-            finals.push(self.after_tool_result(step, result).await?);
+            finals.push(self.after_tool_result(last, result).await?);
+        }
+        let place = |r: &ToolResult| calls.iter().position(|c| c.call_id == r.call_id);
+        finals.sort_by_key(|r| place(r));
+        self.commit_closed(last, finals).await
+    }
+
+    /// Commits closing results, if there are any.
+    async fn commit_closed(&self, step: u32, finals: Vec<ToolResult>) -> Result<(), Fail> {
+        if finals.is_empty() {
+            return Ok(());
         }
         self.commit_answered(step, &finals).await
     }

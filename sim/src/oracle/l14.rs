@@ -287,6 +287,9 @@ fn answer(run: &mut Run, kind: &EventKind) -> Option<Result<(), String>> {
             State::Start | State::Admitted | State::Ended => {
                 Err(format!("unexpected answer after state {:?}", run.state))
             }
+            // A holder that lost its lease may have had its `awaiting`
+            // land in the store unheard (its log lacks it): not judged.
+            State::Lost => Ok(()),
             _ if !run.answerable => Err(format!(
                 "unexpected answer after state {:?}: no call of the run is answerable",
                 run.state

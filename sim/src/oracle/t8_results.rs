@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{Event, EventKind, Part, Phase, RunStage, RunStatus, StoredThread};
+use pai_runtime::{Event, EventKind, Part, RunStage, RunStatus, StoredThread};
 
 use super::observed::{Observed, Violation};
 use crate::scenario::OracleId;
@@ -25,16 +25,15 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
 fn judge(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
     // A failed run commits nothing more (L4): its open calls stay without
     // a result, which the model view pairs with a stand-in (H6). So does a
-    // run ended inside a tool phase's hooks (a hook that fails once the run
-    // is stopped ends it cancelled there, L4): its calls' results were
-    // never final.
+    // run ended inside a hook phase (a hook that fails once the run is
+    // stopped ends it cancelled there, L4).
     let cut: BTreeSet<&str> = events
         .iter()
         .filter(|e| {
             matches!(
                 e.kind,
                 EventKind::Cancelled {
-                    phase: RunStage::Phase(Phase::AfterToolResult | Phase::BeforeToolCall)
+                    phase: RunStage::Phase(_)
                 }
             )
         })
