@@ -5,9 +5,9 @@
 //! answers (conflicts, a rewrite refused by an active run, a message that
 //! is not there) are noted, never failures: the oracles judge.
 //!
-//! Among workers the facade is not generated yet (and the compaction hook
-//! is left out): the cluster's store-log oracles do not read facade
-//! requests.
+//! Among workers only reads, mutations and deletes are generated (and the
+//! compaction hook is left out): rewrites among workers are not yet judged
+//! by the cluster's store-log oracles.
 
 use serde_json::json;
 
@@ -20,12 +20,13 @@ const STREAM: u64 = 0x7ac4_de11_f00d_5eed;
 
 /// Adds facade actions to most single-process cases.
 pub(super) fn facade(seed: u64, spec: &mut ScenarioSpec) {
+    let mut g = Gen::new(seed ^ STREAM);
     if spec.cluster.is_some() {
         spec.lifecycle
             .retain(|h| !matches!(h, HookSpec::Compaction(_)));
+        among_workers(&mut g, spec);
         return;
     }
-    let mut g = Gen::new(seed ^ STREAM);
     if !g.chance(45) {
         return;
     }
@@ -39,6 +40,36 @@ pub(super) fn facade(seed: u64, spec: &mut ScenarioSpec) {
             ..TimelineEntry::default()
         };
         spec.timeline.push(action(&mut g, base));
+    }
+}
+
+/// Among workers: reads, mutations with expectations and deletes (a
+/// delete reaches a worker at its next renewal or write, H5), at times a
+/// run is likely under way.
+fn among_workers(g: &mut Gen, spec: &mut ScenarioSpec) {
+    if !g.chance(35) {
+        return;
+    }
+    for _ in 0..g.range(1, 3) {
+        let base = TimelineEntry {
+            at: g.range(20, 400),
+            ..TimelineEntry::default()
+        };
+        let entry = match g.index(4) {
+            0 => TimelineEntry {
+                read_thread: true,
+                ..base
+            },
+            1 => TimelineEntry {
+                mutate: Some(mutation(g)),
+                ..base
+            },
+            _ => TimelineEntry {
+                delete_thread: true,
+                ..base
+            },
+        };
+        spec.timeline.push(entry);
     }
 }
 

@@ -50,10 +50,12 @@ fn judge(events: &[Event], cut_short: bool, workers: bool) -> Vec<Violation> {
         bound.extend(cancelled.iter().map(String::as_str));
         for run in bound {
             let of_run = |x: &&Event| x.run_id == run;
-            let ended_before = before
-                .iter()
-                .filter(of_run)
-                .any(|x| matches!(x.kind, EventKind::Ended { .. }));
+            // Among workers the run's worker may log its end (reason
+            // `deleted`) before the client logs the delete.
+            let ended_before = before.iter().filter(of_run).any(|x| match &x.kind {
+                EventKind::Ended { reason, .. } => !workers || reason.as_deref() != Some(DELETED),
+                _ => false,
+            });
             let listed = cancelled.iter().any(|c| c == run);
             let mut flag = |message: String| {
                 out.push(Violation::new(OracleId::H5, Some(run), message));

@@ -111,6 +111,20 @@ fn reached(o: &Observed<'_>, before: &[Event], run: &str, named: Option<&str>) -
         runs.filter(|r| r.id == run).map(|r| r.status).next()
     };
     let status = logged.or_else(|| o.cluster.and_then(|_| stored()));
+    // Among workers, a thread deleted since takes its runs with it: the
+    // end a cut-off worker never logged cannot be read back.
+    let deleted_since = o.cluster.is_some()
+        && all.iter().any(|e| {
+            e.thread_id
+                == o.events
+                    .iter()
+                    .find(of_run)
+                    .map_or("", |x| x.thread_id.as_str())
+                && matches!(e.kind, EventKind::ThreadDeleted { .. })
+        });
+    if status.is_none() && deleted_since {
+        return None;
+    }
     if status != Some(RunStatus::Cancelled) {
         let s = status.map_or("never ended", |s| s.as_str());
         return Some(format!("it reached {run}, which then ended {s}"));

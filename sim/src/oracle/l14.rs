@@ -141,6 +141,19 @@ pub(super) fn check(
     let mut runs: BTreeMap<(&str, &str), Run> = BTreeMap::new();
     let mut out = Vec::new();
     let answerable_at = answerable_versions(events);
+    // Among workers a worker may log a deleted run's end before the
+    // client logs the delete (each logs when it hears the store): the
+    // runs a delete cancelled may stop anywhere from the start.
+    if stored.is_some() {
+        for e in events {
+            if let EventKind::ThreadDeleted { cancelled, .. } = &e.kind {
+                for run in cancelled {
+                    let r = runs.entry((e.thread_id.as_str(), run.as_str()));
+                    r.or_default().deleted = true;
+                }
+            }
+        }
+    }
     for e in events {
         // Trusted code's events (admin writes, rewrites, deletions) belong
         // to no run; a deletion marks the runs it cancelled.
@@ -198,16 +211,50 @@ pub(super) fn check(
                 })
         })
     };
+    let settled_at_delete = settled_when_deleted(events);
     for ((thread, id), run) in runs {
         // A scenario stopped at its time limit fails as such, not here.
-        let done = match run.state {
-            State::Ended | State::Broken | State::Waiting => true,
-            State::Admitted => held.contains(thread),
-            _ => settled_in_store(thread, id),
-        };
+        // Among workers the store ends a deleted incarnation's runs (H5);
+        // a worker that vanished or was cut off may never log it.
+        let gone = stored.is_some() && (run.deleted || settled_at_delete.contains(&(thread, id)));
+        let done = gone
+            || match run.state {
+                State::Ended | State::Broken | State::Waiting => true,
+                State::Admitted => held.contains(thread),
+                _ => settled_in_store(thread, id),
+            };
         if !done && !cut_short {
             let message = format!("run never ended (last state {:?})", run.state);
             out.push(Violation::new(OracleId::L14, Some(id), message));
+        }
+    }
+    out
+}
+
+/// Runs admitted before a delete of their thread that the delete did not
+/// cancel: the store held them ended already (a worker cut off may never
+/// have heard its own end land), and the deleted thread is not stored.
+fn settled_when_deleted(events: &[Event]) -> BTreeSet<(&str, &str)> {
+    let mut admitted: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut out = BTreeSet::new();
+    for e in events {
+        match &e.kind {
+            EventKind::Admitted { .. } => {
+                admitted
+                    .entry(e.thread_id.as_str())
+                    .or_default()
+                    .push(&e.run_id);
+            }
+            EventKind::ThreadDeleted { cancelled, .. } => {
+                let runs = admitted.remove(e.thread_id.as_str()).unwrap_or_default();
+                let open = |r: &&str| cancelled.iter().any(|c| c == r);
+                out.extend(
+                    runs.into_iter()
+                        .filter(|r| !open(r))
+                        .map(|r| (e.thread_id.as_str(), r)),
+                );
+            }
+            _ => {}
         }
     }
     out

@@ -24,6 +24,14 @@ fn while_waiting(events: &[Event]) -> (Vec<Violation>, BTreeSet<&str>) {
     let mut out = Vec::new();
     for e in events {
         let run = e.run_id.as_str();
+        // A delete cancels the thread's waiting runs in the store (H5):
+        // among workers no worker holds one to log its end.
+        if let EventKind::ThreadDeleted { cancelled, .. } = &e.kind {
+            for r in cancelled {
+                waiting.remove(r.as_str());
+            }
+            continue;
+        }
         if !waiting.contains(run) {
             if let EventKind::Waiting { .. } = e.kind {
                 waiting.insert(run);
