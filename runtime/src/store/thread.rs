@@ -199,13 +199,15 @@ impl ThreadRec {
     }
 
     /// Records a client's answer to an answerable call of the current run
-    /// (T9: from the moment its step's `before_tool_call`s let it through),
-    /// one commit (H1): the run's id, whether it can resume now, and the
-    /// thread's new version.
+    /// (T9: from the moment its step's `before_tool_call`s let it through,
+    /// until a cancel is asked for), one commit (H1): the run's id, whether
+    /// it can resume now, and the thread's new version.
     pub(crate) fn answer(&mut self, call_id: &str, given: Answer) -> Result<Answered, AnswerMiss> {
         let current = self.current.clone().ok_or(AnswerMiss::NotWaiting)?;
         let r = self.run_mut(&current).ok_or(AnswerMiss::NotWaiting)?;
-        if !matches!(r.status, RunStatus::Waiting | RunStatus::Running) {
+        // A run asked to cancel gives its open calls up (T8): an answer
+        // then would be recorded but never honoured.
+        if !matches!(r.status, RunStatus::Waiting | RunStatus::Running) || r.cancel_requested {
             return Err(AnswerMiss::NotWaiting);
         }
         waiting::answer(&mut r.waiting, call_id, given)?;

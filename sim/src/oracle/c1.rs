@@ -251,7 +251,13 @@ fn due<'a>(
         .iter()
         .filter(|m| m.seq > since && m.seq <= c.through)
         .collect();
-    let calls: BTreeSet<&str> = range.iter().flat_map(|m| call_ids(m, true)).collect();
+    // A result whose call is hidden from the context is dropped from every
+    // model view (H6 pairing): it is not due either.
+    let calls: BTreeSet<&str> = range
+        .iter()
+        .filter(|m| m.visibility.context)
+        .flat_map(|m| call_ids(m, true))
+        .collect();
     range
         .into_iter()
         .filter(|m| m.visibility.context && m.pai.producer != Producer::Compaction)

@@ -1,7 +1,7 @@
 //! Facts several oracles derive from the log the same way: stored messages
 //! by id, step anchors, and the hook notes of each phase invocation.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{
     Event, EventKind, HookNote, Message, ModelContent, ModelMessage, Phase, RunStage, StoredThread,
@@ -331,4 +331,28 @@ pub(super) fn leftover_steers(events: &[Event]) -> BTreeMap<&str, &str> {
         }
     }
     owner
+}
+
+/// Runs admitted on a thread before a later delete of it: they belong to
+/// an incarnation the delete took, messages and all (H5), wherever their
+/// commits fall in a merged log among workers.
+pub(super) fn old_incarnation_runs(events: &[Event]) -> BTreeSet<(&str, &str)> {
+    let mut admitted: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut out = BTreeSet::new();
+    for e in events {
+        match &e.kind {
+            EventKind::Admitted { .. } => {
+                admitted
+                    .entry(e.thread_id.as_str())
+                    .or_default()
+                    .push(&e.run_id);
+            }
+            EventKind::ThreadDeleted { .. } => {
+                let runs = admitted.remove(e.thread_id.as_str()).unwrap_or_default();
+                out.extend(runs.into_iter().map(|r| (e.thread_id.as_str(), r)));
+            }
+            _ => {}
+        }
+    }
+    out
 }

@@ -11,20 +11,27 @@ use std::collections::BTreeSet;
 
 use pai_runtime::{Event, EventKind, RunStatus};
 
+use super::facts::run_commit_version;
 use super::observed::{Observed, Violation};
 use crate::scenario::OracleId;
+use crate::world::CommitRecord;
 
 /// The reason a deleted thread's runs end with (SPEC H5).
 const DELETED: &str = "deleted";
 
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
-    judge(o.events, o.cut_short, o.cluster.is_some())
+    judge(o.events, o.cut_short, o.cluster.is_some(), o.commits)
 }
 
 /// `cut_short`: a run's end may be missing from the log (the time limit
 /// stopped the scenario first); `workers`: a run's end may have been
 /// stored by a worker that vanished before logging it.
-fn judge(events: &[Event], cut_short: bool, workers: bool) -> Vec<Violation> {
+fn judge(
+    events: &[Event],
+    cut_short: bool,
+    workers: bool,
+    commits: &[CommitRecord],
+) -> Vec<Violation> {
     let mut out = Vec::new();
     for (i, e) in events.iter().enumerate() {
         let EventKind::ThreadDeleted { cancelled, .. } = &e.kind else {
@@ -60,7 +67,20 @@ fn judge(events: &[Event], cut_short: bool, workers: bool) -> Vec<Violation> {
             let mut flag = |message: String| {
                 out.push(Violation::new(OracleId::H5, Some(run), message));
             };
-            if let Some(x) = after.iter().filter(of_run).find(|x| writes(&x.kind)) {
+            // Among workers a write the store took before the delete may be
+            // logged after it: the delete's version orders them.
+            let before_delete = |x: &Event| {
+                run_commit_version(&x.kind).is_some_and(|v| {
+                    commits
+                        .iter()
+                        .any(|c| c.request == "delete" && c.thread == thread && c.version > v)
+                })
+            };
+            let late = after
+                .iter()
+                .filter(of_run)
+                .find(|x| writes(&x.kind) && !before_delete(x));
+            if let Some(x) = late {
                 flag(format!(
                     "{} after its thread {thread} was deleted",
                     x.kind.name()
@@ -240,14 +260,14 @@ mod tests {
 
     #[test]
     fn h5_is_quiet_when_deleted_runs_stop_and_end_deleted() {
-        assert_eq!(judge(&good(), false, false), vec![]);
+        assert_eq!(judge(&good(), false, false, &[]), vec![]);
     }
 
     #[test]
     fn h5_reports_a_commit_after_the_delete() {
         let mut events = good();
         events.insert(6, commit("r1"));
-        let v = judge(&events, false, false);
+        let v = judge(&events, false, false, &[]);
         assert_eq!(v.len(), 1, "{v:?}");
         assert_eq!(v[0].oracle, OracleId::H5);
         assert!(v[0].message.contains("commit_step after"), "{v:?}");
@@ -257,22 +277,22 @@ mod tests {
     fn h5_reports_wrong_missing_or_double_ends() {
         let mut events = good();
         events[7] = end("r1", RunStatus::Cancelled, Some("cancelled by the client"));
-        let v = judge(&events, false, false);
+        let v = judge(&events, false, false, &[]);
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].message.contains("not cancelled with reason deleted"));
 
         let mut events = good();
         events.remove(7);
-        assert_eq!(judge(&events, false, false).len(), 1);
+        assert_eq!(judge(&events, false, false, &[]).len(), 1);
         assert_eq!(
-            judge(&events, true, false),
+            judge(&events, true, false, &[]),
             vec![],
             "a cut-short run may lack its end"
         );
 
         let mut events = good();
         events.push(end("r2", RunStatus::Cancelled, Some(DELETED)));
-        let v = judge(&events, false, false);
+        let v = judge(&events, false, false, &[]);
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].message.contains("ended 2 times"));
     }
@@ -282,7 +302,7 @@ mod tests {
         // The completed run listed, and the queued run left out.
         let mut events = good();
         events[4] = deleted(&["r1", "done"]);
-        let v = judge(&events, false, false);
+        let v = judge(&events, false, false, &[]);
         let runs: Vec<_> = v.iter().filter_map(|v| v.run.as_deref()).collect();
         assert!(runs.contains(&"done") && runs.contains(&"r2"), "{v:?}");
     }
@@ -313,19 +333,19 @@ mod tests {
     #[test]
     fn h5_nothing_starts_once_the_worker_knows_of_the_delete() {
         let late = [admit("r"), deleted(&["r"]), compaction_started("r")];
-        let found = judge(&late, true, false);
+        let found = judge(&late, true, false, &[]);
         assert!(
             found.iter().any(|v| v.message.contains("started after")),
             "{found:?}"
         );
-        assert_eq!(judge(&late, true, true), vec![]);
+        assert_eq!(judge(&late, true, true, &[]), vec![]);
         let learned = [
             admit("r"),
             deleted(&["r"]),
             lost("r"),
             compaction_started("r"),
         ];
-        let found = judge(&learned, true, true);
+        let found = judge(&learned, true, true, &[]);
         assert!(
             found.iter().any(|v| v.message.contains("started after")),
             "{found:?}"

@@ -141,6 +141,16 @@ pub(super) fn check(
     let mut runs: BTreeMap<(&str, &str), Run> = BTreeMap::new();
     let mut out = Vec::new();
     let answerable_at = answerable_versions(events);
+    let lost: BTreeSet<(&str, &str)> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::LeaseLost { .. } | EventKind::TakenOver { .. }
+            )
+        })
+        .map(|e| (e.thread_id.as_str(), e.run_id.as_str()))
+        .collect();
     // Among workers a worker may log a deleted run's end before the
     // client logs the delete (each logs when it hears the store): the
     // runs a delete cancelled may stop anywhere from the start.
@@ -185,10 +195,13 @@ pub(super) fn check(
         }
         // Among workers the client may log its answer before the worker
         // logs the `awaiting` it heard: the store's versions order them.
+        // A holder that lost its lease may not have heard its `awaiting`
+        // land at all (a later one names the calls again).
+        let key = (e.thread_id.as_str(), e.run_id.as_str());
         if let EventKind::Answered { version, .. } = e.kind
             && answerable_at
-                .get(&(e.thread_id.as_str(), e.run_id.as_str()))
-                .is_some_and(|v| *v < version)
+                .get(&key)
+                .is_some_and(|v| *v < version || lost.contains(&key))
         {
             run.answerable = true;
         }

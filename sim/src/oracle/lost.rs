@@ -25,6 +25,7 @@ fn judge(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
         .flat_map(|t| t.messages.iter().map(|m| (t.id.as_str(), m.id.as_str())))
         .collect();
     let erased = Erasures::of(events);
+    let old = super::facts::old_incarnation_runs(events);
     let mut reported = BTreeSet::new();
     let mut out = Vec::new();
     for (i, e) in events.iter().enumerate() {
@@ -33,6 +34,7 @@ fn judge(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
             if id.is_empty()
                 || stored.contains(&(thread, id))
                 || erased.excused(thread, id, i)
+                || old.contains(&(thread, e.run_id.as_str()))
                 || !reported.insert((thread, id))
             {
                 continue;

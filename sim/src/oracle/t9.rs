@@ -133,16 +133,22 @@ fn from_log(events: &[Event]) -> (BTreeMap<&str, Waited<'_>>, Vec<Violation>) {
     let mut open: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     let mut out = Vec::new();
     let first = first_answerable(events);
-    let mut lost: BTreeSet<&str> = BTreeSet::new();
+    let lost: BTreeSet<&str> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::LeaseLost { .. } | EventKind::TakenOver { .. }
+            )
+        })
+        .map(|e| e.run_id.as_str())
+        .collect();
     for (i, e) in events.iter().enumerate() {
         let run = e.run_id.as_str();
         // Among workers the client may log its answer before the worker
         // logs the `awaiting` it heard: the store's versions order them.
         // A holder that lost its lease may not have heard its `awaiting`
         // land at all (a later one names the call again).
-        if let EventKind::LeaseLost { .. } = e.kind {
-            lost.insert(run);
-        }
         if let EventKind::Answered {
             call_id, version, ..
         } = &e.kind

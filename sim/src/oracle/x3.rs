@@ -20,12 +20,16 @@ pub(super) fn check(events: &[Event], threads: &[StoredThread]) -> Vec<Violation
                 .map(move |m| ((t.id.as_str(), m.id.as_str()), ()))
         })
         .collect();
+    let old = super::facts::old_incarnation_runs(events);
     let mut out = Vec::new();
     for (i, e) in events.iter().enumerate() {
         let Some(id) = committed_message(&e.kind) else {
             continue;
         };
-        if !stored.contains_key(&(e.thread_id.as_str(), id)) && !rewritten_away(&events[i..], e, id)
+        let gone = old.contains(&(e.thread_id.as_str(), e.run_id.as_str()));
+        if !stored.contains_key(&(e.thread_id.as_str(), id))
+            && !gone
+            && !rewritten_away(&events[i..], e, id)
         {
             out.push(Violation {
                 oracle: OracleId::X3,
