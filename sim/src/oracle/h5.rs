@@ -67,19 +67,9 @@ fn judge(
             let mut flag = |message: String| {
                 out.push(Violation::new(OracleId::H5, Some(run), message));
             };
-            // Among workers a write the store took before the delete may be
-            // logged after it: the delete's version orders them.
-            let before_delete = |x: &Event| {
-                run_commit_version(&x.kind).is_some_and(|v| {
-                    commits
-                        .iter()
-                        .any(|c| c.request == "delete" && c.thread == thread && c.version > v)
-                })
-            };
-            let late = after
-                .iter()
-                .filter(of_run)
-                .find(|x| writes(&x.kind) && !before_delete(x));
+            // In one process the log's order is the store's.
+            let commits = if workers { commits } else { &[] };
+            let late = late_write((before, after), run, thread, commits);
             if let Some(x) = late {
                 flag(format!(
                     "{} after its thread {thread} was deleted",
@@ -162,6 +152,46 @@ fn started_after<'a>(after: &'a [Event], run: &str, workers: bool) -> Option<&'a
             EventKind::ModelCall { .. } | EventKind::CompactionStarted { .. }
         )
     })
+}
+
+/// The first write of `run` after its thread's delete. Among workers a
+/// write the store took before the delete may be logged after it: the
+/// delete's version orders them; a tool start counts from the worker's
+/// last word from the store before it (its renewal just before the tool).
+fn late_write<'a>(
+    (before, after): (&[Event], &'a [Event]),
+    run: &str,
+    thread: &str,
+    commits: &[CommitRecord],
+) -> Option<&'a Event> {
+    let deleted_at = commits
+        .iter()
+        .filter(|c| c.request == "delete" && c.thread == thread)
+        .map(|c| c.version)
+        .max();
+    let mut heard = before
+        .iter()
+        .rev()
+        .filter(|x| x.run_id == run)
+        .find_map(|x| heard_version(&x.kind));
+    after.iter().filter(|x| x.run_id == run).find(|x| {
+        let v = heard_version(&x.kind);
+        let own = v.or(match x.kind {
+            EventKind::ToolStart { .. } => heard,
+            _ => None,
+        });
+        heard = v.or(heard);
+        let landed_before = own.zip(deleted_at).is_some_and(|(v, d)| v < d);
+        writes(&x.kind) && !landed_before
+    })
+}
+
+/// The thread version an event of a run reports hearing from the store.
+fn heard_version(kind: &EventKind) -> Option<u64> {
+    match kind {
+        EventKind::LeaseRenewed { version, .. } => Some(*version),
+        other => run_commit_version(other),
+    }
 }
 
 /// What is wrong with a cancelled run's end, if anything.
