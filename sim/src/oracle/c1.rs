@@ -50,7 +50,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     }
     // A hook that reshapes the step's request hides what the step kept:
     // then only the summary requests tell.
-    let requests = match super::c2::reshaped(o.scenario) {
+    let requests = match super::facts::reshaped(o.scenario) {
         true => None,
         false => Some(step_requests(o.calls)),
     };

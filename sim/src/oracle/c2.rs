@@ -208,18 +208,7 @@ fn judged(s: &Scenario) -> bool {
         .iter()
         .filter(|h| matches!(h.spec, HookSpec::Compaction(_)))
         .count();
-    compactions == 1 && !reshaped(s)
-}
-
-/// Whether a hook picks the context or the request itself (a window, a
-/// base, a replacement): then a request does not show the resolved context.
-pub(super) fn reshaped(s: &Scenario) -> bool {
-    s.hooks.iter().any(|h| {
-        matches!(
-            h.spec,
-            HookSpec::RecentWindow(_) | HookSpec::BaseContext(_) | HookSpec::ReplaceMessages(_)
-        )
-    })
+    compactions == 1 && !super::facts::reshaped(s)
 }
 
 /// The cursor a step's context was built from: the thread, `through` and

@@ -356,3 +356,15 @@ pub(super) fn old_incarnation_runs(events: &[Event]) -> BTreeSet<(&str, &str)> {
     }
     out
 }
+
+/// Whether a hook picks the context or the request itself (a window, a
+/// base, a replacement): then a request does not show the resolved context.
+pub(super) fn reshaped(s: &crate::scenario::Scenario) -> bool {
+    use crate::hooks::HookSpec;
+    s.hooks.iter().any(|h| {
+        matches!(
+            h.spec,
+            HookSpec::RecentWindow(_) | HookSpec::BaseContext(_) | HookSpec::ReplaceMessages(_)
+        )
+    })
+}
