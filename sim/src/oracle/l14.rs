@@ -224,7 +224,10 @@ pub(super) fn check(
                 })
         })
     };
-    let settled_at_delete = settled_when_deleted(events);
+    // Runs admitted before a delete of their thread: the store ended them
+    // (cancelled, or already over; a worker cut off may never have heard
+    // its own end land), and the deleted thread is not stored.
+    let settled_at_delete = super::facts::old_incarnation_runs(events);
     for ((thread, id), run) in runs {
         // A scenario stopped at its time limit fails as such, not here.
         // Among workers the store ends a deleted incarnation's runs (H5);
@@ -239,35 +242,6 @@ pub(super) fn check(
         if !done && !cut_short {
             let message = format!("run never ended (last state {:?})", run.state);
             out.push(Violation::new(OracleId::L14, Some(id), message));
-        }
-    }
-    out
-}
-
-/// Runs admitted before a delete of their thread that the delete did not
-/// cancel: the store held them ended already (a worker cut off may never
-/// have heard its own end land), and the deleted thread is not stored.
-fn settled_when_deleted(events: &[Event]) -> BTreeSet<(&str, &str)> {
-    let mut admitted: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    let mut out = BTreeSet::new();
-    for e in events {
-        match &e.kind {
-            EventKind::Admitted { .. } => {
-                admitted
-                    .entry(e.thread_id.as_str())
-                    .or_default()
-                    .push(&e.run_id);
-            }
-            EventKind::ThreadDeleted { cancelled, .. } => {
-                let runs = admitted.remove(e.thread_id.as_str()).unwrap_or_default();
-                let open = |r: &&str| cancelled.iter().any(|c| c == r);
-                out.extend(
-                    runs.into_iter()
-                        .filter(|r| !open(r))
-                        .map(|r| (e.thread_id.as_str(), r)),
-                );
-            }
-            _ => {}
         }
     }
     out
