@@ -3,6 +3,7 @@
 //! (`pai-sim schema events`) so another implementation's log can be checked
 //! against it. Every conversion from a runtime type is exhaustive.
 
+mod convert;
 mod data;
 mod decisions;
 mod facade;
