@@ -102,9 +102,22 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         });
         // Or a step began, took it, and failed (or was cancelled) before its
         // context was resolved: the run took it and ended.
-        let failed_in_step = o.events[from..]
-            .iter()
-            .any(|e| e.run_id == run && in_step_end(&e.kind));
+        // Or its prepare_run read the thread (taking every pending steer,
+        // L1) and then failed or was cancelled: the log names no message it
+        // judged, so the steer may be the run's for good.
+        let failed_in_step = o.events[from..].iter().any(|e| {
+            e.run_id == run
+                && (in_step_end(&e.kind)
+                    || matches!(
+                        e.kind,
+                        EventKind::Failed {
+                            phase: RunStage::Phase(Phase::PrepareRun),
+                            ..
+                        } | EventKind::Cancelled {
+                            phase: RunStage::Phase(Phase::PrepareRun)
+                        }
+                    ))
+        });
         let judged = judged_latest(o, &messages, run).is_some_and(|s| s >= seq);
         let taker = first_step_after(&anchor, run, seq);
         let problem = match (taker, leftover) {
