@@ -7,12 +7,13 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pai_runtime::{Clock as _, RunRecord, RunStatus, Runtime, WorkerConfig};
 
-use super::net::RemoteStore;
+use super::net::{RemoteStore, store_listening};
 use crate::hooks::{HistoryRead, SimContext, SummaryLog};
 use crate::play::{Played, agent, play};
 use crate::scenario::Scenario;
@@ -29,6 +30,8 @@ pub struct Env {
     pub summaries: SummaryLog,
     /// The store's and the simulator's log.
     pub log: Arc<ClusterLog>,
+    /// Whether the store host listens yet.
+    pub store_up: Arc<AtomicBool>,
 }
 
 impl Env {
@@ -61,6 +64,7 @@ impl Env {
 pub async fn worker(env: Env, name: String, start_ms: u64) -> turmoil::Result {
     let now = VirtualClock::turmoil().now();
     tokio::time::sleep(Duration::from_millis(start_ms.saturating_sub(now))).await;
+    store_listening(&env.store_up).await;
     let runtime = env.runtime(&name)?;
     runtime.work().await;
     Ok(())
@@ -83,6 +87,7 @@ pub async fn client(
     (healed_at, deadline): (u64, u64),
     out: Rc<RefCell<ClientOut>>,
 ) -> turmoil::Result {
+    store_listening(&env.store_up).await;
     let runtime = env.runtime("client")?;
     let mut played = Played::default();
     play(&env.scenario, &runtime, &env.recorder, &mut played).await;

@@ -12,6 +12,8 @@ mod driven;
 mod hosts;
 mod linear;
 mod net;
+#[cfg(test)]
+mod race_tests;
 mod store_host;
 
 use std::cell::RefCell;
@@ -23,7 +25,7 @@ use pai_runtime::{StoreReply, StoreRequest, StoredThread};
 
 use crate::oracle::{ClusterObs, Observations};
 use crate::report::{Report, SimError, report};
-use crate::scenario::{Action, Cluster, FaultAction, Scenario, Timed};
+use crate::scenario::{Action, Cluster, FaultAction, HostOrder, Scenario, Timed};
 use crate::world::{
     ActionRecord, ClusterEvent, ClusterLog, Recorder, Rng, ScriptedProvider, SimIds, StoreKind,
     VirtualClock,
@@ -55,9 +57,17 @@ pub fn simulate(s: &Scenario, seed: u64, kind: StoreKind) -> Result<Report, SimE
         reads: Arc::new(Mutex::new(Vec::new())),
         summaries: Default::default(),
         log: log.clone(),
+        store_up: Default::default(),
     };
     let store = Arc::new(StoreHost::new(cluster.bugs, log.clone(), kind)?);
-    let mut sim = turmoil::Builder::new()
+    let mut builder = turmoil::Builder::new();
+    // Hosts run in an order drawn from the seed at every tick, so who
+    // wins a tie (two claims in one tick) is the seed's choice, never the
+    // order the workers were declared in (unless the scenario pins it).
+    if cluster.settings.host_order == HostOrder::Seeded {
+        builder.enable_random_order();
+    }
+    let mut sim = builder
         .rng_seed(seed)
         .epoch(UNIX_EPOCH)
         .tick_duration(Duration::from_millis(TICK_MS))
@@ -69,7 +79,8 @@ pub fn simulate(s: &Scenario, seed: u64, kind: StoreKind) -> Result<Report, SimE
         .tcp_capacity(1 << 16)
         .build();
     let host = store.clone();
-    sim.host(STORE_HOST, move || net::serve(host.clone()));
+    let up = env.store_up.clone();
+    sim.host(STORE_HOST, move || net::serve(host.clone(), up.clone()));
     for (name, start) in cluster.workers.iter().zip(&cluster.starts) {
         let (env, owned, start) = (env.clone(), name.clone(), *start);
         sim.host(name.as_str(), move || {

@@ -7,6 +7,7 @@
 //! its lease token is stale, SPEC K2).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use pai_runtime::{HookFuture, Store, StoreError, StoreFuture, StoreReply, StoreRequest};
@@ -41,13 +42,26 @@ async fn read_frame(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
 }
 
 /// The store host's software: accepts connections and answers each
-/// request in arrival order. Runs until the simulation ends.
-pub async fn serve(host: Arc<StoreHost>) -> turmoil::Result {
+/// request in arrival order. Runs until the simulation ends. `up` tells
+/// the other hosts it listens.
+pub async fn serve(host: Arc<StoreHost>, up: Arc<AtomicBool>) -> turmoil::Result {
     let listener = TcpListener::bind(("0.0.0.0", PORT)).await?;
+    up.store(true, Ordering::SeqCst);
     loop {
         let (stream, peer) = listener.accept().await?;
         let from = turmoil::reverse_lookup(peer.ip()).unwrap_or_else(|| peer.ip().to_string());
         tokio::task::spawn_local(connection(stream, from, host.clone()));
+    }
+}
+
+/// Waits, a tick at a time, until the store listens. Hosts may run in a
+/// seeded order within a tick, so at the very start another host may run
+/// before the store has bound its port; this happens only then (the store
+/// is never crashed).
+pub async fn store_listening(up: &AtomicBool) {
+    // Bounded: the store binds on its first tick.
+    while !up.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
 

@@ -26,6 +26,17 @@ pub struct StoreHost {
     log: Arc<ClusterLog>,
     /// Every commit the store reported, in the order it answered (H1).
     commits: std::sync::Mutex<Vec<CommitRecord>>,
+    /// The claims of the current virtual millisecond, to tell a lost race.
+    race: std::sync::Mutex<ClaimRace>,
+}
+
+/// The claims the store answered in one virtual millisecond: who won a
+/// run, and who found nothing (a claim race's losers, once someone wins).
+#[derive(Debug, Default)]
+struct ClaimRace {
+    at: u64,
+    won: Vec<(String, String)>,
+    empty: Vec<String>,
 }
 
 /// The lease token a request writes under, with its thread and run, and
@@ -53,6 +64,7 @@ impl StoreHost {
             bugs,
             log,
             commits: std::sync::Mutex::new(Vec::new()),
+            race: std::sync::Mutex::default(),
         })
     }
 
@@ -160,6 +172,10 @@ impl StoreHost {
         committed: bool,
     ) {
         let at = self.clock.now();
+        if let Ok(StoreReply::Claimed(claimed)) = reply {
+            let won = claimed.as_ref().map(|c| c.run.as_str());
+            self.claim_race(at, from, won);
+        }
         let from = from.to_string();
         let what = match (reply, fenced) {
             (Ok(StoreReply::Claimed(Some(c))), _) => ClusterEvent::Claimed {
@@ -218,6 +234,36 @@ impl StoreHost {
             _ => return,
         };
         self.log.push(at, what);
+    }
+
+    /// Logs the claims that lost a race: a claim that found nothing in the
+    /// same virtual millisecond as another worker's claim that took a run.
+    fn claim_race(&self, at: u64, from: &str, won: Option<&str>) {
+        let mut race = self.race.lock().unwrap_or_else(|e| e.into_inner());
+        if race.at != at {
+            *race = ClaimRace {
+                at,
+                ..ClaimRace::default()
+            };
+        }
+        let lost = |loser: &str, winner: &str, run: &str| ClusterEvent::LostClaim {
+            from: loser.to_string(),
+            to: winner.to_string(),
+            run: run.to_string(),
+        };
+        match won {
+            Some(run) => {
+                for loser in race.empty.iter().filter(|l| l.as_str() != from) {
+                    self.log.push(at, lost(loser, from, run));
+                }
+                race.empty.clear();
+                race.won.push((from.to_string(), run.to_string()));
+            }
+            None => match race.won.iter().find(|(w, _)| w != from) {
+                Some((winner, run)) => self.log.push(at, lost(from, winner, run)),
+                None => race.empty.push(from.to_string()),
+            },
+        }
     }
 
     /// The planted `accept_stale` bug's append: the messages land as a

@@ -6,7 +6,7 @@
 //! workers).
 
 use super::draw::Gen;
-use crate::scenario::{ClusterSpec, FaultSpec, ScenarioSpec, TimelineEntry, WorkerSpec};
+use crate::scenario::{ClusterSpec, FaultSpec, HostOrder, ScenarioSpec, TimelineEntry, WorkerSpec};
 
 /// Mixed into a case's seed for the cluster's own stream.
 const STREAM: u64 = 0xC1A5_7E12_5EED_0001;
@@ -32,6 +32,7 @@ pub(super) fn cluster(seed: u64, spec: &mut ScenarioSpec) {
         poll_ms: g.range(1, 30),
         max_latency_ms: g.range(0, 6),
         liveness_ms: 5_000,
+        host_order: HostOrder::Seeded,
     });
     spec.timeline.retain(|e| e.watch.is_none());
     if !spec

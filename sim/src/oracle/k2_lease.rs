@@ -126,6 +126,7 @@ pub(super) fn check(c: &ClusterObs) -> Vec<Violation> {
             }
             ClusterEvent::Refused { .. }
             | ClusterEvent::Fault { .. }
+            | ClusterEvent::LostClaim { .. }
             | ClusterEvent::Stored { .. } => {}
         }
     }

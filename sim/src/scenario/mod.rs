@@ -24,8 +24,8 @@ pub use field::{CheckError, FieldPath, Segment};
 pub use names::{EventName, OracleId};
 pub use spec::{
     AgentSpec, CallRef, CancelRun, CancelSpec, ClusterSpec, DenySpec, Expect, ExpectSpec,
-    FaultSpec, ModelSpec, MutateSpec, OnOutputSpec, RequestExpect, ScenarioSpec, SubmitSpec,
-    TimelineEntry, ToolCallSpec, ToolSpec, TurnSpec, VisibilitySpec, WorkerSpec,
+    FaultSpec, HostOrder, ModelSpec, MutateSpec, OnOutputSpec, RequestExpect, ScenarioSpec,
+    SubmitSpec, TimelineEntry, ToolCallSpec, ToolSpec, TurnSpec, VisibilitySpec, WorkerSpec,
 };
 pub use timeline::{Action, CallName, Moment};
 

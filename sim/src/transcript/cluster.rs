@@ -94,6 +94,9 @@ fn record(out: &mut String, r: &ClusterRecord) {
             key,
             ..
         } => format!("~ store: {from}'s cancel reaches {key}"),
+        ClusterEvent::LostClaim { from, to, run } => {
+            format!("~ store: {from}'s claim finds nothing: {to} took {run} first")
+        }
         // A deletion shows as the client's `thread_deleted` event.
         ClusterEvent::Wrote { .. } | ClusterEvent::Stored { .. } | ClusterEvent::Deleted { .. } => {
             return;

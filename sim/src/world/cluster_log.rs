@@ -65,6 +65,14 @@ pub enum ClusterEvent {
         thread: String,
         key: String,
     },
+    /// A claim found nothing because another worker's claim took the run
+    /// in the same virtual millisecond: a claim race `from` lost to `to`
+    /// (the tie is broken by the seed: hosts run in a seeded order).
+    LostClaim {
+        from: String,
+        to: String,
+        run: String,
+    },
     /// A client deleted a thread's incarnation (SPEC H5): its lease is
     /// retired, and the runs it had not ended (`cancelled`) end with it.
     Deleted {

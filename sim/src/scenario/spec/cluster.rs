@@ -52,6 +52,30 @@ pub struct ClusterSpec {
     #[serde(default = "default_liveness_ms")]
     #[schemars(range(min = 1), extend("default" = default_liveness_ms()))]
     pub liveness_ms: u64,
+    /// In what order the hosts run within one tick, which decides ties
+    /// (two claims in one tick): drawn from the seed at every tick
+    /// (`seeded`, the default), or the order the workers are declared in
+    /// (`declared`, which keeps a regression scenario's interleaving).
+    #[serde(default, skip_serializing_if = "HostOrder::is_seeded")]
+    pub host_order: HostOrder,
+}
+
+/// In what order the hosts run within one simulated tick.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HostOrder {
+    /// A new order drawn from the seed at every tick: who wins a tie is
+    /// the seed's choice.
+    #[default]
+    Seeded,
+    /// The store first, then the workers in file order, then the client.
+    Declared,
+}
+
+impl HostOrder {
+    fn is_seeded(&self) -> bool {
+        *self == HostOrder::Seeded
+    }
 }
 
 impl Default for ClusterSpec {
@@ -63,6 +87,7 @@ impl Default for ClusterSpec {
             poll_ms: default_poll_ms(),
             max_latency_ms: default_latency_ms(),
             liveness_ms: default_liveness_ms(),
+            host_order: HostOrder::Seeded,
         }
     }
 }

@@ -18,7 +18,7 @@ mod facade;
 mod faults;
 mod timeline;
 
-pub use cluster::{ClusterSpec, WorkerSpec};
+pub use cluster::{ClusterSpec, HostOrder, WorkerSpec};
 pub use facade::{ExpectSpec, MutateSpec, VisibilitySpec};
 pub use faults::FaultSpec;
 pub use timeline::{CallRef, CancelRun, CancelSpec, DenySpec, SubmitSpec, TimelineEntry};
