@@ -77,7 +77,8 @@ fn closes(kind: &EventKind) -> Option<Phase> {
 /// left out), per run: the notes of that phase since the run's previous
 /// event, closed by the phase's event or a failure inside it. Tool results
 /// given between a resumed episode's `prepare_run` hooks and its respond
-/// (the waiting calls given up, T7) leave that phase's notes open.
+/// (the waiting calls given up, T7) leave that phase's notes open, and so
+/// does a client's answer recorded meanwhile.
 pub(super) fn invocations(events: &[Event]) -> Vec<Invocation<'_>> {
     let mut open: BTreeMap<(&str, Phase), Vec<&HookNote>> = BTreeMap::new();
     let mut out = Vec::new();
@@ -87,7 +88,9 @@ pub(super) fn invocations(events: &[Event]) -> Vec<Invocation<'_>> {
             EventKind::Hook(n) if sequential(n.phase) => {
                 open.entry((run, n.phase)).or_default().push(n);
             }
-            kind if beside_phases(kind) => {}
+            // A client's answer may land while the run's hooks decide
+            // (an answerable call, T9): it belongs to no phase.
+            kind if beside_phases(kind) || matches!(kind, EventKind::Answered { .. }) => {}
             kind => {
                 if let Some(phase) = closes(kind) {
                     out.push(Invocation {
