@@ -413,6 +413,7 @@ async fn h3_version_expectation_conflicts_on_any_change() {
             err,
             MutateError::Refused(Refusal::Conflict {
                 version: changed.version,
+                incarnation: changed.incarnation,
                 private_changed: false
             }),
             "after a {change} change"
@@ -490,6 +491,7 @@ async fn h3_private_expectation_ignores_unrelated_changes() {
         err,
         MutateError::Refused(Refusal::Conflict {
             version: current.version,
+            incarnation: current.incarnation,
             private_changed: true
         })
     );

@@ -283,6 +283,7 @@ fn mutate(
             done,
             Err(Refusal::Conflict {
                 version: model.version,
+                incarnation: 1,
                 private_changed: private
             })
         );

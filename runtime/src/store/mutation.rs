@@ -80,8 +80,16 @@ pub enum Writer {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 pub enum Refusal {
     /// The expectation no longer holds (SPEC H3): read again and retry.
-    #[error("conflict: the thread is at version {version}{}", if *.private_changed { " and its private metadata changed" } else { "" })]
-    Conflict { version: u64, private_changed: bool },
+    /// The thread is at `version` of `incarnation` (an expectation read
+    /// from another incarnation conflicts, H5); `private_changed` says a
+    /// private-metadata expectation found other values (false when only
+    /// the incarnation differs).
+    #[error("conflict: the thread is at version {version} of incarnation {incarnation}{}", if *.private_changed { ", and its private metadata changed" } else { "" })]
+    Conflict {
+        version: u64,
+        incarnation: u64,
+        private_changed: bool,
+    },
     /// A history rewrite found a run holding or owed the thread (SPEC K4):
     /// a running or waiting run (its pending calls must keep their
     /// messages), or for a regeneration a queued run.

@@ -160,7 +160,9 @@ impl ThreadRec {
             true => Ok(()),
             false => Err(Refusal::Conflict {
                 version: self.version,
-                private_changed: matches!(expect, Expect::PrivateMetadata { .. }),
+                incarnation: self.incarnation,
+                private_changed: matches!(expect, Expect::PrivateMetadata { private, .. }
+                    if *private != self.private_metadata),
             }),
         }
     }

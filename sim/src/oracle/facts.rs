@@ -307,30 +307,32 @@ pub(super) fn thread_of(messages: Vec<pai_runtime::Message>) -> StoredThread {
 
 /// Steers a run left over that started a run of their own (A4): when a run
 /// is admitted with a steer of run X as its trigger, every steer stored for
-/// X so far is taken to belong to the new run (its context holds them all;
-/// until it is claimed, they wait like a queued trigger, M1). Message id →
-/// the run they started. Over-approximates (a steer X took is listed too):
-/// callers use it only to leave messages unjudged.
+/// X is taken to belong to the new run (its context holds them all; until
+/// it is claimed, they wait like a queued trigger, M1). Message id → the
+/// run they started. Among workers the client may log a steer after the
+/// worker logs the run it started, so the steers are gathered first.
+/// Over-approximates (a steer X took is listed too): callers use it only
+/// to leave messages unjudged.
 pub(super) fn leftover_steers(events: &[Event]) -> BTreeMap<&str, &str> {
     let mut steers: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for e in events {
+        if let EventKind::Steered { message } = &e.kind {
+            steers.entry(e.run_id.as_str()).or_default().push(message);
+        }
+    }
     let mut owner: BTreeMap<&str, &str> = BTreeMap::new();
     for e in events {
-        match &e.kind {
-            EventKind::Steered { message } => {
-                steers.entry(e.run_id.as_str()).or_default().push(message);
+        let EventKind::Admitted { trigger } = &e.kind else {
+            continue;
+        };
+        let from = steers
+            .iter()
+            .find(|(_, list)| list.contains(&trigger.as_str()))
+            .map(|(run, _)| *run);
+        if let Some(list) = from.and_then(|run| steers.remove(run)) {
+            for m in list {
+                owner.insert(m, e.run_id.as_str());
             }
-            EventKind::Admitted { trigger } => {
-                let from = steers
-                    .iter()
-                    .find(|(_, list)| list.contains(&trigger.as_str()))
-                    .map(|(run, _)| *run);
-                if let Some(list) = from.and_then(|run| steers.remove(run)) {
-                    for m in list {
-                        owner.insert(m, e.run_id.as_str());
-                    }
-                }
-            }
-            _ => {}
         }
     }
     owner

@@ -54,15 +54,17 @@ fn judge(r: &ExpectationRecord) -> Option<Violation> {
         (
             TapOutcome::Conflict {
                 version,
+                incarnation,
                 private_changed,
             },
             false,
         ) => {
-            let private = matches!(r.expect, Expect::PrivateMetadata { .. });
-            if *version != found.version {
+            let private = matches!(&r.expect, Expect::PrivateMetadata { private, .. }
+                if *private != found.private);
+            if *version != found.version || *incarnation != found.incarnation {
                 format!(
-                    "{}'s conflict reports version {version}, but the thread was at version {}",
-                    r.op, found.version
+                    "{}'s conflict reports version {version} of incarnation {incarnation}, but the thread was at version {} of incarnation {}",
+                    r.op, found.version, found.incarnation
                 )
             } else if *private_changed != private {
                 format!(
@@ -181,6 +183,7 @@ mod tests {
     fn h3_a_conflict_on_an_unrelated_change_is_caught() {
         let conflict = TapOutcome::Conflict {
             version: 9,
+            incarnation: 1,
             private_changed: true,
         };
         let r = record(
@@ -196,6 +199,7 @@ mod tests {
     fn h3_a_conflict_must_report_what_it_found() {
         let wrong_version = TapOutcome::Conflict {
             version: 3,
+            incarnation: 1,
             private_changed: false,
         };
         let r = record(
@@ -209,6 +213,7 @@ mod tests {
         assert!(judge(&r).is_some());
         let wrong_flag = TapOutcome::Conflict {
             version: 4,
+            incarnation: 1,
             private_changed: true,
         };
         let r = record(
@@ -222,10 +227,40 @@ mod tests {
         assert!(judge(&r).is_some());
         let right = TapOutcome::Conflict {
             version: 4,
+            incarnation: 1,
             private_changed: true,
         };
         let r = record(private(json!({"c": 1})), (4, json!({"c": 2})), right);
         assert_eq!(judge(&r), None);
+    }
+
+    #[test]
+    fn h3_a_conflict_across_incarnations_names_the_incarnation() {
+        let read_in_two = Expect::PrivateMetadata {
+            private: serde_json::Map::new(),
+            incarnation: 2,
+        };
+        let says_changed = TapOutcome::Conflict {
+            version: 4,
+            incarnation: 1,
+            private_changed: true,
+        };
+        let r = record(read_in_two.clone(), (4, json!({})), says_changed);
+        let v = judge(&r).expect("the private metadata did not change");
+        assert!(v.message.contains("private_changed=true"), "{}", v.message);
+        let wrong_incarnation = TapOutcome::Conflict {
+            version: 4,
+            incarnation: 2,
+            private_changed: false,
+        };
+        let r = record(read_in_two.clone(), (4, json!({})), wrong_incarnation);
+        assert!(judge(&r).is_some());
+        let right = TapOutcome::Conflict {
+            version: 4,
+            incarnation: 1,
+            private_changed: false,
+        };
+        assert_eq!(judge(&record(read_in_two, (4, json!({})), right)), None);
     }
 
     #[test]

@@ -31,7 +31,11 @@ pub enum TapOutcome {
     /// It committed; the thread's version after it.
     Committed { version: u64 },
     /// It refused on the expectation (SPEC H3), reporting this version.
-    Conflict { version: u64, private_changed: bool },
+    Conflict {
+        version: u64,
+        incarnation: u64,
+        private_changed: bool,
+    },
     /// Anything else (another refusal, an error): not an H3 matter.
     Other,
 }
@@ -198,9 +202,11 @@ fn outcome_of(reply: &Result<StoreReply, pai_runtime::StoreError>) -> TapOutcome
     match refusal {
         Refusal::Conflict {
             version,
+            incarnation,
             private_changed,
         } => TapOutcome::Conflict {
             version: *version,
+            incarnation: *incarnation,
             private_changed: *private_changed,
         },
         _ => TapOutcome::Other,

@@ -237,8 +237,8 @@ fn bound_to(th: &ThreadModel, incarnation: Option<u64>) -> Result<(), StoreError
 
 /// H3: a version expectation conflicts on any change since; a private
 /// metadata one only when private metadata changed; either one read from
-/// another incarnation (H5). (`private_changed` is MemoryStore's flag: it
-/// says the expectation was on private metadata.)
+/// another incarnation (H5). The conflict names the thread's version and
+/// incarnation, and whether a private-metadata expectation found other values.
 fn expectation(th: &ThreadModel, expect: &Expect) -> Result<(), Refusal> {
     let holds = match expect {
         Expect::Nothing => true,
@@ -255,7 +255,9 @@ fn expectation(th: &ThreadModel, expect: &Expect) -> Result<(), Refusal> {
         true => Ok(()),
         false => Err(Refusal::Conflict {
             version: th.version,
-            private_changed: matches!(expect, Expect::PrivateMetadata { .. }),
+            incarnation: th.incarnation,
+            private_changed: matches!(expect, Expect::PrivateMetadata { private, .. }
+                if *private != th.private_metadata),
         }),
     }
 }
