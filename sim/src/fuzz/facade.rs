@@ -30,6 +30,9 @@ pub(super) fn facade(seed: u64, spec: &mut ScenarioSpec) {
     if !g.chance(45) {
         return;
     }
+    if g.chance(20) {
+        across_incarnations(&mut g, spec);
+    }
     for _ in 0..g.range(1, 4) {
         let base = TimelineEntry {
             at: g.range(0, 260),
@@ -71,6 +74,54 @@ fn among_workers(g: &mut Gen, spec: &mut ScenarioSpec) {
         };
         spec.timeline.push(entry);
     }
+}
+
+/// A trusted writer reads the thread, the thread is deleted and created
+/// again, and the writer mutates expecting what it read: the expectation
+/// names an incarnation that is gone, and conflicts even when the values
+/// match (an empty private metadata read before and after, H3/H5).
+fn across_incarnations(g: &mut Gen, spec: &mut ScenarioSpec) {
+    let read = g.range(0, 200);
+    let deleted = read + g.range(1, 60);
+    let created = deleted + g.range(1, 60);
+    let mutated = created + g.range(0, 60);
+    let at = |at, entry: TimelineEntry| TimelineEntry { at, ..entry };
+    let expect = *g.pick(&[ExpectSpec::Version, ExpectSpec::Private]);
+    let mut m = mutation(g);
+    m.expect = expect;
+    m.fail = false;
+    let steps = [
+        (
+            read,
+            TimelineEntry {
+                read_thread: true,
+                ..TimelineEntry::default()
+            },
+        ),
+        (
+            deleted,
+            TimelineEntry {
+                delete_thread: true,
+                ..TimelineEntry::default()
+            },
+        ),
+        (
+            created,
+            TimelineEntry {
+                create_thread: true,
+                ..TimelineEntry::default()
+            },
+        ),
+        (
+            mutated,
+            TimelineEntry {
+                mutate: Some(m),
+                ..TimelineEntry::default()
+            },
+        ),
+    ];
+    spec.timeline
+        .extend(steps.into_iter().map(|(t, e)| at(t, e)));
 }
 
 fn action(g: &mut Gen, base: TimelineEntry) -> TimelineEntry {
