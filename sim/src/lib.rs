@@ -9,6 +9,7 @@
 
 mod cluster;
 mod defaults;
+mod differential;
 mod faults;
 mod format;
 pub mod fuzz;
@@ -30,6 +31,7 @@ mod timeline;
 mod transcript;
 mod world;
 
+pub use differential::{across_stores, compare as compare_reports, other_store};
 pub use format::diff;
 pub use oracle::Violation;
 pub use planted::{PLANTED_PANIC, quiet_planted_panics};

@@ -167,6 +167,8 @@ pub struct CaseResult {
     pub seed: u64,
     /// The store the run kept its threads in.
     pub store: StoreKind,
+    /// The run was also compared with one on the other store (`--differential`).
+    pub differential: bool,
     pub steps: u32,
     pub virtual_ms: u64,
     pub status: CaseStatus,
@@ -179,16 +181,22 @@ impl CaseResult {
     }
 
     pub fn replay(&self) -> String {
-        replay_on(&self.path, self.seed, self.store)
+        let line = replay_on(&self.path, self.seed, self.store);
+        match self.differential {
+            true => format!("{line} --differential"),
+            false => line,
+        }
     }
 }
 
-/// Runs one loaded scenario: twice for D4, its expectation, then its snapshot.
+/// Runs one loaded scenario: twice for D4, its expectation, then its
+/// snapshot; with `differential`, once more on the other store, which must
+/// give the same transcript, event log and stored threads (D1).
 pub fn run_case(
     path: &Path,
     s: &Scenario,
     seed_override: Option<u64>,
-    store: StoreKind,
+    (store, differential): (StoreKind, bool),
     mode: SnapshotMode,
 ) -> CaseResult {
     let seed = seed_override.unwrap_or(s.seed);
@@ -198,6 +206,7 @@ pub fn run_case(
         rules: s.rules.clone(),
         seed,
         store,
+        differential,
         steps: 0,
         virtual_ms: 0,
         status: CaseStatus::Ok,
@@ -214,6 +223,13 @@ pub fn run_case(
     case.steps = report.steps;
     case.virtual_ms = report.virtual_ms;
     case.problems = problems;
+    if differential {
+        match crate::differential::across_stores(s, seed, store, &report) {
+            Ok(None) => {}
+            Ok(Some(d)) => case.problems.push(format!("D1 across stores: {d}")),
+            Err(e) => case.problems.push(e.to_string()),
+        }
+    }
     if seed == s.seed
         && let Err(e) = compare_snapshot(path, &report.transcript, mode, &mut case)
     {
@@ -366,6 +382,7 @@ mod tests {
             rules: vec!["L1".into()],
             seed: 1,
             store: StoreKind::Memory,
+            differential: false,
             steps: 2,
             virtual_ms: 30,
             status: CaseStatus::Ok,

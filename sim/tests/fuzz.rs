@@ -13,6 +13,7 @@ fn campaign(cases: u64, shard: (u64, u64)) -> Campaign {
         keep_going: true,
         shrink_budget: 200,
         store: StoreKind::Memory,
+        differential: 8,
     }
 }
 

@@ -6,12 +6,14 @@
 //! Each case: 2 or 3 workers, a lease of 60–400 ms, up to five faults in
 //! the first 1.5 s of virtual time, each lasting up to 1.2 s; the virtual
 //! time is capped by the scenario's limit (20 s). Regressions are checked
-//! in and replayed first. `PROPTEST_CASES=2000 cargo test -p pai-sim
-//! --release --test k2_faults` runs a longer campaign.
+//! in and replayed first. The schedules come from a fixed seed (every run
+//! draws the same); `PROPTEST_RNG_SEED=N PROPTEST_CASES=2000 cargo test -p
+//! pai-sim --release --test k2_faults` runs a longer campaign on another.
+
+mod common;
 
 use pai_sim::{ClusterSpec, FaultSpec, Scenario, ScenarioSpec, WorkerSpec, check};
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 
 /// Two runs on one thread, a tool with side effects, a steer while the
 /// first run works, and a second thread; the faults come on top.
@@ -68,13 +70,14 @@ send = "hello"
 
 fn config() -> ProptestConfig {
     ProptestConfig {
-        cases: 48,
         max_shrink_time: 60_000,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/proptest-regressions/k2_faults.txt"
-        )))),
-        ..ProptestConfig::default()
+        ..common::config(
+            48,
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/proptest-regressions/k2_faults.txt"
+            ),
+        )
     }
 }
 

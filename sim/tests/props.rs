@@ -8,22 +8,24 @@
 //! answers to waiting calls (approve, deny, submit, right or wrong).
 //!
 //! Every oracle judges every case, and every case runs twice (D3, D4). The
-//! regressions proptest found are checked in and replayed first.
+//! regressions proptest found are checked in and replayed first. The cases
+//! come from a fixed seed, so every run draws the same ones; another seed:
+//! `PROPTEST_RNG_SEED=N cargo test -p pai-sim --test props` (see `common`).
+
+mod common;
 
 use pai_sim::ScenarioSpec;
 use pai_sim::fuzz::{case, evaluate};
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 
 fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig {
+    common::config(
         cases,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+        concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/proptest-regressions/props.txt"
-        )))),
-        ..ProptestConfig::default()
-    }
+        ),
+    )
 }
 
 proptest! {

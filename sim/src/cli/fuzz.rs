@@ -37,6 +37,11 @@ pub struct Args {
     /// Where the cases keep their threads: `memory` (default) or `sqlite`.
     #[arg(long, default_value = "memory")]
     store: pai_sim::StoreKind,
+    /// Also run one case in N on the other store (SQLite, or memory with
+    /// `--store sqlite`); its transcript, event log and stored threads must
+    /// be byte-identical (D1). 0: never; 1: every case.
+    #[arg(long, value_name = "N", default_value_t = pai_sim::fuzz::DIFFERENTIAL_EVERY)]
+    differential: u64,
 }
 
 /// `10m`, `30s`, `1h`, `500ms`.
@@ -86,6 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         keep_going: args.keep_going,
         shrink_budget: 2000,
         store: args.store,
+        differential: args.differential,
     };
     let started = Instant::now();
     let bar = progress(campaign.cases.map(|n| n / campaign.shard.1));
@@ -116,7 +122,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     eprintln!(
         "ran {} cases ({} runs) in {elapsed:.1}s: {:.0} cases/s",
         summary.cases,
-        summary.cases * 2,
+        runs(&summary),
         summary.cases as f64 / elapsed
     );
     let mut out = std::io::stdout().lock();
@@ -154,6 +160,12 @@ fn progress(total: Option<u64>) -> Option<indicatif::ProgressBar> {
     Some(bar)
 }
 
+/// Runs made: two per case (D4) and one more per case compared across
+/// stores.
+fn runs(s: &Summary) -> u64 {
+    s.cases * 2 + s.coverage.count("diff.sqlite")
+}
+
 fn size(f: &Find) -> (usize, usize) {
     let entries = |s: &pai_sim::ScenarioSpec| {
         s.lifecycle.len() + s.agent.tools.len() + s.model.turns.len() + s.timeline.len()
@@ -161,17 +173,25 @@ fn size(f: &Find) -> (usize, usize) {
     (entries(&f.original), entries(&f.shrunk))
 }
 
-fn text(args: &Args, (i, n): (u64, u64), s: &Summary, files: &[PathBuf]) -> String {
-    let mut out = format!("pai-sim fuzz: seed {}, shard {i}/{n}\n", args.seed);
+/// The command that replays a find (the store, and `--differential` for a
+/// difference between stores), quoted for a shell.
+fn replay(args: &Args, f: &Find, file: &Path) -> String {
+    let shown = file.display().to_string();
+    let quoted = shlex::try_quote(&shown).map_or(shown.clone(), |q| q.into_owned());
     let store = match args.store {
         pai_sim::StoreKind::Memory => String::new(),
         other => format!(" --store {}", other.as_str()),
     };
+    format!("pai-sim run {quoted}{store}{}", f.failure.replay_flags())
+}
+
+fn text(args: &Args, (i, n): (u64, u64), s: &Summary, files: &[PathBuf]) -> String {
+    let mut out = format!("pai-sim fuzz: seed {}, shard {i}/{n}\n", args.seed);
     for (f, file) in s.finds.iter().zip(files) {
         let (before, after) = size(f);
         out.push_str(&format!(
-            "FAIL case {} (case seed {:#018x}): {}: {}\n  shrunk in {} steps, {before} -> {after} hooks, tools, turns and actions: {}\n  replay: pai-sim run {}{store}\n",
-            f.index, f.case_seed, f.failure, f.message, f.steps, file.display(), file.display()
+            "FAIL case {} (case seed {:#018x}): {}: {}\n  shrunk in {} steps, {before} -> {after} hooks, tools, turns and actions: {}\n  replay: {}\n",
+            f.index, f.case_seed, f.failure, f.message, f.steps, file.display(), replay(args, f, file)
         ));
     }
     out.push_str("\ncoverage (times reached):\n");
@@ -189,7 +209,7 @@ fn text(args: &Args, (i, n): (u64, u64), s: &Summary, files: &[PathBuf]) -> Stri
     out.push_str(&format!(
         "\n{} cases ({} runs), {} failed\n",
         s.cases,
-        s.cases * 2,
+        runs(s),
         s.finds.len()
     ));
     out
@@ -211,6 +231,7 @@ fn json(args: &Args, s: &Summary, files: &[PathBuf]) -> serde_json::Value {
                 "shrink_steps": f.steps,
                 "entries": { "before": before, "after": after },
                 "file": path(file),
+                "replay": replay(args, f, file),
             })
         })
         .collect();
@@ -222,7 +243,7 @@ fn json(args: &Args, s: &Summary, files: &[PathBuf]) -> serde_json::Value {
         "seed": args.seed,
         "shard": args.shard,
         "cases": s.cases,
-        "runs": s.cases * 2,
+        "runs": runs(s),
         "failures": finds,
         "coverage": coverage,
         "blind_spots": s.coverage.blind_spots(),

@@ -33,6 +33,12 @@ pub struct Args {
     /// Transcripts must not depend on it: the snapshots are the same.
     #[arg(long, default_value = "memory")]
     store: pai_sim::StoreKind,
+    /// Also run each scenario on the other store (SQLite with `--store
+    /// memory`, memory with `--store sqlite`): its transcript, event log and
+    /// stored threads must be byte-identical, else the scenario fails with
+    /// the first difference (D1).
+    #[arg(long)]
+    differential: bool,
     /// `text` (the table, default) or `json` (one object per scenario and line).
     #[arg(long, default_value = "text")]
     format: String,
@@ -98,7 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut out = Out::new(json);
     let mut cases = Vec::new();
     for (path, s) in selected {
-        let case = pai_sim::run_case(path, s, args.seed, args.store, mode);
+        let case = pai_sim::run_case(path, s, args.seed, (args.store, args.differential), mode);
         out.case(&case);
         cases.push(case);
     }

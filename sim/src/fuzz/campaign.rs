@@ -3,7 +3,7 @@
 
 use super::case::case;
 use super::coverage::Coverage;
-use super::judge::{Failure, case_seed, evaluate_on, in_shard};
+use super::judge::{Failure, case_seed, differential, evaluate_across, in_shard};
 use super::shrink::shrink;
 use crate::scenario::ScenarioSpec;
 use crate::world::StoreKind;
@@ -23,7 +23,14 @@ pub struct Campaign {
     pub shrink_budget: usize,
     /// Where the cases keep their threads.
     pub store: StoreKind,
+    /// One case in this many (chosen by its seed) also runs on the other
+    /// store, and must give the same transcript, event log and stored
+    /// threads (D1); 0: none, 1: every case.
+    pub differential: u64,
 }
+
+/// The default share of cases run differentially: one in eight.
+pub const DIFFERENTIAL_EVERY: u64 = 8;
 
 /// One failing case, shrunk.
 #[derive(Debug, Clone)]
@@ -62,7 +69,8 @@ impl Campaign {
             }
             let case_seed = case_seed(self.seed, index);
             let spec = case(case_seed);
-            let judged = evaluate_on(&spec, self.store);
+            let across = differential(case_seed, self.differential);
+            let judged = evaluate_across(&spec, self.store, across);
             summary.cases += 1;
             summary.coverage.merge(&judged.coverage);
             let Some(failure) = judged.failure else {

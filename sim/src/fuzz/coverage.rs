@@ -88,6 +88,9 @@ pub const KEYS: &[&str] = &[
     "cross.expect_across_incarnation",
     "cross.queued_cancel_behind_waiting",
     "cross.compaction_behind_queue",
+    // Cases also run on the other store and compared (memory and SQLite,
+    // `--differential`).
+    "diff.sqlite",
 ];
 
 /// The hooks counted by name whenever one decides (`<hook>#<index>`, the
@@ -107,6 +110,11 @@ pub struct Coverage(BTreeMap<&'static str, u64>);
 impl Coverage {
     fn hit(&mut self, key: &'static str) {
         *self.0.entry(key).or_default() += 1;
+    }
+
+    /// A case that ran on memory and on SQLite and was compared.
+    pub(super) fn compared_stores(&mut self) {
+        self.hit("diff.sqlite");
     }
 
     fn hit_if(&mut self, reached: bool, key: &'static str) {

@@ -3,6 +3,7 @@
 use std::fmt;
 
 use super::coverage::Coverage;
+use crate::report::Report;
 use crate::run::simulate_on;
 use crate::scenario::{OracleId, Scenario, ScenarioSpec};
 use crate::world::Rng;
@@ -15,6 +16,12 @@ pub enum Failure {
     Oracle(OracleId),
     /// Two runs with one seed differed (D4).
     Nondeterministic,
+    /// The run on `store` and the run on `against` differed: transcript,
+    /// event log or stored threads (D1 across stores, `--differential`).
+    Differential {
+        store: StoreKind,
+        against: StoreKind,
+    },
     /// The runtime's own step loop panicked.
     RuntimePanic,
     /// The case was not idle at the virtual-time limit.
@@ -28,6 +35,12 @@ impl fmt::Display for Failure {
         match self {
             Failure::Oracle(o) => write!(f, "oracle {o}"),
             Failure::Nondeterministic => f.write_str("D4 (two runs differ)"),
+            Failure::Differential { store, against } => write!(
+                f,
+                "D1 differential ({} and {} differ)",
+                store.as_str(),
+                against.as_str()
+            ),
             Failure::RuntimePanic => f.write_str("runtime panic"),
             Failure::TimeLimit => f.write_str("virtual-time limit"),
             Failure::Error(e) => write!(f, "error: {e}"),
@@ -36,6 +49,15 @@ impl fmt::Display for Failure {
 }
 
 impl Failure {
+    /// What `pai-sim run FILE` needs besides the store to show this failure:
+    /// a differential one shows only when the run is compared across stores.
+    pub fn replay_flags(&self) -> &'static str {
+        match self {
+            Failure::Differential { .. } => " --differential",
+            _ => "",
+        }
+    }
+
     /// The SPEC rule a written reproduction names.
     pub fn rule(&self) -> &str {
         match self {
@@ -43,6 +65,7 @@ impl Failure {
             // `liveness`, `request`) name the first rule they judge.
             Failure::Oracle(o) => o.judges().first().copied().unwrap_or("D8"),
             Failure::Nondeterministic => "D4",
+            Failure::Differential { .. } => "D1",
             Failure::RuntimePanic | Failure::Error(_) => "X2",
             Failure::TimeLimit => "L14",
         }
@@ -75,6 +98,18 @@ pub fn evaluate(spec: &ScenarioSpec) -> Evaluation {
 
 /// [`evaluate`] with the case's threads in a store of kind `store`.
 pub fn evaluate_on(spec: &ScenarioSpec, store: StoreKind) -> Evaluation {
+    evaluate_across(spec, store, false)
+}
+
+/// Whether case `case_seed` of a campaign that compares one case in
+/// `every` across stores is one of them (`every` 0: none).
+pub fn differential(case_seed: u64, every: u64) -> bool {
+    every != 0 && case_seed.rotate_right(29).is_multiple_of(every)
+}
+
+/// [`evaluate_on`]; with `across`, a case that passes on `store` runs once
+/// more on the other store and fails if anything observed differs (D1).
+pub fn evaluate_across(spec: &ScenarioSpec, store: StoreKind, across: bool) -> Evaluation {
     let failed = |failure, message: String| Evaluation {
         failure: Some(failure),
         message,
@@ -98,7 +133,21 @@ pub fn evaluate_on(spec: &ScenarioSpec, store: StoreKind) -> Evaluation {
     };
     let mut coverage = Coverage::default();
     coverage.add(spec, &first.events, &first.threads);
-    let (failure, message) = if first.transcript != second.transcript {
+    let (mut failure, mut message) = verdict(&first, &second);
+    if failure.is_none() && across {
+        coverage.compared_stores();
+        (failure, message) = differential_verdict(&s, store, &first);
+    }
+    Evaluation {
+        failure,
+        message,
+        coverage,
+    }
+}
+
+/// The first way a case's two runs on one store failed, and its message.
+fn verdict(first: &Report, second: &Report) -> (Option<Failure>, String) {
+    if first.transcript != second.transcript {
         (
             Some(Failure::Nondeterministic),
             "two runs with one seed differ".to_string(),
@@ -117,10 +166,34 @@ pub fn evaluate_on(spec: &ScenarioSpec, store: StoreKind) -> Evaluation {
         )
     } else {
         (None, String::new())
-    };
-    Evaluation {
-        failure,
-        message,
-        coverage,
+    }
+}
+
+/// The most lines of a difference a find's message keeps.
+const SHOWN_LINES: usize = 24;
+
+/// Runs the case on the other store and compares it with `first` (D1).
+fn differential_verdict(
+    s: &Scenario,
+    store: StoreKind,
+    first: &Report,
+) -> (Option<Failure>, String) {
+    let against = crate::differential::other_store(store);
+    match crate::differential::across_stores(s, s.seed, store, first) {
+        Ok(None) => (None, String::new()),
+        Ok(Some(d)) => {
+            let mut lines: Vec<&str> = d.lines().take(SHOWN_LINES + 1).collect();
+            if lines.len() > SHOWN_LINES {
+                lines[SHOWN_LINES] = "...";
+            }
+            (
+                Some(Failure::Differential { store, against }),
+                lines.join("\n"),
+            )
+        }
+        Err(e) => (
+            Some(Failure::Error(format!("on {}: {e}", against.as_str()))),
+            String::new(),
+        ),
     }
 }

@@ -1,5 +1,6 @@
 //! `pai-sim fuzz` (SPEC D8): generated cases, every oracle on every case
-//! (each case runs twice, D4), failures shrunk into scenario files, and the
+//! (each case runs twice, D4; a share of cases once more on the other store,
+//! which must give the same run, D1), failures shrunk into scenario files, and the
 //! coverage of what the cases reached. One seed and a case count give the
 //! same cases anywhere; shards split them without overlap.
 
@@ -8,6 +9,8 @@ mod case;
 mod cluster;
 mod coverage;
 mod crossings;
+#[cfg(test)]
+mod differential_tests;
 mod draw;
 mod facade;
 mod hooks;
@@ -17,9 +20,11 @@ mod timeline;
 mod tools;
 mod write;
 
-pub use campaign::{Campaign, Find, Summary};
+pub use campaign::{Campaign, DIFFERENTIAL_EVERY, Find, Summary};
 pub use case::case;
 pub use coverage::{Coverage, KEYS as COVERAGE_KEYS};
-pub use judge::{Evaluation, Failure, case_seed, evaluate, in_shard};
+pub use judge::{
+    Evaluation, Failure, case_seed, differential, evaluate, evaluate_across, evaluate_on, in_shard,
+};
 pub use shrink::shrink;
 pub use write::write_find;

@@ -4,18 +4,20 @@
 //! its `on_output` or its output's required fields), and kept while the
 //! same failure still shows. Every loop is bounded by a budget of runs.
 
-use super::judge::{Failure, evaluate_on};
+use super::judge::{Failure, evaluate_across};
 use crate::scenario::ScenarioSpec;
 use crate::world::StoreKind;
 
 /// The smallest spec found that fails the same way, and how many changes
-/// were kept. At most `budget` candidates are run (each twice).
+/// were kept. At most `budget` candidates are run (each twice, and a
+/// differential failure's once more on the other store).
 pub fn shrink(
     spec: &ScenarioSpec,
     failure: &Failure,
     budget: usize,
     store: StoreKind,
 ) -> (ScenarioSpec, usize) {
+    let across = matches!(failure, Failure::Differential { .. });
     let mut best = spec.clone();
     let mut kept = 0;
     let mut tried = 0;
@@ -26,7 +28,7 @@ pub fn shrink(
                 return (best, kept);
             }
             tried += 1;
-            if evaluate_on(&candidate, store).failure.as_ref() == Some(failure) {
+            if evaluate_across(&candidate, store, across).failure.as_ref() == Some(failure) {
                 best = candidate;
                 kept += 1;
                 progressed = true;

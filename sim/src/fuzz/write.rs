@@ -21,7 +21,11 @@ pub fn write_find(
     spec.rules = vec![failure.rule().to_string()];
     spec.description = Some(format!(
         "Found by `pai-sim fuzz --seed {seed}` at case {index} and shrunk in {steps} steps. \
-         The run fails: {failure}. Replay it with `pai-sim run` on this file."
+         The run fails: {failure}. Replay it with `pai-sim run` on this file{}.",
+        match failure.replay_flags() {
+            "" => String::new(),
+            flags => format!(" and `{}`", flags.trim()),
+        }
     ));
     std::fs::create_dir_all(dir)?;
     let stem = format!("fuzz-{}-{seed}-{index}", failure.rule().to_lowercase());

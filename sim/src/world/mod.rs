@@ -23,6 +23,8 @@ pub use commits::{CommitRecord, reported, thread_of};
 pub use model::{Answer, ModelCallRecord, ScriptName, ScriptedProvider, SharedProvider};
 pub use recorder::Recorder;
 pub use seeded::{Rng, SimIds};
+#[cfg(test)]
+pub(crate) use sim_store::plant;
 pub use sim_store::{SimStore, StoreKind};
 pub use store_tap::{ClientView, ExpectationRecord, Found, StoreTap, TapLog, TapOutcome};
 pub use tool::{ScriptedTool, on_output};

@@ -75,7 +75,56 @@ impl SimStore {
     pub fn apply(&self, request: StoreRequest) -> Result<StoreReply, StoreError> {
         match self {
             SimStore::Memory(s) => s.apply(request),
+            #[cfg(test)]
+            SimStore::Sqlite(s) if plant::on() => plant::apply(s, request),
             SimStore::Sqlite(s) => s.apply(request),
         }
+    }
+}
+
+/// A store bug planted in tests (never in a build): SQLite does not write a
+/// run's metadata back (it keeps what was there), yet answers as if it had.
+/// Only a differential run can see it. One thread's switch: Tokio runs a
+/// simulation on the test's own thread.
+#[cfg(test)]
+pub(crate) mod plant {
+    use std::cell::Cell;
+
+    use pai_runtime::{SqliteStore, StoreError, StoreReply, StoreRequest};
+
+    thread_local! {
+        static LOSE_RUN_METADATA: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Plants the bug on this thread (`true`) or removes it.
+    pub(crate) fn set(on: bool) {
+        LOSE_RUN_METADATA.with(|c| c.set(on));
+    }
+
+    pub(super) fn on() -> bool {
+        LOSE_RUN_METADATA.with(Cell::get)
+    }
+
+    pub(super) fn apply(s: &SqliteStore, request: StoreRequest) -> Result<StoreReply, StoreError> {
+        let StoreRequest::SetRunMetadata {
+            thread, run, token, ..
+        } = request
+        else {
+            return s.apply(request);
+        };
+        let old = s.apply(StoreRequest::RunMetadata {
+            thread: thread.clone(),
+            run: run.clone(),
+        });
+        let value = match old {
+            Ok(StoreReply::Value(Some(v))) => v,
+            _ => serde_json::Value::Null,
+        };
+        s.apply(StoreRequest::SetRunMetadata {
+            thread,
+            run,
+            token,
+            value,
+        })
     }
 }
