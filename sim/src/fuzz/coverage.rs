@@ -88,6 +88,7 @@ pub const KEYS: &[&str] = &[
     "cross.expect_across_incarnation",
     "cross.queued_cancel_behind_waiting",
     "cross.compaction_behind_queue",
+    "cross.fault_at_request",
 ];
 
 /// The hooks counted by name whenever one decides (`<hook>#<index>`, the
@@ -308,6 +309,12 @@ impl Coverage {
                 self.hit("steer.new_run");
             }
         }
+    }
+
+    /// Counts a case in which a fault placed at a store request fired
+    /// (issue 25: the instants timed faults rarely land on).
+    pub fn fault_at_request(&mut self, fired: bool) {
+        self.hit_if(fired, "cross.fault_at_request");
     }
 
     /// Adds another coverage (another shard or worker).

@@ -98,6 +98,7 @@ pub fn evaluate_on(spec: &ScenarioSpec, store: StoreKind) -> Evaluation {
     };
     let mut coverage = Coverage::default();
     coverage.add(spec, &first.events, &first.threads);
+    coverage.fault_at_request(first.fired_at_request());
     let (failure, message) = if first.transcript != second.transcript {
         (
             Some(Failure::Nondeterministic),
