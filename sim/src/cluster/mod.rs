@@ -152,7 +152,10 @@ fn drive(
                 schedule.insert(at, end);
             }
         }
-        while let Some(t) = schedule.pop_front_if(|t| t.at <= now) {
+        while schedule.front().is_some_and(|t| t.at <= now) {
+            let Some(t) = schedule.pop_front() else {
+                break;
+            };
             fault(sim, &t);
             log.push(now, fault_event(&t, None));
         }

@@ -49,24 +49,28 @@ pub(super) struct StoreOrder<'a> {
 impl<'a> StoreOrder<'a> {
     pub(super) fn of(events: &'a [Event], c: &'a ClusterObs) -> StoreOrder<'a> {
         let mut triggers = BTreeMap::new();
-        let mut changes: Changes<'a> = BTreeMap::new();
         for e in events {
-            match &e.kind {
-                EventKind::Admitted { trigger } => {
-                    triggers.insert(trigger.as_str(), e.run_id.as_str());
+            if let EventKind::Admitted { trigger } = &e.kind {
+                triggers.insert(trigger.as_str(), e.run_id.as_str());
+            }
+        }
+        // Every change that committed, from every worker's own log: a
+        // holder that hears its mutation's answer only after another worker
+        // took the run over keeps no event in the run's story, yet its
+        // change landed (under its token, before the takeover).
+        let mut changes: Changes<'a> = BTreeMap::new();
+        for e in &c.raw_events {
+            if let EventKind::Mutated {
+                version,
+                visibility,
+                ..
+            } = &e.kind
+            {
+                for v in visibility {
+                    let key = (e.thread_id.as_str(), v.message.as_str());
+                    let change = (*version, v.before.context, v.after.context);
+                    changes.entry(key).or_default().push(change);
                 }
-                EventKind::Mutated {
-                    version,
-                    visibility,
-                    ..
-                } => {
-                    for v in visibility {
-                        let key = (e.thread_id.as_str(), v.message.as_str());
-                        let change = (*version, v.before.context, v.after.context);
-                        changes.entry(key).or_default().push(change);
-                    }
-                }
-                _ => {}
             }
         }
         for list in changes.values_mut() {
