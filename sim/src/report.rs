@@ -43,6 +43,23 @@ pub struct Report {
     pub(crate) cluster: Option<ClusterObs>,
 }
 
+impl Report {
+    /// Whether a fault placed at a store request fired (with workers).
+    pub fn fired_at_request(&self) -> bool {
+        self.cluster.as_ref().is_some_and(|c| {
+            c.log.iter().any(|r| {
+                matches!(
+                    &r.what,
+                    crate::world::ClusterEvent::Fault {
+                        placed: Some(_),
+                        ..
+                    }
+                )
+            })
+        })
+    }
+}
+
 /// The oracles, the transcript and the report over one run's observations,
 /// after the planted faults edit them.
 pub(crate) fn report(
@@ -55,6 +72,12 @@ pub(crate) fn report(
 ) -> Result<Report, SimError> {
     let mut idle_faults = Vec::new();
     for (i, fault) in s.faults.iter().enumerate() {
+        let unfired = obs.cluster.as_ref().and_then(|c| c.unfired.get(&i));
+        if let Some(why) = unfired {
+            idle_faults.push(format!("faults[{i}]: {why}"));
+            notes.push(why.clone());
+            continue;
+        }
         match faults::plant(fault, &mut obs) {
             Ok(note) => notes.push(note),
             Err(note) => {

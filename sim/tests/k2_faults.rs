@@ -88,28 +88,33 @@ fn fault(workers: usize) -> impl Strategy<Value = FaultSpec> {
         match kind {
             0 => FaultSpec::Crash {
                 worker,
-                at_ms,
+                at_ms: Some(at_ms),
+                at: None,
                 restart_after_ms: Some(lasts),
             },
             1 => FaultSpec::Pause {
                 worker,
-                at_ms,
+                at_ms: Some(at_ms),
+                at: None,
                 for_ms: lasts,
             },
             2 => FaultSpec::Partition {
                 worker,
-                at_ms,
+                at_ms: Some(at_ms),
+                at: None,
                 heal_after_ms: lasts,
             },
             3 => FaultSpec::Hold {
                 worker,
-                at_ms,
+                at_ms: Some(at_ms),
+                at: None,
                 release_after_ms: lasts,
             },
             // A crash for good: some other worker must carry on.
             _ => FaultSpec::Crash {
                 worker,
-                at_ms,
+                at_ms: Some(at_ms),
+                at: None,
                 restart_after_ms: None,
             },
         }

@@ -299,7 +299,39 @@ pub enum StoreReply {
 }
 
 impl StoreRequest {
-    /// The request's name, for errors and transcripts.
+    /// Every request kind's name ([`StoreRequest::name`]), in declaration
+    /// order: the one list of them (a simulator places faults at a request
+    /// of a kind, and checks the kinds a scenario names against this).
+    pub const KINDS: [&'static str; 25] = [
+        "submit",
+        "open",
+        "cancel",
+        "answer",
+        "inspect",
+        "thread_ids",
+        "claim",
+        "next_episode",
+        "renew",
+        "append",
+        "take_anchor",
+        "has_steer",
+        "take_steer",
+        "run_messages",
+        "history",
+        "run_metadata",
+        "set_run_metadata",
+        "await",
+        "wait",
+        "waiting_calls",
+        "commit_resumed",
+        "finish",
+        "mutate",
+        "regenerate",
+        "delete",
+    ];
+
+    /// The request's kind, in snake_case: its name in errors and
+    /// transcripts, one of [`StoreRequest::KINDS`].
     pub fn name(&self) -> &'static str {
         use StoreRequest as R;
         match self {
@@ -329,5 +361,219 @@ impl StoreRequest {
             R::Regenerate { .. } => "regenerate",
             R::Delete { .. } => "delete",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Outcome, PaiMeta, Producer, Role, Visibility};
+    use crate::store::{RunEnd, RunStatus};
+
+    /// Where `r`'s kind stands in [`StoreRequest::KINDS`]: an exhaustive
+    /// match, so a new request kind does not compile until it is listed.
+    fn position(r: &StoreRequest) -> usize {
+        use StoreRequest as R;
+        match r {
+            R::Submit { .. } => 0,
+            R::Open { .. } => 1,
+            R::Cancel { .. } => 2,
+            R::Answer { .. } => 3,
+            R::Inspect { .. } => 4,
+            R::ThreadIds => 5,
+            R::Claim { .. } => 6,
+            R::NextEpisode { .. } => 7,
+            R::Renew { .. } => 8,
+            R::Append { .. } => 9,
+            R::TakeAnchor { .. } => 10,
+            R::HasSteer { .. } => 11,
+            R::TakeSteer { .. } => 12,
+            R::RunMessages { .. } => 13,
+            R::History { .. } => 14,
+            R::RunMetadata { .. } => 15,
+            R::SetRunMetadata { .. } => 16,
+            R::Await { .. } => 17,
+            R::Wait { .. } => 18,
+            R::WaitingCalls { .. } => 19,
+            R::CommitResumed { .. } => 20,
+            R::Finish { .. } => 21,
+            R::Mutate { .. } => 22,
+            R::Regenerate { .. } => 23,
+            R::Delete { .. } => 24,
+        }
+    }
+
+    /// One request of every kind, in declaration order.
+    fn every_kind() -> Vec<StoreRequest> {
+        use StoreRequest as R;
+        let (t, run) = ("t".to_string(), "r".to_string());
+        let who = || (t.clone(), "a".to_string(), "o".to_string());
+        let fenced = || (t.clone(), run.clone(), 1u64);
+        let (thread, agent, owner) = who();
+        let (ft, fr, token) = fenced();
+        vec![
+            R::Submit {
+                thread: thread.clone(),
+                agent: agent.clone(),
+                owner: owner.clone(),
+                message: Message {
+                    id: "m".into(),
+                    seq: 1,
+                    role: Role::User,
+                    parts: vec![],
+                    visibility: Visibility::ALL,
+                    pai: PaiMeta::new(Producer::User, None, None, 0),
+                },
+                steer: false,
+                new_run: None,
+            },
+            R::Open {
+                thread: thread.clone(),
+                agent: agent.clone(),
+                owner: owner.clone(),
+            },
+            R::Cancel {
+                thread: thread.clone(),
+                agent: agent.clone(),
+                owner: owner.clone(),
+                run: None,
+            },
+            R::Answer {
+                thread: thread.clone(),
+                agent: agent.clone(),
+                owner,
+                call_id: "c".into(),
+                answer: Answer::Approved,
+            },
+            R::Inspect {
+                thread: thread.clone(),
+            },
+            R::ThreadIds,
+            R::Claim {
+                thread: None,
+                worker: "w".into(),
+                ttl: None,
+            },
+            R::NextEpisode {
+                thread: ft.clone(),
+                run: fr.clone(),
+                token,
+            },
+            R::Renew {
+                thread: ft.clone(),
+                run: fr.clone(),
+                token,
+            },
+            R::Append {
+                thread: ft.clone(),
+                run: fr.clone(),
+                token,
+                messages: vec![],
+                step: None,
+            },
+            R::TakeAnchor {
+                thread: ft.clone(),
+                run: fr.clone(),
+                token,
+            },
+            R::HasSteer {
+                thread: ft.clone(),
+                run: fr.clone(),
+            },
+            R::TakeSteer {
+                thread: ft.clone(),
+                run: fr.clone(),
+                token,
+            },
+            R::RunMessages {
+                thread: ft.clone(),
+                run: fr.clone(),
+                token,
+                all: true,
+            },
+            R::History {
+                thread: ft.clone(),
+                agent,
+                incarnation: 1,
+                read: HistoryRead::Metadata,
+            },
+            R::RunMetadata {
+                thread: ft.clone(),
+                run: fr.clone(),
+            },
+            R::SetRunMetadata {
+                thread: ft.clone(),
+                run: fr.clone(),
+                token,
+                value: Value::Null,
+            },
+            R::Await {
+                thread: ft.clone(),
+                run: fr.clone(),
+                token,
+                calls: vec![],
+            },
+            R::Wait {
+                thread: ft.clone(),
+                run: fr.clone(),
+                token,
+                calls: vec![],
+            },
+            R::WaitingCalls {
+                thread: ft.clone(),
+                run: fr.clone(),
+            },
+            R::CommitResumed {
+                thread: ft.clone(),
+                run: fr.clone(),
+                token,
+                messages: vec![],
+            },
+            R::Finish {
+                thread: ft.clone(),
+                run: fr,
+                token: None,
+                end: RunEnd {
+                    status: RunStatus::Completed,
+                    outcome: Outcome::Completed,
+                    reason: None,
+                },
+                next_run: None,
+            },
+            R::Mutate {
+                thread: ft.clone(),
+                incarnation: None,
+                writer: Writer::Trusted,
+                expect: Expect::Nothing,
+                writes: vec![],
+            },
+            R::Regenerate {
+                thread: ft.clone(),
+                incarnation: None,
+                from: "m".into(),
+                new_run: "r2".into(),
+                expect: Expect::Nothing,
+                writes: vec![],
+            },
+            R::Delete { thread: ft },
+        ]
+    }
+
+    #[test]
+    fn kinds_list_every_request_by_its_name_once() {
+        let all = every_kind();
+        assert_eq!(all.len(), StoreRequest::KINDS.len());
+        for (i, r) in all.iter().enumerate() {
+            assert_eq!(position(r), i, "{r:?} is out of order");
+            assert_eq!(StoreRequest::KINDS[i], r.name(), "{r:?}");
+        }
+        let mut names = StoreRequest::KINDS.to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(
+            names.len(),
+            StoreRequest::KINDS.len(),
+            "a kind is listed twice"
+        );
     }
 }

@@ -38,6 +38,7 @@ pub fn deleted_runs_driven(events: &[Event], log: &[ClusterRecord]) -> Vec<(Stri
             ClusterEvent::Fault {
                 action: FaultAction::Crash,
                 worker,
+                ..
             } => Some((r.after_event, worker.as_str())),
             _ => None,
         })
@@ -133,6 +134,7 @@ mod tests {
         let what = ClusterEvent::Fault {
             action: FaultAction::Crash,
             worker: worker.into(),
+            placed: None,
         };
         record(after_event, what)
     }

@@ -14,6 +14,7 @@ use std::time::Duration;
 use pai_runtime::{Clock as _, RunRecord, RunStatus, Runtime, WorkerConfig};
 
 use super::net::{RemoteStore, store_listening};
+use super::triggers::Triggers;
 use crate::hooks::{HistoryRead, SimContext, SummaryLog};
 use crate::play::{Played, agent, play};
 use crate::scenario::Scenario;
@@ -81,10 +82,13 @@ pub struct ClientOut {
 /// The client host: plays the timeline; once the last fault has healed
 /// (the safety phase is over), waits until every run is over or waiting
 /// for a client (those of deleted incarnations included: no worker still
-/// drives one), or the liveness deadline passes.
+/// drives one), or the liveness deadline passes. A fault placed at a
+/// request may still fire meanwhile: the phase then starts again after it
+/// heals. Once the runs settle (or the deadline passes) nothing fires any
+/// more, so no fault falls after the phase that judged liveness.
 pub async fn client(
     env: Env,
-    (healed_at, deadline): (u64, u64),
+    (timed_healed_at, triggers): (u64, Arc<Triggers>),
     out: Rc<RefCell<ClientOut>>,
 ) -> turmoil::Result {
     store_listening(&env.store_up).await;
@@ -93,16 +97,26 @@ pub async fn client(
     play(&env.scenario, &runtime, &env.recorder, &mut played).await;
     out.borrow_mut().played = played;
     let clock = VirtualClock::turmoil();
-    let healing = healed_at.saturating_sub(clock.now());
-    tokio::time::sleep(Duration::from_millis(healing)).await;
     let poll = env
         .scenario
         .cluster
         .as_ref()
         .map_or(20, |c| c.settings.poll_ms);
     // Bounded: the deadline is in the scenario's time.
-    while clock.now() < deadline {
-        if settled(&runtime).await && !deleted_runs_driven(&env) {
+    loop {
+        let healed_at = timed_healed_at.max(triggers.healed_at());
+        let now = clock.now();
+        if now < healed_at || triggers.pending() {
+            let healing = healed_at.saturating_sub(now).max(1);
+            tokio::time::sleep(Duration::from_millis(healing)).await;
+            continue;
+        }
+        if now >= liveness_deadline(&env.scenario, healed_at) {
+            triggers.disarm(now);
+            return Ok(());
+        }
+        if settled(&runtime).await && !deleted_runs_driven(&env) && !triggers.pending() {
+            triggers.disarm(clock.now());
             out.borrow_mut().settled_at = Some(clock.now());
             // Let the workers' last events (a run's end) be recorded.
             tokio::time::sleep(Duration::from_millis(poll)).await;
@@ -110,7 +124,15 @@ pub async fn client(
         }
         tokio::time::sleep(Duration::from_millis(poll)).await;
     }
-    Ok(())
+}
+
+/// When the liveness phase ends: the bound after the last fault heals
+/// (`healed_at`) and the last timeline entry, within the scenario's time
+/// limit.
+fn liveness_deadline(s: &Scenario, healed_at: u64) -> u64 {
+    let last_entry = s.timeline.iter().map(|m| m.at).max().unwrap_or(0);
+    let liveness_ms = s.cluster.as_ref().map_or(0, |c| c.settings.liveness_ms);
+    (healed_at.max(last_entry) + liveness_ms).min(s.time_limit_ms)
 }
 
 /// Whether every run of every thread is over, or waits for answers that

@@ -4,8 +4,9 @@
 //! (`hosts.rs`), and the timeline a client host. The simulator's loop steps
 //! turmoil one tick at a time and carries out the scenario's faults at
 //! their virtual times (crash and restart, partition and heal, hold and
-//! release, pause and resume); `log.rs` records them beside what the store
-//! did with leases. One seed drives turmoil's rng (message latencies) and
+//! release, pause and resume), and the faults placed at a store request
+//! right after the step in which that request arrived (`triggers.rs`);
+//! `log.rs` records them beside what the store did with leases. One seed drives turmoil's rng (message latencies) and
 //! the world's (ids, models), so a run replays exactly (D1).
 
 mod driven;
@@ -15,6 +16,7 @@ mod net;
 #[cfg(test)]
 mod race_tests;
 mod store_host;
+mod triggers;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -33,6 +35,7 @@ use crate::world::{
 use hosts::{ClientOut, Env};
 use net::STORE_HOST;
 use store_host::StoreHost;
+use triggers::Triggers;
 
 /// The simulated time one turmoil step advances.
 const TICK_MS: u64 = 1;
@@ -59,7 +62,13 @@ pub fn simulate(s: &Scenario, seed: u64, kind: StoreKind) -> Result<Report, SimE
         log: log.clone(),
         store_up: Default::default(),
     };
-    let store = Arc::new(StoreHost::new(cluster.bugs, log.clone(), kind)?);
+    let triggers = Arc::new(Triggers::new(cluster.placed.clone()));
+    let store = Arc::new(StoreHost::new(
+        cluster.bugs,
+        log.clone(),
+        triggers.clone(),
+        kind,
+    )?);
     let mut builder = turmoil::Builder::new();
     // Hosts run in an order drawn from the seed at every tick, so who
     // wins a tie (two claims in one tick) is the seed's choice, never the
@@ -87,14 +96,13 @@ pub fn simulate(s: &Scenario, seed: u64, kind: StoreKind) -> Result<Report, SimE
             hosts::worker(env.clone(), owned.clone(), start)
         });
     }
-    let deadline = liveness_deadline(s, &cluster);
     let out = Rc::new(RefCell::new(ClientOut::default()));
-    let phases = (cluster.healed_at(), deadline);
+    let phases = (cluster.healed_at(), triggers.clone());
     sim.client("client", hosts::client(env.clone(), phases, out.clone()));
     // turmoil panics on what it cannot simulate; that is a failed run of
     // the harness, never a crash of the suite or the fuzzer.
     let driven = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        drive(&mut sim, s, &cluster, &log)
+        drive(&mut sim, s, &cluster, (&log, &triggers))
     }));
     let cut_short = match driven {
         Ok(done) => done?,
@@ -112,7 +120,7 @@ pub fn simulate(s: &Scenario, seed: u64, kind: StoreKind) -> Result<Report, SimE
     observe(
         s,
         seed,
-        &cluster,
+        (&cluster, &triggers),
         store,
         (&env, &log),
         out,
@@ -122,35 +130,45 @@ pub fn simulate(s: &Scenario, seed: u64, kind: StoreKind) -> Result<Report, SimE
     )
 }
 
-/// When the liveness phase ends: the bound after the last fault heals
-/// and the last timeline entry, within the scenario's time limit.
-fn liveness_deadline(s: &Scenario, c: &Cluster) -> u64 {
-    let last_entry = s.timeline.iter().map(|m| m.at).max().unwrap_or(0);
-    let start = c.healed_at().max(last_entry);
-    (start + c.settings.liveness_ms).min(s.time_limit_ms)
-}
-
 /// Steps turmoil until the client is done, carrying out faults as their
-/// times come; `true` if the time limit cut the run short.
+/// times come, and those placed at a request right after the step in
+/// which it arrived (their ends join the schedule); `true` if the time
+/// limit cut the run short.
 fn drive(
     sim: &mut turmoil::Sim<'_>,
     s: &Scenario,
     c: &Cluster,
-    log: &ClusterLog,
+    (log, triggers): (&ClusterLog, &Triggers),
 ) -> Result<bool, SimError> {
-    let mut due = c.schedule.iter().peekable();
+    let mut schedule = std::collections::VecDeque::from(c.schedule.clone());
     // Bounded: one tick per step up to the time limit.
     loop {
         let now = millis(sim.elapsed());
-        while let Some(t) = due.next_if(|t| t.at <= now) {
-            fault(sim, t);
-            log.push(
-                now,
-                ClusterEvent::Fault {
-                    action: t.action,
-                    worker: t.worker.clone(),
-                },
-            );
+        for p in triggers.take_due(now) {
+            let t = Timed {
+                at: now,
+                action: p.action,
+                worker: p.worker.clone(),
+            };
+            fault(sim, &t);
+            log.push(now, fault_event(&t, Some(p.describe())));
+            if let Some(length) = p.length {
+                let end = Timed {
+                    at: now + length,
+                    action: p.end,
+                    worker: p.worker.clone(),
+                };
+                // After the faults already due at that time (file order).
+                let at = schedule.partition_point(|t| t.at <= end.at);
+                schedule.insert(at, end);
+            }
+        }
+        while schedule.front().is_some_and(|t| t.at <= now) {
+            let Some(t) = schedule.pop_front() else {
+                break;
+            };
+            fault(sim, &t);
+            log.push(now, fault_event(&t, None));
         }
         if now >= s.time_limit_ms {
             return Ok(true);
@@ -160,6 +178,14 @@ fn drive(
             Ok(false) => {}
             Err(e) => return Err(SimError::Setup(format!("turmoil: {e}"))),
         }
+    }
+}
+
+fn fault_event(t: &Timed, placed: Option<String>) -> ClusterEvent {
+    ClusterEvent::Fault {
+        action: t.action,
+        worker: t.worker.clone(),
+        placed,
     }
 }
 
@@ -185,7 +211,7 @@ fn millis(d: Duration) -> u64 {
 fn observe(
     s: &Scenario,
     seed: u64,
-    c: &Cluster,
+    (c, triggers): (&Cluster, &Triggers),
     store: Arc<StoreHost>,
     (env, log): (&Env, &ClusterLog),
     out: ClientOut,
@@ -225,7 +251,8 @@ fn observe(
             raw_events: raw,
             log,
             lease_ms: c.settings.lease_ms,
-            healed_at: c.healed_at(),
+            healed_at: c.healed_at().max(triggers.healed_at()),
+            unfired: triggers.unfired(),
             liveness_ms: c.settings.liveness_ms,
             settled_at: out.settled_at,
         }),

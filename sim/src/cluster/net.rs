@@ -15,6 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use turmoil::net::{TcpListener, TcpStream};
 
 use super::store_host::StoreHost;
+use super::triggers::Arrival;
 
 /// The store's host name and port.
 pub const STORE_HOST: &str = "store";
@@ -69,7 +70,26 @@ pub async fn store_listening(up: &AtomicBool) {
 async fn connection(mut stream: TcpStream, from: String, host: Arc<StoreHost>) {
     while let Ok(frame) = read_frame(&mut stream).await {
         let reply = match serde_json::from_slice::<StoreRequest>(&frame) {
-            Ok(request) => host.apply(&from, request),
+            Ok(request) => match host.arrive(&from, &request) {
+                Arrival::Apply => host.apply(&from, request),
+                Arrival::Fired => {
+                    let reply = host.apply(&from, request);
+                    // The answer leaves only once the fault placed at the
+                    // request happened (turmoil would otherwise deliver it
+                    // within this very step).
+                    while host.fault_pending() {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                    reply
+                }
+                Arrival::Lose => {
+                    // A fault placed at this request cut the link just
+                    // before it arrived: never applied, never answered (the
+                    // sender times out and reconnects).
+                    std::future::pending::<()>().await;
+                    return;
+                }
+            },
             Err(e) => Err(StoreError::Protocol(format!("bad request: {e}"))),
         };
         let Ok(bytes) = serde_json::to_vec(&reply) else {

@@ -11,6 +11,7 @@ use pai_runtime::{
     Writer,
 };
 
+use super::triggers::{Arrival, Triggers};
 use crate::report::SimError;
 use crate::scenario::StoreBugs;
 use crate::world::{
@@ -24,6 +25,8 @@ pub struct StoreHost {
     clock: Arc<VirtualClock>,
     bugs: StoreBugs,
     log: Arc<ClusterLog>,
+    /// Faults placed at a request: the store counts what it receives.
+    triggers: Arc<Triggers>,
     /// Every commit the store reported, in the order it answered (H1).
     commits: std::sync::Mutex<Vec<CommitRecord>>,
     /// The claims of the current virtual millisecond, to tell a lost race.
@@ -53,6 +56,7 @@ impl StoreHost {
     pub fn new(
         bugs: StoreBugs,
         log: Arc<ClusterLog>,
+        triggers: Arc<Triggers>,
         kind: StoreKind,
     ) -> Result<StoreHost, SimError> {
         let clock = Arc::new(VirtualClock::turmoil());
@@ -63,6 +67,7 @@ impl StoreHost {
             clock,
             bugs,
             log,
+            triggers,
             commits: std::sync::Mutex::new(Vec::new()),
             race: std::sync::Mutex::default(),
         })
@@ -76,6 +81,18 @@ impl StoreHost {
     /// The commits the store reported, for the oracles.
     pub fn take_commits(&self) -> Vec<CommitRecord> {
         std::mem::take(&mut *self.commits.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Counts a request from host `from` as it arrives, firing the faults
+    /// placed at it: [`Arrival::Lose`] when one drops it unapplied.
+    pub fn arrive(&self, from: &str, request: &StoreRequest) -> Arrival {
+        self.triggers.arrive(from, request.name())
+    }
+
+    /// Whether a fault placed at a request fired and the simulator has
+    /// not carried it out yet.
+    pub fn fault_pending(&self) -> bool {
+        self.triggers.pending()
     }
 
     /// Answers one request from host `from`, and records the commit it

@@ -1,12 +1,15 @@
 //! Workers and faults for a generated case (SPEC D8): two or three workers,
 //! lease and network settings, and crashes, partitions, holds and pauses at
-//! random virtual times. Drawn from a stream of their own, derived from the
+//! random virtual times or at a worker's store request (its first few
+//! claims, renewals, writes and waits: the lease instants, issue 25). Drawn from a stream of their own, derived from the
 //! case's seed, so a case without workers is what it was before they
 //! existed; cases with them drop their watchers (not available among
 //! workers).
 
 use super::draw::Gen;
-use crate::scenario::{ClusterSpec, FaultSpec, HostOrder, ScenarioSpec, TimelineEntry, WorkerSpec};
+use crate::scenario::{
+    ClusterSpec, FaultSpec, HostOrder, RequestAt, ScenarioSpec, TimelineEntry, WorkerSpec,
+};
 
 /// Mixed into a case's seed for the cluster's own stream.
 const STREAM: u64 = 0xC1A5_7E12_5EED_0001;
@@ -51,10 +54,48 @@ pub(super) fn cluster(seed: u64, spec: &mut ScenarioSpec) {
     }
 }
 
+/// The request kinds a fault is placed at: a worker's lease instants and
+/// its writes (names from the runtime's list, `StoreRequest::KINDS`).
+const PLACED_AT: &[&str] = &[
+    "claim",
+    "renew",
+    "append",
+    "wait",
+    "await",
+    "finish",
+    "next_episode",
+    "take_steer",
+    "take_anchor",
+    "run_messages",
+    "history",
+    "mutate",
+    "commit_resumed",
+];
+
+/// Where a fault is placed: at a time, or (two in five) at one of a
+/// worker's first few requests of a kind, often its own, now and then
+/// dropped on the way.
+fn placement(g: &mut Gen, worker: &str, workers: &[String]) -> (Option<u64>, Option<RequestAt>) {
+    let at_ms = g.range(0, 600);
+    let at = g.maybe(40, |g| {
+        let by = g.pick(workers).clone();
+        RequestAt {
+            worker: (by != worker && g.chance(40)).then_some(by),
+            request: g.pick(PLACED_AT).to_string(),
+            nth: g.range(1, 3) as usize,
+            lost: g.chance(30),
+        }
+    });
+    match at {
+        Some(at) => (None, Some(at)),
+        None => (Some(at_ms), None),
+    }
+}
+
 /// One crash, partition, hold or pause of a worker.
 fn fault(g: &mut Gen, workers: &[String]) -> FaultSpec {
     let worker = g.pick(workers).clone();
-    let at_ms = g.range(0, 600);
+    let (at_ms, at) = placement(g, &worker, workers);
     let lasts = g.range(20, 1_200);
     match g.index(4) {
         // w1 always comes back, so some worker is left to make progress.
@@ -65,20 +106,24 @@ fn fault(g: &mut Gen, workers: &[String]) -> FaultSpec {
             },
             worker,
             at_ms,
+            at,
         },
         1 => FaultSpec::Partition {
             worker,
             at_ms,
+            at,
             heal_after_ms: lasts,
         },
         2 => FaultSpec::Hold {
             worker,
             at_ms,
+            at,
             release_after_ms: lasts,
         },
         _ => FaultSpec::Pause {
             worker,
             at_ms,
+            at,
             for_ms: lasts,
         },
     }

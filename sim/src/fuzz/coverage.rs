@@ -91,6 +91,7 @@ pub const KEYS: &[&str] = &[
     // Cases also run on the other store and compared (memory and SQLite,
     // `--differential`).
     "diff.sqlite",
+    "cross.fault_at_request",
 ];
 
 /// The hooks counted by name whenever one decides (`<hook>#<index>`, the
@@ -316,6 +317,12 @@ impl Coverage {
                 self.hit("steer.new_run");
             }
         }
+    }
+
+    /// Counts a case in which a fault placed at a store request fired
+    /// (issue 25: the instants timed faults rarely land on).
+    pub fn fault_at_request(&mut self, fired: bool) {
+        self.hit_if(fired, "cross.fault_at_request");
     }
 
     /// Adds another coverage (another shard or worker).

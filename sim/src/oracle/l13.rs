@@ -15,9 +15,13 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         let EventKind::ContextMessage { message, .. } = &e.kind else {
             continue;
         };
-        // Trusted code may rewrite or delete it later (R1, H5).
-        if erased.excused(&e.thread_id, message, i)
-            || erased.visibility_changed_after(&e.thread_id, message, i)
+        // Trusted code may rewrite or delete it later (R1, H5). A worker
+        // logs the message when it hears the store's answer: the store may
+        // have stored it before a change logged in between (its claim of
+        // the run is logged in the store's order).
+        let from = written_from(o.events, i);
+        if erased.excused(&e.thread_id, message, from)
+            || erased.visibility_changed_after(&e.thread_id, message, from)
         {
             continue;
         }
@@ -44,4 +48,22 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// Where event `i`'s write may have landed at the earliest, in log order:
+/// among workers, right after its worker's newest claim of the run before
+/// it; in one process, where it is logged.
+fn written_from(events: &[pai_runtime::Event], i: usize) -> usize {
+    let e = &events[i];
+    if e.worker.is_none() {
+        return i;
+    }
+    events[..i]
+        .iter()
+        .rposition(|c| {
+            c.run_id == e.run_id
+                && c.worker == e.worker
+                && matches!(c.kind, EventKind::LeaseAcquired { .. })
+        })
+        .unwrap_or(i)
 }

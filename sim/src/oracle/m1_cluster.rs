@@ -31,7 +31,10 @@ use crate::world::ClusterEvent;
 
 /// Each message's visibility changes, by (thread, message id): thread
 /// version, context-visible before, after; in version order.
-type Changes<'a> = BTreeMap<(&'a str, &'a str), Vec<(u64, bool, bool)>>;
+type Changes<'a> = BTreeMap<(&'a str, &'a str), Vec<Change>>;
+
+/// One visibility change: thread version, context-visible before, after.
+type Change = (u64, bool, bool);
 
 /// What places a change or a trigger against a step's read among workers.
 #[derive(Debug)]
@@ -49,29 +52,36 @@ pub(super) struct StoreOrder<'a> {
 impl<'a> StoreOrder<'a> {
     pub(super) fn of(events: &'a [Event], c: &'a ClusterObs) -> StoreOrder<'a> {
         let mut triggers = BTreeMap::new();
-        let mut changes: Changes<'a> = BTreeMap::new();
         for e in events {
-            match &e.kind {
-                EventKind::Admitted { trigger } => {
-                    triggers.insert(trigger.as_str(), e.run_id.as_str());
-                }
-                EventKind::Mutated {
-                    version,
-                    visibility,
-                    ..
-                } => {
-                    for v in visibility {
-                        let key = (e.thread_id.as_str(), v.message.as_str());
-                        let change = (*version, v.before.context, v.after.context);
-                        changes.entry(key).or_default().push(change);
-                    }
-                }
-                _ => {}
+            if let EventKind::Admitted { trigger } = &e.kind {
+                triggers.insert(trigger.as_str(), e.run_id.as_str());
             }
         }
-        for list in changes.values_mut() {
-            list.sort_by_key(|&(version, ..)| version);
+        // Every change that committed: the run's story, and every worker's
+        // own log (a holder that hears its mutation's answer only after
+        // another worker took the run over keeps no event in the run's
+        // story, yet its change landed, under its token, before the
+        // takeover). One version is one commit: a change logged in both
+        // counts once.
+        let mut found: BTreeMap<(&'a str, &'a str), BTreeSet<Change>> = BTreeMap::new();
+        for e in events.iter().chain(&c.raw_events) {
+            if let EventKind::Mutated {
+                version,
+                visibility,
+                ..
+            } = &e.kind
+            {
+                for v in visibility {
+                    let key = (e.thread_id.as_str(), v.message.as_str());
+                    let change = (*version, v.before.context, v.after.context);
+                    found.entry(key).or_default().insert(change);
+                }
+            }
         }
+        let changes: Changes<'a> = found
+            .into_iter()
+            .map(|(key, list)| (key, list.into_iter().collect()))
+            .collect();
         for (m, run) in super::facts::leftover_steers(events) {
             triggers.entry(m).or_insert(run);
         }

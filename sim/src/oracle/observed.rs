@@ -92,6 +92,9 @@ pub struct ClusterObs {
     pub liveness_ms: u64,
     /// When every run was over or waiting, if by the bound.
     pub settled_at: Option<u64>,
+    /// Faults placed at a store request that never fired, by their index
+    /// in the scenario's faults, with why.
+    pub unfired: std::collections::BTreeMap<usize, String>,
 }
 
 impl Observations {

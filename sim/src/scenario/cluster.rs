@@ -1,9 +1,10 @@
-//! Workers and timed faults, checked (SPEC K2, K3, K5): the names a fault
+//! Workers and their faults, checked (SPEC K2, K3, K5): the names a fault
 //! uses exist, times fall inside the scenario, and the faults become one
-//! schedule of actions in time order.
+//! schedule of actions in time order, beside the faults placed at a store
+//! request (carried out when that request arrives).
 
 use super::field::{CheckError, Segment, fail};
-use super::spec::{ClusterSpec, FaultSpec, WorkerSpec};
+use super::spec::{ClusterSpec, FaultSpec, RequestAt, WorkerSpec};
 
 /// Host names a worker may not take: the store's and the clients'.
 const RESERVED_HOSTS: [&str; 2] = ["store", "client"];
@@ -18,6 +19,8 @@ pub struct Cluster {
     pub settings: ClusterSpec,
     /// What happens to workers and links, in time order (file order at one time).
     pub schedule: Vec<Timed>,
+    /// Faults placed at a store request, in file order.
+    pub placed: Vec<Placed>,
     /// Bugs planted in the store (SPEC D5).
     pub bugs: StoreBugs,
 }
@@ -38,6 +41,40 @@ pub struct Timed {
     pub action: FaultAction,
     /// The worker it acts on.
     pub worker: String,
+}
+
+/// A fault placed at a store request: when the store receives the `nth`
+/// request of kind `request` from worker `by`, `action` happens to
+/// `worker`, and `end` follows `length` ms later (never, without one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    /// The fault's index in the scenario's `faults`.
+    pub fault: usize,
+    pub by: String,
+    pub request: &'static str,
+    pub nth: usize,
+    /// The store drops the request unapplied and unanswered.
+    pub lost: bool,
+    pub action: FaultAction,
+    pub end: FaultAction,
+    pub worker: String,
+    pub length: Option<u64>,
+}
+
+impl Placed {
+    /// Where the fault happened, for the transcript: "at its wait #1, its
+    /// answer in flight", "at w1's claim #2, the request lost".
+    pub fn describe(&self) -> String {
+        let whose = match self.by == self.worker {
+            true => "its".to_string(),
+            false => format!("{}'s", self.by),
+        };
+        let what = match self.lost {
+            true => "the request lost",
+            false => "its answer in flight",
+        };
+        format!("at {whose} {} #{}, {what}", self.request, self.nth)
+    }
 }
 
 /// What happens to a worker or its link to the store.
@@ -69,7 +106,9 @@ impl FaultAction {
 }
 
 impl Cluster {
-    /// When the last fault ends (0 with none): the liveness phase starts here.
+    /// When the last timed fault ends (0 with none): the liveness phase
+    /// starts here at the earliest (faults placed at a request move it on
+    /// when they fire).
     pub fn healed_at(&self) -> u64 {
         self.schedule.iter().map(|t| t.at).max().unwrap_or(0)
     }
@@ -113,13 +152,22 @@ pub(super) fn cluster(
         );
     }
     let mut schedule = Vec::new();
+    let mut placed = Vec::new();
     let mut bugs = StoreBugs::default();
     for (i, f) in acting {
         let at = [Segment::Key("faults"), Segment::Index(i)];
         match f {
             FaultSpec::AcceptStale => bugs.accept_stale = true,
             FaultSpec::RefuseTakeover => bugs.refuse_takeover = true,
-            _ => timed(f, &names, time_limit_ms, &at, &mut schedule)?,
+            _ => {
+                let Some(w) = WorkerFault::of(f) else {
+                    continue;
+                };
+                match w.place(&names, time_limit_ms, &at)? {
+                    Place::Time(start) => w.schedule(start, &mut schedule),
+                    Place::Request(r) => placed.push(w.placed(i, r)),
+                }
+            }
         }
     }
     schedule.sort_by_key(|t| t.at);
@@ -128,6 +176,7 @@ pub(super) fn cluster(
         workers: names,
         settings,
         schedule,
+        placed,
         bugs,
     }))
 }
@@ -151,75 +200,174 @@ fn worker_names(workers: &[WorkerSpec]) -> Result<Vec<String>, CheckError> {
     Ok(names)
 }
 
-/// A timed fault's start and end, added to the schedule.
-fn timed(
-    f: &FaultSpec,
-    names: &[String],
-    time_limit_ms: u64,
-    at: &[Segment],
-    schedule: &mut Vec<Timed>,
-) -> Result<(), CheckError> {
-    let (worker, start, length, (begin, end)) = match f {
-        FaultSpec::Crash {
+/// A worker fault as written: whom it acts on, where it is placed, how
+/// long it lasts, and its start and end actions.
+struct WorkerFault<'a> {
+    worker: &'a String,
+    at_ms: Option<u64>,
+    at: Option<&'a RequestAt>,
+    length: Option<u64>,
+    actions: (FaultAction, FaultAction),
+}
+
+/// Where a checked worker fault happens.
+enum Place<'a> {
+    Time(u64),
+    Request(&'a RequestAt),
+}
+
+impl<'a> WorkerFault<'a> {
+    fn of(f: &'a FaultSpec) -> Option<WorkerFault<'a>> {
+        use FaultAction as A;
+        let (worker, at_ms, at, length, actions) = match f {
+            FaultSpec::Crash {
+                worker,
+                at_ms,
+                at,
+                restart_after_ms,
+            } => (worker, at_ms, at, *restart_after_ms, (A::Crash, A::Restart)),
+            FaultSpec::Partition {
+                worker,
+                at_ms,
+                at,
+                heal_after_ms,
+            } => (
+                worker,
+                at_ms,
+                at,
+                Some(*heal_after_ms),
+                (A::Partition, A::Heal),
+            ),
+            FaultSpec::Hold {
+                worker,
+                at_ms,
+                at,
+                release_after_ms,
+            } => (
+                worker,
+                at_ms,
+                at,
+                Some(*release_after_ms),
+                (A::Hold, A::Release),
+            ),
+            FaultSpec::Pause {
+                worker,
+                at_ms,
+                at,
+                for_ms,
+            } => (worker, at_ms, at, Some(*for_ms), (A::Pause, A::Resume)),
+            _ => return None,
+        };
+        Some(WorkerFault {
             worker,
-            at_ms,
-            restart_after_ms,
-        } => (
-            worker,
-            *at_ms,
-            *restart_after_ms,
-            (FaultAction::Crash, FaultAction::Restart),
-        ),
-        FaultSpec::Partition {
-            worker,
-            at_ms,
-            heal_after_ms,
-        } => (
-            worker,
-            *at_ms,
-            Some(*heal_after_ms),
-            (FaultAction::Partition, FaultAction::Heal),
-        ),
-        FaultSpec::Hold {
-            worker,
-            at_ms,
-            release_after_ms,
-        } => (
-            worker,
-            *at_ms,
-            Some(*release_after_ms),
-            (FaultAction::Hold, FaultAction::Release),
-        ),
-        FaultSpec::Pause {
-            worker,
-            at_ms,
-            for_ms,
-        } => (
-            worker,
-            *at_ms,
-            Some(*for_ms),
-            (FaultAction::Pause, FaultAction::Resume),
-        ),
-        _ => return Ok(()),
-    };
-    if !names.contains(worker) {
+            at_ms: *at_ms,
+            at: at.as_ref(),
+            length,
+            actions,
+        })
+    }
+
+    /// Checks the names the fault uses and where it is placed.
+    fn place(
+        &self,
+        names: &[String],
+        time_limit_ms: u64,
+        at: &[Segment],
+    ) -> Result<Place<'a>, CheckError> {
+        let field = |key: &'static str| {
+            let mut at = at.to_vec();
+            at.push(Segment::Key(key));
+            at
+        };
+        if !names.contains(self.worker) {
+            let worker = self.worker;
+            return fail(&field("worker"), format!("no worker is named {worker:?}"));
+        }
+        let length = self.length.unwrap_or(0);
+        match (self.at_ms, self.at) {
+            (Some(_), Some(_)) => fail(at, "give at_ms (a time) or at (a store request), not both"),
+            (None, None) => fail(at, "give at_ms (a time) or at (a store request)"),
+            (Some(start), None) if start + length >= time_limit_ms => {
+                fail(at, "the fault must end before the scenario's time_limit_ms")
+            }
+            (Some(start), None) => Ok(Place::Time(start)),
+            (None, Some(_)) if length >= time_limit_ms => fail(
+                at,
+                "the fault must last less than the scenario's time_limit_ms",
+            ),
+            (None, Some(r)) => {
+                request_at(r, names, &field("at"))?;
+                Ok(Place::Request(r))
+            }
+        }
+    }
+
+    /// A timed fault's start and end, added to the schedule.
+    fn schedule(&self, start: u64, schedule: &mut Vec<Timed>) {
+        let (begin, end) = self.actions;
+        let mut push = |at, action| {
+            schedule.push(Timed {
+                at,
+                action,
+                worker: self.worker.clone(),
+            });
+        };
+        push(start, begin);
+        if let Some(length) = self.length {
+            push(start + length, end);
+        }
+    }
+
+    /// The fault placed at request `r`.
+    fn placed(&self, fault: usize, r: &RequestAt) -> Placed {
+        Placed {
+            fault,
+            by: r.worker.clone().unwrap_or_else(|| self.worker.clone()),
+            request: kind(&r.request).unwrap_or("?"),
+            nth: r.nth,
+            lost: r.lost,
+            action: self.actions.0,
+            end: self.actions.1,
+            worker: self.worker.clone(),
+            length: self.length,
+        }
+    }
+}
+
+/// The store's name for a request kind (one of the runtime's list).
+fn kind(name: &str) -> Option<&'static str> {
+    pai_runtime::StoreRequest::KINDS
+        .iter()
+        .copied()
+        .find(|k| *k == name)
+}
+
+/// Checks a request placement: its worker, its kind and its count.
+fn request_at(r: &RequestAt, names: &[String], at: &[Segment]) -> Result<(), CheckError> {
+    let field = |key: &'static str| {
         let mut at = at.to_vec();
-        at.push(Segment::Key("worker"));
-        return fail(&at, format!("no worker is named {worker:?}"));
-    }
-    if start + length.unwrap_or(0) >= time_limit_ms {
-        return fail(at, "the fault must end before the scenario's time_limit_ms");
-    }
-    let push = |schedule: &mut Vec<Timed>, at, action| {
-        schedule.push(Timed {
-            at,
-            action,
-            worker: worker.clone(),
-        });
+        at.push(Segment::Key(key));
+        at
     };
-    push(schedule, start, begin);
-    if let Some(length) = length {
-        push(schedule, start + length, end);
+    if let Some(w) = &r.worker
+        && !names.contains(w)
+    {
+        return fail(&field("worker"), format!("no worker is named {w:?}"));
+    }
+    if kind(&r.request).is_none() {
+        let kinds = pai_runtime::StoreRequest::KINDS.join(", ");
+        let message = format!(
+            "no store request is of kind {:?}; the kinds: {kinds}",
+            r.request
+        );
+        return fail(&field("request"), message);
+    }
+    if r.nth == 0 {
+        return fail(&field("nth"), "counts from 1");
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "cluster_tests.rs"]
+mod tests;

@@ -19,13 +19,14 @@ use annotate_snippets::{AnnotationKind, Level, Renderer, Snippet};
 pub use checked::{
     AgentDef, Behaviour, DEFAULT_TIME_LIMIT_MS, Expectation, HookDef, Scenario, ToolDef,
 };
-pub use cluster::{Cluster, FaultAction, StoreBugs, Timed};
+pub use cluster::{Cluster, FaultAction, Placed, StoreBugs, Timed};
 pub use field::{CheckError, FieldPath, Segment};
 pub use names::{EventName, OracleId};
 pub use spec::{
     AgentSpec, CallRef, CancelRun, CancelSpec, ClusterSpec, DenySpec, Expect, ExpectSpec,
-    FaultSpec, HostOrder, ModelSpec, MutateSpec, OnOutputSpec, RequestExpect, ScenarioSpec,
-    SubmitSpec, TimelineEntry, ToolCallSpec, ToolSpec, TurnSpec, VisibilitySpec, WorkerSpec,
+    FaultSpec, HostOrder, ModelSpec, MutateSpec, OnOutputSpec, RequestAt, RequestExpect,
+    ScenarioSpec, SubmitSpec, TimelineEntry, ToolCallSpec, ToolSpec, TurnSpec, VisibilitySpec,
+    WorkerSpec,
 };
 pub use timeline::{Action, CallName, Moment};
 

@@ -171,6 +171,14 @@ pub fn edit_message(schema: &mut Schema) {
     );
 }
 
+/// A worker fault (`crash`, `partition`, `hold`, `pause`): placed at a
+/// time (`at_ms`) or at a store request (`at`), exactly one of them.
+pub fn placed(schema: &mut Schema) {
+    schema
+        .ensure_object()
+        .insert("oneOf".into(), json!([present("at_ms"), present("at")]));
+}
+
 /// `edit_result`: `source` or `output`, or both.
 pub fn edit_result(schema: &mut Schema) {
     schema.ensure_object().insert(

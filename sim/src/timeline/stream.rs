@@ -33,7 +33,7 @@ pub(super) fn merge<'a>(events: &'a [Event], log: &'a [ClusterRecord]) -> Vec<Pl
     let mut faults = log
         .iter()
         .filter_map(|r| match &r.what {
-            ClusterEvent::Fault { action, worker } => Some((r.at, *action, worker.as_str())),
+            ClusterEvent::Fault { action, worker, .. } => Some((r.at, *action, worker.as_str())),
             _ => None,
         })
         .peekable();
@@ -102,6 +102,7 @@ mod tests {
             what: ClusterEvent::Fault {
                 action: FaultAction::Crash,
                 worker: "w1".into(),
+                placed: None,
             },
         }
     }

@@ -42,7 +42,14 @@ pub(super) fn events(out: &mut String, c: &ClusterObs) {
 
 fn record(out: &mut String, r: &ClusterRecord) {
     let line = match &r.what {
-        ClusterEvent::Fault { action, worker } => format!("! {} {worker}", action.as_str()),
+        ClusterEvent::Fault {
+            action,
+            worker,
+            placed,
+        } => match placed {
+            Some(placed) => format!("! {} {worker} {placed}", action.as_str()),
+            None => format!("! {} {worker}", action.as_str()),
+        },
         ClusterEvent::Claimed {
             from,
             run,

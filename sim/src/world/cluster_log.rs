@@ -22,8 +22,14 @@ pub struct ClusterRecord {
 /// What happened.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClusterEvent {
-    /// The simulator did this to a worker or its link.
-    Fault { action: FaultAction, worker: String },
+    /// The simulator did this to a worker or its link; `placed` says at
+    /// which store request, for a fault placed at one ("at its wait #1,
+    /// its answer in flight").
+    Fault {
+        action: FaultAction,
+        worker: String,
+        placed: Option<String>,
+    },
     /// The store gave `from` a run's lease.
     Claimed {
         from: String,

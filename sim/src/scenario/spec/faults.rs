@@ -171,49 +171,72 @@ pub enum FaultSpec {
         #[schemars(range(min = 1))]
         drop_message: usize,
     },
-    /// Crash a worker at `at_ms` (everything it holds is lost), and start
-    /// it afresh `restart_after_ms` later (never, when left out).
+    /// Crash a worker at `at_ms` or at a store request (`at`): everything
+    /// it holds is lost; start it afresh `restart_after_ms` later (never,
+    /// when left out).
+    #[schemars(transform = crate::schema::checks::placed)]
     Crash {
         /// The worker.
         worker: String,
-        /// When (virtual ms).
-        at_ms: u64,
+        /// When (virtual ms); or give `at`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_ms: Option<u64>,
+        /// At which store request; or give `at_ms`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<RequestAt>,
         /// How long it stays down.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[schemars(range(min = 1))]
         restart_after_ms: Option<u64>,
     },
     /// Cut a worker off from the store (messages between them are lost)
-    /// at `at_ms`, and heal the link `heal_after_ms` later.
+    /// at `at_ms` or at a store request (`at`), and heal the link
+    /// `heal_after_ms` later.
+    #[schemars(transform = crate::schema::checks::placed)]
     Partition {
         /// The worker.
         worker: String,
-        /// When (virtual ms).
-        at_ms: u64,
+        /// When (virtual ms); or give `at`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_ms: Option<u64>,
+        /// At which store request; or give `at_ms`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<RequestAt>,
         /// How long the link stays cut.
         #[schemars(range(min = 1))]
         heal_after_ms: u64,
     },
-    /// Hold the messages between a worker and the store at `at_ms`, and
-    /// deliver them all `release_after_ms` later.
+    /// Hold the messages between a worker and the store at `at_ms` or at
+    /// a store request (`at`), and deliver them all `release_after_ms` later.
+    #[schemars(transform = crate::schema::checks::placed)]
     Hold {
         /// The worker.
         worker: String,
-        /// When (virtual ms).
-        at_ms: u64,
+        /// When (virtual ms); or give `at`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_ms: Option<u64>,
+        /// At which store request; or give `at_ms`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<RequestAt>,
         /// How long messages are held.
         #[schemars(range(min = 1))]
         release_after_ms: u64,
     },
-    /// Pause a worker at `at_ms` for `for_ms` (a GC pause, a slow disk):
+    /// Pause a worker at `at_ms` (or at a store request, `at`) for
+    /// `for_ms` (a GC pause, a slow disk):
     /// nothing it sends arrives, and nothing reaches it, until the pause
     /// ends; then everything held is delivered late (turmoil has no host
     /// pause, so this is a hold of all of the worker's links).
+    #[schemars(transform = crate::schema::checks::placed)]
     Pause {
         /// The worker.
         worker: String,
-        /// When (virtual ms).
-        at_ms: u64,
+        /// When (virtual ms); or give `at`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_ms: Option<u64>,
+        /// At which store request; or give `at_ms`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<RequestAt>,
         /// How long.
         #[schemars(range(min = 1))]
         for_ms: u64,
@@ -250,6 +273,31 @@ impl FaultSpec {
                 | FaultSpec::RefuseTakeover
         )
     }
+}
+
+/// A fault placed at a store request rather than at a time: the `nth`
+/// request of kind `request` that the store receives from `worker`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestAt {
+    /// Whose request triggers the fault (the fault's own worker when left
+    /// out); it may be another worker's (partition w2 when w1 claims).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub worker: Option<String>,
+    /// The request's kind, in snake_case (`claim`, `renew`, `wait`, ...).
+    #[schemars(extend("enum" = pai_runtime::StoreRequest::KINDS))]
+    pub request: String,
+    /// Which request of that kind from that worker, counted from 1.
+    #[serde(default = "crate::defaults::first")]
+    #[schemars(range(min = 1))]
+    pub nth: usize,
+    /// The store drops the request unapplied and unanswered (the link was
+    /// cut just before it arrived); otherwise it lands and the fault
+    /// happens right after, its answer in flight.
+    #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
+    #[schemars(extend("default" = false))]
+    pub lost: bool,
 }
 
 /// Where a tool result came from (SPEC T3, T5, T7, T8), as a fault names it.

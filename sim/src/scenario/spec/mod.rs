@@ -20,7 +20,7 @@ mod timeline;
 
 pub use cluster::{ClusterSpec, HostOrder, WorkerSpec};
 pub use facade::{ExpectSpec, MutateSpec, VisibilitySpec};
-pub use faults::FaultSpec;
+pub use faults::{FaultSpec, RequestAt};
 pub use timeline::{CallRef, CancelRun, CancelSpec, DenySpec, SubmitSpec, TimelineEntry};
 
 /// What a scenario run must show (SPEC D5).
