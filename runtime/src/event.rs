@@ -291,6 +291,14 @@ pub enum EventKind {
         token: u64,
         reason: String,
     },
+    /// The store refused the run's `request` because incarnation
+    /// `incarnation` of its thread was deleted (SPEC H5): from here its
+    /// worker knows, cancels the run's running tools (T8) and starts no new
+    /// phase. Logged once per run, when its worker first learns it.
+    DeleteLearned {
+        request: String,
+        incarnation: u64,
+    },
     /// This worker took the run over from a holder whose lease expired
     /// (SPEC K3); it continues from the last committed step.
     TakenOver {
@@ -422,6 +430,7 @@ impl EventKind {
             EventKind::LeaseReleased { .. } => "lease_released",
             EventKind::LeaseRenewed { .. } => "lease_renewed",
             EventKind::LeaseLost { .. } => "lease_lost",
+            EventKind::DeleteLearned { .. } => "delete_learned",
             EventKind::TakenOver { .. } => "taken_over",
             EventKind::OnOutput { .. } => "on_output",
             EventKind::RunMetadata { .. } => "run_metadata",

@@ -180,7 +180,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         };
         let sent = self.sh.clock.now();
         let renewed = super::lease::renew_once(self.sh, self.thread, self.run, self.token).await;
-        if renewed.map_err(|e| self.store_fail(stage, e))? {
+        if renewed.map_err(|e| self.refused(stage, "renew", e))? {
             self.stop.trigger();
         }
         // An answer that took a whole lease to come proves nothing: the
@@ -197,7 +197,13 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     /// worker that learns its thread's incarnation was deleted stops the
     /// run: its running tools are cancelled (H5, T8).
     pub(super) fn store_fail(&self, stage: RunStage, e: StoreError) -> Fail {
-        if self.lease.check(&e) && self.lease.deleted() {
+        self.refused(stage, stage.as_str(), e)
+    }
+
+    /// As `store_fail`, naming the `request` the store refused.
+    pub(super) fn refused(&self, stage: RunStage, request: &str, e: StoreError) -> Fail {
+        let at = (self.thread, self.run);
+        if super::lease::heard(self.sh, at, self.lease, request, &e) && self.lease.deleted() {
             self.stop.trigger();
         }
         Fail::new(stage, e.to_string())

@@ -43,6 +43,10 @@ pub(super) fn event(kind: &EventKind) -> String {
         EventKind::LeaseLost { token, reason } => {
             format!("lease_lost token={token} reason={}", quoted(reason))
         }
+        EventKind::DeleteLearned {
+            request,
+            incarnation,
+        } => format!("{request} refused: thread deleted (incarnation {incarnation})"),
         EventKind::TakenOver {
             from,
             stale_token,

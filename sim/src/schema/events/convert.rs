@@ -28,6 +28,13 @@ impl From<&EventKind> for EventData {
                 EventData::LeaseRenewed { token, version }
             }
             EventKind::LeaseLost { token, reason } => EventData::LeaseLost { token, reason },
+            EventKind::DeleteLearned {
+                request,
+                incarnation,
+            } => EventData::DeleteLearned {
+                request,
+                incarnation,
+            },
             EventKind::TakenOver {
                 from,
                 stale_token,

@@ -51,6 +51,15 @@ pub enum EventData {
         /// Why: a stale token refused, or the store unreachable.
         reason: String,
     },
+    /// The store refused a request of the run because its thread's
+    /// incarnation was deleted: from here its worker knows, cancels the
+    /// run's running tools and starts no new phase (SPEC H5). Once per run.
+    DeleteLearned {
+        /// What the store refused: `renew`, or the stage whose write it was.
+        request: String,
+        /// The deleted incarnation.
+        incarnation: u64,
+    },
     /// A worker took the run over from a holder whose lease expired (SPEC K3).
     TakenOver {
         /// The worker that held the lease, if known.
