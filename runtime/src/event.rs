@@ -207,11 +207,13 @@ pub enum EventKind {
         idempotency_key: String,
     },
     /// An `on_output` handler ran over a successful output (SPEC T6);
-    /// `version` is set when it changed the run metadata.
+    /// `input` is the call's input it received; `version` is set when it
+    /// changed the run metadata.
     OnOutput {
         step: u32,
         call_id: String,
         tool: String,
+        input: Value,
         version: Option<u64>,
     },
     /// A tool finished; `detail` carries a thrown error's text (logs only, SPEC T5).
@@ -359,6 +361,13 @@ pub enum EventKind {
         versions: Vec<u64>,
         error: Option<String>,
     },
+    /// A trusted writer read the thread through its facade (SPEC H3, H5):
+    /// the version and incarnation an expectation it builds is read from.
+    ThreadRead {
+        version: u64,
+        incarnation: u64,
+        messages: usize,
+    },
     /// The thread's incarnation was deleted (SPEC H5); these runs were
     /// cancelled with it.
     ThreadDeleted {
@@ -444,6 +453,7 @@ impl EventKind {
             EventKind::MutationRefused { .. } => "mutation_refused",
             EventKind::HistoryRewritten { .. } => "history_rewritten",
             EventKind::RewriteDelivered { .. } => "rewrite_delivered",
+            EventKind::ThreadRead { .. } => "read_thread",
             EventKind::ThreadDeleted { .. } => "thread_deleted",
             EventKind::ThreadCreated { .. } => "thread_created",
             EventKind::CompactionStarted { .. } => "compaction_started",

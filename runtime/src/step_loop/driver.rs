@@ -124,6 +124,7 @@ async fn run_one<C: Send + Sync + 'static>(
             thread,
             run,
             episode,
+            resumed: start != Start::Fresh,
             token,
             stop,
             lease,

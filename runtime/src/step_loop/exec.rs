@@ -42,6 +42,9 @@ pub(super) struct Exec<'a, C> {
     pub(super) thread: &'a str,
     pub(super) run: &'a str,
     pub(super) episode: u32,
+    /// The episode resumes the run (after a wait, or a takeover), as its
+    /// `prepare_run` says.
+    pub(super) resumed: bool,
     /// The episode's fencing token: every write carries it (SPEC K2).
     pub(super) token: u64,
     pub(super) stop: &'a StopSignal,
@@ -84,6 +87,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             run_id: self.run,
             thread_id: self.thread,
             episode: self.episode,
+            resumed: self.resumed,
             now: self.sh.clock.now(),
             trace: self.sh.sink.as_ref().map(|_| self as &dyn HookTrace),
             run: Some(self as &dyn RunFacade),

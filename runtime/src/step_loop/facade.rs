@@ -61,6 +61,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             step,
             call_id: result.call_id.clone(),
             tool: result.tool.clone(),
+            input: input.clone(),
             version,
         });
         Ok(())

@@ -28,6 +28,15 @@ impl From<&EventKind> for EventData {
                 EventData::LeaseRenewed { token, version }
             }
             EventKind::LeaseLost { token, reason } => EventData::LeaseLost { token, reason },
+            EventKind::ThreadRead {
+                version,
+                incarnation,
+                messages,
+            } => EventData::ReadThread {
+                version,
+                incarnation,
+                messages,
+            },
             EventKind::DeleteLearned {
                 request,
                 incarnation,
@@ -184,11 +193,13 @@ impl From<&EventKind> for EventData {
                 step,
                 call_id,
                 tool,
+                input,
                 version,
             } => EventData::OnOutput {
                 step,
                 call_id,
                 tool,
+                input,
                 version,
             },
             EventKind::RunMetadata { version } => EventData::RunMetadata { version },

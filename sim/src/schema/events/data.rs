@@ -219,6 +219,8 @@ pub enum EventData {
         call_id: String,
         /// The tool.
         tool: String,
+        /// The call's input the handler received.
+        input: Value,
         /// The thread's version after the handler's metadata commit, if it
         /// changed the run metadata.
         version: Option<u64>,
@@ -329,6 +331,15 @@ pub enum EventData {
     HistoryRewritten(FacadeData),
     /// `history_rewritten` hooks heard rewrite facts (SPEC R3).
     RewriteDelivered(FacadeData),
+    /// A trusted writer read the thread through its facade (SPEC H3, H5).
+    ReadThread {
+        /// The thread's version it read.
+        version: u64,
+        /// The incarnation it read.
+        incarnation: u64,
+        /// How many messages it read.
+        messages: usize,
+    },
     /// The thread's incarnation was deleted (SPEC H5).
     ThreadDeleted(FacadeData),
     /// An incarnation of the thread started (SPEC H5).
