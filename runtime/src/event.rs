@@ -207,11 +207,13 @@ pub enum EventKind {
         idempotency_key: String,
     },
     /// An `on_output` handler ran over a successful output (SPEC T6);
-    /// `version` is set when it changed the run metadata.
+    /// `input` is the call's input it received; `version` is set when it
+    /// changed the run metadata.
     OnOutput {
         step: u32,
         call_id: String,
         tool: String,
+        input: Value,
         version: Option<u64>,
     },
     /// A tool finished; `detail` carries a thrown error's text (logs only, SPEC T5).
@@ -291,6 +293,14 @@ pub enum EventKind {
         token: u64,
         reason: String,
     },
+    /// The store refused the run's `request` because incarnation
+    /// `incarnation` of its thread was deleted (SPEC H5): from here its
+    /// worker knows, cancels the run's running tools (T8) and starts no new
+    /// phase. Logged once per run, when its worker first learns it.
+    DeleteLearned {
+        request: String,
+        incarnation: u64,
+    },
     /// This worker took the run over from a holder whose lease expired
     /// (SPEC K3); it continues from the last committed step.
     TakenOver {
@@ -350,6 +360,13 @@ pub enum EventKind {
     RewriteDelivered {
         versions: Vec<u64>,
         error: Option<String>,
+    },
+    /// A trusted writer read the thread through its facade (SPEC H3, H5):
+    /// the version and incarnation an expectation it builds is read from.
+    ThreadRead {
+        version: u64,
+        incarnation: u64,
+        messages: usize,
     },
     /// The thread's incarnation was deleted (SPEC H5); these runs were
     /// cancelled with it.
@@ -422,6 +439,7 @@ impl EventKind {
             EventKind::LeaseReleased { .. } => "lease_released",
             EventKind::LeaseRenewed { .. } => "lease_renewed",
             EventKind::LeaseLost { .. } => "lease_lost",
+            EventKind::DeleteLearned { .. } => "delete_learned",
             EventKind::TakenOver { .. } => "taken_over",
             EventKind::OnOutput { .. } => "on_output",
             EventKind::RunMetadata { .. } => "run_metadata",
@@ -435,6 +453,7 @@ impl EventKind {
             EventKind::MutationRefused { .. } => "mutation_refused",
             EventKind::HistoryRewritten { .. } => "history_rewritten",
             EventKind::RewriteDelivered { .. } => "rewrite_delivered",
+            EventKind::ThreadRead { .. } => "read_thread",
             EventKind::ThreadDeleted { .. } => "thread_deleted",
             EventKind::ThreadCreated { .. } => "thread_created",
             EventKind::CompactionStarted { .. } => "compaction_started",

@@ -180,11 +180,18 @@ pub(crate) fn waiting_event(kind: &EventKind) -> String {
         EventKind::OnOutput {
             call_id,
             tool,
+            input,
             version,
             ..
         } => match version {
-            Some(v) => format!("on_output {call_id} {tool} -> run metadata v{v}"),
-            None => format!("on_output {call_id} {tool} -> metadata unchanged"),
+            Some(v) => format!(
+                "on_output {call_id} {tool} {} -> run metadata v{v}",
+                json(input)
+            ),
+            None => format!(
+                "on_output {call_id} {tool} {} -> metadata unchanged",
+                json(input)
+            ),
         },
         EventKind::RunMetadata { version } => format!("  · run metadata written v{version}"),
         EventKind::ContextMessage { message, version } => {

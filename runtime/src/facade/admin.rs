@@ -85,8 +85,16 @@ impl<C: Send + Sync + 'static> AdminThread<C> {
     }
 
     /// The whole thread, private metadata included.
+    /// The read is logged (`read_thread`): what an expectation built from
+    /// it was read from.
     pub async fn read(&self) -> Result<StoredThread, StoreError> {
-        self.committer().read().await
+        let t = self.committer().read().await?;
+        self.sh().emit(&self.id, "", || EventKind::ThreadRead {
+            version: t.version,
+            incarnation: t.incarnation,
+            messages: t.messages.len(),
+        });
+        Ok(t)
     }
 
     /// SPEC H2, H3: stages writes in `f` (which reads the stored thread,

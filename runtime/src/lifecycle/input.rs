@@ -18,6 +18,9 @@ pub struct HookCx<'a, C> {
     pub thread_id: &'a str,
     /// Execution episode number, from 1.
     pub episode: u32,
+    /// The episode resumes the run: after a wait (SPEC T7), or a takeover
+    /// among workers (K3); what `prepare_run`'s input says too.
+    pub resumed: bool,
     pub now: Millis,
     pub(crate) trace: Option<&'a dyn HookTrace>,
     /// The run's thread facade (metadata, hidden messages), inside a run.
@@ -39,6 +42,7 @@ impl<'a, C> HookCx<'a, C> {
             run_id,
             thread_id,
             episode,
+            resumed: false,
             now,
             trace: None,
             run: None,

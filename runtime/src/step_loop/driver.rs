@@ -11,7 +11,7 @@ use tracing::Instrument;
 
 use super::episode::{EpisodeEnd, Start};
 use super::exec::{Exec, Fail};
-use super::lease::{RunLease, renew, renew_once};
+use super::lease::{RunLease, heard, renew, renew_once};
 use crate::clock::IdKind;
 use crate::context_cache::ContextCache;
 use crate::event::{EventKind, RunStage};
@@ -124,6 +124,7 @@ async fn run_one<C: Send + Sync + 'static>(
             thread,
             run,
             episode,
+            resumed: start != Start::Fresh,
             token,
             stop,
             lease,
@@ -157,7 +158,7 @@ async fn run_one<C: Send + Sync + 'static>(
                     version = at;
                 }
                 Err(e) => {
-                    lease.check(&e);
+                    heard(sh, (thread, run), lease, "next_episode", &e);
                     return lost(sh, thread, run, lease, e.to_string()).await;
                 }
             },
@@ -200,7 +201,7 @@ async fn hear_the_store<C>(
         Ok(true) => stop.trigger(),
         Ok(false) => {}
         Err(e) => {
-            if lease.check(&e) && lease.deleted() {
+            if heard(sh, (thread, run), lease, "renew", &e) && lease.deleted() {
                 stop.trigger();
             }
         }
@@ -334,7 +335,7 @@ async fn finish<C>(sh: &Shared<C>, thread: &str, run: &str, lease: &RunLease, en
             }
             Err(e) => {
                 drop(attached);
-                lease.check(&e);
+                heard(sh, (thread, run), lease, "finish", &e);
                 return lost(sh, thread, run, lease, e.to_string()).await;
             }
         }

@@ -42,6 +42,9 @@ pub(super) struct Exec<'a, C> {
     pub(super) thread: &'a str,
     pub(super) run: &'a str,
     pub(super) episode: u32,
+    /// The episode resumes the run (after a wait, or a takeover), as its
+    /// `prepare_run` says.
+    pub(super) resumed: bool,
     /// The episode's fencing token: every write carries it (SPEC K2).
     pub(super) token: u64,
     pub(super) stop: &'a StopSignal,
@@ -84,6 +87,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             run_id: self.run,
             thread_id: self.thread,
             episode: self.episode,
+            resumed: self.resumed,
             now: self.sh.clock.now(),
             trace: self.sh.sink.as_ref().map(|_| self as &dyn HookTrace),
             run: Some(self as &dyn RunFacade),
@@ -180,7 +184,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         };
         let sent = self.sh.clock.now();
         let renewed = super::lease::renew_once(self.sh, self.thread, self.run, self.token).await;
-        if renewed.map_err(|e| self.store_fail(stage, e))? {
+        if renewed.map_err(|e| self.refused(stage, "renew", e))? {
             self.stop.trigger();
         }
         // An answer that took a whole lease to come proves nothing: the
@@ -197,7 +201,13 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     /// worker that learns its thread's incarnation was deleted stops the
     /// run: its running tools are cancelled (H5, T8).
     pub(super) fn store_fail(&self, stage: RunStage, e: StoreError) -> Fail {
-        if self.lease.check(&e) && self.lease.deleted() {
+        self.refused(stage, stage.as_str(), e)
+    }
+
+    /// As `store_fail`, naming the `request` the store refused.
+    pub(super) fn refused(&self, stage: RunStage, request: &str, e: StoreError) -> Fail {
+        let at = (self.thread, self.run);
+        if super::lease::heard(self.sh, at, self.lease, request, &e) && self.lease.deleted() {
             self.stop.trigger();
         }
         Fail::new(stage, e.to_string())

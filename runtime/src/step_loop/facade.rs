@@ -61,6 +61,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             step,
             call_id: result.call_id.clone(),
             tool: result.tool.clone(),
+            input: input.clone(),
             version,
         });
         Ok(())
@@ -106,7 +107,12 @@ impl<C: Send + Sync + 'static> RunFacade for Exec<'_, C> {
                 .map_err(|f| MutateError::Aborted(f.message))?;
             let done = self.committer().mutate(expect, f).await;
             if let Err(MutateError::Store(e)) = &done {
-                self.lease.check(e);
+                let at = (self.thread, self.run);
+                // A worker that learns of a delete stops the run (H5, T8).
+                if super::lease::heard(self.sh, at, self.lease, "mutate", e) && self.lease.deleted()
+                {
+                    self.stop.trigger();
+                }
             }
             Ok(done?.1)
         })

@@ -84,17 +84,45 @@ impl RunLease {
         self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Whether `e` means the lease is lost; if so, it is recorded.
-    pub(super) fn check(&self, e: &StoreError) -> bool {
-        if matches!(e, StoreError::Deleted { .. }) {
-            self.deleted.store(true, Ordering::Relaxed);
-        }
+    /// Whether `e` means the lease is lost (if so, it is recorded), and the
+    /// deleted incarnation when `e` is the first word that the run's thread
+    /// incarnation was deleted (SPEC H5).
+    fn check_learning(&self, e: &StoreError) -> (bool, Option<u64>) {
+        let learned = match e {
+            StoreError::Deleted { incarnation, .. } => {
+                (!self.deleted.swap(true, Ordering::Relaxed)).then_some(*incarnation)
+            }
+            _ => None,
+        };
         if e.loses_lease() {
             self.lose(e.to_string());
-            return true;
+            return (true, learned);
         }
-        false
+        (false, learned)
     }
+}
+
+/// Whether `e` loses `run`'s lease (recorded if so), whose `request` the store refused with `e`;
+/// the first refusal that says its thread's incarnation was deleted is
+/// logged among workers (`delete_learned`): the moment its worker knows
+/// (SPEC H5).
+pub(super) fn heard<C>(
+    sh: &Shared<C>,
+    (thread, run): (&str, &str),
+    lease: &RunLease,
+    request: &str,
+    e: &StoreError,
+) -> bool {
+    let (lost, learned) = lease.check_learning(e);
+    // In one process the delete itself is the moment the run's driver knows.
+    let among_workers = sh.worker.lease_ttl.is_some();
+    if let Some(incarnation) = learned.filter(|_| among_workers) {
+        sh.emit(thread, run, || EventKind::DeleteLearned {
+            request: request.to_string(),
+            incarnation,
+        });
+    }
+    lost
 }
 
 /// Renews the lease while an episode works (K3), and hears of a cancel
@@ -129,7 +157,7 @@ pub(super) async fn renew<C>(
                     stop.trigger();
                 }
             }
-            Err(e) if lease.check(&e) => {
+            Err(e) if heard(sh, (thread, run), lease, "renew", &e) => {
                 // A deleted incarnation (H5): its running tools are
                 // cancelled now, as a cancel's would be (T8).
                 if lease.deleted() {

@@ -145,12 +145,14 @@ fn stream_or_tool_hook(g: &mut Gen, kind: usize, tools: &[String]) -> HookSpec {
             message: "planted failure".into(),
             panic: g.chance(30),
             step: g.step(),
+            on_resume: false,
         }),
         _ => HookSpec::Delay(Delay {
             name: None,
             phase: phase(g),
             ms: g.range(1, 30),
             step: g.step(),
+            on_resume: false,
         }),
     }
 }

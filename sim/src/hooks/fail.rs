@@ -62,15 +62,22 @@ pub struct Fail {
     #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
     #[schemars(extend("default" = false))]
     pub panic: bool,
-    /// Only at this step (from 1); at every step when left out.
+    /// Only at this step, numbered from 0 as the event log numbers steps
+    /// (across a run's episodes); at every step when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<u32>,
+    /// Only in a resumed episode: one whose `prepare_run` says it resumes
+    /// (after a wait, SPEC T7; or a takeover among workers, K3).
+    #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
+    #[schemars(extend("default" = false))]
+    pub on_resume: bool,
 }
 
 impl Fail {
-    /// The error at `step` (`None`: a phase without steps), or a panic.
-    fn fire(&self, step: Option<u32>) -> HookResult<()> {
-        if step.is_some_and(|s| !applies_at(self.step, s)) {
+    /// The error at `step` (`None`: a phase without steps) of an episode
+    /// that resumes the run or not, or a panic.
+    fn fire(&self, resumed: bool, step: Option<u32>) -> HookResult<()> {
+        if step.is_some_and(|s| !applies_at(self.step, s)) || (self.on_resume && !resumed) {
             return Ok(());
         }
         if self.panic {
@@ -80,48 +87,55 @@ impl Fail {
     }
 
     /// `decision` when the hook does not fire at `step`.
-    fn or<T>(&self, step: Option<u32>, decision: T) -> HookFuture<'static, HookResult<T>>
+    fn or<T>(
+        &self,
+        resumed: bool,
+        step: Option<u32>,
+        decision: T,
+    ) -> HookFuture<'static, HookResult<T>>
     where
         T: Send + 'static,
     {
-        HookFuture::ready(self.fire(step).map(|()| decision))
+        HookFuture::ready(self.fire(resumed, step).map(|()| decision))
     }
 
     pub(super) fn build(&self, name: &str) -> SimHook {
         let me = self.clone();
         match self.phase {
-            PhaseName::PrepareRun => Box::new(hook::prepare_run(name, move |_, _| {
-                me.or(None, RunDecision::default())
+            PhaseName::PrepareRun => Box::new(hook::prepare_run(name, move |cx, _| {
+                me.or(cx.resumed, None, RunDecision::default())
             })),
             PhaseName::ResolveModelContext => {
-                Box::new(hook::resolve_model_context(name, move |_, input, next| {
-                    let fired = me.fire(Some(input.step));
+                Box::new(hook::resolve_model_context(name, move |cx, input, next| {
+                    let fired = me.fire(cx.resumed, Some(input.step));
                     HookFuture::new(async move {
                         fired?;
                         next.run().await
                     })
                 }))
             }
-            PhaseName::PrepareModelStep => Box::new(hook::prepare_model_step(name, move |_, i| {
-                me.or(Some(i.step), StepDecision::default())
-            })),
+            PhaseName::PrepareModelStep => {
+                Box::new(hook::prepare_model_step(name, move |cx, i| {
+                    me.or(cx.resumed, Some(i.step), StepDecision::default())
+                }))
+            }
             PhaseName::AroundModelCall => {
-                Box::new(hook::around_model_call(name, move |_, request, next| {
-                    let fired = me.fire(Some(request.step));
+                Box::new(hook::around_model_call(name, move |cx, request, next| {
+                    let fired = me.fire(cx.resumed, Some(request.step));
                     HookFuture::new(async move {
                         fired?;
                         Ok(next.call(AttemptPatch::default()).await?)
                     })
                 }))
             }
-            PhaseName::BeforeToolCall => Box::new(hook::before_tool_call(name, move |_, i| {
-                me.or(Some(i.step), ToolCallDecision::Continue)
+            PhaseName::BeforeToolCall => Box::new(hook::before_tool_call(name, move |cx, i| {
+                me.or(cx.resumed, Some(i.step), ToolCallDecision::Continue)
             })),
-            PhaseName::AfterToolResult => Box::new(hook::after_tool_result(name, move |_, i| {
-                me.or(Some(i.step), ToolResultDecision::Continue)
+            PhaseName::AfterToolResult => Box::new(hook::after_tool_result(name, move |cx, i| {
+                me.or(cx.resumed, Some(i.step), ToolResultDecision::Continue)
             })),
-            PhaseName::AfterStep => Box::new(hook::after_step(name, move |_, i| {
-                me.or(Some(i.step), AfterStepDecision::Natural)
+            PhaseName::AfterStep => Box::new(hook::after_step(name, move |cx, i| {
+                me.or(cx.resumed, Some(i.step), AfterStepDecision::Natural)
             })),
         }
     }

@@ -136,6 +136,7 @@ pub(super) fn beside_phases(kind: &EventKind) -> bool {
             | EventKind::RunMetadata { .. }
             | EventKind::ContextMessage { .. }
             | EventKind::LeaseRenewed { .. }
+            | EventKind::DeleteLearned { .. }
             | EventKind::CancelRequested { .. }
             | EventKind::Awaiting { .. }
             | EventKind::Mutated { .. }

@@ -5,7 +5,8 @@
 //! cancelled with reason `deleted`; a run not yet ended that it left out of
 //! its list was missed. Nor does such a run start a model call or a
 //! compaction once its worker knows of the delete (at once in one process;
-//! among workers, from the lease loss that told it).
+//! among workers, from the lease loss or the refusal that told it; what a
+//! worker may do once it learned is judged in `h5_learned`).
 
 use std::collections::BTreeSet;
 
@@ -20,7 +21,14 @@ use crate::world::CommitRecord;
 const DELETED: &str = "deleted";
 
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
-    judge(o.events, o.cut_short, o.cluster.is_some(), o.commits)
+    let mut out = judge(o.events, o.cut_short, o.cluster.is_some(), o.commits);
+    if o.cluster.is_some() {
+        // Once per run: a run this check already flagged is not flagged again.
+        let learned = super::h5_learned::judge(o.events, o.commits);
+        let flagged: Vec<Option<String>> = out.iter().map(|v| v.run.clone()).collect();
+        out.extend(learned.into_iter().filter(|v| !flagged.contains(&v.run)));
+    }
+    out
 }
 
 /// `cut_short`: a run's end may be missing from the log (the time limit
@@ -142,9 +150,13 @@ fn writes(kind: &EventKind) -> bool {
 fn started_after<'a>(after: &'a [Event], run: &str, workers: bool) -> Option<&'a Event> {
     let known = match workers {
         false => 0,
-        true => after
-            .iter()
-            .position(|x| x.run_id == run && matches!(x.kind, EventKind::LeaseLost { .. }))?,
+        true => after.iter().position(|x| {
+            x.run_id == run
+                && matches!(
+                    x.kind,
+                    EventKind::LeaseLost { .. } | EventKind::DeleteLearned { .. }
+                )
+        })?,
     };
     after[known..].iter().filter(|x| x.run_id == run).find(|x| {
         matches!(

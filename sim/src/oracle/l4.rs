@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use pai_runtime::{EventKind, NoteDecision, RunDecision, RunStatus, ToolCallDecision};
+use pai_runtime::{Event, EventKind, NoteDecision, RunDecision, RunStatus, ToolCallDecision};
 
 use super::facts::{committed_message, handlers, invocations};
 use super::observed::{Observed, Violation};
@@ -83,7 +83,8 @@ fn reached_failures_fail(o: &Observed<'_>) -> Vec<Violation> {
             let HookSpec::Fail(f) = &h.spec else {
                 continue;
             };
-            let at_step = f.step.is_none_or(|s| step.is_none_or(|t| s == t));
+            let at_step = f.step.is_none_or(|s| step.is_none_or(|t| s == t))
+                && (!f.on_resume || in_resumed_episode(o.events, inv.end));
             let before: Vec<&str> = inv.notes.iter().take(k).map(|n| n.hook.as_str()).collect();
             let reached = inv.notes.len() >= k && before == all[..k];
             let stopped = inv.notes.iter().take(k).any(|n| {
@@ -103,6 +104,28 @@ fn reached_failures_fail(o: &Observed<'_>) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// Whether `end`'s episode resumes its run, judged from the log alone: the
+/// run waited (or was taken over) before the claim that began the episode.
+fn in_resumed_episode(events: &[Event], end: &Event) -> bool {
+    let Some(at) = events.iter().position(|e| std::ptr::eq(e, end)) else {
+        return false;
+    };
+    let of_run = |e: &&Event| e.thread_id == end.thread_id && e.run_id == end.run_id;
+    let before = &events[..at];
+    let Some(claim) = before
+        .iter()
+        .rposition(|e| of_run(&e) && matches!(e.kind, EventKind::LeaseAcquired { .. }))
+    else {
+        return false;
+    };
+    before[..claim].iter().filter(of_run).any(|e| {
+        matches!(
+            e.kind,
+            EventKind::Waiting { .. } | EventKind::TakenOver { .. }
+        )
+    })
 }
 
 /// In a phase invocation that failed, only the hooks before the failing one

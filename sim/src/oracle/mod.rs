@@ -17,6 +17,7 @@ mod h2;
 mod h3;
 mod h4;
 mod h5;
+mod h5_learned;
 mod h6;
 mod k1;
 mod k2;

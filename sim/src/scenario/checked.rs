@@ -129,6 +129,9 @@ impl Scenario {
         let time_limit_ms = spec.time_limit_ms.unwrap_or(DEFAULT_TIME_LIMIT_MS);
         let first_watch = spec.timeline.iter().position(|t| t.watch.is_some());
         let timeline = timeline(spec.timeline, time_limit_ms)?;
+        let can_resume =
+            !spec.workers.is_empty() || spec.agent.tools.iter().any(|t| t.approval || t.client);
+        on_resume(&spec.lifecycle, can_resume)?;
         let tools = tools(spec.agent.tools)?;
         scripts(&spec.model, &spec.models)?;
         docs(&spec.docs)?;
@@ -212,6 +215,28 @@ fn header(spec: &ScenarioSpec) -> Result<(), CheckError> {
         );
     }
     Ok(())
+}
+
+/// `on_resume` limits a `fail` or `delay` hook to resumed episodes; with
+/// no tool a run can wait on (client or approval) and no workers to take a
+/// run over, no episode resumes and the hook would never fire.
+fn on_resume(specs: &[HookSpec], can_resume: bool) -> Result<(), CheckError> {
+    let limited = specs.iter().position(|h| match h {
+        HookSpec::Fail(f) => f.on_resume,
+        HookSpec::Delay(d) => d.on_resume,
+        _ => false,
+    });
+    match limited {
+        Some(i) if !can_resume => fail(
+            &[
+                Segment::Key("lifecycle"),
+                Segment::Index(i),
+                Segment::Key("on_resume"),
+            ],
+            "no episode of this scenario can resume: it has no client or approval tool for a run to wait on (SPEC T7) and no workers to take a run over (K3), so the hook would never fire",
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// Hooks, named as the event log shows them, each with values it can use.

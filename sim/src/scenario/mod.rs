@@ -232,6 +232,22 @@ send = "hi"
         );
     }
 
+    /// `on_resume` where no episode can resume is refused at its field.
+    #[test]
+    fn on_resume_without_a_wait_is_refused_where_it_stands() {
+        let hook = "\n[[lifecycle]]\nhook = \"fail\"\nphase = \"prepare_run\"\nmessage = \"m\"\non_resume = true\n";
+        let text = format!("{MINIMAL}{hook}");
+        let e = Scenario::parse(Path::new("a.toml"), &text).unwrap_err();
+        assert!(
+            e.message.starts_with("lifecycle[0].on_resume: no episode"),
+            "{e}"
+        );
+        assert!(e.location.is_some(), "{e}");
+        let tool = "\n[[agent.tools]]\nname = \"ask\"\nclient = true\n";
+        let ok = format!("{MINIMAL}{hook}{tool}");
+        assert!(Scenario::parse(Path::new("a.toml"), &ok).is_ok());
+    }
+
     #[test]
     fn json_and_toml_share_one_model() {
         let t = ScenarioSpec::parse(Path::new("a.toml"), MINIMAL).unwrap();

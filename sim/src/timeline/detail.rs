@@ -56,6 +56,7 @@ pub(super) fn describe(kind: &EventKind) -> String {
         EventKind::LeaseReleased { episode } => format!("lease_released episode={episode}"),
         EventKind::LeaseRenewed { .. }
         | EventKind::LeaseLost { .. }
+        | EventKind::DeleteLearned { .. }
         | EventKind::TakenOver { .. } => lease(kind),
         EventKind::Ended {
             status,
@@ -82,6 +83,10 @@ fn lease(kind: &EventKind) -> String {
         EventKind::LeaseLost { token, reason } => {
             format!("lease_lost token={token} reason={}", quoted(reason))
         }
+        EventKind::DeleteLearned {
+            request,
+            incarnation,
+        } => format!("{request} refused: thread deleted (incarnation {incarnation})"),
         EventKind::TakenOver {
             from,
             stale_token,

@@ -10,7 +10,7 @@ use pai_runtime::EventKind;
 use crate::oracle::ClusterObs;
 use crate::world::{ClusterEvent, ClusterRecord};
 
-use super::event::event;
+use super::event::event_line;
 
 pub(super) fn events(out: &mut String, c: &ClusterObs) {
     let mut log = c.log.iter().peekable();
@@ -24,7 +24,7 @@ pub(super) fn events(out: &mut String, c: &ClusterObs) {
             "{:>6}ms [{worker}] {} {}",
             e.at,
             e.run_id,
-            event(&e.kind)
+            event_line(e)
         );
         // Each tool attempt shows its idempotency key (K5).
         if let EventKind::ToolStart {

@@ -5,14 +5,28 @@
 use std::fmt::Write as _;
 
 use pai_runtime::{
-    EventKind, FinishReason, HookNote, Millis, NoteDecision, Route, RunDecision, StepDecision,
-    ToolResult, Transition,
+    Event, EventKind, FinishReason, HookNote, Millis, NoteDecision, Route, RunDecision,
+    StepDecision, ToolResult, Transition,
 };
 
 use crate::format::{
     attempt_patch, json, opt, patch, quoted, result, route, tool_call_decision,
     tool_result_decision,
 };
+
+/// The line of `e` (its kind, and for an event that belongs to no run but
+/// names no thread itself, the thread: a `rewrite_delivered`).
+pub(super) fn event_line(e: &Event) -> String {
+    let line = event(&e.kind);
+    match e.kind {
+        EventKind::RewriteDelivered { .. } => line.replacen(
+            "rewrite_delivered ",
+            &format!("rewrite_delivered thread={} ", e.thread_id),
+            1,
+        ),
+        _ => line,
+    }
+}
 
 pub(super) fn event(kind: &EventKind) -> String {
     if let Some(line) = super::facade::facade_event(kind) {
@@ -43,6 +57,10 @@ pub(super) fn event(kind: &EventKind) -> String {
         EventKind::LeaseLost { token, reason } => {
             format!("lease_lost token={token} reason={}", quoted(reason))
         }
+        EventKind::DeleteLearned {
+            request,
+            incarnation,
+        } => format!("{request} refused: thread deleted (incarnation {incarnation})"),
         EventKind::TakenOver {
             from,
             stale_token,
@@ -188,6 +206,7 @@ pub(super) fn event(kind: &EventKind) -> String {
         | EventKind::MutationRefused { .. }
         | EventKind::HistoryRewritten { .. }
         | EventKind::RewriteDelivered { .. }
+        | EventKind::ThreadRead { .. }
         | EventKind::ThreadDeleted { .. }
         | EventKind::ThreadCreated { .. }
         | EventKind::CompactionStarted { .. }

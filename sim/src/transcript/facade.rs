@@ -70,6 +70,11 @@ pub(super) fn facade_event(kind: &EventKind) -> Option<String> {
                 opt(error)
             )
         }
+        EventKind::ThreadRead {
+            version,
+            incarnation,
+            messages,
+        } => format!("read_thread version={version} incarnation={incarnation} messages={messages}"),
         EventKind::ThreadDeleted {
             incarnation,
             cancelled,

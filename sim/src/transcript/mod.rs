@@ -14,7 +14,7 @@ use pai_runtime::{LiveEvent, Message, Part, ToolResult};
 use crate::format::{json, opt, quoted, result, role, stream_part};
 use crate::oracle::{Observed, Verdicts};
 use calls::calls;
-use event::event;
+use event::event_line;
 
 fn message(out: &mut String, m: &Message) {
     let vis = match (m.visibility.transcript, m.visibility.context) {
@@ -108,7 +108,7 @@ pub(crate) fn render(o: &Observed<'_>, verdicts: &Verdicts, notes: &[String]) ->
     match o.cluster {
         None => {
             for e in o.events {
-                let _ = writeln!(out, "{:>6}ms {} {}", e.at, e.run_id, event(&e.kind));
+                let _ = writeln!(out, "{:>6}ms {} {}", e.at, e.run_id, event_line(e));
             }
         }
         Some(c) => cluster::events(&mut out, c),

@@ -28,6 +28,22 @@ impl From<&EventKind> for EventData {
                 EventData::LeaseRenewed { token, version }
             }
             EventKind::LeaseLost { token, reason } => EventData::LeaseLost { token, reason },
+            EventKind::ThreadRead {
+                version,
+                incarnation,
+                messages,
+            } => EventData::ReadThread {
+                version,
+                incarnation,
+                messages,
+            },
+            EventKind::DeleteLearned {
+                request,
+                incarnation,
+            } => EventData::DeleteLearned {
+                request,
+                incarnation,
+            },
             EventKind::TakenOver {
                 from,
                 stale_token,
@@ -177,11 +193,13 @@ impl From<&EventKind> for EventData {
                 step,
                 call_id,
                 tool,
+                input,
                 version,
             } => EventData::OnOutput {
                 step,
                 call_id,
                 tool,
+                input,
                 version,
             },
             EventKind::RunMetadata { version } => EventData::RunMetadata { version },

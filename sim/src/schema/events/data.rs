@@ -51,6 +51,15 @@ pub enum EventData {
         /// Why: a stale token refused, or the store unreachable.
         reason: String,
     },
+    /// The store refused a request of the run because its thread's
+    /// incarnation was deleted: from here its worker knows, cancels the
+    /// run's running tools and starts no new phase (SPEC H5). Once per run.
+    DeleteLearned {
+        /// What the store refused: `renew`, or the stage whose write it was.
+        request: String,
+        /// The deleted incarnation.
+        incarnation: u64,
+    },
     /// A worker took the run over from a holder whose lease expired (SPEC K3).
     TakenOver {
         /// The worker that held the lease, if known.
@@ -210,6 +219,8 @@ pub enum EventData {
         call_id: String,
         /// The tool.
         tool: String,
+        /// The call's input the handler received.
+        input: Value,
         /// The thread's version after the handler's metadata commit, if it
         /// changed the run metadata.
         version: Option<u64>,
@@ -320,6 +331,15 @@ pub enum EventData {
     HistoryRewritten(FacadeData),
     /// `history_rewritten` hooks heard rewrite facts (SPEC R3).
     RewriteDelivered(FacadeData),
+    /// A trusted writer read the thread through its facade (SPEC H3, H5).
+    ReadThread {
+        /// The thread's version it read.
+        version: u64,
+        /// The incarnation it read.
+        incarnation: u64,
+        /// How many messages it read.
+        messages: usize,
+    },
     /// The thread's incarnation was deleted (SPEC H5).
     ThreadDeleted(FacadeData),
     /// An incarnation of the thread started (SPEC H5).

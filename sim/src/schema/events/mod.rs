@@ -138,7 +138,7 @@ mod tests {
         expected.sort();
         found.sort();
         assert_eq!(found, expected);
-        assert_eq!(found.len(), 42);
+        assert_eq!(found.len(), 44);
     }
 
     /// Every stage the runtime names is in the schema's list.
