@@ -38,7 +38,7 @@ proptest! {
         let judged = evaluate(&spec);
         prop_assert!(
             judged.failure.is_none(),
-            "case seed {seed:#x}: {:?}: {}\nreplay: pai-sim fuzz finds it, or write the case and run it",
+            "case seed {seed:#x}: {:?}: {}\nwrite it as a scenario: CASE={seed:#x} cargo test -p pai-sim --test props write_case -- --ignored",
             judged.failure,
             judged.message
         );
@@ -54,4 +54,27 @@ proptest! {
         let back = ScenarioSpec::parse(path, &text).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(back, spec);
     }
+}
+
+/// Writes a generated case as a shrunk scenario file, so a failure of
+/// `every_oracle_holds_on_generated_cases` replays with `pai-sim run`:
+/// `CASE=0x… cargo test -p pai-sim --test props write_case -- --ignored`
+/// (the file goes to `$OUT`, `fuzz-failures/` by default).
+#[test]
+#[ignore = "a tool: run it with CASE set"]
+fn write_case() {
+    let case_seed = std::env::var("CASE").expect("CASE=0x… (a case seed)");
+    let digits = case_seed.trim_start_matches("0x");
+    let seed = u64::from_str_radix(digits, 16).expect("a hexadecimal case seed");
+    let out = std::env::var("OUT").unwrap_or_else(|_| "fuzz-failures".into());
+    let spec = case(seed);
+    let failure = evaluate(&spec).failure.expect("the case fails");
+    let (small, steps) = pai_sim::fuzz::shrink(&spec, &failure, 400, pai_sim::StoreKind::Memory);
+    let dir = std::path::Path::new(&out);
+    let file = pai_sim::fuzz::write_find(dir, &small, &failure, (0, seed, steps)).expect("written");
+    println!(
+        "wrote {}; replay: pai-sim run {}",
+        file.display(),
+        file.display()
+    );
 }

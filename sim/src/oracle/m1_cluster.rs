@@ -27,7 +27,7 @@ use pai_runtime::{Event, EventKind, Message};
 use super::facts::run_commit_version;
 use super::m1_begun::Begun;
 use super::observed::ClusterObs;
-use crate::world::ClusterEvent;
+use crate::world::{ClusterEvent, CommitRecord};
 
 /// Each message's visibility changes, by (thread, message id): thread
 /// version, context-visible before, after; in version order.
@@ -47,10 +47,17 @@ pub(super) struct StoreOrder<'a> {
     first_token: BTreeMap<&'a str, u64>,
     /// Steps resolved more than once, in the raw log of every worker.
     ambiguous: BTreeSet<(&'a str, u32)>,
+    /// Threads with a mutation the store committed that no process logged
+    /// (its answer was lost): what it changed cannot be told.
+    unlogged: BTreeSet<&'a str>,
 }
 
 impl<'a> StoreOrder<'a> {
-    pub(super) fn of(events: &'a [Event], c: &'a ClusterObs) -> StoreOrder<'a> {
+    pub(super) fn of(
+        events: &'a [Event],
+        c: &'a ClusterObs,
+        commits: &'a [CommitRecord],
+    ) -> StoreOrder<'a> {
         let mut triggers = BTreeMap::new();
         for e in events {
             if let EventKind::Admitted { trigger } = &e.kind {
@@ -64,6 +71,7 @@ impl<'a> StoreOrder<'a> {
         // takeover). One version is one commit: a change logged in both
         // counts once.
         let mut found: BTreeMap<(&'a str, &'a str), BTreeSet<Change>> = BTreeMap::new();
+        let mut logged: BTreeSet<(&'a str, u64)> = BTreeSet::new();
         for e in events.iter().chain(&c.raw_events) {
             if let EventKind::Mutated {
                 version,
@@ -71,6 +79,7 @@ impl<'a> StoreOrder<'a> {
                 ..
             } = &e.kind
             {
+                logged.insert((e.thread_id.as_str(), *version));
                 for v in visibility {
                     let key = (e.thread_id.as_str(), v.message.as_str());
                     let change = (*version, v.before.context, v.after.context);
@@ -85,12 +94,18 @@ impl<'a> StoreOrder<'a> {
         for (m, run) in super::facts::leftover_steers(events) {
             triggers.entry(m).or_insert(run);
         }
+        let unlogged = commits
+            .iter()
+            .filter(|r| r.request == "mutate" && !logged.contains(&(r.thread.as_str(), r.version)))
+            .map(|r| r.thread.as_str())
+            .collect();
         StoreOrder {
             events,
             changes,
             triggers,
             first_token: first_tokens(c),
             ambiguous: ambiguous(&c.raw_events),
+            unlogged,
         }
     }
 
@@ -109,7 +124,11 @@ impl<'a> StoreOrder<'a> {
             }
         }
         let Some(list) = self.changes.get(&(b.thread, m.id.as_str())) else {
-            return Some(m.visibility.context);
+            // A mutation nobody heard of may have changed it at any time.
+            return match self.unlogged.contains(b.thread) {
+                true => None,
+                false => Some(m.visibility.context),
+            };
         };
         let (low, high) = self.bounds(b);
         if list.iter().any(|&(v, ..)| v > low && v < high) {
@@ -279,7 +298,7 @@ mod tests {
     /// Whether `m` was visible at step 1 of run `r`, placed by store order.
     fn at_step_1(events: &[Event], c: &ClusterObs, m: &Message) -> Option<bool> {
         let begun = steps(events, true);
-        StoreOrder::of(events, c).visible(&begun[&("r", 1)], m)
+        StoreOrder::of(events, c, &[]).visible(&begun[&("r", 1)], m)
     }
 
     /// SPEC M1: a change at or below the versions the step's worker saw

@@ -57,7 +57,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             changes: changes(o.events),
             queued: Queue::of(o.events),
         },
-        Some(c) => Placing::Store(StoreOrder::of(o.events, c)),
+        Some(c) => Placing::Store(StoreOrder::of(o.events, c, o.commits)),
     };
     let added = hook_written(o.scenario);
     // No hook drops or replaces default-context messages: every visible
