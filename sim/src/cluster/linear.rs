@@ -128,17 +128,20 @@ fn driven_by_its_holder<'a>(driver: &mut Drivers<'a>, e: &'a Event) -> bool {
     }
 }
 
-/// Waits and admissions the store recorded that no event reports (the
-/// worker vanished, or lost touch, before it heard the store's answer): the
-/// store is the witness, so the run's story gets the `wait` or `admit` it
-/// would have logged, by the store's log index.
+/// Waits, awaits and admissions the store recorded that no event reports
+/// (the worker vanished, or lost touch, before it heard the store's
+/// answer): the store is the witness, so the run's story gets the `wait`,
+/// `awaiting` or `admit` it would have logged, by the store's log index.
 fn unlogged_waits(raw: &[Event], log: &[ClusterRecord]) -> Vec<(usize, Event)> {
-    let mut logged: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    // (run, is a wait, the version it committed), as some process logged it
+    let mut logged: std::collections::BTreeSet<(&str, bool, u64)> = Default::default();
     let mut admitted: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
     for e in raw {
-        if let (EventKind::Waiting { .. }, Some(w)) = (&e.kind, e.worker.as_deref()) {
-            *logged.entry((&e.run_id, w)).or_default() += 1;
-        }
+        match e.kind {
+            EventKind::Waiting { version, .. } => logged.insert((&e.run_id, true, version)),
+            EventKind::Awaiting { version, .. } => logged.insert((&e.run_id, false, version)),
+            _ => false,
+        };
         if let EventKind::Admitted { .. } = e.kind {
             admitted.insert(&e.run_id);
         }
@@ -160,8 +163,8 @@ fn unlogged_waits(raw: &[Event], log: &[ClusterRecord]) -> Vec<(usize, Event)> {
         }
         let ClusterEvent::Wrote {
             from,
-            request: "wait",
-            releases: true,
+            request,
+            releases,
             thread,
             run,
             waits_on,
@@ -171,14 +174,19 @@ fn unlogged_waits(raw: &[Event], log: &[ClusterRecord]) -> Vec<(usize, Event)> {
         else {
             continue;
         };
-        let n = logged.entry((run, from)).or_default();
-        if *n > 0 {
-            *n -= 1;
+        let wait = match (*request, *releases) {
+            ("wait", true) => true,
+            ("await", _) => false,
+            _ => continue,
+        };
+        let version = version.unwrap_or_default();
+        if logged.contains(&(run.as_str(), wait, version)) {
             continue;
         }
-        let kind = EventKind::Waiting {
-            calls: waits_on.clone(),
-            version: version.unwrap_or_default(),
+        let calls = waits_on.clone();
+        let kind = match wait {
+            true => EventKind::Waiting { calls, version },
+            false => EventKind::Awaiting { calls, version },
         };
         out.push((k, witnessed(r, from, thread, run, kind)));
     }

@@ -381,6 +381,9 @@ fn fenced(request: &StoreRequest) -> Option<Fenced> {
         | R::Wait {
             thread, run, token, ..
         }
+        | R::Await {
+            thread, run, token, ..
+        }
         | R::CommitResumed {
             thread, run, token, ..
         } => (thread, run, *token),
@@ -411,7 +414,9 @@ fn fenced(request: &StoreRequest) -> Option<Fenced> {
         _ => Vec::new(),
     };
     let waits_on = match request {
-        R::Wait { calls, .. } => calls.iter().map(|c| c.call_id.clone()).collect(),
+        R::Wait { calls, .. } | R::Await { calls, .. } => {
+            calls.iter().map(|c| c.call_id.clone()).collect()
+        }
         _ => Vec::new(),
     };
     Some(Fenced {
