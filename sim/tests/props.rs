@@ -72,9 +72,6 @@ fn write_case() {
     let (small, steps) = pai_sim::fuzz::shrink(&spec, &failure, 400, pai_sim::StoreKind::Memory);
     let dir = std::path::Path::new(&out);
     let file = pai_sim::fuzz::write_find(dir, &small, &failure, (0, seed, steps)).expect("written");
-    println!(
-        "wrote {}; replay: pai-sim run {}",
-        file.display(),
-        file.display()
-    );
+    let line = format!("wrote {0}; replay: pai-sim run {0}\n", file.display());
+    std::io::Write::write_all(&mut std::io::stdout(), line.as_bytes()).expect("stdout");
 }
