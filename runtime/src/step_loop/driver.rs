@@ -329,9 +329,16 @@ async fn finish<C>(sh: &Shared<C>, thread: &str, run: &str, lease: &RunLease, en
             Ok(Finish::NeedRunId) => next_run = Some(sh.ids.next_id(IdKind::Run)),
             Ok(Finish::CancelFirst) => {
                 end = cancelled();
-                says = Some(EventKind::Cancelled {
-                    phase: RunStage::EpisodeEnd,
-                });
+                // Where the run stopped stays said: a hook that failed
+                // just before the cancel reached the run (L4) committed
+                // nothing more, and its phase is where the run ended.
+                let phase = match &says {
+                    Some(EventKind::Failed { phase, .. } | EventKind::Cancelled { phase }) => {
+                        *phase
+                    }
+                    _ => RunStage::EpisodeEnd,
+                };
+                says = Some(EventKind::Cancelled { phase });
             }
             Err(e) => {
                 drop(attached);
