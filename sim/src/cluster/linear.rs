@@ -211,8 +211,8 @@ enum Key<'a> {
     Write(&'a str),
     /// A run a run's end admitted for a leftover steer.
     Admit(&'a str),
-    /// A worker's n-th wait of a run (T7).
-    Wait(&'a str, &'a str, usize),
+    /// A run's wait, by the version it committed (T7).
+    Wait(&'a str, u64),
     /// A run's end: its `failed` or `cancelled`, `lease_released` and `end`.
     Finish(&'a str),
     /// A worker's look for a steer for a run (by its log index): where its
@@ -229,7 +229,6 @@ enum Key<'a> {
 /// transaction's place in the store's log.
 fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize, usize)> {
     let mut stored: BTreeMap<(&str, Key<'_>), (usize, usize)> = BTreeMap::new();
-    let mut waits: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     // Each worker's looks for a run's steer, and its takes of one:
     // (place, log index), in order.
     let mut looks: BTreeMap<(&str, &str), Vec<(usize, usize)>> = BTreeMap::new();
@@ -301,24 +300,19 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
                 (thread, Key::Finish(run))
             }
             ClusterEvent::Wrote {
-                from,
                 thread,
                 run,
                 request: "wait",
                 releases: true,
+                version,
                 ..
-            } => {
-                let n = waits.entry((run, from)).or_default();
-                *n += 1;
-                (thread, Key::Wait(run, from, *n))
-            }
+            } => (thread, Key::Wait(run, version.unwrap_or_default())),
             _ => continue,
         };
         stored
             .entry((thread, key))
             .or_insert((r.after_event, 2 * seq + 1));
     }
-    let mut waited: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     let ends = run_ends(raw);
     raw.iter()
         .enumerate()
@@ -342,12 +336,9 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
                     let last = mine.iter().rev().find(|(pos, _)| *pos <= i)?;
                     Key::Decide(from, &e.run_id, last.1)
                 }
-                EventKind::Waiting { .. } => {
-                    let from = e.worker.as_deref()?;
-                    let n = waited.entry((&e.run_id, from)).or_default();
-                    *n += 1;
-                    Key::Wait(&e.run_id, from, *n)
-                }
+                // A wait is known by the version it committed: a worker
+                // may never hear of one wait and log the next.
+                EventKind::Waiting { version, .. } => Key::Wait(&e.run_id, *version),
                 EventKind::LeaseAcquired { token, .. } => Key::Lease(*token),
                 EventKind::CancelRequested { .. } => Key::Cancel(&e.run_id),
                 EventKind::TakenOver { stale_token, .. } => Key::Stale(*stale_token),
