@@ -55,6 +55,7 @@ mod t6;
 mod t7;
 mod t8_results;
 mod t9;
+mod t9_awaiting;
 mod x3;
 
 pub use observed::{ClusterObs, Observations, Observed, Verdicts, Violation};
@@ -85,6 +86,7 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     violations.extend(t5::check(o));
     violations.extend(t7::check(o));
     violations.extend(t9::check(o));
+    violations.extend(t9_awaiting::check(o));
     violations.extend(t8_results::check(o));
     violations.extend(s4::check(o));
     violations.extend(a2::check(o));
