@@ -17,8 +17,10 @@ impl ThreadRec {
         !self.hidden.is_empty() && self.hidden.contains_key(&m.id)
     }
 
-    /// Whether `m` entered the context after a later message.
-    fn moved(&self, m: &Message) -> Option<u64> {
+    /// Whether `m` entered the context after a later message: the
+    /// sequence number it entered after, and its place among the messages
+    /// that entered after that one.
+    fn moved(&self, m: &Message) -> Option<(u64, u64)> {
         match self.entered.is_empty() {
             true => None,
             false => self.entered.get(&m.seq).copied(),
@@ -37,13 +39,13 @@ impl ThreadRec {
     pub(crate) fn visible_messages(&self, anchor: Option<u64>) -> Vec<&Message> {
         let bound = anchor.unwrap_or(u64::MAX);
         let mut out = Vec::with_capacity(self.messages.len());
-        let mut moved: Vec<(u64, u64, &Message)> = Vec::new();
+        let mut moved: Vec<((u64, u64), u64, &Message)> = Vec::new();
         for m in self.messages.iter().take_while(|m| m.seq <= bound) {
             if self.is_hidden(m) {
                 continue;
             }
             match self.moved(m) {
-                Some(after) if after <= bound => moved.push((after, m.seq, m)),
+                Some(key) if key.0 <= bound => moved.push((key, m.seq, m)),
                 Some(_) => {}
                 None => out.push(m),
             }
@@ -51,11 +53,11 @@ impl ThreadRec {
         if moved.is_empty() {
             return out;
         }
-        moved.sort_unstable_by_key(|(after, seq, _)| (*after, *seq));
+        moved.sort_unstable_by_key(|(key, seq, _)| (*key, *seq));
         let mut merged = Vec::with_capacity(out.len() + moved.len());
         let mut later = moved.into_iter().peekable();
         for m in out {
-            while let Some((_, _, x)) = later.next_if(|(after, _, _)| *after < m.seq) {
+            while let Some((_, _, x)) = later.next_if(|(key, _, _)| key.0 < m.seq) {
                 merged.push(x);
             }
             merged.push(m);
@@ -90,16 +92,19 @@ impl ThreadRec {
     }
 
     /// Messages `ids` enter the context now, together, in the order they
-    /// were stored: after every other message stored so far. One that is
-    /// not already there moves (the history epoch changes, so cached
-    /// contexts are read again).
+    /// were stored: after every other message that has entered so far (a
+    /// message still hidden, a later queued run's trigger, enters after
+    /// them when its own run is claimed), moved ones included: each entry
+    /// is marked later than every earlier one. One that is not already
+    /// there moves (the history epoch changes, so cached contexts are read
+    /// again).
     pub(in crate::store) fn enter_now(&mut self, ids: &[String]) {
         let entering = |m: &&Message| ids.contains(&m.id);
         let after = self
             .messages
             .iter()
             .rev()
-            .find(|m| !entering(m))
+            .find(|m| !entering(m) && !self.is_hidden(m))
             .map_or(0, |m| m.seq);
         let seqs: Vec<u64> = self
             .messages
@@ -107,10 +112,16 @@ impl ThreadRec {
             .filter(entering)
             .map(|m| m.seq)
             .collect();
+        let mark = self
+            .entered
+            .values()
+            .map(|&(_, m)| m + 1)
+            .max()
+            .unwrap_or(0);
         for seq in seqs {
             let before = self.entered.remove(&seq);
             if seq < after {
-                self.entered.insert(seq, after);
+                self.entered.insert(seq, (after, mark));
             }
             if before != self.entered.get(&seq).copied() {
                 self.epoch += 1;

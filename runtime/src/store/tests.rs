@@ -200,6 +200,45 @@ fn m1_a_cancelled_queued_message_waits_for_a_later_run() {
     assert_eq!(ids(rec.visible_messages(None)), ["q1", "a1", "q2", "q3"]);
 }
 
+/// SPEC M1: a trigger claimed while a later one still waits in the queue
+/// enters before it, not after the newest stored (hidden) message; and two
+/// late entries after the same message keep the order they entered in.
+#[test]
+fn m1_queued_triggers_enter_in_claim_order_though_stored_before_a_hidden_one() {
+    let mut rec = ThreadRec::new("a", "o");
+    rec.append(None, [user("q1", "r1")]).unwrap();
+    rec.admit("r1", "q1");
+    rec.acquire();
+    rec.append(None, [user("q2", "r2")]).unwrap();
+    rec.admit("r2", "q2");
+    rec.append(None, [user("q3", "r3")]).unwrap();
+    rec.admit("r3", "q3");
+    end_completed(&mut rec, "r1");
+    rec.acquire();
+    end_completed(&mut rec, "r2");
+    rec.acquire();
+    assert_eq!(ids(rec.visible_messages(None)), ["q1", "q2", "q3"]);
+    // Entering after the same message (a1): the earlier entry first,
+    // though its sequence number is the higher one.
+    let mut rec = ThreadRec::new("a", "o");
+    rec.append(None, [user("q1", "r1")]).unwrap();
+    rec.admit("r1", "q1");
+    let t1 = rec.acquire();
+    rec.append(None, [user("s1", "r1")]).unwrap();
+    rec.steer("s1");
+    rec.append(None, [user("q2", "r2")]).unwrap();
+    rec.admit("r2", "q2");
+    rec.append(Some(t1), [message("a1")]).unwrap();
+    // r1 ends with s1 untaken: s1 starts a run of its own, after r2.
+    end_completed(&mut rec, "r1");
+    assert_eq!(rec.admit_leftover_steers("r3").as_deref(), Some("s1"));
+    rec.acquire();
+    assert_eq!(ids(rec.visible_messages(None)), ["q1", "a1", "q2"]);
+    end_completed(&mut rec, "r2");
+    rec.acquire();
+    assert_eq!(ids(rec.visible_messages(None)), ["q1", "a1", "q2", "s1"]);
+}
+
 /// SPEC M1, A4: a steer enters after the messages committed before the
 /// step that takes it.
 #[test]

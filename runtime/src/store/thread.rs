@@ -60,9 +60,10 @@ pub(crate) struct ThreadRec {
     #[serde(default)]
     hidden: BTreeMap<String, String>,
     /// Messages that entered the context later than they were stored (M1):
-    /// by sequence number, the sequence number they entered after.
+    /// by sequence number, the sequence number they entered after and the
+    /// entry's mark (entries after one message are read in mark order).
     #[serde(default)]
-    entered: BTreeMap<u64, u64>,
+    entered: BTreeMap<u64, (u64, u64)>,
     /// The run being driven now, from its start to its end.
     current: Option<String>,
     lease: Lease,

@@ -37,6 +37,7 @@ mod lost;
 mod m1;
 mod m1_begun;
 mod m1_cluster;
+mod m1_order;
 mod m1_visible;
 mod m2;
 mod m3;
@@ -72,6 +73,7 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     }
     violations.extend(m1::check(o));
     violations.extend(m1_visible::check(o));
+    violations.extend(m1_order::check(o));
     violations.extend(h6::check(o.calls));
     violations.extend(x3::check(o.events, o.threads));
     violations.extend(request::violations(o, &mismatches));
