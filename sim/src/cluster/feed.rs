@@ -40,6 +40,10 @@ struct Subscribe {
     open: StoreRequest,
 }
 
+/// What every watcher received (watcher by watcher), and when each saw
+/// its feed closed.
+pub type Received = (Vec<(String, LiveEvent)>, Vec<(String, u64)>);
+
 /// Both sides of every feed.
 #[derive(Debug, Default)]
 pub struct Feeds {
@@ -203,7 +207,7 @@ impl Feeds {
 
     /// What each watcher received, watcher by watcher, and when each saw
     /// its feed closed.
-    pub fn take(&self) -> (Vec<(String, LiveEvent)>, Vec<(String, u64)>) {
+    pub fn take(&self) -> Received {
         let st = lock(&self.state);
         let mut live = Vec::new();
         let mut closed = Vec::new();
