@@ -6,6 +6,7 @@
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::clock::Millis;
@@ -15,10 +16,15 @@ use crate::store::RunStatus;
 use crate::store::WaitingCall;
 use crate::transform::{Pipeline, StreamTransform};
 
-/// One thing a watcher sees.
-#[derive(Debug, Clone, PartialEq)]
+/// One thing a watcher sees. Every variant but `Part` is plain data that a
+/// store-side change feed can carry between processes (serde); a stream
+/// part lives only in the process that streams it, so serializing one is
+/// an error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum LiveEvent {
     /// A released part of a step's stream, after the watcher's live transforms.
+    #[serde(skip)]
     Part {
         at: Millis,
         run_id: String,

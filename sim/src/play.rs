@@ -54,11 +54,25 @@ pub(crate) struct Played {
     pub(crate) touched: Vec<(String, String)>,
 }
 
+/// Where watchers subscribe when they cannot sit in the process that
+/// drives their thread: among workers, the store's change feed (H1, H5).
+pub(crate) trait WatchFeed {
+    /// Subscribes watcher `name` to `thread` for `client` (scope checked,
+    /// the thread created if needed); an error is the store's answer.
+    fn subscribe<'a>(
+        &'a self,
+        name: &'a str,
+        client: &'a str,
+        thread: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + 'a>>;
+}
+
 /// Plays the timeline: each client action at its virtual time (from the
-/// clock's zero), recorded with the runtime's answer.
+/// clock's zero), recorded with the runtime's answer. Watchers subscribe to
+/// `feed` when given, else to the runtime's own process.
 pub(crate) async fn play(
     s: &Scenario,
-    runtime: &Runtime<SimContext>,
+    (runtime, feed): (&Runtime<SimContext>, Option<&dyn WatchFeed>),
     recorder: &Recorder,
     played: &mut Played,
 ) {
@@ -101,6 +115,10 @@ pub(crate) async fn play(
                     }
                 }
             }
+            Action::Watch { name, .. } if let Some(feed) = feed => Ok(feed
+                .subscribe(name, &m.client, &m.thread)
+                .await
+                .map(|()| None)),
             Action::Watch { name, live } => thread
                 .watch(hooks::live_stages(live))
                 .await

@@ -44,6 +44,21 @@ pub struct Report {
 }
 
 impl Report {
+    /// Whether a watcher among workers was told the version a worker's
+    /// claim committed (the store's change feed at work).
+    pub fn watched_among_workers(&self) -> bool {
+        self.cluster.is_some()
+            && self.live.iter().any(|(_, e)| {
+                let pai_runtime::LiveEvent::Committed { version, .. } = e else {
+                    return false;
+                };
+                self.events.iter().any(|ev| {
+                    ev.worker.is_some()
+                        && matches!(ev.kind, EventKind::LeaseAcquired { version: v, .. } if v == *version)
+                })
+            })
+    }
+
     /// Whether a fault placed at a store request fired (with workers).
     pub fn fired_at_request(&self) -> bool {
         self.cluster.as_ref().is_some_and(|c| {

@@ -85,7 +85,7 @@ fn world(s: &Scenario, seed: u64, store: StoreKind) -> Result<World, SimError> {
 
 /// Plays the timeline, then waits until every thread touched is idle.
 async fn play_and_settle(s: &Scenario, w: &World, played: &mut Played) {
-    play(s, &w.runtime, &w.recorder, played).await;
+    play(s, (&w.runtime, None), &w.recorder, played).await;
     for (client, thread) in played.touched.clone() {
         let _ = w
             .runtime

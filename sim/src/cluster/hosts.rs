@@ -11,12 +11,13 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pai_runtime::{Clock as _, RunRecord, RunStatus, Runtime, WorkerConfig};
+use pai_runtime::{Clock as _, RunRecord, RunStatus, Runtime, StoreRequest, WorkerConfig};
 
+use super::feed::Feeds;
 use super::net::{RemoteStore, store_listening};
 use super::triggers::Triggers;
 use crate::hooks::{HistoryRead, SimContext, SummaryLog};
-use crate::play::{Played, agent, play};
+use crate::play::{Played, WatchFeed, agent, play};
 use crate::scenario::Scenario;
 use crate::world::{ClusterLog, Recorder, ScriptedProvider, SharedProvider, SimIds, VirtualClock};
 
@@ -33,6 +34,34 @@ pub struct Env {
     pub log: Arc<ClusterLog>,
     /// Whether the store host listens yet.
     pub store_up: Arc<AtomicBool>,
+    /// The store's change feed and what each watcher received.
+    pub feeds: Arc<Feeds>,
+}
+
+/// The client host's watchers subscribe at the store (H1, H5).
+struct StoreFeed<'e> {
+    env: &'e Env,
+}
+
+impl WatchFeed for StoreFeed<'_> {
+    fn subscribe<'a>(
+        &'a self,
+        name: &'a str,
+        client: &'a str,
+        thread: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + 'a>> {
+        let open = StoreRequest::Open {
+            thread: thread.to_string(),
+            agent: self.env.scenario.agent.name.clone(),
+            owner: client.to_string(),
+        };
+        let feeds = self.env.feeds.clone();
+        Box::pin(async move {
+            super::feed::subscribe(feeds, name, open)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
 }
 
 impl Env {
@@ -94,7 +123,14 @@ pub async fn client(
     store_listening(&env.store_up).await;
     let runtime = env.runtime("client")?;
     let mut played = Played::default();
-    play(&env.scenario, &runtime, &env.recorder, &mut played).await;
+    let feed = StoreFeed { env: &env };
+    play(
+        &env.scenario,
+        (&runtime, Some(&feed)),
+        &env.recorder,
+        &mut played,
+    )
+    .await;
     out.borrow_mut().played = played;
     let clock = VirtualClock::turmoil();
     let poll = env
@@ -113,6 +149,7 @@ pub async fn client(
         }
         if now >= liveness_deadline(&env.scenario, healed_at) {
             triggers.disarm(now);
+            feeds_caught_up(&env).await;
             return Ok(());
         }
         if settled(&runtime).await && !deleted_runs_driven(&env) && !triggers.pending() {
@@ -120,9 +157,22 @@ pub async fn client(
             out.borrow_mut().settled_at = Some(clock.now());
             // Let the workers' last events (a run's end) be recorded.
             tokio::time::sleep(Duration::from_millis(poll)).await;
+            feeds_caught_up(&env).await;
             return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(poll)).await;
+    }
+}
+
+/// Waits until every watcher received what the store pushed it so far
+/// (the client's link is never faulted: frames are only in flight).
+async fn feeds_caught_up(env: &Env) {
+    // Bounded: at most a second of virtual time.
+    for _ in 0..1000 {
+        if env.feeds.caught_up() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
 

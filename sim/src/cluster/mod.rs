@@ -10,6 +10,7 @@
 //! the world's (ids, models), so a run replays exactly (D1).
 
 mod driven;
+mod feed;
 mod hosts;
 mod linear;
 mod net;
@@ -61,13 +62,14 @@ pub fn simulate(s: &Scenario, seed: u64, kind: StoreKind) -> Result<Report, SimE
         summaries: Default::default(),
         log: log.clone(),
         store_up: Default::default(),
+        feeds: Default::default(),
     };
     let triggers = Arc::new(Triggers::new(cluster.placed.clone()));
     let store = Arc::new(StoreHost::new(
         cluster.bugs,
         log.clone(),
         triggers.clone(),
-        kind,
+        (kind, env.feeds.clone()),
     )?);
     let mut builder = turmoil::Builder::new();
     // Hosts run in an order drawn from the seed at every tick, so who
@@ -230,11 +232,12 @@ fn observe(
     let asked: Vec<usize> = cancels.values().flatten().copied().collect();
     let linear = linear::linearize(&raw, &log, &asked);
     linear::place_actions(&mut actions, &cancels, &linear);
+    let (live, watch_closed) = env.feeds.take();
     let obs = Observations {
         events: linear.events,
         threads: stored_threads(&store),
         calls: provider.take_calls(),
-        live: Vec::new(),
+        live,
         actions,
         reads: env.reads.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         summaries: env
@@ -255,6 +258,7 @@ fn observe(
             unfired: triggers.unfired(),
             liveness_ms: c.settings.liveness_ms,
             settled_at: out.settled_at,
+            watch_closed,
         }),
     };
     report(s, seed, obs, out.played.notes, provider, virtual_ms)

@@ -23,14 +23,14 @@ const PORT: u16 = 7070;
 /// The largest frame either side accepts.
 const MAX_FRAME: usize = 16 << 20;
 
-async fn write_frame(stream: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
+pub(super) async fn write_frame(stream: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
     let len = u32::try_from(bytes.len()).map_err(std::io::Error::other)?;
     stream.write_all(&len.to_be_bytes()).await?;
     stream.write_all(bytes).await?;
     stream.flush().await
 }
 
-async fn read_frame(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+pub(super) async fn read_frame(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
     let mut len = [0u8; 4];
     stream.read_exact(&mut len).await?;
     let len = u32::from_be_bytes(len) as usize;
@@ -47,6 +47,8 @@ async fn read_frame(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
 /// the other hosts it listens.
 pub async fn serve(host: Arc<StoreHost>, up: Arc<AtomicBool>) -> turmoil::Result {
     let listener = TcpListener::bind(("0.0.0.0", PORT)).await?;
+    let feeds = super::feed::listen().await?;
+    tokio::task::spawn_local(super::feed::serve(feeds, host.clone()));
     up.store(true, Ordering::SeqCst);
     loop {
         let (stream, peer) = listener.accept().await?;

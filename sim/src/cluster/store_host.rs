@@ -11,6 +11,7 @@ use pai_runtime::{
     Writer,
 };
 
+use super::feed::{Feeds, Note};
 use super::triggers::{Arrival, Triggers};
 use crate::report::SimError;
 use crate::scenario::StoreBugs;
@@ -31,6 +32,8 @@ pub struct StoreHost {
     commits: std::sync::Mutex<Vec<CommitRecord>>,
     /// The claims of the current virtual millisecond, to tell a lost race.
     race: std::sync::Mutex<ClaimRace>,
+    /// The change feed watchers subscribe to (H1, H5).
+    feeds: Arc<Feeds>,
 }
 
 /// The claims the store answered in one virtual millisecond: who won a
@@ -57,7 +60,7 @@ impl StoreHost {
         bugs: StoreBugs,
         log: Arc<ClusterLog>,
         triggers: Arc<Triggers>,
-        kind: StoreKind,
+        (kind, feeds): (StoreKind, Arc<Feeds>),
     ) -> Result<StoreHost, SimError> {
         let clock = Arc::new(VirtualClock::turmoil());
         Ok(StoreHost {
@@ -70,7 +73,13 @@ impl StoreHost {
             triggers,
             commits: std::sync::Mutex::new(Vec::new()),
             race: std::sync::Mutex::default(),
+            feeds,
         })
+    }
+
+    /// The change feed.
+    pub fn feeds(&self) -> &Feeds {
+        &self.feeds
     }
 
     /// The store, for reading its final state after the run.
@@ -100,7 +109,10 @@ impl StoreHost {
     pub fn apply(&self, from: &str, request: StoreRequest) -> Result<StoreReply, StoreError> {
         let name = request.name();
         let thread = thread_of(&request).map(str::to_string);
+        let note = Note::of(&request);
         let reply = self.answer(from, request);
+        let ended = |thread: &str, run: &str| self.run_end(thread, run);
+        self.feeds.after(note, &reply, self.clock.now(), ended);
         if let Some((thread, version)) = reported(thread.as_deref(), &reply) {
             let record = CommitRecord {
                 from: from.to_string(),
@@ -328,6 +340,18 @@ impl StoreHost {
             t.lease_token == f.token && t.lease_holder.as_deref() == Some(f.run.as_str())
         })
         .unwrap_or(false)
+    }
+
+    /// A run's end as the store recorded it, for the feed.
+    fn run_end(&self, thread: &str, run: &str) -> Option<pai_runtime::LiveEvent> {
+        let r = self.head(thread, |t| t.runs.iter().find(|r| r.id == run).cloned())??;
+        Some(pai_runtime::LiveEvent::RunEnded {
+            at: self.clock.now(),
+            run_id: r.id,
+            status: r.status,
+            outcome: r.outcome?,
+            reason: r.reason,
+        })
     }
 
     /// The thread's version (0 when it does not exist).

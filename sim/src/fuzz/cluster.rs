@@ -3,8 +3,10 @@
 //! random virtual times or at a worker's store request (its first few
 //! claims, renewals, writes and waits: the lease instants, issue 25). Drawn from a stream of their own, derived from the
 //! case's seed, so a case without workers is what it was before they
-//! existed; cases with them drop their watchers (not available among
-//! workers).
+//! existed. Among workers a watcher hears the store's change feed: the
+//! case's watchers keep their place but lose their `live` transforms (live
+//! text stays in one process), and half the cases add one more watcher on
+//! the thread of the first send (`cross.watch_among_workers`).
 
 use super::draw::Gen;
 use crate::scenario::{
@@ -37,7 +39,9 @@ pub(super) fn cluster(seed: u64, spec: &mut ScenarioSpec) {
         liveness_ms: 5_000,
         host_order: HostOrder::Seeded,
     });
-    spec.timeline.retain(|e| e.watch.is_none());
+    for e in spec.timeline.iter_mut().filter(|e| e.watch.is_some()) {
+        e.live.clear();
+    }
     if !spec
         .timeline
         .iter()
@@ -51,6 +55,19 @@ pub(super) fn cluster(seed: u64, spec: &mut ScenarioSpec) {
     let workers: Vec<String> = spec.workers.iter().map(|w| w.name.clone()).collect();
     for _ in 0..g.range(0, 4) {
         spec.faults.push(fault(&mut g, &workers));
+    }
+    if g.chance(50) {
+        let thread = spec
+            .timeline
+            .iter()
+            .find(|e| e.send.is_some())
+            .map_or_else(|| "main".to_string(), |e| e.thread.clone());
+        spec.timeline.push(TimelineEntry {
+            at: g.range(0, 120),
+            thread,
+            watch: Some("feed".into()),
+            ..TimelineEntry::default()
+        });
     }
 }
 

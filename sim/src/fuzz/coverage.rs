@@ -88,6 +88,7 @@ pub const KEYS: &[&str] = &[
     "cross.expect_across_incarnation",
     "cross.queued_cancel_behind_waiting",
     "cross.compaction_behind_queue",
+    "cross.watch_among_workers",
     // Cases also run on the other store and compared (memory and SQLite,
     // `--differential`).
     "diff.sqlite",
@@ -323,6 +324,12 @@ impl Coverage {
     /// (issue 25: the instants timed faults rarely land on).
     pub fn fault_at_request(&mut self, fired: bool) {
         self.hit_if(fired, "cross.fault_at_request");
+    }
+
+    /// Counts a case in which a watcher among workers heard, through the
+    /// store's change feed, the commit of a worker's claim (issue 25).
+    pub fn watch_among_workers(&mut self, heard: bool) {
+        self.hit_if(heard, "cross.watch_among_workers");
     }
 
     /// Adds another coverage (another shard or worker).

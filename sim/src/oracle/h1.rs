@@ -113,11 +113,16 @@ fn logged_version(kind: &EventKind) -> Option<u64> {
 
 /// SPEC H1 (watchers): each watcher gets one invalidation per commit, in
 /// version order: the versions it is told about rise by exactly one, up to
-/// its thread's final version.
+/// its thread's final version. Among workers (the store's change feed)
+/// also none invented: each is a version the store reported committing on
+/// the thread; a run cut short by the time limit is not judged at its tail.
 pub(super) fn watchers(o: &Observed<'_>) -> Vec<Violation> {
     let live = o.live;
     let mut last: BTreeMap<&str, u64> = BTreeMap::new();
     let mut out = Vec::new();
+    if o.cluster.is_some() {
+        out.extend(invented(o));
+    }
     for (name, e) in live {
         if let LiveEvent::Committed { version, .. } = e
             && let Some(prev) = last.insert(name.as_str(), *version)
@@ -140,7 +145,7 @@ pub(super) fn watchers(o: &Observed<'_>) -> Vec<Violation> {
             Some(e.thread_id.as_str()) == thread
                 && matches!(e.kind, EventKind::ThreadDeleted { .. })
         });
-        if closed {
+        if closed || (o.cluster.is_some() && o.cut_short) {
             continue;
         }
         let final_version = o
@@ -157,4 +162,36 @@ pub(super) fn watchers(o: &Observed<'_>) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// Versions a watcher was told that the store never reported committing
+/// on its thread.
+fn invented(o: &Observed<'_>) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for (name, e) in o.live {
+        let LiveEvent::Committed { version, .. } = e else {
+            continue;
+        };
+        let Some(thread) = watched_thread(o, name) else {
+            continue;
+        };
+        let known = o
+            .commits
+            .iter()
+            .any(|c| c.thread == thread && c.version == *version);
+        if !known {
+            let message = format!(
+                "watcher {name} was told version {version}, which the store never committed on thread {thread}"
+            );
+            out.push(Violation::new(OracleId::H1, None, message));
+        }
+    }
+    out
+}
+
+fn watched_thread<'a>(o: &Observed<'a>, name: &str) -> Option<&'a str> {
+    o.scenario.timeline.iter().find_map(|m| match &m.action {
+        Action::Watch { name: n, .. } if n == name => Some(m.thread.as_str()),
+        _ => None,
+    })
 }

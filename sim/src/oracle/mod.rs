@@ -18,6 +18,7 @@ mod h3;
 mod h4;
 mod h5;
 mod h5_learned;
+mod h5_watchers;
 mod h6;
 mod k1;
 mod k2;
@@ -117,6 +118,7 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     violations.extend(h3::check(o));
     violations.extend(h4::check(o));
     violations.extend(h5::check(o));
+    violations.extend(h5_watchers::check(o));
     violations.extend(k4::check(o));
     violations.extend(lost::check(o));
     violations.extend(c1::check(o));

@@ -95,6 +95,9 @@ pub struct ClusterObs {
     /// Faults placed at a store request that never fired, by their index
     /// in the scenario's faults, with why.
     pub unfired: std::collections::BTreeMap<usize, String>,
+    /// Each watcher whose change feed the store closed (H5), and when its
+    /// client saw the close.
+    pub watch_closed: Vec<(String, u64)>,
 }
 
 impl Observations {

@@ -127,7 +127,7 @@ impl Scenario {
             );
         }
         let time_limit_ms = spec.time_limit_ms.unwrap_or(DEFAULT_TIME_LIMIT_MS);
-        let first_watch = spec.timeline.iter().position(|t| t.watch.is_some());
+        let first_live = spec.timeline.iter().position(|t| !t.live.is_empty());
         let timeline = timeline(spec.timeline, time_limit_ms)?;
         let can_resume =
             !spec.workers.is_empty() || spec.agent.tools.iter().any(|t| t.approval || t.client);
@@ -139,16 +139,16 @@ impl Scenario {
         faults(&spec.faults)?;
         let cluster = cluster(&spec.workers, spec.cluster, &spec.faults, time_limit_ms)?;
         if cluster.is_some()
-            && let Some(i) = first_watch
+            && let Some(i) = first_live
         {
             let at = [
                 Segment::Key("timeline"),
                 Segment::Index(i),
-                Segment::Key("watch"),
+                Segment::Key("live"),
             ];
             return fail(
                 &at,
-                "a watcher sees one process; with [[workers]] a run moves between processes, so `watch` is not available",
+                "with [[workers]] a watcher hears the store's change feed (commits, waits, run ends, a delete's close); live text stays in the worker that streams it, so `live` transforms are not available",
             );
         }
         let faults = spec

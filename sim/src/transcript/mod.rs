@@ -148,7 +148,8 @@ pub(crate) fn render(o: &Observed<'_>, verdicts: &Verdicts, notes: &[String]) ->
             let _ = writeln!(out, "lease held by {holder}");
         }
     }
-    live(&mut out, o.live);
+    let closed = o.cluster.map_or(&[][..], |c| &c.watch_closed[..]);
+    live(&mut out, o.live, closed);
     out.push_str("\n== oracles ==\n");
     if verdicts.violations.is_empty() {
         out.push_str("all quiet\n");
@@ -163,13 +164,15 @@ pub(crate) fn render(o: &Observed<'_>, verdicts: &Verdicts, notes: &[String]) ->
     out
 }
 
-/// What each watcher received, if anybody watched.
-fn live(out: &mut String, live: &[(String, LiveEvent)]) {
-    if live.is_empty() {
+/// What each watcher received, if anybody watched; among workers, each
+/// watcher whose change feed the store closed (a deletion, H5).
+fn live(out: &mut String, live: &[(String, LiveEvent)], closed: &[(String, u64)]) {
+    if live.is_empty() && closed.is_empty() {
         return;
     }
     out.push_str("\n== live ==\n");
-    for (name, e) in live {
+    let mut closes: Vec<&(String, u64)> = closed.iter().collect();
+    for (i, (name, e)) in live.iter().enumerate() {
         let line = match e {
             LiveEvent::Part {
                 at,
@@ -213,5 +216,17 @@ fn live(out: &mut String, live: &[(String, LiveEvent)]) {
             ),
         };
         let _ = writeln!(out, "{line}");
+        // A watcher's close follows its last event.
+        if live.get(i + 1).is_none_or(|(next, _)| next != name) {
+            closes.retain(|(n, at)| n != name || !close_line(out, n, *at));
+        }
     }
+    for (name, at) in closes {
+        close_line(out, name, *at);
+    }
+}
+
+fn close_line(out: &mut String, name: &str, at: u64) -> bool {
+    let _ = writeln!(out, "{at:>6}ms {name} closed (thread deleted)");
+    true
 }
