@@ -179,3 +179,46 @@ impl Anthropic {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use pai_runtime::{FinishReason, StreamPart};
+    use serde_json::json;
+
+    use crate::{Format, decode};
+
+    fn event(name: &str, data: &str) -> String {
+        format!("event: {name}\ndata: {data}\n\n")
+    }
+
+    #[test]
+    fn a_whole_input_in_the_block_start_needs_no_delta() {
+        let body = [
+            event("content_block_start", r#"{"index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":{"x":1}}}"#),
+            event("content_block_stop", r#"{"index":0}"#),
+            event("message_delta", r#"{"delta":{"stop_reason":"tool_use"}}"#),
+            event("message_stop", "{}"),
+        ]
+        .concat();
+        let decoded = decode(Format::Anthropic, body.as_bytes()).unwrap();
+        assert_eq!(
+            decoded.parts,
+            [
+                StreamPart::tool_call("t", "f", json!({"x": 1})),
+                StreamPart::Finish(FinishReason::ToolCalls)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_refusal_is_reported() {
+        let body = [
+            event("message_delta", r#"{"delta":{"stop_reason":"refusal"}}"#),
+            event("message_stop", "{}"),
+        ]
+        .concat();
+        let decoded = decode(Format::Anthropic, body.as_bytes()).unwrap();
+        assert_eq!(decoded.parts, [StreamPart::Finish(FinishReason::Stop)]);
+        assert_eq!(decoded.report.refusal.as_deref(), Some(""));
+    }
+}

@@ -126,3 +126,62 @@ pub(crate) fn error_message(value: &Value) -> Option<String> {
         None => value.get("message").and_then(text),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_cut(bytes: &[u8], cut: usize) -> Result<(), DecodeError> {
+        let mut check = Utf8Check::default();
+        check.check(&bytes[..cut])?;
+        check.check(&bytes[cut..])?;
+        check.finish()
+    }
+
+    #[test]
+    fn characters_cut_anywhere_are_whole() {
+        let text = "a€😀中\r\nb".as_bytes();
+        for cut in 0..=text.len() {
+            assert_eq!(check_cut(text, cut), Ok(()), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn a_bad_byte_is_located_however_cut() {
+        // A 3-byte lead followed by an ASCII byte: bad at its lead, 2.
+        let bytes = b"ab\xe2\x82x";
+        for cut in 0..=bytes.len() {
+            assert_eq!(
+                check_cut(bytes, cut),
+                Err(DecodeError::InvalidUtf8 { offset: 2 }),
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn error_messages_in_every_shape() {
+        let msg = |s: &str| error_message(&serde_json::from_str(s).unwrap());
+        assert_eq!(msg(r#"{"error":{"message":"m"}}"#).as_deref(), Some("m"));
+        assert_eq!(msg(r#"{"error":"m"}"#).as_deref(), Some("m"));
+        assert_eq!(msg(r#"{"message":"m"}"#).as_deref(), Some("m"));
+        assert_eq!(msg(r#"{"detail":"m"}"#), None);
+    }
+
+    #[test]
+    fn a_json_body_is_an_error_and_a_stream_is_not() {
+        let mut sniff = Sniff::default();
+        assert_eq!(sniff.take(b"  \n"), Ok(&b"  \n"[..]));
+        assert_eq!(sniff.take(b"{\"error\":\"no\"}"), Ok(&[][..]));
+        assert_eq!(
+            sniff.finish(),
+            Err(DecodeError::ErrorBody {
+                message: "no".to_owned()
+            })
+        );
+        let mut sniff = Sniff::default();
+        assert_eq!(sniff.take(b"data: {}"), Ok(&b"data: {}"[..]));
+        assert_eq!(sniff.take(b"{"), Ok(&b"{"[..]));
+        assert_eq!(sniff.finish(), Ok(()));
+    }
+}

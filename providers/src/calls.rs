@@ -45,3 +45,31 @@ impl PendingCall {
         Ok(StreamPart::tool_call(self.id, self.tool, input))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_parse_once_whole() {
+        let mut call = PendingCall::new("c", "t", "{\"a\":");
+        call.arguments.push_str(" [1, 2]}");
+        assert_eq!(
+            call.finish(7),
+            Ok(StreamPart::tool_call(
+                "c",
+                "t",
+                serde_json::json!({"a": [1, 2]})
+            ))
+        );
+    }
+
+    #[test]
+    fn arguments_that_never_close_are_an_error() {
+        let call = PendingCall::new("c", "t", "{\"a\": [1, ");
+        assert!(matches!(
+            call.finish(7),
+            Err(DecodeError::ToolArguments { event: 7, .. })
+        ));
+    }
+}

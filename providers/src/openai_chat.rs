@@ -40,8 +40,8 @@ impl Chat {
             return Ok(Flow::Continue);
         }
         let chunk = raw.json()?;
-        if let Some(err) = opt(&chunk, "error") {
-            let message = error_message(&chunk).unwrap_or_else(|| err.to_string());
+        if raw.name == "error" || opt(&chunk, "error").is_some() {
+            let message = error_message(&chunk).unwrap_or_else(|| chunk.to_string());
             out.parts.push(StreamPart::error(message));
             return Ok(Flow::Failed);
         }
@@ -154,5 +154,61 @@ fn finish_reason(reason: &str) -> FinishReason {
         "tool_calls" | "function_call" => FinishReason::ToolCalls,
         "length" => FinishReason::Length,
         _ => FinishReason::Stop,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pai_runtime::{FinishReason, StreamPart};
+    use serde_json::json;
+
+    use crate::{DecodeError, Format, decode};
+
+    fn chat(body: &str) -> Result<crate::Decoded, DecodeError> {
+        decode(Format::OpenAiChat, body.as_bytes())
+    }
+
+    #[test]
+    fn an_error_event_is_an_error_part() {
+        let decoded =
+            chat("event: error\ndata: {\"message\":\"busy\"}\n\ndata: [DONE]\n\n").unwrap();
+        assert_eq!(decoded.parts, [StreamPart::error("busy")]);
+    }
+
+    #[test]
+    fn name_fragments_append_and_empty_arguments_are_an_empty_object() {
+        let body = concat!(
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"get_\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"time\",\"arguments\":\"\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let decoded = chat(body).unwrap();
+        assert_eq!(
+            decoded.parts,
+            [
+                StreamPart::tool_call("c", "get_time", json!({})),
+                StreamPart::Finish(FinishReason::ToolCalls)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_call_without_an_id_is_malformed() {
+        let body = "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"f\"}}]}}]}\n\n";
+        assert!(matches!(
+            chat(body),
+            Err(DecodeError::Malformed { event: 0, .. })
+        ));
+    }
+
+    #[test]
+    fn content_filter_is_a_stop_with_the_reason_reported() {
+        let body = "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"content_filter\"}]}\n\ndata: [DONE]\n\n";
+        let decoded = chat(body).unwrap();
+        assert_eq!(decoded.parts, [StreamPart::Finish(FinishReason::Stop)]);
+        assert_eq!(
+            decoded.report.stop_reason.as_deref(),
+            Some("content_filter")
+        );
     }
 }

@@ -169,3 +169,62 @@ impl Responses {
         self.calls.values().next().map(PendingCall::label)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use pai_runtime::StreamPart;
+
+    use crate::{DecodeError, Format, decode};
+
+    fn event(name: &str, data: &str) -> String {
+        format!("event: {name}\ndata: {data}\n\n")
+    }
+
+    const ADDED: &str = r#"{"output_index":0,"item":{"type":"function_call","call_id":"c","name":"f","arguments":""}}"#;
+
+    #[test]
+    fn arguments_that_differ_from_the_fragments_are_malformed() {
+        let body = [
+            event("response.output_item.added", ADDED),
+            event(
+                "response.function_call_arguments.delta",
+                r#"{"output_index":0,"delta":"{}"}"#,
+            ),
+            event(
+                "response.output_item.done",
+                r#"{"output_index":0,"item":{"type":"function_call","arguments":"{\"a\":1}"}}"#,
+            ),
+        ]
+        .concat();
+        let result = decode(Format::OpenAiResponses, body.as_bytes());
+        assert!(
+            matches!(result, Err(DecodeError::Malformed { event: 2, .. })),
+            "{result:?}"
+        );
+    }
+
+    #[test]
+    fn a_failed_response_is_an_error_part() {
+        let body = event(
+            "response.failed",
+            r#"{"response":{"error":{"code":"x","message":"boom"}}}"#,
+        );
+        let decoded = decode(Format::OpenAiResponses, body.as_bytes()).unwrap();
+        assert_eq!(decoded.parts, [StreamPart::error("boom")]);
+        assert_eq!(decoded.report.stop_reason.as_deref(), Some("failed"));
+    }
+
+    #[test]
+    fn completion_with_a_call_still_open_is_malformed() {
+        let body = [
+            event("response.output_item.added", ADDED),
+            event("response.completed", "{}"),
+        ]
+        .concat();
+        let result = decode(Format::OpenAiResponses, body.as_bytes());
+        assert!(
+            matches!(result, Err(DecodeError::Malformed { event: 1, .. })),
+            "{result:?}"
+        );
+    }
+}

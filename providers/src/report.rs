@@ -57,3 +57,18 @@ impl StreamReport {
         self.refusal.get_or_insert_with(String::new).push_str(text);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skips_are_counted_by_type() {
+        let mut report = StreamReport::default();
+        report.skip("a");
+        report.skip("b");
+        report.skip("a");
+        assert_eq!(report.skipped.get("a"), Some(&2));
+        assert_eq!(report.skipped_total(), 3);
+    }
+}

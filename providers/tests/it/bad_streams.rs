@@ -47,10 +47,11 @@ fn case(
     }
 }
 
-fn table() -> Vec<Case> {
+/// Chat Completions streams.
+fn chat_cases() -> Vec<Case> {
     use DecodeError::*;
     use Format::*;
-    let mut cases = vec![
+    vec![
         case("chat truncated", OpenAiChat, &[CHAT_TEXT, CHAT_STOP], |e| {
             matches!(
                 e,
@@ -112,6 +113,14 @@ fn table() -> Vec<Case> {
             &[CHAT_STOP, DONE, CHAT_TEXT],
             |e| matches!(e, AfterEnd { event: 2, .. }),
         ),
+    ]
+}
+
+/// Anthropic and Responses streams.
+fn event_cases() -> Vec<Case> {
+    use DecodeError::*;
+    use Format::*;
+    vec![
         case(
             "anthropic arguments never close",
             Anthropic,
@@ -143,6 +152,14 @@ fn table() -> Vec<Case> {
                 }
             )
         }),
+    ]
+}
+
+/// Bodies that are not event streams.
+fn body_cases() -> Vec<Case> {
+    use DecodeError::*;
+    use Format::*;
+    vec![
         case(
             "responses arguments for no call",
             OpenAiResponses,
@@ -193,7 +210,16 @@ fn table() -> Vec<Case> {
             &["<html><body>502 Bad Gateway</body></html>\n"],
             |e| matches!(e, Truncated { events: 0, .. }),
         ),
-    ];
+    ]
+}
+
+fn table() -> Vec<Case> {
+    use DecodeError::InvalidUtf8;
+    use Format::*;
+    let mut cases: Vec<Case> = [chat_cases(), event_cases(), body_cases()]
+        .into_iter()
+        .flatten()
+        .collect();
     // Bytes that are not UTF-8: a stray byte, and a character cut by the end.
     let mut stray = CHAT_TEXT.as_bytes().to_vec();
     stray.insert(46, 0xff);
