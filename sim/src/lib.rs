@@ -43,8 +43,7 @@ pub use scenario::{
     Action, AgentDef, AgentSpec, Behaviour, CancelRun, CancelSpec, CheckError, Cluster,
     ClusterSpec, DEFAULT_TIME_LIMIT_MS, EventName, Expect, Expectation, FaultSpec, FieldPath,
     HookDef, ModelSpec, Moment, OracleId, ReplayFormat, RequestExpect, Scenario, ScenarioError,
-    ScenarioSpec,
-    Segment, TimelineEntry, ToolCallSpec, ToolDef, ToolSpec, TurnSpec, WorkerSpec,
+    ScenarioSpec, Segment, TimelineEntry, ToolCallSpec, ToolDef, ToolSpec, TurnSpec, WorkerSpec,
 };
 pub use schema::{EventData, EventRecord, event_log_json, schema_text};
 pub use suite::{

@@ -143,10 +143,7 @@ fn recording(
     let body = match std::fs::read(&path) {
         Ok(body) => body,
         Err(e) => {
-            return fail(
-                at,
-                format!("cannot read recording {}: {e}", path.display()),
-            );
+            return fail(at, format!("cannot read recording {}: {e}", path.display()));
         }
     };
     let name = format.decoder().as_str();
@@ -154,7 +151,10 @@ fn recording(
         Ok(decoded) => RecordingKind::Stream(decoded.report),
         Err(DecodeError::ErrorBody { message }) => RecordingKind::ErrorBody(message),
         Err(e) => {
-            return fail(at, format!("recording {file} does not decode as {name}: {e}"));
+            return fail(
+                at,
+                format!("recording {file} does not decode as {name}: {e}"),
+            );
         }
     };
     Ok(Recording {
@@ -163,4 +163,122 @@ fn recording(
         body: body.into(),
         kind,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use crate::scenario::{Scenario, ScenarioError};
+
+    /// A scenario file in `sim/`, so `../providers/recordings/` resolves.
+    fn load(model: &str) -> Result<Scenario, ScenarioError> {
+        let text = format!(
+            "name = \"x\"\nrules = [\"X1\"]\n\n[[timeline]]\nsend = \"hi\"\n\n[model]\n{model}\n"
+        );
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("x.toml");
+        Scenario::parse(&path, &text)
+    }
+
+    const CHAT: &str = "\"../providers/recordings/openai-chat/text-multibyte.sse\"";
+
+    /// The error's message starts with `prefix`, and it names line 8 (the
+    /// model's first field) or later, with a column.
+    fn refused(model: &str, prefix: &str) -> ScenarioError {
+        let e = load(model).unwrap_err();
+        assert!(e.message.starts_with(prefix), "{e}");
+        let (line, _) = e.location.unwrap_or_else(|| panic!("not located: {e}"));
+        assert!(line >= 8, "{e}");
+        e
+    }
+
+    #[test]
+    fn x1_a_replayed_model_loads_its_recordings() {
+        let s = load(&format!(
+            "replay = [{CHAT}]\nformat = \"openai-chat\"\nchunk = 3"
+        ))
+        .unwrap();
+        let replay = &s.replays[&None];
+        assert_eq!(replay.chunk, Some(3));
+        assert_eq!(replay.recordings.len(), 1);
+        assert!(matches!(
+            replay.recordings[0].kind,
+            super::RecordingKind::Stream(_)
+        ));
+    }
+
+    #[test]
+    fn x1_a_missing_recording_is_refused_at_its_path() {
+        let model = format!("replay = [{CHAT}, \"nowhere.sse\"]\nformat = \"openai-chat\"");
+        let e = refused(&model, "model.replay[1]: cannot read recording ");
+        assert!(e.message.contains("nowhere.sse"), "{e}");
+        // the anthropic decoder refuses the chat recording first, at [0]
+        let e = load(&format!("replay = [{CHAT}]\nformat = \"anthropic\"")).unwrap_err();
+        assert!(e.message.starts_with("model.replay[0]: recording"), "{e}");
+    }
+
+    #[test]
+    fn x1_an_unknown_format_is_refused_where_it_stands() {
+        let e = refused(
+            &format!("replay = [{CHAT}]\nformat = \"openai\""),
+            "unknown variant `openai`",
+        );
+        assert_eq!(e.location, Some((9, 10)), "{e}");
+    }
+
+    #[test]
+    fn x1_replay_with_turns_or_unavailable_is_refused() {
+        let both =
+            format!("replay = [{CHAT}]\nformat = \"openai-chat\"\n[[model.turns]]\ntext = [\"a\"]");
+        refused(
+            &both,
+            "model.replay: a model is scripted by `turns` or replayed",
+        );
+        let down = format!("replay = [{CHAT}]\nformat = \"openai-chat\"\nunavailable = true");
+        refused(&down, "model.replay: an unavailable model");
+        refused(
+            &format!("replay = [{CHAT}]"),
+            "model.replay: needs `format`",
+        );
+    }
+
+    #[test]
+    fn x1_chunk_zero_and_pacing_without_replay_are_refused() {
+        let zero = format!("replay = [{CHAT}]\nformat = \"openai-chat\"\nchunk = 0");
+        let e = refused(&zero, "model.chunk: must be at least 1");
+        assert_eq!(e.location.map(|l| l.0), Some(10), "{e}");
+        refused("delta_ms = 5", "model.delta_ms: only with `replay`");
+        refused("format = \"anthropic\"", "model.format: only with `replay`");
+        refused(
+            "replay = [\" \"]\nformat = \"anthropic\"",
+            "model.replay[0]: a recording's path",
+        );
+    }
+
+    /// A recording that does not decode names the file and the decoder's
+    /// error, at the path in the scenario.
+    #[test]
+    fn x1_a_recording_that_does_not_decode_names_the_file_and_the_error() {
+        let anthropic = "\"../providers/recordings/anthropic/text-multibyte.sse\"";
+        let e = refused(
+            &format!("replay = [{anthropic}]\nformat = \"openai-responses\""),
+            "model.replay[0]: recording ../providers/recordings/anthropic/text-multibyte.sse does not decode as openai-responses: ",
+        );
+        assert_eq!(e.location.map(|l| l.0), Some(8), "{e}");
+    }
+
+    /// A named model's errors name it.
+    #[test]
+    fn x1_a_named_model_is_named() {
+        let text = format!(
+            "name = \"x\"\nrules = [\"X1\"]\n[[timeline]]\nsend = \"hi\"\n[models.big]\nreplay = [{CHAT}]\nformat = \"openai-chat\"\nchunk = 0\n"
+        );
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("x.toml");
+        let e = Scenario::parse(&path, &text).unwrap_err();
+        assert!(
+            e.message.starts_with("models[\"big\"].chunk: must be"),
+            "{e}"
+        );
+        assert_eq!(e.location.map(|l| l.0), Some(8), "{e}");
+    }
 }

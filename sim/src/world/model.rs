@@ -114,7 +114,13 @@ impl ScriptedModel {
         };
         ScriptedModel {
             script,
-            turns: Mutex::new(turns.into_iter().enumerate().map(|(i, t)| (i + 1, t)).collect()),
+            turns: Mutex::new(
+                turns
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, t)| (i + 1, t))
+                    .collect(),
+            ),
             replay: replay.cloned(),
             unavailable: spec.unavailable,
             ids,
@@ -155,7 +161,12 @@ impl ScriptedModel {
         if let RecordingKind::ErrorBody(message) = &recording.kind {
             return Err(ModelError::Provider(message.clone()));
         }
-        Ok(Box::new(ReplayStream::new(recording, chunk, delta_ms, self.ids.clone())) as BoxStream)
+        Ok(Box::new(ReplayStream::new(
+            recording,
+            chunk,
+            delta_ms,
+            self.ids.clone(),
+        )) as BoxStream)
     }
 
     /// The stream of one turn, after its latency.
