@@ -75,7 +75,7 @@ pub type CallLog = Arc<Mutex<Vec<ModelCallRecord>>>;
 
 /// One answer of a script: a scripted turn or a recording.
 enum Turn {
-    Scripted(TurnSpec),
+    Scripted(Box<TurnSpec>),
     Recorded(Arc<Recording>),
 }
 
@@ -110,7 +110,11 @@ impl ScriptedModel {
     ) -> ScriptedModel {
         let turns: VecDeque<Turn> = match replay {
             Some(r) => r.recordings.iter().cloned().map(Turn::Recorded).collect(),
-            None => spec.turns.iter().cloned().map(Turn::Scripted).collect(),
+            None => spec
+                .turns
+                .iter()
+                .map(|t| Turn::Scripted(Box::new(t.clone())))
+                .collect(),
         };
         ScriptedModel {
             script,
@@ -229,7 +233,7 @@ impl LanguageModel for ScriptedModel {
         match turn {
             Turn::Scripted(turn) => {
                 self.record(request, Answer::Turn(n), None);
-                HookFuture::new(self.play(turn))
+                HookFuture::new(self.play(*turn))
             }
             Turn::Recorded(recording) => {
                 self.record(request, Answer::Turn(n), Some(recording.clone()));
