@@ -42,8 +42,8 @@ pub use run::{check, check_on, replay_command, replay_on, simulate, simulate_on,
 pub use scenario::{
     Action, AgentDef, AgentSpec, Behaviour, CancelRun, CancelSpec, CheckError, Cluster,
     ClusterSpec, DEFAULT_TIME_LIMIT_MS, EventName, Expect, Expectation, FaultSpec, FieldPath,
-    HookDef, ModelSpec, Moment, OracleId, RequestExpect, Scenario, ScenarioError, ScenarioSpec,
-    Segment, TimelineEntry, ToolCallSpec, ToolDef, ToolSpec, TurnSpec, WorkerSpec,
+    HookDef, ModelSpec, Moment, OracleId, ReplayFormat, RequestExpect, Scenario, ScenarioError,
+    ScenarioSpec, Segment, TimelineEntry, ToolCallSpec, ToolDef, ToolSpec, TurnSpec, WorkerSpec,
 };
 pub use schema::{EventData, EventRecord, event_log_json, schema_text};
 pub use suite::{

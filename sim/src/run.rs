@@ -56,7 +56,7 @@ fn world(s: &Scenario, seed: u64, store: StoreKind) -> Result<World, SimError> {
     let clock = Arc::new(VirtualClock::new());
     let ids = Arc::new(SimIds::new(rng));
     let recorder = Arc::new(Recorder::default());
-    let provider = Arc::new(ScriptedProvider::new(&s.model, &s.models, &ids, &clock));
+    let provider = Arc::new(ScriptedProvider::new(s, &ids, &clock));
     let reads = Arc::new(Mutex::new(Vec::new()));
     let summaries = SummaryLog::default();
     let (agent, context) = agent(s, &reads, &summaries);

@@ -51,7 +51,7 @@ pub fn simulate(s: &Scenario, seed: u64, kind: StoreKind) -> Result<Report, SimE
     let ids = Arc::new(SimIds::new(rng));
     let clock = Arc::new(VirtualClock::turmoil());
     let recorder = Arc::new(Recorder::default());
-    let provider = Arc::new(ScriptedProvider::new(&s.model, &s.models, &ids, &clock));
+    let provider = Arc::new(ScriptedProvider::new(s, &ids, &clock));
     let log = Arc::new(ClusterLog::new(recorder.clone()));
     let env = Env {
         scenario: Arc::new(s.clone()),

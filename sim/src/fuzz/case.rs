@@ -116,7 +116,7 @@ fn call(g: &mut Gen, tools: &[String]) -> ToolCallSpec {
 fn script(g: &mut Gen, tools: &[String]) -> ModelSpec {
     ModelSpec {
         turns: (0..g.range(2, 10)).map(|_| turn(g, tools)).collect(),
-        unavailable: false,
+        ..ModelSpec::default()
     }
 }
 
@@ -124,12 +124,12 @@ fn script(g: &mut Gen, tools: &[String]) -> ModelSpec {
 fn named_script(g: &mut Gen, tools: &[String]) -> ModelSpec {
     match g.chance(30) {
         true => ModelSpec {
-            turns: vec![],
             unavailable: true,
+            ..ModelSpec::default()
         },
         false => ModelSpec {
             turns: (0..g.range(1, 3)).map(|_| turn(g, tools)).collect(),
-            unavailable: false,
+            ..ModelSpec::default()
         },
     }
 }

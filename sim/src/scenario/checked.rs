@@ -5,12 +5,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::Path;
 
 use serde_json::Value;
 
 use super::cluster::{Cluster, cluster};
 use super::field::{CheckError, Segment, fail};
 use super::names::OracleId;
+use super::replay::{self, Replays};
 use super::spec::{Expect, FaultSpec, ModelSpec, OnOutputSpec, ScenarioSpec, ToolSpec};
 use super::timeline::{Moment, timeline};
 use crate::hooks::HookSpec;
@@ -30,6 +32,9 @@ pub struct Scenario {
     /// The default script and the scripts per model name.
     pub model: ModelSpec,
     pub models: BTreeMap<String, ModelSpec>,
+    /// The scripts that replay recordings, loaded (SPEC X1: a file that
+    /// cannot be read or decoded is refused at load).
+    pub replays: Replays,
     pub docs: BTreeMap<String, String>,
     /// Client actions, in time order (entries at one time in file order).
     pub timeline: Vec<Moment>,
@@ -115,8 +120,15 @@ pub struct HookDef {
 }
 
 impl Scenario {
-    /// Checks a spec into the model the simulator runs.
+    /// Checks a spec into the model the simulator runs; recordings a script
+    /// replays are read relative to the current folder.
     pub fn from_spec(spec: ScenarioSpec) -> Result<Scenario, CheckError> {
+        Scenario::from_spec_in(spec, Path::new(""))
+    }
+
+    /// Checks a spec into the model the simulator runs; recordings a script
+    /// replays are read relative to `dir` (the scenario file's folder).
+    pub fn from_spec_in(spec: ScenarioSpec, dir: &Path) -> Result<Scenario, CheckError> {
         header(&spec)?;
         let expect = expectation(spec.expect, spec.oracle)?;
         if spec.agent.max_steps == 0 {
@@ -134,6 +146,7 @@ impl Scenario {
         on_resume(&spec.lifecycle, can_resume)?;
         let tools = tools(spec.agent.tools)?;
         scripts(&spec.model, &spec.models)?;
+        let replays = replay::load(&spec.model, &spec.models, dir)?;
         docs(&spec.docs)?;
         let hooks = hooks(spec.lifecycle)?;
         faults(&spec.faults)?;
@@ -172,6 +185,7 @@ impl Scenario {
             hooks,
             model: spec.model,
             models: spec.models,
+            replays,
             docs: spec.docs,
             timeline,
             faults,
@@ -274,6 +288,7 @@ fn scripts(model: &ModelSpec, models: &BTreeMap<String, ModelSpec>) -> Result<()
             }
             Some(n) => vec![Segment::Key("models"), Segment::Name(n.clone())],
         };
+        replay::check(m, &at)?;
         at.push(Segment::Key("turns"));
         for (i, t) in m.turns.iter().enumerate() {
             if t.error.is_some() && (!t.text.is_empty() || !t.tool_calls.is_empty()) {

@@ -7,6 +7,7 @@ mod cluster;
 mod field;
 mod names;
 mod position;
+mod replay;
 mod spec;
 mod timeline;
 
@@ -22,11 +23,12 @@ pub use checked::{
 pub use cluster::{Cluster, FaultAction, Placed, StoreBugs, Timed};
 pub use field::{CheckError, FieldPath, Segment};
 pub use names::{EventName, OracleId};
+pub use replay::{Recording, RecordingKind, Replay};
 pub use spec::{
     AgentSpec, CallRef, CancelRun, CancelSpec, ClusterSpec, DenySpec, Expect, ExpectSpec,
-    FaultSpec, HostOrder, ModelSpec, MutateSpec, OnOutputSpec, RequestAt, RequestExpect,
-    ScenarioSpec, SubmitSpec, TimelineEntry, ToolCallSpec, ToolSpec, TurnSpec, VisibilitySpec,
-    WorkerSpec,
+    FaultSpec, HostOrder, ModelSpec, MutateSpec, OnOutputSpec, ReplayFormat, RequestAt,
+    RequestExpect, ScenarioSpec, SubmitSpec, TimelineEntry, ToolCallSpec, ToolSpec, TurnSpec,
+    VisibilitySpec, WorkerSpec,
 };
 pub use timeline::{Action, CallName, Moment};
 
@@ -135,7 +137,8 @@ impl Scenario {
     /// the field at fault.
     pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
         let spec = ScenarioSpec::parse(path, text)?;
-        Scenario::from_spec(spec).map_err(|e| {
+        let dir = path.parent().unwrap_or(Path::new(""));
+        Scenario::from_spec_in(spec, dir).map_err(|e| {
             let err = ScenarioError::new(path, e.to_string());
             if is_json(path) {
                 let pointer = position::json_pointer(e.at.segments());

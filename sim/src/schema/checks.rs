@@ -163,6 +163,34 @@ pub fn turn(schema: &mut Schema) {
     );
 }
 
+/// A model script: `replay` (recordings) or `turns`/`unavailable`, never
+/// both; `replay` needs its `format`; the replay pacing fields need `replay`.
+pub fn model(schema: &mut Schema) {
+    also(
+        schema,
+        json!({
+            "description": "`replay` answers every call from recordings: no `turns` or `unavailable` beside it, and its `format` is required.",
+            "if": { "required": ["replay"] },
+            "then": {
+                "required": ["format"],
+                "properties": {
+                    "turns": { "maxItems": 0 },
+                    "unavailable": { "const": false },
+                }
+            },
+        }),
+    );
+    schema.ensure_object().insert(
+        "dependentRequired".into(),
+        json!({
+            "format": ["replay"],
+            "latency_ms": ["replay"],
+            "delta_ms": ["replay"],
+            "chunk": ["replay"],
+        }),
+    );
+}
+
 /// `edit_message`: exactly one of `text`, `reverse_parts` and `delete`.
 pub fn edit_message(schema: &mut Schema) {
     schema.ensure_object().insert(

@@ -12,6 +12,7 @@ use similar::{Algorithm, DiffOp};
 
 use crate::format::{model_message, quoted, route};
 use crate::oracle::{Observed, Verdicts};
+use crate::scenario::{Recording, RecordingKind};
 
 /// Every model call with the request it carried.
 pub(super) fn calls(out: &mut String, o: &Observed<'_>, verdicts: &Verdicts) {
@@ -41,6 +42,9 @@ pub(super) fn calls(out: &mut String, o: &Observed<'_>, verdicts: &Verdicts) {
         if let Some(t) = r.timeout_ms {
             let _ = writeln!(out, "    timeout {t}ms");
         }
+        if let Some(rec) = &c.recording {
+            let _ = writeln!(out, "    {}", replayed(rec));
+        }
         if let Some((_, m)) = verdicts.mismatches.iter().find(|(k, _)| *k == i) {
             let _ = writeln!(out, "    EXPECT MISMATCH {}", m.replace('\n', "\n    "));
         }
@@ -51,6 +55,45 @@ pub(super) fn calls(out: &mut String, o: &Observed<'_>, verdicts: &Verdicts) {
         sent_changes(out, r.into(), before);
         previous.insert(thread, (i + 1, r));
     }
+}
+
+/// The recording a call replayed, and what its body said beside the parts.
+fn replayed(rec: &Recording) -> String {
+    let format = rec.format.decoder().as_str();
+    let bytes = rec.body.len();
+    let mut line = format!("replayed {} ({format}, {bytes} bytes)", quoted(&rec.file));
+    match &rec.kind {
+        RecordingKind::ErrorBody(message) => {
+            let _ = write!(line, ": an error body {}", quoted(message));
+        }
+        RecordingKind::Stream(report) => {
+            let mut said = Vec::new();
+            if let Some(reason) = &report.stop_reason {
+                said.push(format!("stop reason {}", quoted(reason)));
+            }
+            if let Some(u) = report.usage {
+                said.push(format!(
+                    "usage {} in, {} out",
+                    u.input_tokens, u.output_tokens
+                ));
+            }
+            if let Some(refusal) = &report.refusal {
+                said.push(format!("refusal {}", quoted(refusal)));
+            }
+            let skipped: Vec<String> = report
+                .skipped
+                .iter()
+                .map(|(kind, n)| format!("{kind} x{n}"))
+                .collect();
+            if !skipped.is_empty() {
+                said.push(format!("skipped {}", skipped.join(", ")));
+            }
+            if !said.is_empty() {
+                let _ = write!(line, ": {}", said.join("; "));
+            }
+        }
+    }
+    line
 }
 
 /// What a model call was sent, as the transcript compares it between calls.

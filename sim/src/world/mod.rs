@@ -10,6 +10,7 @@ mod commits;
 mod lock;
 mod model;
 mod recorder;
+mod replay;
 mod seeded;
 mod sim_store;
 mod store_tap;

@@ -15,8 +15,9 @@ use pai_runtime::{
 
 use super::clock::VirtualClock;
 use super::lock::lock;
+use super::replay::ReplayStream;
 use super::seeded::SimIds;
-use crate::scenario::{ModelSpec, TurnSpec};
+use crate::scenario::{ModelSpec, Recording, RecordingKind, Replay, Scenario, TurnSpec};
 
 /// How a script answered one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,15 +66,25 @@ pub struct ModelCallRecord {
     /// Which script answered.
     pub script: ScriptName,
     pub answer: Answer,
+    /// The recording the turn replayed, if it was one.
+    pub recording: Option<Arc<Recording>>,
 }
 
 /// Every model call of a run, in order, across scripts.
 pub type CallLog = Arc<Mutex<Vec<ModelCallRecord>>>;
 
-/// A scripted model: its turns answer its calls in order.
+/// One answer of a script: a scripted turn or a recording.
+enum Turn {
+    Scripted(Box<TurnSpec>),
+    Recorded(Arc<Recording>),
+}
+
+/// A scripted model: its turns (or recordings) answer its calls in order.
 pub struct ScriptedModel {
     script: ScriptName,
-    turns: Mutex<VecDeque<(usize, TurnSpec)>>,
+    turns: Mutex<VecDeque<(usize, Turn)>>,
+    /// With recordings: their pacing.
+    replay: Option<Arc<Replay>>,
     unavailable: bool,
     ids: Arc<SimIds>,
     clock: Arc<VirtualClock>,
@@ -92,20 +103,29 @@ impl ScriptedModel {
     fn new(
         script: ScriptName,
         spec: &ModelSpec,
+        replay: Option<&Arc<Replay>>,
         ids: Arc<SimIds>,
         clock: Arc<VirtualClock>,
         log: CallLog,
     ) -> ScriptedModel {
+        let turns: VecDeque<Turn> = match replay {
+            Some(r) => r.recordings.iter().cloned().map(Turn::Recorded).collect(),
+            None => spec
+                .turns
+                .iter()
+                .map(|t| Turn::Scripted(Box::new(t.clone())))
+                .collect(),
+        };
         ScriptedModel {
             script,
             turns: Mutex::new(
-                spec.turns
-                    .iter()
-                    .cloned()
+                turns
+                    .into_iter()
                     .enumerate()
                     .map(|(i, t)| (i + 1, t))
                     .collect(),
             ),
+            replay: replay.cloned(),
             unavailable: spec.unavailable,
             ids,
             clock,
@@ -122,13 +142,35 @@ impl ScriptedModel {
         &self.script
     }
 
-    fn record(&self, request: &ModelRequest, answer: Answer) {
+    fn record(&self, request: &ModelRequest, answer: Answer, recording: Option<Arc<Recording>>) {
         lock(&self.log).push(ModelCallRecord {
             at: self.clock.now(),
             request: request.clone(),
             script: self.script.clone(),
             answer,
+            recording,
         });
+    }
+
+    /// The stream of one recording, after the script's latency; an error
+    /// body fails the attempt before any stream exists (P7).
+    async fn replay(&self, recording: Arc<Recording>) -> Result<BoxStream, ModelError> {
+        let (latency_ms, delta_ms, chunk) = self
+            .replay
+            .as_deref()
+            .map_or((0, 0, None), |r| (r.latency_ms, r.delta_ms, r.chunk));
+        if latency_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(latency_ms)).await;
+        }
+        if let RecordingKind::ErrorBody(message) = &recording.kind {
+            return Err(ModelError::Provider(message.clone()));
+        }
+        Ok(Box::new(ReplayStream::new(
+            recording,
+            chunk,
+            delta_ms,
+            self.ids.clone(),
+        )) as BoxStream)
     }
 
     /// The stream of one turn, after its latency.
@@ -175,21 +217,29 @@ impl LanguageModel for ScriptedModel {
         request: &'a ModelRequest,
     ) -> HookFuture<'a, Result<BoxStream, ModelError>> {
         if self.unavailable {
-            self.record(request, Answer::Unavailable);
+            self.record(request, Answer::Unavailable, None);
             let model = &request.route.model;
             return HookFuture::ready(Err(ModelError::Provider(format!(
                 "model {model} is unavailable"
             ))));
         }
         let Some((n, turn)) = lock(&self.turns).pop_front() else {
-            self.record(request, Answer::Exhausted);
+            self.record(request, Answer::Exhausted, None);
             return HookFuture::ready(Err(ModelError::Provider(format!(
                 "script {} exhausted: the model was called more often than the scenario scripts",
                 self.script
             ))));
         };
-        self.record(request, Answer::Turn(n));
-        HookFuture::new(self.play(turn))
+        match turn {
+            Turn::Scripted(turn) => {
+                self.record(request, Answer::Turn(n), None);
+                HookFuture::new(self.play(*turn))
+            }
+            Turn::Recorded(recording) => {
+                self.record(request, Answer::Turn(n), Some(recording.clone()));
+                HookFuture::new(self.replay(recording))
+            }
+        }
     }
 }
 
@@ -226,18 +276,22 @@ pub struct ScriptedProvider {
 }
 
 impl ScriptedProvider {
-    pub fn new(
-        default: &ModelSpec,
-        by_name: &BTreeMap<String, ModelSpec>,
-        ids: &Arc<SimIds>,
-        clock: &Arc<VirtualClock>,
-    ) -> ScriptedProvider {
+    /// The scenario's scripts: `[model]` and each `[models.NAME]`, replaying
+    /// their recordings where they have some.
+    pub fn new(s: &Scenario, ids: &Arc<SimIds>, clock: &Arc<VirtualClock>) -> ScriptedProvider {
         let log = CallLog::default();
-        let script =
-            |name, spec| ScriptedModel::new(name, spec, ids.clone(), clock.clone(), log.clone());
+        let script = |name: ScriptName, spec| {
+            let key = match &name {
+                ScriptName::Default => None,
+                ScriptName::Model(n) => Some(n.clone()),
+            };
+            let replay = s.replays.get(&key);
+            ScriptedModel::new(name, spec, replay, ids.clone(), clock.clone(), log.clone())
+        };
         ScriptedProvider {
-            default: script(ScriptName::Default, default),
-            by_name: by_name
+            default: script(ScriptName::Default, &s.model),
+            by_name: s
+                .models
                 .iter()
                 .map(|(name, spec)| (name.clone(), script(ScriptName::Model(name.clone()), spec)))
                 .collect(),

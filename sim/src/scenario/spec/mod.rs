@@ -296,9 +296,11 @@ pub struct OnOutputSpec {
     pub keep: Option<String>,
 }
 
-/// A scripted model: its turns answer its calls in order.
+/// A scripted model: its turns answer its calls in order, or recorded
+/// provider responses do (`replay`, one file per call).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::schema::checks::model)]
 pub struct ModelSpec {
     /// The scripted answers, one per model call, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -307,11 +309,65 @@ pub struct ModelSpec {
     #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
     #[schemars(extend("default" = false))]
     pub unavailable: bool,
+    /// Recorded provider responses, one file per model call, in order: each
+    /// the raw response body as a client receives it (what `curl -N`
+    /// prints), its path relative to the scenario file. Not with `turns`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(length(min = 1)), length(min = 1))]
+    pub replay: Vec<String>,
+    /// With `replay` (required there): the recordings' streaming format.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<ReplayFormat>,
+    /// With `replay`: virtual milliseconds before each recorded stream exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = 0))]
+    pub latency_ms: Option<u64>,
+    /// With `replay`: virtual milliseconds before each decoded text delta.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = 0))]
+    pub delta_ms: Option<u64>,
+    /// With `replay`: the body is fed to the decoder in pieces of this many
+    /// bytes (cutting events, lines and UTF-8 characters where they fall);
+    /// left out, the whole body at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub chunk: Option<u64>,
 }
 
 impl ModelSpec {
     pub fn is_empty(&self) -> bool {
-        self.turns.is_empty() && !self.unavailable
+        self.turns.is_empty()
+            && !self.unavailable
+            && self.replay.is_empty()
+            && self.format.is_none()
+            && self.latency_ms.is_none()
+            && self.delta_ms.is_none()
+            && self.chunk.is_none()
+    }
+}
+
+/// The streaming format of recorded provider responses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ReplayFormat {
+    /// OpenAI-compatible Chat Completions (`data:` chunks, `[DONE]`).
+    #[serde(rename = "openai-chat")]
+    OpenAiChat,
+    /// The OpenAI Responses API (`response.*` events).
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
+    /// Anthropic Messages (`message_start` ... `message_stop`).
+    #[serde(rename = "anthropic")]
+    Anthropic,
+}
+
+impl ReplayFormat {
+    /// The decoder's format.
+    pub fn decoder(self) -> pai_providers::Format {
+        match self {
+            ReplayFormat::OpenAiChat => pai_providers::Format::OpenAiChat,
+            ReplayFormat::OpenAiResponses => pai_providers::Format::OpenAiResponses,
+            ReplayFormat::Anthropic => pai_providers::Format::Anthropic,
+        }
     }
 }
 

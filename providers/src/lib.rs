@@ -1,0 +1,48 @@
+//! Decoders from real model providers' streaming responses to
+//! [`pai_runtime::StreamPart`]s.
+//!
+//! A response body — the raw bytes of a `text/event-stream`, exactly as
+//! `curl -N` prints them — is fed to a [`Decoder`] in whatever chunks the
+//! network delivers; out come text deltas, tool calls (their arguments
+//! assembled from fragments and parsed as JSON once whole), a finish part,
+//! or a provider's error part. Usage, the provider's own stop reason, a
+//! refusal and the events skipped (counted by type) come beside the parts
+//! in a [`StreamReport`].
+//!
+//! Three formats ([`Format`]): OpenAI-compatible Chat Completions, the
+//! OpenAI Responses API and Anthropic Messages.
+//!
+//! Bad streams are [`DecodeError`]s, never panics or silent loss: a body
+//! that ends before its terminal event, an event whose JSON is malformed, a
+//! tool call whose arguments are not JSON, bytes that are not UTF-8, a JSON
+//! error body where a stream was expected. Any chunking of a body decodes
+//! to the same parts.
+//!
+//! ```
+//! use pai_providers::{Format, decode};
+//! use pai_runtime::{FinishReason, StreamPart};
+//!
+//! let body = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\
+//!              data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n\
+//!              data: [DONE]\n\n";
+//! let decoded = decode(Format::OpenAiChat, body).unwrap();
+//! assert_eq!(
+//!     decoded.parts,
+//!     [StreamPart::text("Hi"), StreamPart::Finish(FinishReason::Stop)]
+//! );
+//! ```
+#![warn(missing_docs)]
+
+mod anthropic;
+mod body;
+mod calls;
+mod decoder;
+mod error;
+mod event;
+mod openai_chat;
+mod openai_responses;
+mod report;
+
+pub use decoder::{Decoded, Decoder, Format, decode};
+pub use error::DecodeError;
+pub use report::{StreamReport, Usage};

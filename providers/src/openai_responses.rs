@@ -1,0 +1,230 @@
+//! The OpenAI Responses API stream: typed events (`event:` names the type,
+//! and so does the data's `type`), closed by `response.completed`,
+//! `response.incomplete` or `response.failed`.
+//!
+//! Text deltas become parts as they come; a function call opens with
+//! `response.output_item.added`, streams its arguments by `output_index`
+//! and is emitted whole at its `response.output_item.done`.
+
+use std::collections::BTreeMap;
+
+use pai_runtime::{FinishReason, StreamPart};
+use serde_json::Value;
+
+use crate::body::error_message;
+use crate::calls::PendingCall;
+use crate::error::DecodeError;
+use crate::event::{Flow, Out, Raw, opt};
+
+/// The terminal event, as truncation errors name it.
+pub(crate) const TERMINAL: &str = "response.completed";
+
+/// Events that carry nothing the parts or the report need.
+const IGNORED: &[&str] = &[
+    "response.created",
+    "response.in_progress",
+    "response.queued",
+    "response.content_part.added",
+    "response.content_part.done",
+    "response.output_text.done",
+    "response.function_call_arguments.done",
+    "response.refusal.done",
+];
+
+/// The decoder's state between events.
+#[derive(Debug, Default)]
+pub(crate) struct Responses {
+    calls: BTreeMap<u64, PendingCall>,
+    made_calls: bool,
+}
+
+impl Responses {
+    /// The event's type: the `event:` field, or the data's `type`.
+    fn name<'r>(raw: &Raw<'r>, data: &'r Value) -> &'r str {
+        match raw.name {
+            "message" => data
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("message"),
+            name => name,
+        }
+    }
+
+    pub(crate) fn is_terminal(raw: &Raw<'_>) -> bool {
+        let data = raw.json().unwrap_or(Value::Null);
+        matches!(
+            Responses::name(raw, &data),
+            "response.completed" | "response.incomplete" | "response.failed"
+        )
+    }
+
+    pub(crate) fn event(&mut self, raw: &Raw<'_>, out: &mut Out<'_>) -> Result<Flow, DecodeError> {
+        let data = raw.json()?;
+        let name = Responses::name(raw, &data);
+        let raw = &Raw { name, ..*raw };
+        match name {
+            "response.output_text.delta" => out.text(raw.str(&data, "delta")?),
+            "response.refusal.delta" => out.report.refuse(raw.str(&data, "delta")?),
+            "response.output_item.added" => self.item_added(raw, &data)?,
+            "response.function_call_arguments.delta" => {
+                let index = raw.u64(&data, "output_index")?;
+                let call = self.calls.get_mut(&index).ok_or_else(|| {
+                    raw.malformed(format!("no function call is open at output {index}"))
+                })?;
+                call.arguments.push_str(raw.str(&data, "delta")?);
+            }
+            "response.output_item.done" => self.item_done(raw, &data, out)?,
+            "response.completed" | "response.incomplete" => return self.end(raw, &data, out),
+            "response.failed" => {
+                let message = opt(&data, "response.error.message").and_then(Value::as_str);
+                out.parts
+                    .push(StreamPart::error(message.unwrap_or("the response failed")));
+                out.report.stop_reason = Some("failed".to_owned());
+                return Ok(Flow::End);
+            }
+            "error" => {
+                let message = error_message(&data).unwrap_or_else(|| data.to_string());
+                out.parts.push(StreamPart::error(message));
+                return Ok(Flow::Failed);
+            }
+            _ if IGNORED.contains(&name) => {}
+            _ => out.report.skip(name),
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn item_added(&mut self, raw: &Raw<'_>, data: &Value) -> Result<(), DecodeError> {
+        let item = raw.at(data, "item")?;
+        if raw.str(item, "type")? != "function_call" {
+            return Ok(());
+        }
+        let call = PendingCall::new(
+            raw.str(item, "call_id")?,
+            raw.str(item, "name")?,
+            opt(item, "arguments").and_then(Value::as_str).unwrap_or(""),
+        );
+        self.calls.insert(raw.u64(data, "output_index")?, call);
+        Ok(())
+    }
+
+    fn item_done(
+        &mut self,
+        raw: &Raw<'_>,
+        data: &Value,
+        out: &mut Out<'_>,
+    ) -> Result<(), DecodeError> {
+        let item = raw.at(data, "item")?;
+        if raw.str(item, "type")? != "function_call" {
+            return Ok(());
+        }
+        let index = raw.u64(data, "output_index")?;
+        let mut call = self
+            .calls
+            .remove(&index)
+            .ok_or_else(|| raw.malformed(format!("no function call is open at output {index}")))?;
+        if let Some(whole) = opt(item, "arguments").and_then(Value::as_str) {
+            if call.arguments.is_empty() {
+                call.arguments.push_str(whole);
+            } else if call.arguments != whole {
+                return Err(raw.malformed(format!(
+                    "the arguments of {} differ from the fragments streamed",
+                    call.label()
+                )));
+            }
+        }
+        out.parts.push(call.finish(raw.index)?);
+        self.made_calls = true;
+        Ok(())
+    }
+
+    /// `response.completed` or `response.incomplete`: usage, then finish.
+    fn end(&mut self, raw: &Raw<'_>, data: &Value, out: &mut Out<'_>) -> Result<Flow, DecodeError> {
+        if let Some(call) = self.open_call() {
+            return Err(raw.malformed(format!("tool call {call} never closed")));
+        }
+        if let Some(usage) = opt(data, "response.usage") {
+            out.report.usage = raw.usage(usage, "input_tokens", "output_tokens")?;
+        }
+        let (finish, reason) = if raw.name == "response.incomplete" {
+            let reason = opt(data, "response.incomplete_details.reason")
+                .and_then(Value::as_str)
+                .unwrap_or("incomplete");
+            let finish = match reason {
+                "max_output_tokens" => FinishReason::Length,
+                _ => FinishReason::Stop,
+            };
+            (finish, reason)
+        } else if self.made_calls {
+            (FinishReason::ToolCalls, "completed")
+        } else {
+            (FinishReason::Stop, "completed")
+        };
+        out.report.stop_reason = Some(reason.to_owned());
+        out.parts.push(StreamPart::Finish(finish));
+        Ok(Flow::End)
+    }
+
+    /// A tool call still streaming, for a truncation error.
+    pub(crate) fn open_call(&self) -> Option<String> {
+        self.calls.values().next().map(PendingCall::label)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pai_runtime::StreamPart;
+
+    use crate::{DecodeError, Format, decode};
+
+    fn event(name: &str, data: &str) -> String {
+        format!("event: {name}\ndata: {data}\n\n")
+    }
+
+    const ADDED: &str = r#"{"output_index":0,"item":{"type":"function_call","call_id":"c","name":"f","arguments":""}}"#;
+
+    #[test]
+    fn arguments_that_differ_from_the_fragments_are_malformed() {
+        let body = [
+            event("response.output_item.added", ADDED),
+            event(
+                "response.function_call_arguments.delta",
+                r#"{"output_index":0,"delta":"{}"}"#,
+            ),
+            event(
+                "response.output_item.done",
+                r#"{"output_index":0,"item":{"type":"function_call","arguments":"{\"a\":1}"}}"#,
+            ),
+        ]
+        .concat();
+        let result = decode(Format::OpenAiResponses, body.as_bytes());
+        assert!(
+            matches!(result, Err(DecodeError::Malformed { event: 2, .. })),
+            "{result:?}"
+        );
+    }
+
+    #[test]
+    fn a_failed_response_is_an_error_part() {
+        let body = event(
+            "response.failed",
+            r#"{"response":{"error":{"code":"x","message":"boom"}}}"#,
+        );
+        let decoded = decode(Format::OpenAiResponses, body.as_bytes()).unwrap();
+        assert_eq!(decoded.parts, [StreamPart::error("boom")]);
+        assert_eq!(decoded.report.stop_reason.as_deref(), Some("failed"));
+    }
+
+    #[test]
+    fn completion_with_a_call_still_open_is_malformed() {
+        let body = [
+            event("response.output_item.added", ADDED),
+            event("response.completed", "{}"),
+        ]
+        .concat();
+        let result = decode(Format::OpenAiResponses, body.as_bytes());
+        assert!(
+            matches!(result, Err(DecodeError::Malformed { event: 1, .. })),
+            "{result:?}"
+        );
+    }
+}

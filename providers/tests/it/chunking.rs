@@ -1,0 +1,33 @@
+//! Every recording cut at every byte boundary (two chunks), and fed one
+//! byte at a time, decodes to the same parts and report as whole.
+
+use pai_providers::decode;
+
+use crate::common::{decode_cut, recordings};
+
+#[test]
+fn every_two_chunk_split_decodes_the_same() {
+    for (format, name, body) in recordings() {
+        let whole = decode(format, &body).unwrap();
+        for cut in 0..=body.len() {
+            let split = decode_cut(format, &body, &[cut])
+                .unwrap_or_else(|e| panic!("{}/{name} cut at {cut}: {e}", format.as_str()));
+            assert_eq!(split, whole, "{}/{name} cut at {cut}", format.as_str());
+        }
+    }
+}
+
+#[test]
+fn one_byte_chunks_decode_the_same() {
+    for (format, name, body) in recordings() {
+        let whole = decode(format, &body).unwrap();
+        let cuts: Vec<usize> = (1..body.len()).collect();
+        let bytes = decode_cut(format, &body, &cuts).unwrap();
+        assert_eq!(
+            bytes,
+            whole,
+            "{}/{name} in one-byte chunks",
+            format.as_str()
+        );
+    }
+}

@@ -1,0 +1,198 @@
+//! Each recording decodes to the parts and report written here.
+
+use pai_providers::{Format, StreamReport, Usage, decode};
+use pai_runtime::{FinishReason, StreamPart};
+use serde_json::json;
+
+use crate::common::{recording, recordings};
+
+fn text(s: &str) -> StreamPart {
+    StreamPart::text(s)
+}
+
+fn finish(reason: FinishReason) -> StreamPart {
+    StreamPart::Finish(reason)
+}
+
+fn usage(input_tokens: u64, output_tokens: u64) -> Option<Usage> {
+    Some(Usage {
+        input_tokens,
+        output_tokens,
+    })
+}
+
+/// Decodes a recording, checks its parts, returns its report.
+fn check(format: Format, name: &str, expected: &[StreamPart]) -> StreamReport {
+    let decoded = decode(format, &recording(format, name))
+        .unwrap_or_else(|e| panic!("{}/{name}: {e}", format.as_str()));
+    assert_eq!(decoded.parts, expected, "{}/{name}", format.as_str());
+    decoded.report
+}
+
+#[test]
+fn every_recording_decodes() {
+    let all = recordings();
+    assert!(all.len() >= 12, "{} recordings", all.len());
+    for (format, name, body) in all {
+        if let Err(e) = decode(format, &body) {
+            panic!("{}/{name}: {e}", format.as_str());
+        }
+    }
+}
+
+#[test]
+fn openai_chat_text_multibyte() {
+    let parts = [
+        text("Hé"),
+        text("llo 👋🏽 "),
+        text("世界"),
+        text("! Ça va?"),
+        finish(FinishReason::Stop),
+    ];
+    let report = check(Format::OpenAiChat, "text-multibyte.sse", &parts);
+    assert_eq!(report.usage, usage(12, 9));
+    assert_eq!(report.stop_reason.as_deref(), Some("stop"));
+    assert_eq!(report.skipped_total(), 0);
+}
+
+#[test]
+fn openai_chat_tool_calls_split() {
+    let parts = [
+        StreamPart::tool_call(
+            "call_weather",
+            "get_weather",
+            json!({"city": "Zürich", "unit": "°C"}),
+        ),
+        StreamPart::tool_call("call_time", "get_time", json!({"tz": "Europe/Zurich"})),
+        finish(FinishReason::ToolCalls),
+    ];
+    let report = check(Format::OpenAiChat, "tool-calls-split.sse", &parts);
+    assert_eq!(report.usage, usage(40, 31));
+}
+
+#[test]
+fn openai_chat_midstream_error() {
+    let parts = [
+        text("Let me th"),
+        text("ink… "),
+        StreamPart::error("The server had an error while processing your request."),
+    ];
+    check(Format::OpenAiChat, "midstream-error.sse", &parts);
+}
+
+#[test]
+fn openai_chat_llamacpp_crlf() {
+    let parts = [
+        text("こんにちは"),
+        text("、元気"),
+        finish(FinishReason::Length),
+    ];
+    let report = check(Format::OpenAiChat, "llamacpp-crlf.sse", &parts);
+    assert_eq!(report.usage, usage(5, 4));
+    assert_eq!(report.skipped.get("delta.reasoning_content"), Some(&1));
+}
+
+#[test]
+fn openai_chat_refusal() {
+    let report = check(
+        Format::OpenAiChat,
+        "refusal.sse",
+        &[finish(FinishReason::Stop)],
+    );
+    assert_eq!(report.refusal.as_deref(), Some("I can't help with that."));
+}
+
+#[test]
+fn openai_responses_text_multibyte() {
+    let parts = [
+        text("Grüß"),
+        text(" dich 🇨🇭"),
+        text(" — 你好"),
+        finish(FinishReason::Stop),
+    ];
+    let report = check(Format::OpenAiResponses, "text-multibyte.sse", &parts);
+    assert_eq!(report.usage, usage(8, 11));
+    assert_eq!(report.stop_reason.as_deref(), Some("completed"));
+    assert_eq!(report.skipped_total(), 0);
+}
+
+#[test]
+fn openai_responses_function_call_split() {
+    let parts = [
+        StreamPart::tool_call(
+            "call_abc",
+            "get_weather",
+            json!({"city": "São Paulo", "days": 3}),
+        ),
+        finish(FinishReason::ToolCalls),
+    ];
+    let report = check(Format::OpenAiResponses, "function-call-split.sse", &parts);
+    assert_eq!(report.usage, usage(30, 22));
+    // The reasoning summary is an event type the decoder skips, counted.
+    assert_eq!(
+        report.skipped.get("response.reasoning_summary_text.delta"),
+        Some(&1)
+    );
+}
+
+#[test]
+fn openai_responses_midstream_error() {
+    let parts = [
+        text("Partial ünïcödé"),
+        StreamPart::error("The model produced invalid content."),
+    ];
+    check(Format::OpenAiResponses, "midstream-error.sse", &parts);
+}
+
+#[test]
+fn openai_responses_incomplete_length() {
+    let parts = [text("Once upon a ti"), finish(FinishReason::Length)];
+    let report = check(Format::OpenAiResponses, "incomplete-length.sse", &parts);
+    assert_eq!(report.stop_reason.as_deref(), Some("max_output_tokens"));
+    assert_eq!(report.usage, usage(5, 4));
+}
+
+#[test]
+fn anthropic_text_multibyte() {
+    let parts = [
+        text("Ελληνικά"),
+        text(" και 日本語 "),
+        text("🧑‍💻!"),
+        finish(FinishReason::Stop),
+    ];
+    let report = check(Format::Anthropic, "text-multibyte.sse", &parts);
+    assert_eq!(report.usage, usage(25, 15));
+    assert_eq!(report.stop_reason.as_deref(), Some("end_turn"));
+    assert_eq!(report.skipped_total(), 0);
+}
+
+#[test]
+fn anthropic_tool_use_split() {
+    let parts = [
+        text("Checking the weather…"),
+        StreamPart::tool_call(
+            "toolu_01",
+            "get_weather",
+            json!({"location": "Kraków", "unit": "celsius", "tags": ["🌧"]}),
+        ),
+        finish(FinishReason::ToolCalls),
+    ];
+    let report = check(Format::Anthropic, "tool-use-split.sse", &parts);
+    assert_eq!(report.usage, usage(25, 58));
+}
+
+#[test]
+fn anthropic_overloaded_error() {
+    let parts = [text("Über"), StreamPart::error("Overloaded")];
+    check(Format::Anthropic, "overloaded-error.sse", &parts);
+}
+
+#[test]
+fn anthropic_thinking_max_tokens() {
+    let parts = [text("1, 2, "), text("3, 4"), finish(FinishReason::Length)];
+    let report = check(Format::Anthropic, "thinking-max-tokens.sse", &parts);
+    assert_eq!(report.skipped.get("content_block.thinking"), Some(&1));
+    assert_eq!(report.skipped.get("delta.thinking_delta"), Some(&1));
+    assert_eq!(report.skipped.get("delta.signature_delta"), Some(&1));
+    assert_eq!(report.skipped_total(), 3);
+}
