@@ -49,6 +49,11 @@ enum State {
     /// get cancelled results before anything else.
     Dropping,
     Dropped,
+    /// SPEC §1 `cancel_close`: a cancelled waiting (or taken-over, K3)
+    /// run closed its open calls and is cancelled; only the release
+    /// follows, then the end: no other phase, no other episode.
+    Closed,
+    Closing,
     Failed,
     Released,
     /// The run waits for a client: its episode ended with `wait`.
@@ -85,18 +90,22 @@ struct Run {
     /// Some of its calls were made answerable (`awaiting` or `wait`, T9):
     /// clients may answer them from then on, until the run ends.
     answerable: bool,
+    /// In one process: the log has shown the delete that ended it, so its
+    /// episode ended there (SPEC §1 `deleted`) and no lease follows.
+    deleted_here: bool,
 }
 
 /// SPEC §1: each run's events follow
 ///
 /// ```text
-/// run      := admit (episode+ | ε) end     (ε only for a run cancelled while queued, K6)
+/// run      := admit (episode+ | ε) cancel_close? end   (ε only for a run cancelled while queued, K6)
 ///             | admit episode+              (the last episode ended with wait)
-/// episode  := lease_acquired prepare_run step* (lease_released | wait)
+/// episode  := lease_acquired prepare_run step* (lease_released | wait | deleted)
 ///           | lease_acquired prepare_run results step* lease_released   (resumed)
 ///           | lease_acquired results respond lease_released       (resumed, responds)
-///           | lease_acquired results cancelled lease_released     (a waiting run cancelled)
 ///           | lease_acquired respond lease_released
+/// cancel_close := lease_acquired results? cancelled lease_released
+///             (after a wait, or a takeover K3: nothing else follows but the end)
 /// step     := resolve_model_context prepare_model_step
 ///             (around_model_call attempt_failed?)+ stream commit_step tools?
 ///             after_step results?
@@ -121,6 +130,9 @@ struct Run {
 /// resumes exactly when the run waited before. Step numbers run 0, 1, 2, ...
 /// within a run, across episodes; every event of a step carries its number,
 /// and a resumed run's results carry the number of the step that waited.
+/// A run whose delete the log shows (one process) ends its episode there
+/// (`deleted`): it may stop anywhere with `cancelled` and end without a
+/// release, and no lease of it follows.
 /// Only the first violation of each run is reported; a run still waiting
 /// when the scenario ends is not one, nor a run queued behind it.
 ///
@@ -170,8 +182,11 @@ pub(super) fn check(
         if e.run_id.is_empty() {
             if let EventKind::ThreadDeleted { cancelled, .. } = &e.kind {
                 for run in cancelled {
-                    let r = runs.entry((e.thread_id.as_str(), run.as_str()));
-                    r.or_default().deleted = true;
+                    let r = runs
+                        .entry((e.thread_id.as_str(), run.as_str()))
+                        .or_default();
+                    r.deleted = true;
+                    r.deleted_here = stored.is_none();
                 }
             }
             continue;
@@ -264,6 +279,9 @@ fn answerable_versions(events: &[Event]) -> BTreeMap<(&str, &str), u64> {
 
 /// Moves `run` past one event, or says why the grammar refuses it.
 fn advance(run: &mut Run, kind: &EventKind) -> Result<(), String> {
+    if run.deleted_here && matches!(kind, EventKind::LeaseAcquired { .. }) {
+        return Err("lease_acquired after the delete that ended the run's episode".into());
+    }
     if let Some(state) = deleted(run, kind) {
         run.state = state;
         return Ok(());
@@ -342,7 +360,7 @@ fn lease_change(run: &mut Run, kind: &EventKind) -> Option<Result<State, String>
     use State::*;
     let in_episode = !matches!(
         run.state,
-        Start | Admitted | Released | Ended | Waiting | Broken | Lost | TakenOver
+        Start | Admitted | Released | Closing | Ended | Waiting | Broken | Lost | TakenOver
     );
     Some(match kind {
         EventKind::LeaseLost { .. } if in_episode => Ok(Lost),
@@ -417,14 +435,48 @@ fn next(state: State, resumed: bool, kind: &EventKind) -> Option<State> {
     use State::*;
     let in_episode = !matches!(
         state,
-        Start | Admitted | Released | Ended | Failed | Waiting | Broken | Lost | TakenOver
+        Start
+            | Admitted
+            | Released
+            | Closing
+            | Ended
+            | Failed
+            | Waiting
+            | Broken
+            | Lost
+            | TakenOver
     );
+    if let Some(closing) = cancel_close(state, resumed, kind) {
+        return closing;
+    }
     if in_episode && matches!(kind, EventKind::Failed { .. } | EventKind::Cancelled { .. }) {
         return Some(Failed);
     }
     in_step(state, kind)
         .or_else(|| in_results(state, resumed, kind))
         .or_else(|| between_episodes(state, resumed, kind))
+}
+
+/// SPEC §1 `cancel_close := lease_acquired after_tool_result*
+/// commit_tool_results lease_released`, only after a wait (or, K3, a
+/// takeover): a resumed episode that gives its open calls cancelled
+/// results (`Dropping`, `Dropped`) is cancelled then and runs no other
+/// phase; with no open call it is cancelled at once. `None`: the event is
+/// not this production's business.
+fn cancel_close(state: State, resumed: bool, kind: &EventKind) -> Option<Option<State>> {
+    use State::*;
+    let cancelled = matches!(kind, EventKind::Cancelled { .. });
+    Some(match (state, kind) {
+        (Dropped | Leased, _) if cancelled && (state == Dropped || resumed) => Some(Closed),
+        // After the closing commit only `cancelled` (or, for a resumed
+        // run that responds, `respond`) may come.
+        (Dropped, EventKind::Failed { .. }) => None,
+        (Closed, EventKind::LeaseReleased { .. }) => Some(Closing),
+        (Closed, _) => None,
+        (Closing, EventKind::Ended { .. }) => Some(Ended),
+        (Closing, _) => None,
+        _ => return None,
+    })
 }
 
 /// What a takeover's episode may do beyond a resumed one's: begin a step

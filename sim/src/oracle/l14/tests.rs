@@ -381,3 +381,71 @@ fn l14_accepts_answers_after_awaiting_and_places_awaiting() {
     assert_eq!(v.len(), 1, "{v:?}");
     assert!(v[0].message.contains("unexpected awaiting"), "{v:?}");
 }
+
+/// The run of `waiting_run` up to its wait, then cancelled: the closing
+/// episode gives the waiting call a cancelled result, is cancelled, and
+/// releases its lease (SPEC §1 `cancel_close`).
+fn cancel_closed_run() -> Vec<EventKind> {
+    let mut k = waiting_run();
+    let wait = k.iter().position(|e| e.name() == "wait").unwrap_or(0);
+    k.truncate(wait + 1);
+    k.push(lease());
+    k.extend(result(0, "c"));
+    k.push(commit_results(0));
+    k.push(EventKind::Cancelled {
+        phase: pai_runtime::RunStage::Resume,
+    });
+    k.push(EventKind::LeaseReleased { episode: 2 });
+    k.push(EventKind::Ended {
+        version: None,
+        status: RunStatus::Cancelled,
+        outcome: pai_runtime::Outcome::Cancelled,
+        reason: None,
+    });
+    k
+}
+
+/// SPEC §1: `cancel_close` closes the open calls and runs no other
+/// phase: no prepare_run, step or failure after its commit, and no
+/// episode after it.
+#[test]
+fn l14_a_cancel_close_runs_no_other_phase() {
+    assert_eq!(judge(cancel_closed_run()), vec![]);
+    let closed = cancel_closed_run();
+    let cancelled = closed
+        .iter()
+        .position(|e| e.name() == "cancelled")
+        .unwrap_or(0);
+    // A step after the closing commit.
+    let mut k = closed.clone();
+    k.splice(cancelled..cancelled, step_events(1, 0));
+    assert_eq!(judge(k).len(), 1, "a step inside cancel_close");
+    // A failure in place of the cancel.
+    let mut k = closed.clone();
+    k[cancelled] = EventKind::Failed {
+        phase: pai_runtime::RunStage::Resume,
+        message: "x".into(),
+    };
+    assert_eq!(judge(k).len(), 1, "a failure after the closing commit");
+    // Another episode after the release.
+    let mut k = closed.clone();
+    let end = k.len() - 1;
+    k.splice(end..end, [lease(), prepare_run(true)]);
+    assert_eq!(judge(k).len(), 1, "an episode after cancel_close");
+}
+
+/// SPEC §1, H5: in one process, `deleted` ends the run's episode: no
+/// lease of the run follows the delete.
+#[test]
+fn l14_no_lease_after_the_delete_that_ended_the_episode() {
+    let mut k = waiting_run();
+    let wait = k.iter().position(|e| e.name() == "wait").unwrap_or(0);
+    k.truncate(wait + 1);
+    let mut events: Vec<Event> = k.into_iter().map(ev).collect();
+    events.push(deleted());
+    events.push(ev(lease()));
+    events.push(ev(ended_deleted()));
+    let found = check(&events, false, None);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].message.contains("after the delete"));
+}
