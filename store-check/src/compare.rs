@@ -122,7 +122,13 @@ fn compare_run(want: &RunModel, got: &RunRecord) -> Result<(), Diff> {
     same(&field("steps"), "K3", &want.steps, &got.steps)?;
     same(&field("episodes"), "K3", &want.episodes, &got.episodes)?;
     same(&field("metadata"), "H1", &want.metadata, &got.metadata)?;
-    same(&field("waiting"), "T9", &want.waiting, &got.waiting)
+    same(&field("waiting"), "T9", &want.waiting, &got.waiting)?;
+    same(
+        &field("calls_closed"),
+        "T9",
+        &want.calls_closed,
+        &got.calls_closed,
+    )
 }
 
 fn compare_token(model: &mut ThreadModel, got: u64) -> Result<(), Diff> {

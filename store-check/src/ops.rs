@@ -61,6 +61,12 @@ pub enum Op {
         run: RunPick,
         token: TokenPick,
     },
+    /// The run gives its answerable calls up (A3, T9).
+    CloseCalls {
+        thread: u8,
+        run: RunPick,
+        token: TokenPick,
+    },
     /// The run waits on client calls (`true`: an approval, `false`: a client
     /// tool); with `early`, it only makes them answerable while it still
     /// works (T9's `Await`).
@@ -134,6 +140,7 @@ impl Op {
             | Op::Append { thread, .. }
             | Op::SetRunMetadata { thread, .. }
             | Op::TakeSteer { thread, .. }
+            | Op::CloseCalls { thread, .. }
             | Op::Wait { thread, .. }
             | Op::Answer { thread, .. }
             | Op::CommitResumed { thread, .. }
@@ -376,6 +383,7 @@ fn worker_op() -> impl Strategy<Value = Op> {
         1 => (thread(), run_pick(), token(), 0u8..3)
             .prop_map(|(thread, run, token, value)| Op::SetRunMetadata { thread, run, token, value }),
         1 => (thread(), run_pick(), token()).prop_map(|(thread, run, token)| Op::TakeSteer { thread, run, token }),
+        1 => (thread(), run_pick(), token()).prop_map(|(thread, run, token)| Op::CloseCalls { thread, run, token }),
         3 => (thread(), run_pick(), token(), vec(any::<bool>(), 1..3), prop::bool::weighted(0.4))
             .prop_map(|(thread, run, token, approvals, early)| Op::Wait { thread, run, token, approvals, early }),
         1 => (thread(), run_pick(), token()).prop_map(|(thread, run, token)| Op::CommitResumed { thread, run, token }),

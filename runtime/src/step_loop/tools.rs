@@ -259,10 +259,12 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         if pending.is_empty() {
             return Ok(());
         }
+        // Closing first: an answer can no longer land between this read
+        // and the commit below only to be overwritten (T9).
         let recorded = self
             .sh
             .store
-            .waiting_calls(self.thread, self.run)
+            .close_calls(self.thread, self.run, self.token)
             .await
             .map_err(|e| self.store_fail(RunStage::Tools, e))?;
         let mut finals = Vec::with_capacity(pending.len());

@@ -172,6 +172,7 @@ fn thread_of(request: &StoreRequest) -> &str {
         | R::SetRunMetadata { thread, .. }
         | R::Wait { thread, .. }
         | R::WaitingCalls { thread, .. }
+        | R::CloseCalls { thread, .. }
         | R::CommitResumed { thread, .. }
         | R::Finish { thread, .. }
         | R::Mutate { thread, .. }
@@ -256,6 +257,7 @@ fn run_of(request: &StoreRequest) -> Option<&str> {
         | R::SetRunMetadata { run, .. }
         | R::Wait { run, .. }
         | R::WaitingCalls { run, .. }
+        | R::CloseCalls { run, .. }
         | R::CommitResumed { run, .. }
         | R::Finish { run, .. } => Some(run),
         R::Mutate {
@@ -365,8 +367,12 @@ fn client_op(
         R::HasSteer { .. } => Ok(StoreReply::Flag(rec.has_steer())),
         R::RunMetadata { run, .. } => Ok(StoreReply::Value(rec.run_metadata(&run).cloned())),
         R::WaitingCalls { run, .. } => Ok(StoreReply::Calls(rec.waiting_calls(&run))),
-        request @ (R::RunMessages { .. } | R::TakeAnchor { .. } | R::TakeSteer { .. }) => {
-            // Fenced, but no commit: a run taking its input (K2, L1, A4).
+        request @ (R::RunMessages { .. }
+        | R::TakeAnchor { .. }
+        | R::TakeSteer { .. }
+        | R::CloseCalls { .. }) => {
+            // Fenced, but no commit: a run taking its input (K2, L1, A4),
+            // or giving its answerable calls up (A3, T9).
             run_op(rec, request, now)
         }
         request => {
@@ -390,6 +396,7 @@ fn fenced_run(request: &StoreRequest) -> Option<(&str, u64)> {
         | R::SetRunMetadata { run, token, .. }
         | R::Await { run, token, .. }
         | R::Wait { run, token, .. }
+        | R::CloseCalls { run, token, .. }
         | R::CommitResumed { run, token, .. }
         | R::Finish {
             run,
@@ -465,6 +472,7 @@ fn run_op(
         R::Await {
             run, token, calls, ..
         } => Ok(StoreReply::Version(rec.await_calls(&run, token, calls)?)),
+        R::CloseCalls { run, token, .. } => Ok(StoreReply::Calls(rec.close_calls(&run, token)?)),
         R::SetRunMetadata {
             run, token, value, ..
         } => Ok(StoreReply::Version(

@@ -400,6 +400,24 @@ impl StoreHandle {
         expect!(reply, StoreReply::Calls(x) => x)
     }
 
+    /// Gives the run's answerable calls up (A3, T8): the calls, with the
+    /// answers the store took before it stopped taking them.
+    pub(crate) async fn close_calls(
+        &self,
+        thread: &str,
+        run: &str,
+        token: u64,
+    ) -> Result<Vec<WaitingCall>, StoreError> {
+        let reply = self
+            .ask(StoreRequest::CloseCalls {
+                thread: thread.into(),
+                run: run.into(),
+                token,
+            })
+            .await?;
+        expect!(reply, StoreReply::Calls(x) => x)
+    }
+
     pub(crate) async fn commit_resumed(
         &self,
         thread: &str,

@@ -155,6 +155,15 @@ pub enum StoreRequest {
     },
     /// The calls the run waits on.
     WaitingCalls { thread: String, run: String },
+    /// The run gives its answerable calls up (it completes or is cancelled
+    /// without waiting, A3, T8): from now on the store takes no answer for
+    /// them, and the answers it took are returned with the calls, so the
+    /// results the run commits keep them (T9). Fenced, no commit.
+    CloseCalls {
+        thread: String,
+        run: String,
+        token: u64,
+    },
     /// Appends a resumed run's results and forgets its waiting calls.
     CommitResumed {
         thread: String,
@@ -302,7 +311,7 @@ impl StoreRequest {
     /// Every request kind's name ([`StoreRequest::name`]), in declaration
     /// order: the one list of them (a simulator places faults at a request
     /// of a kind, and checks the kinds a scenario names against this).
-    pub const KINDS: [&'static str; 25] = [
+    pub const KINDS: [&'static str; 26] = [
         "submit",
         "open",
         "cancel",
@@ -323,6 +332,7 @@ impl StoreRequest {
         "await",
         "wait",
         "waiting_calls",
+        "close_calls",
         "commit_resumed",
         "finish",
         "mutate",
@@ -355,6 +365,7 @@ impl StoreRequest {
             R::Await { .. } => "await",
             R::Wait { .. } => "wait",
             R::WaitingCalls { .. } => "waiting_calls",
+            R::CloseCalls { .. } => "close_calls",
             R::CommitResumed { .. } => "commit_resumed",
             R::Finish { .. } => "finish",
             R::Mutate { .. } => "mutate",
@@ -395,11 +406,12 @@ mod tests {
             R::Await { .. } => 17,
             R::Wait { .. } => 18,
             R::WaitingCalls { .. } => 19,
-            R::CommitResumed { .. } => 20,
-            R::Finish { .. } => 21,
-            R::Mutate { .. } => 22,
-            R::Regenerate { .. } => 23,
-            R::Delete { .. } => 24,
+            R::CloseCalls { .. } => 20,
+            R::CommitResumed { .. } => 21,
+            R::Finish { .. } => 22,
+            R::Mutate { .. } => 23,
+            R::Regenerate { .. } => 24,
+            R::Delete { .. } => 25,
         }
     }
 
@@ -522,6 +534,11 @@ mod tests {
             R::WaitingCalls {
                 thread: ft.clone(),
                 run: fr.clone(),
+            },
+            R::CloseCalls {
+                thread: ft.clone(),
+                run: fr.clone(),
+                token,
             },
             R::CommitResumed {
                 thread: ft.clone(),

@@ -95,6 +95,10 @@ pub struct RunRecord {
     pub waiting: Vec<WaitingCall>,
     /// A client asked to cancel the run (K6); it ends cancelled.
     pub cancel_requested: bool,
+    /// The run gave its answerable calls up (A3, T8): no answer is taken
+    /// for them any more. Calls made answerable later open them again.
+    #[serde(default)]
+    pub calls_closed: bool,
 }
 
 impl RunRecord {
@@ -110,6 +114,7 @@ impl RunRecord {
             metadata: None,
             waiting: Vec::new(),
             cancel_requested: false,
+            calls_closed: false,
         }
     }
 

@@ -169,6 +169,7 @@ impl ThreadRec {
         if let Some(r) = self.run_mut(run) {
             // Calls registered again (a takeover's orphans) keep their answers.
             r.waiting = waiting::keep_answers(std::mem::take(&mut r.waiting), calls);
+            r.calls_closed = false;
         }
         self.version += 1;
         Ok(self.version)
@@ -194,6 +195,7 @@ impl ThreadRec {
         }
         r.status = RunStatus::Waiting;
         r.waiting = waiting::keep_answers(std::mem::take(&mut r.waiting), calls);
+        r.calls_closed = false;
         self.release_lease(run);
         self.version += 1;
         Ok(Some(self.version))
@@ -208,7 +210,10 @@ impl ThreadRec {
         let r = self.run_mut(&current).ok_or(AnswerMiss::NotWaiting)?;
         // A run asked to cancel gives its open calls up (T8): an answer
         // then would be recorded but never honoured.
-        if !matches!(r.status, RunStatus::Waiting | RunStatus::Running) || r.cancel_requested {
+        if !matches!(r.status, RunStatus::Waiting | RunStatus::Running)
+            || r.cancel_requested
+            || r.calls_closed
+        {
             return Err(AnswerMiss::NotWaiting);
         }
         waiting::answer(&mut r.waiting, call_id, given)?;
@@ -218,6 +223,24 @@ impl ThreadRec {
             run: current,
             ready,
             version: self.version,
+        })
+    }
+
+    /// `run` gives its answerable calls up (A3, T8): the store takes no
+    /// more answers for them; the calls come back with the answers taken
+    /// so far. Fenced by the run's token; no commit.
+    pub(crate) fn close_calls(
+        &mut self,
+        run: &str,
+        token: u64,
+    ) -> Result<Vec<WaitingCall>, StoreError> {
+        self.fenced(Some(token))?;
+        Ok(match self.run_mut(run) {
+            Some(r) => {
+                r.calls_closed = true;
+                r.waiting.clone()
+            }
+            None => Vec::new(),
         })
     }
 

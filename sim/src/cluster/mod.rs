@@ -11,6 +11,7 @@
 
 mod driven;
 mod feed;
+mod feed_server;
 mod hosts;
 mod linear;
 mod net;
@@ -18,6 +19,7 @@ mod net;
 mod race_tests;
 mod store_host;
 mod triggers;
+mod wire;
 
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -11,44 +11,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use pai_runtime::{HookFuture, Store, StoreError, StoreFuture, StoreReply, StoreRequest};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use turmoil::net::{TcpListener, TcpStream};
 
 use super::store_host::StoreHost;
 use super::triggers::Arrival;
+pub use super::wire::STORE_HOST;
+use super::wire::{read_frame, write_frame};
 
-/// The store's host name and port.
-pub const STORE_HOST: &str = "store";
 const PORT: u16 = 7070;
-/// The largest frame either side accepts.
-const MAX_FRAME: usize = 16 << 20;
-
-pub(super) async fn write_frame(stream: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
-    let len = u32::try_from(bytes.len()).map_err(std::io::Error::other)?;
-    stream.write_all(&len.to_be_bytes()).await?;
-    stream.write_all(bytes).await?;
-    stream.flush().await
-}
-
-pub(super) async fn read_frame(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
-    let mut len = [0u8; 4];
-    stream.read_exact(&mut len).await?;
-    let len = u32::from_be_bytes(len) as usize;
-    if len > MAX_FRAME {
-        return Err(std::io::Error::other("frame too large"));
-    }
-    let mut buf = vec![0u8; len];
-    stream.read_exact(&mut buf).await?;
-    Ok(buf)
-}
 
 /// The store host's software: accepts connections and answers each
 /// request in arrival order. Runs until the simulation ends. `up` tells
 /// the other hosts it listens.
 pub async fn serve(host: Arc<StoreHost>, up: Arc<AtomicBool>) -> turmoil::Result {
     let listener = TcpListener::bind(("0.0.0.0", PORT)).await?;
-    let feeds = super::feed::listen().await?;
-    tokio::task::spawn_local(super::feed::serve(feeds, host.clone()));
+    let feeds = super::feed_server::listen().await?;
+    tokio::task::spawn_local(super::feed_server::serve(feeds, host.clone()));
     up.store(true, Ordering::SeqCst);
     loop {
         let (stream, peer) = listener.accept().await?;

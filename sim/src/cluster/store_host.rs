@@ -399,6 +399,7 @@ fn fenced(request: &StoreRequest) -> Option<Fenced> {
         }
         | R::TakeAnchor { thread, run, token }
         | R::TakeSteer { thread, run, token }
+        | R::CloseCalls { thread, run, token }
         | R::SetRunMetadata {
             thread, run, token, ..
         }

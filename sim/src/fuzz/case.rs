@@ -67,6 +67,7 @@ pub fn case(seed: u64) -> ScenarioSpec {
     spec.timeline = timeline(&mut g, &waiters(&spec));
     super::cluster::cluster(seed, &mut spec);
     super::facade::facade(seed, &mut spec);
+    super::waiting::waiting(seed, &mut spec);
     spec
 }
 

@@ -11,6 +11,7 @@ use pai_runtime::{
     RunStatus, StoredThread, ToolCallDecision, ToolResultDecision, Transition,
 };
 
+use crate::hooks::HookSpec;
 use crate::scenario::ScenarioSpec;
 
 /// Every behaviour counted, in the order the table lists them.
@@ -89,6 +90,8 @@ pub const KEYS: &[&str] = &[
     "cross.queued_cancel_behind_waiting",
     "cross.compaction_behind_queue",
     "cross.watch_among_workers",
+    "cross.give_up_window",
+    "cross.hook_on_resume",
     // Cases also run on the other store and compared (memory and SQLite,
     // `--differential`).
     "diff.sqlite",
@@ -193,6 +196,15 @@ impl Coverage {
             }
         }
         self.steer_runs(events);
+        let on_resume = spec.lifecycle.iter().any(|h| match h {
+            HookSpec::Fail(f) => f.on_resume,
+            HookSpec::Delay(d) => d.on_resume,
+            _ => false,
+        });
+        let resumed = events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::PrepareRun { resumed: true, .. }));
+        self.hit_if(on_resume && resumed, "cross.hook_on_resume");
         for key in super::crossings::reached(events) {
             self.hit(key);
         }

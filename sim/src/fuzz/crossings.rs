@@ -19,6 +19,8 @@ pub fn reached(events: &[Event]) -> BTreeSet<&'static str> {
     let mut claimed: BTreeSet<&str> = BTreeSet::new();
     let mut deleted: BTreeSet<&str> = BTreeSet::new();
     let mut queued: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    // runs giving answerable calls up (A3), from their after_step's time
+    let mut giving_up: BTreeMap<&str, u64> = BTreeMap::new();
     let workers = events.iter().any(|e| e.worker.is_some());
     for e in events {
         let (thread, run) = (e.thread_id.as_str(), e.run_id.as_str());
@@ -41,6 +43,16 @@ pub fn reached(events: &[Event]) -> BTreeSet<&'static str> {
             }
             EventKind::Answered { .. } if awaiting.contains(run) => {
                 hit.insert("cross.answer_before_wait");
+            }
+            EventKind::AfterStep { transition, .. }
+                if awaiting.contains(run) && *transition != pai_runtime::Transition::Wait =>
+            {
+                giving_up.insert(run, e.at);
+            }
+            EventKind::CommitToolResults { .. }
+                if giving_up.remove(run).is_some_and(|from| e.at > from) =>
+            {
+                hit.insert("cross.give_up_window");
             }
             EventKind::Admitted { .. } if waiting.contains_key(thread) => {
                 behind_waiting.insert(run);

@@ -18,6 +18,7 @@ mod judge;
 mod shrink;
 mod timeline;
 mod tools;
+mod waiting;
 mod write;
 
 pub use campaign::{Campaign, DIFFERENTIAL_EVERY, Find, Summary};

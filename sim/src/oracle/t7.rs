@@ -198,6 +198,7 @@ mod tests {
             metadata: None,
             waiting: vec![],
             cancel_requested: false,
+            calls_closed: false,
         };
         let thread = StoredThread {
             runs: vec![run],

@@ -56,10 +56,17 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         .collect();
     let latest = latest_waits(o.events);
     let broken = broken_by_hooks(o.events);
-    for (call, w) in waited.iter().filter(|(_, w)| !w.awaited || w.honoured) {
+    for (call, w) in &waited {
         let found = results
             .get(&(w.thread, *call))
             .map_or(&[][..], Vec::as_slice);
+        if w.awaited && !w.honoured {
+            if let Some(p) = kept_answer(w, found) {
+                let message = format!("answerable call {call} {p}");
+                out.push(Violation::new(OracleId::T9, Some(w.run), message));
+            }
+            continue;
+        }
         let status = status.get(w.run).copied();
         let still_waiting = status == Some(RunStatus::Waiting)
             && latest.get(w.run).is_some_and(|l| l.contains(call));
@@ -326,6 +333,33 @@ fn stored_results(threads: &[StoredThread]) -> BTreeMap<(&str, &str), Vec<Stored
 /// is stored as such with its reason, a submitted output as the client's,
 /// an approved call ran (unless `after_tool_result` replaced the output:
 /// then only the source is judged).
+/// A call made answerable and never waited on: a denial or a client's
+/// output the store took (the client was told so) is what its one stored
+/// result says, whatever the step then did: resolved early, given up as
+/// the run completed (A3) or was cancelled (T8). An approval grants no
+/// more than a run may make of it, so it is not judged here.
+fn kept_answer(w: &Waited<'_>, found: &[Stored<'_>]) -> Option<String> {
+    let ((answer, _), [(source, output)]) = (w.answer?, found) else {
+        return None;
+    };
+    let kept = |v: &Value| w.replaced || *output == v;
+    match answer {
+        Answer::Denied { reason } => {
+            let want = Value::String(reason.clone());
+            (*source != ResultSource::Denied || !kept(&want)).then(|| {
+                format!("was denied and the store took it, but its result is {source:?} {output}")
+            })
+        }
+        Answer::Submitted { output: given } => (*source != ResultSource::Client || !kept(given))
+            .then(|| {
+                format!(
+                    "was submitted {given} and the store took it, but its result is {source:?} {output}"
+                )
+            }),
+        Answer::Approved => None,
+    }
+}
+
 fn honoured(w: &Waited<'_>, (source, output): Stored<'_>) -> Option<String> {
     let (answer, at) = w.answer.filter(|_| w.honoured)?;
     let kept = |v: &Value| w.replaced || output == v;

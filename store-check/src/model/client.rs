@@ -278,7 +278,10 @@ fn cancel_target(th: &mut ThreadModel, run: Option<String>) -> Result<CancelTarg
 fn answer_on(th: &mut ThreadModel, call_id: &str, answer: Answer) -> Result<Answered, AnswerMiss> {
     let current = th.current.clone().ok_or(AnswerMiss::NotWaiting)?;
     let r = th.run_mut(&current).ok_or(AnswerMiss::NotWaiting)?;
-    if !matches!(r.status, RunStatus::Waiting | RunStatus::Running) || r.cancel_requested {
+    if !matches!(r.status, RunStatus::Waiting | RunStatus::Running)
+        || r.cancel_requested
+        || r.calls_closed
+    {
         return Err(AnswerMiss::NotWaiting);
     }
     let call = r

@@ -270,6 +270,7 @@ impl Model {
                 run, token, value, ..
             } => self.set_run_metadata(t, *run, *token, *value),
             Op::TakeSteer { run, token, .. } => self.take_steer(t, *run, *token),
+            Op::CloseCalls { run, token, .. } => self.close_calls(t, *run, *token),
             Op::Wait {
                 run,
                 token,

@@ -203,6 +203,31 @@ impl Model {
         Step::call(request, Ok(StoreReply::Done), rule)
     }
 
+    /// The run gives its answerable calls up (A3, T9): no answer is taken
+    /// for them any more; the calls come back with the answers taken so
+    /// far. Fenced; not a commit (no version, the lease is not extended).
+    pub(super) fn close_calls(&mut self, t: usize, run: RunPick, token: TokenPick) -> Step {
+        let run = self.pick_run(t, run);
+        let token = self.pick_token(t, token);
+        let request = StoreRequest::CloseCalls {
+            thread: self.threads[t].id.clone(),
+            run: run.clone(),
+            token,
+        };
+        let rule = self.token_rule(t, token, "T9");
+        if let Err(e) = self.fence(t, &run, Some(token)) {
+            return Step::call(request, Err(e), rule);
+        }
+        let calls = match self.threads[t].run_mut(&run) {
+            Some(r) => {
+                r.calls_closed = true;
+                r.waiting.clone()
+            }
+            None => Vec::new(),
+        };
+        Step::call(request, Ok(StoreReply::Calls(calls)), rule)
+    }
+
     /// Whether a status-changing write (wait, resume commit, end) of `run`
     /// under the newest token is one the model judges. The SPEC speaks of
     /// these writes only by the run that drives the thread; MemoryStore
@@ -280,6 +305,7 @@ impl Model {
         let calls = kept(&r.waiting, calls);
         if early {
             r.waiting = calls;
+            r.calls_closed = false;
             th.version += 1;
             th.touch(now);
             return Step::call(request, Ok(StoreReply::Version(th.version)), rule);
@@ -293,6 +319,7 @@ impl Model {
         let r = th.run_mut(&run).expect("a running run exists");
         r.status = RunStatus::Waiting;
         r.waiting = calls.clone();
+        r.calls_closed = false;
         th.release(&run);
         th.version += 1;
         let reply = StoreReply::Waited(Some((calls, th.version)));

@@ -34,6 +34,8 @@ pub(crate) struct RunModel {
     pub(crate) metadata: Option<Value>,
     pub(crate) waiting: Vec<WaitingCall>,
     pub(crate) cancel_requested: bool,
+    /// The run gave its answerable calls up (A3, T9): answers are refused.
+    pub(crate) calls_closed: bool,
 }
 
 impl RunModel {
@@ -49,6 +51,7 @@ impl RunModel {
             metadata: None,
             waiting: Vec::new(),
             cancel_requested: false,
+            calls_closed: false,
         }
     }
 
