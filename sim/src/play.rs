@@ -67,7 +67,7 @@ pub(crate) async fn play(
     let start = tokio::time::Instant::now();
     // Run ids of each thread's sends, in order, for `cancel = { run = N }`.
     let mut sends: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    let mut snapshots = crate::play_facade::Snapshots::new();
+    let mut snapshots = crate::play_facade::Snapshots::default();
     for (i, m) in s.timeline.iter().enumerate() {
         match in_turmoil {
             true => {
@@ -122,6 +122,7 @@ pub(crate) async fn play(
                 &m.client,
                 &m.thread,
                 facade,
+                m.handle.as_deref(),
                 &mut snapshots,
             )
             .await),

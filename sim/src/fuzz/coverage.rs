@@ -88,6 +88,7 @@ pub const KEYS: &[&str] = &[
     "cross.expect_across_incarnation",
     "cross.queued_cancel_behind_waiting",
     "cross.compaction_behind_queue",
+    "cross.bound_handle_after_delete",
     // Cases also run on the other store and compared (memory and SQLite,
     // `--differential`).
     "diff.sqlite",

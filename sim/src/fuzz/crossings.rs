@@ -59,6 +59,11 @@ pub fn reached(events: &[Event]) -> BTreeSet<&'static str> {
                     hit.insert("cross.delete_among_workers");
                 }
             }
+            EventKind::MutationRefused { reason, .. }
+                if run.is_empty() && reason.ends_with("was deleted") =>
+            {
+                hit.insert("cross.bound_handle_after_delete");
+            }
             EventKind::Mutated { .. } | EventKind::MutationRefused { .. }
                 if run.is_empty() && deleted.contains(thread) =>
             {

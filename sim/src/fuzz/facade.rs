@@ -33,6 +33,9 @@ pub(super) fn facade(seed: u64, spec: &mut ScenarioSpec) {
     if g.chance(20) {
         across_incarnations(&mut g, spec);
     }
+    if g.chance(15) {
+        bound_across_incarnations(&mut g, spec);
+    }
     for _ in 0..g.range(1, 4) {
         let base = TimelineEntry {
             at: g.range(0, 260),
@@ -122,6 +125,74 @@ fn across_incarnations(g: &mut Gen, spec: &mut ScenarioSpec) {
     ];
     spec.timeline
         .extend(steps.into_iter().map(|(t, e)| at(t, e)));
+}
+
+/// A trusted handle bound to the thread's incarnation, the thread deleted
+/// and (mostly) created again, and the handle used after: its reads and
+/// writes must be refused (SPEC H5). Sometimes it is used before the
+/// delete too, where it must work.
+fn bound_across_incarnations(g: &mut Gen, spec: &mut ScenarioSpec) {
+    let bound = g.range(0, 200);
+    let deleted = bound + g.range(1, 60);
+    let mut steps = vec![
+        (
+            bound,
+            TimelineEntry {
+                bind_thread: Some("h".into()),
+                ..TimelineEntry::default()
+            },
+        ),
+        (
+            deleted,
+            TimelineEntry {
+                delete_thread: true,
+                ..TimelineEntry::default()
+            },
+        ),
+    ];
+    if g.chance(80) {
+        let created = TimelineEntry {
+            create_thread: true,
+            ..TimelineEntry::default()
+        };
+        steps.push((deleted + g.range(1, 40), created));
+    }
+    if g.chance(30) {
+        steps.push((g.range(bound, deleted), through_handle(g)));
+    }
+    for _ in 0..g.range(1, 3) {
+        steps.push((deleted + g.range(0, 80), through_handle(g)));
+    }
+    // Stable order: a use at the time of its bind or delete stays after it.
+    steps.sort_by_key(|(t, _)| *t);
+    spec.timeline
+        .extend(steps.into_iter().map(|(at, e)| TimelineEntry { at, ..e }));
+}
+
+/// An action through the handle `h`.
+fn through_handle(g: &mut Gen) -> TimelineEntry {
+    let base = TimelineEntry {
+        handle: Some("h".into()),
+        ..TimelineEntry::default()
+    };
+    match g.index(4) {
+        0 => TimelineEntry {
+            read_thread: true,
+            ..base
+        },
+        1 => TimelineEntry {
+            delete_thread: true,
+            ..base
+        },
+        _ => {
+            let mut m = mutation(g);
+            m.expect = ExpectSpec::Nothing;
+            TimelineEntry {
+                mutate: Some(m),
+                ..base
+            }
+        }
+    }
 }
 
 fn action(g: &mut Gen, base: TimelineEntry) -> TimelineEntry {

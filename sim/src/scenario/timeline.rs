@@ -15,6 +15,9 @@ pub struct Moment {
     pub client: String,
     pub thread: String,
     pub action: Action,
+    /// The trusted handle a facade action acts through (`bind_thread`'s
+    /// name), if not an unbound one.
+    pub handle: Option<String>,
     /// The action must fail with an error containing this text.
     pub expect_error: Option<String>,
 }
@@ -50,6 +53,8 @@ pub enum Action {
     Regenerate(usize),
     /// A visibility rewrite (SPEC R1).
     SetVisibility(VisibilitySpec),
+    /// Bind a trusted handle of this name to the thread's incarnation (SPEC H5).
+    Bind(String),
 }
 
 impl Action {
@@ -70,6 +75,7 @@ impl Action {
             Action::CreateThread => "create_thread",
             Action::Regenerate(_) => "regenerate",
             Action::SetVisibility(_) => "set_visibility",
+            Action::Bind(_) => "bind_thread",
         }
     }
 }
@@ -98,6 +104,7 @@ pub(super) fn timeline(
             "expected at least one [[timeline]] entry",
         );
     }
+    super::handles::check(&entries)?;
     let mut out = Vec::with_capacity(entries.len());
     let mut watchers = BTreeMap::new();
     for (i, t) in entries.into_iter().enumerate() {
@@ -161,6 +168,7 @@ pub(super) fn timeline(
             client: t.client,
             thread: t.thread,
             action,
+            handle: t.handle,
             expect_error: t.expect_error,
         });
     }
@@ -210,6 +218,9 @@ fn facade_action(i: usize, t: &TimelineEntry) -> Result<Option<Action>, CheckErr
             );
         }
         found.push(Action::SetVisibility(v));
+    }
+    if let Some(name) = &t.bind_thread {
+        found.push(Action::Bind(name.clone()));
     }
     match found.len() {
         0 | 1 => Ok(found.pop()),
@@ -284,7 +295,7 @@ fn answer(
         + usize::from(submit.is_some())
         + usize::from(expect_waiting.is_some());
     if several || given != 1 {
-        let all = "send, steer, cancel, watch, approve, deny, submit_result, expect_waiting, read_thread, mutate, delete_thread, create_thread, regenerate, set_visibility";
+        let all = "send, steer, cancel, watch, approve, deny, submit_result, expect_waiting, read_thread, mutate, delete_thread, create_thread, regenerate, set_visibility, bind_thread";
         return fail(&at, format!("expected exactly one of {all}"));
     }
     let call = |field: &'static str, tool: String, nth: usize| {

@@ -86,6 +86,7 @@ pub fn timeline_entry(schema: &mut Schema) {
             { "required": ["create_thread"], "properties": { "create_thread": { "const": true } } },
             present("regenerate"),
             present("set_visibility"),
+            present("bind_thread"),
         ]),
     );
     also(
@@ -94,6 +95,20 @@ pub fn timeline_entry(schema: &mut Schema) {
             "description": "`live` goes with `watch`.",
             "if": { "required": ["live"], "properties": { "live": { "minItems": 1 } } },
             "then": present("watch"),
+        }),
+    );
+    also(
+        schema,
+        json!({
+            "description": "`handle` goes with `read_thread`, `mutate`, `delete_thread`, `regenerate` or `set_visibility`.",
+            "if": present("handle"),
+            "then": { "anyOf": [
+                set("read_thread"),
+                present("mutate"),
+                set("delete_thread"),
+                present("regenerate"),
+                present("set_visibility"),
+            ] },
         }),
     );
 }
