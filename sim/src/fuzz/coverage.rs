@@ -89,6 +89,7 @@ pub const KEYS: &[&str] = &[
     "cross.queued_cancel_behind_waiting",
     "cross.compaction_behind_queue",
     "cross.bound_handle_after_delete",
+    "cross.answer_by_call_id",
     // Cases also run on the other store and compared (memory and SQLite,
     // `--differential`).
     "diff.sqlite",
@@ -196,6 +197,8 @@ impl Coverage {
         for key in super::crossings::reached(events) {
             self.hit(key);
         }
+        let by_id = super::crossings::answer_by_call_id(spec, events);
+        self.hit_if(by_id, "cross.answer_by_call_id");
     }
 
     fn note(&mut self, d: &NoteDecision) {

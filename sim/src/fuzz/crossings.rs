@@ -6,6 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{Event, EventKind, RunStatus};
 
+use crate::scenario::{ScenarioSpec, TimelineEntry};
+
 /// The crossings one case reached (each at most once per case).
 pub fn reached(events: &[Event]) -> BTreeSet<&'static str> {
     let mut hit = BTreeSet::new();
@@ -108,4 +110,33 @@ fn track_queue<'a>(queued: &mut BTreeMap<&'a str, BTreeSet<&'a str>>, e: &'a Eve
         }
         _ => {}
     }
+}
+
+/// `cross.answer_by_call_id`: an answer naming its call by `call` (SPEC
+/// T9) came after its thread was deleted or regenerated, so it may name a
+/// call of a deleted incarnation or of a message that is gone (H5, R1).
+pub fn answer_by_call_id(spec: &ScenarioSpec, events: &[Event]) -> bool {
+    let rewritten = |thread: &str, at: u64| {
+        events.iter().any(|e| {
+            e.thread_id == thread
+                && e.at < at
+                && matches!(
+                    e.kind,
+                    EventKind::ThreadDeleted { .. }
+                        | EventKind::HistoryRewritten {
+                            kind: "regenerate",
+                            ..
+                        }
+                )
+        })
+    };
+    spec.timeline
+        .iter()
+        .any(|t| by_id(t) && rewritten(&t.thread, t.at))
+}
+
+fn by_id(t: &TimelineEntry) -> bool {
+    t.approve.as_ref().is_some_and(|c| c.call.is_some())
+        || t.deny.as_ref().is_some_and(|c| c.call.is_some())
+        || t.submit_result.as_ref().is_some_and(|c| c.call.is_some())
 }

@@ -13,7 +13,9 @@ use serde_json::json;
 
 use super::draw::Gen;
 use crate::hooks::HookSpec;
-use crate::scenario::{ExpectSpec, MutateSpec, ScenarioSpec, TimelineEntry, VisibilitySpec};
+use crate::scenario::{
+    CallRef, ExpectSpec, MutateSpec, ScenarioSpec, SubmitSpec, TimelineEntry, VisibilitySpec,
+};
 
 /// A stream of the seed's rng apart from the other generators'.
 const STREAM: u64 = 0x7ac4_de11_f00d_5eed;
@@ -89,6 +91,10 @@ fn across_incarnations(g: &mut Gen, spec: &mut ScenarioSpec) {
     let created = deleted + g.range(1, 60);
     let mutated = created + g.range(0, 60);
     let at = |at, entry: TimelineEntry| TimelineEntry { at, ..entry };
+    if g.chance(50) {
+        let answered = created + g.range(0, 80);
+        answer_gone_call(g, spec, answered);
+    }
     let expect = *g.pick(&[ExpectSpec::Version, ExpectSpec::Private]);
     let mut m = mutation(g);
     m.expect = expect;
@@ -167,6 +173,44 @@ fn bound_across_incarnations(g: &mut Gen, spec: &mut ScenarioSpec) {
     steps.sort_by_key(|(t, _)| *t);
     spec.timeline
         .extend(steps.into_iter().map(|(at, e)| TimelineEntry { at, ..e }));
+}
+
+/// An answer naming a call by `call = "#N"` after the thread was deleted
+/// and created again: the call (if the timeline saw one) belongs to the
+/// deleted incarnation and must be refused (SPEC T9, H5).
+fn answer_gone_call(g: &mut Gen, spec: &mut ScenarioSpec, at: u64) {
+    let waiting: Vec<(String, bool)> = spec
+        .agent
+        .tools
+        .iter()
+        .filter(|t| t.approval || t.client)
+        .map(|t| (t.name.clone(), t.client))
+        .collect();
+    if waiting.is_empty() {
+        return;
+    }
+    let (_, client) = g.pick(&waiting).clone();
+    let call = Some(format!("#{}", g.range(1, 3)));
+    let entry = match client {
+        true => TimelineEntry {
+            submit_result: Some(SubmitSpec {
+                tool: None,
+                nth: None,
+                call,
+                output: json!({}),
+            }),
+            ..TimelineEntry::default()
+        },
+        false => TimelineEntry {
+            approve: Some(CallRef {
+                tool: None,
+                nth: None,
+                call,
+            }),
+            ..TimelineEntry::default()
+        },
+    };
+    spec.timeline.push(TimelineEntry { at, ..entry });
 }
 
 /// An action through the handle `h`.

@@ -113,6 +113,26 @@ pub fn timeline_entry(schema: &mut Schema) {
     );
 }
 
+/// A call an answer names: exactly one of `tool` (with an optional `nth`)
+/// and `call`.
+pub fn call_ref(schema: &mut Schema) {
+    schema.ensure_object().insert(
+        "oneOf".into(),
+        json!([
+            present("tool"),
+            present("call"),
+        ]),
+    );
+    also(
+        schema,
+        json!({
+            "description": "`nth` goes with `tool`.",
+            "if": present("nth"),
+            "then": present("tool"),
+        }),
+    );
+}
+
 /// A scripted tool: exactly one of `output`, `echo`, `fail`, `throw`,
 /// `panic` and `client` (`echo = false` is none); a client tool needs no
 /// approval, and `output_requires` goes with `client`.

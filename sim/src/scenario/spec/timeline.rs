@@ -112,30 +112,50 @@ pub struct TimelineEntry {
 }
 
 /// A tool call named by its tool and its order among that tool's calls on
-/// the thread (from 1), since call ids come from the seed.
+/// the thread (from 1), since call ids come from the seed; or by `call`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::schema::checks::call_ref)]
 pub struct CallRef {
-    /// The tool called.
+    /// The tool called (with `nth`); or name the call with `call`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
-    pub tool: String,
-    /// Which of its calls on the thread, from 1.
-    #[serde(default = "crate::defaults::first")]
+    pub tool: Option<String>,
+    /// With `tool`: which of its calls on the thread, from 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1), extend("default" = 1))]
-    pub nth: usize,
+    pub nth: Option<usize>,
+    /// Instead of `tool`: the call by its id. `"#N"` is the N-th call
+    /// the thread stored as the timeline saw it (sampled before each of
+    /// the thread's entries, any incarnation, regenerated-away messages
+    /// included), the same under every seed; any other text is a call id
+    /// as the runtime wrote it (the seed's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub call: Option<String>,
 }
 
-/// `deny = { tool = "...", nth = N, reason = "..." }`.
+/// `deny = { tool = "...", nth = N, reason = "..." }` (or `call = "..."`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::schema::checks::call_ref)]
 pub struct DenySpec {
-    /// The tool called.
+    /// The tool called (with `nth`); or name the call with `call`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
-    pub tool: String,
-    /// Which of its calls on the thread, from 1.
-    #[serde(default = "crate::defaults::first")]
+    pub tool: Option<String>,
+    /// With `tool`: which of its calls on the thread, from 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1), extend("default" = 1))]
-    pub nth: usize,
+    pub nth: Option<usize>,
+    /// Instead of `tool`: the call by its id. `"#N"` is the N-th call
+    /// the thread stored as the timeline saw it (sampled before each of
+    /// the thread's entries, any incarnation, regenerated-away messages
+    /// included), the same under every seed; any other text is a call id
+    /// as the runtime wrote it (the seed's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub call: Option<String>,
     /// What the model is told.
     #[serde(default = "default_denial")]
     #[schemars(extend("default" = default_denial()))]
@@ -146,17 +166,27 @@ fn default_denial() -> String {
     "denied by the user".into()
 }
 
-/// `submit_result = { tool = "...", nth = N, output = ... }`.
+/// `submit_result = { tool = "...", nth = N, output = ... }` (or `call = "..."`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::schema::checks::call_ref)]
 pub struct SubmitSpec {
-    /// The tool called.
+    /// The tool called (with `nth`); or name the call with `call`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
-    pub tool: String,
-    /// Which of its calls on the thread, from 1.
-    #[serde(default = "crate::defaults::first")]
+    pub tool: Option<String>,
+    /// With `tool`: which of its calls on the thread, from 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1), extend("default" = 1))]
-    pub nth: usize,
+    pub nth: Option<usize>,
+    /// Instead of `tool`: the call by its id. `"#N"` is the N-th call
+    /// the thread stored as the timeline saw it (sampled before each of
+    /// the thread's entries, any incarnation, regenerated-away messages
+    /// included), the same under every seed; any other text is a call id
+    /// as the runtime wrote it (the seed's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub call: Option<String>,
     /// The output the client's tool produced.
     pub output: Value,
 }
