@@ -90,6 +90,7 @@ pub const KEYS: &[&str] = &[
     "cross.compaction_behind_queue",
     "cross.bound_handle_after_delete",
     "cross.answer_by_call_id",
+    "cross.hook_expectation",
     // Cases also run on the other store and compared (memory and SQLite,
     // `--differential`).
     "diff.sqlite",

@@ -21,6 +21,8 @@ pub fn reached(events: &[Event]) -> BTreeSet<&'static str> {
     let mut claimed: BTreeSet<&str> = BTreeSet::new();
     let mut deleted: BTreeSet<&str> = BTreeSet::new();
     let mut queued: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    // runs whose own mutation just conflicted (before its hook's decision)
+    let mut conflicted: BTreeSet<&str> = BTreeSet::new();
     let workers = events.iter().any(|e| e.worker.is_some());
     for e in events {
         let (thread, run) = (e.thread_id.as_str(), e.run_id.as_str());
@@ -60,6 +62,12 @@ pub fn reached(events: &[Event]) -> BTreeSet<&'static str> {
                 if workers && !runs.is_empty() {
                     hit.insert("cross.delete_among_workers");
                 }
+            }
+            EventKind::MutationRefused { conflict: true, .. } if !run.is_empty() => {
+                conflicted.insert(run);
+            }
+            EventKind::Hook(n) if conflicted.remove(run) && n.hook.starts_with("mutate_thread") => {
+                hit.insert("cross.hook_expectation");
             }
             EventKind::MutationRefused { reason, .. }
                 if run.is_empty() && reason.ends_with("was deleted") =>

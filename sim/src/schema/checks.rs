@@ -173,6 +173,17 @@ pub fn patch_metadata(schema: &mut Schema) {
     );
 }
 
+/// A `mutate_thread` hook sets something: `metadata`, `private` or both.
+pub fn mutate_thread(schema: &mut Schema) {
+    schema.ensure_object().insert(
+        "anyOf".into(),
+        json!([
+            { "required": ["metadata"], "properties": { "metadata": { "minProperties": 1 } } },
+            { "required": ["private"], "properties": { "private": { "minProperties": 1 } } },
+        ]),
+    );
+}
+
 /// An `on_output` handler does something: `count`, `keep` or both.
 pub fn on_output(schema: &mut Schema) {
     schema
