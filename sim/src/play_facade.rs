@@ -41,7 +41,11 @@ pub(crate) async fn facade(
     let unbound;
     let admin = match handle.map(|h| (h, handles.get(h))) {
         Some((_, Some(bound))) => bound,
-        Some((h, None)) => return Err(format!("handle {h} was never bound (its bind_thread failed)")),
+        Some((h, None)) => {
+            return Err(format!(
+                "handle {h} was never bound (its bind_thread failed)"
+            ));
+        }
         None => {
             unbound = runtime.admin().thread(thread);
             &unbound

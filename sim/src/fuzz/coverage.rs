@@ -91,6 +91,7 @@ pub const KEYS: &[&str] = &[
     "cross.bound_handle_after_delete",
     "cross.answer_by_call_id",
     "cross.hook_expectation",
+    "cross.slow_summary",
     // Cases also run on the other store and compared (memory and SQLite,
     // `--differential`).
     "diff.sqlite",

@@ -23,6 +23,8 @@ pub fn reached(events: &[Event]) -> BTreeSet<&'static str> {
     let mut queued: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     // runs whose own mutation just conflicted (before its hook's decision)
     let mut conflicted: BTreeSet<&str> = BTreeSet::new();
+    // thread → its run whose compaction's summary is being produced
+    let mut summarizing: BTreeMap<&str, &str> = BTreeMap::new();
     let workers = events.iter().any(|e| e.worker.is_some());
     for e in events {
         let (thread, run) = (e.thread_id.as_str(), e.run_id.as_str());
@@ -63,6 +65,9 @@ pub fn reached(events: &[Event]) -> BTreeSet<&'static str> {
                     hit.insert("cross.delete_among_workers");
                 }
             }
+            EventKind::Mutated { .. } if run.is_empty() && summarizing.contains_key(thread) => {
+                hit.insert("cross.slow_summary");
+            }
             EventKind::MutationRefused { conflict: true, .. } if !run.is_empty() => {
                 conflicted.insert(run);
             }
@@ -95,6 +100,7 @@ pub fn reached(events: &[Event]) -> BTreeSet<&'static str> {
             _ => {}
         }
         track_queue(&mut queued, e);
+        track_summaries(&mut summarizing, e);
         if let EventKind::Ended { .. } = e.kind
             && waiting.get(thread) == Some(&run)
         {
@@ -102,6 +108,22 @@ pub fn reached(events: &[Event]) -> BTreeSet<&'static str> {
         }
     }
     hit
+}
+
+/// Each thread's run whose compaction summary is being produced: from
+/// `compaction_started` to its `compacted` or `compaction_skipped`.
+fn track_summaries<'a>(summarizing: &mut BTreeMap<&'a str, &'a str>, e: &'a Event) {
+    match e.kind {
+        EventKind::CompactionStarted { .. } => {
+            summarizing.insert(&e.thread_id, &e.run_id);
+        }
+        EventKind::Compacted { .. }
+        | EventKind::CompactionSkipped { .. }
+        | EventKind::Ended { .. } => {
+            summarizing.remove(e.thread_id.as_str());
+        }
+        _ => {}
+    }
 }
 
 /// Each thread's runs admitted and not yet claimed or ended.

@@ -40,6 +40,7 @@ fn facade_hook(g: &mut Gen, kind: usize) -> HookSpec {
                 fail_at: g
                     .maybe(20, |g| vec![g.range(1, 3) as usize])
                     .unwrap_or_default(),
+                latency_ms: g.maybe(40, |g| g.range(1, 80)).unwrap_or(0),
             })
         }
         26 => HookSpec::RewritePatch(crate::hooks::RewritePatchSpec {

@@ -52,9 +52,10 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
 /// The incarnation the `bind_thread` of `name` bound its handle to, as its
 /// answer said (`None`: the bind failed).
 fn bound_incarnation(o: &Observed<'_>, name: &str) -> Option<u64> {
-    let bind = o.actions.iter().find(|r| {
-        matches!(&o.scenario.timeline[r.moment].action, Action::Bind(n) if n == name)
-    })?;
+    let bind = o
+        .actions
+        .iter()
+        .find(|r| matches!(&o.scenario.timeline[r.moment].action, Action::Bind(n) if n == name))?;
     bound_in(bind)
 }
 

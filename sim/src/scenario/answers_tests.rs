@@ -55,7 +55,10 @@ fn t9_a_call_number_from_zero_or_not_a_number_is_refused() {
         "timeline[1].approve: `call = \"#0\"`: #N counts the thread's calls from 1"
     );
     let e = parse("expect_waiting = [{ call = \"#x\" }]").unwrap_err();
-    assert!(e.starts_with("timeline[1].expect_waiting: `call = \"#x\"`"), "{e}");
+    assert!(
+        e.starts_with("timeline[1].expect_waiting: `call = \"#x\"`"),
+        "{e}"
+    );
     let e = parse("approve = { call = \"\" }").unwrap_err();
     assert_eq!(e, "timeline[1].approve: `call` needs a call id, or #N");
 }

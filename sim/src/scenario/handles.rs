@@ -35,7 +35,10 @@ pub(super) fn check(entries: &[TimelineEntry]) -> Result<(), CheckError> {
             thread: &t.thread,
         };
         if let Some(first) = bound.insert(name, b) {
-            let message = format!("handle {name:?} is already bound by timeline[{}]", first.index);
+            let message = format!(
+                "handle {name:?} is already bound by timeline[{}]",
+                first.index
+            );
             return fail(&at, message);
         }
     }

@@ -24,7 +24,10 @@ fn h5_a_handle_bound_earlier_is_used_later() {
 #[test]
 fn h5_a_handle_no_bind_names_is_refused_at_its_field() {
     let e = parse("[[timeline]]\nhandle = \"h\"\nread_thread = true\n").unwrap_err();
-    assert_eq!(e, "timeline[1].handle: no `bind_thread` binds a handle \"h\"");
+    assert_eq!(
+        e,
+        "timeline[1].handle: no `bind_thread` binds a handle \"h\""
+    );
 }
 
 #[test]
@@ -49,11 +52,20 @@ fn h5_a_handle_bound_later_or_elsewhere_is_refused() {
 
 #[test]
 fn h5_a_handle_on_an_action_it_cannot_take_or_bound_twice_is_refused() {
-    let e = parse("[[timeline]]\nbind_thread = \"h\"\n[[timeline]]\nat = 1\nhandle = \"h\"\nsend = \"x\"\n")
+    let e = parse(
+        "[[timeline]]\nbind_thread = \"h\"\n[[timeline]]\nat = 1\nhandle = \"h\"\nsend = \"x\"\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.starts_with("timeline[2].handle: a trusted handle acts with"),
+        "{e}"
+    );
+    let e = parse("[[timeline]]\nbind_thread = \"h\"\n[[timeline]]\nbind_thread = \"h\"\n")
         .unwrap_err();
-    assert!(e.starts_with("timeline[2].handle: a trusted handle acts with"), "{e}");
-    let e = parse("[[timeline]]\nbind_thread = \"h\"\n[[timeline]]\nbind_thread = \"h\"\n").unwrap_err();
-    assert_eq!(e, "timeline[2].bind_thread: handle \"h\" is already bound by timeline[1]");
+    assert_eq!(
+        e,
+        "timeline[2].bind_thread: handle \"h\" is already bound by timeline[1]"
+    );
     let e = parse("[[timeline]]\nbind_thread = \"\"\n").unwrap_err();
     assert_eq!(e, "timeline[1].bind_thread: a trusted handle needs a name");
 }

@@ -322,9 +322,10 @@ fn answer(
         let all = "send, steer, cancel, watch, approve, deny, submit_result, expect_waiting, read_thread, mutate, delete_thread, create_thread, regenerate, set_visibility, bind_thread";
         return fail(&at, format!("expected exactly one of {all}"));
     }
-    let call = |field: &'static str, tool: Option<String>, nth: Option<usize>, id: Option<String>| {
-        call_name(i, field, tool, nth, id)
-    };
+    let call = |field: &'static str,
+                tool: Option<String>,
+                nth: Option<usize>,
+                id: Option<String>| { call_name(i, field, tool, nth, id) };
     Ok(match (approve, deny, submit, expect_waiting) {
         (Some(c), ..) => Action::Approve(call("approve", c.tool, c.nth, c.call)?),
         (_, Some(d), ..) => Action::Deny(call("deny", d.tool, d.nth, d.call)?, d.reason),
@@ -356,17 +357,32 @@ fn call_name(
         Segment::Key(field),
     ];
     match (tool, nth, id) {
-        (Some(_), _, Some(_)) => fail(&at, "names its call two ways: give `tool` (with `nth`) or `call`, not both"),
-        (None, Some(_), Some(_)) => fail(&at, "`nth` counts a tool's calls: it goes with `tool`, not `call`"),
-        (None, _, None) => fail(&at, "needs the call it names: `tool` (with `nth`) or `call`"),
+        (Some(_), _, Some(_)) => fail(
+            &at,
+            "names its call two ways: give `tool` (with `nth`) or `call`, not both",
+        ),
+        (None, Some(_), Some(_)) => fail(
+            &at,
+            "`nth` counts a tool's calls: it goes with `tool`, not `call`",
+        ),
+        (None, _, None) => fail(
+            &at,
+            "needs the call it names: `tool` (with `nth`) or `call`",
+        ),
         (Some(tool), _, _) if tool.is_empty() => fail(&at, "needs the tool whose call it names"),
         (Some(_), Some(0), _) => fail(&at, "nth counts a tool's calls from 1"),
-        (Some(tool), nth, None) => Ok(CallName::Nth { tool, nth: nth.unwrap_or(1) }),
+        (Some(tool), nth, None) => Ok(CallName::Nth {
+            tool,
+            nth: nth.unwrap_or(1),
+        }),
         (None, None, Some(id)) => match id.strip_prefix('#') {
             _ if id.is_empty() => fail(&at, "`call` needs a call id, or #N"),
             Some(n) => match n.parse::<usize>() {
                 Ok(n) if n >= 1 => Ok(CallName::Seen(n)),
-                _ => fail(&at, format!("`call = {id:?}`: #N counts the thread's calls from 1")),
+                _ => fail(
+                    &at,
+                    format!("`call = {id:?}`: #N counts the thread's calls from 1"),
+                ),
             },
             None => Ok(CallName::Id(id)),
         },

@@ -116,13 +116,9 @@ pub fn timeline_entry(schema: &mut Schema) {
 /// A call an answer names: exactly one of `tool` (with an optional `nth`)
 /// and `call`.
 pub fn call_ref(schema: &mut Schema) {
-    schema.ensure_object().insert(
-        "oneOf".into(),
-        json!([
-            present("tool"),
-            present("call"),
-        ]),
-    );
+    schema
+        .ensure_object()
+        .insert("oneOf".into(), json!([present("tool"), present("call"),]));
     also(
         schema,
         json!({

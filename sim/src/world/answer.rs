@@ -34,7 +34,9 @@ fn call_id(
         .flat_map(|t| &t.messages)
         .flat_map(|m| &m.parts)
         .filter_map(|p| match p {
-            Part::ToolCall { call_id, tool: t, .. } if t == tool => Some(call_id),
+            Part::ToolCall {
+                call_id, tool: t, ..
+            } if t == tool => Some(call_id),
             _ => None,
         });
     calls.into_iter().nth(nth - 1).cloned().ok_or_else(|| {
@@ -50,7 +52,11 @@ fn call_id(
 /// or of regenerated-away messages stay in it).
 pub async fn saw_calls(runtime: &Runtime<SimContext>, thread: &str, seen: &mut Vec<String>) {
     let stored = runtime.inspect(thread).await.ok().flatten();
-    for p in stored.iter().flat_map(|t| &t.messages).flat_map(|m| &m.parts) {
+    for p in stored
+        .iter()
+        .flat_map(|t| &t.messages)
+        .flat_map(|m| &m.parts)
+    {
         if let Part::ToolCall { call_id, .. } = p
             && !seen.contains(call_id)
         {
@@ -135,7 +141,8 @@ pub async fn check_waiting(
         CallName::Nth { .. } => *name == e.to_string(),
         _ => call_id(None, e, seen).is_ok_and(|want| want == *id),
     };
-    let matches = actual.len() == expected.len() && actual.iter().zip(expected).all(|(a, e)| same(a, e));
+    let matches =
+        actual.len() == expected.len() && actual.iter().zip(expected).all(|(a, e)| same(a, e));
     let wanted: Vec<String> = expected.iter().map(ToString::to_string).collect();
     let shown: Vec<&str> = actual.iter().map(|(_, n)| n.as_str()).collect();
     (!matches).then(|| {
