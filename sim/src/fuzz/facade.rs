@@ -29,6 +29,13 @@ pub(super) fn facade(seed: u64, spec: &mut ScenarioSpec) {
         among_workers(&mut g, spec);
         return;
     }
+    let slow_summary = spec
+        .lifecycle
+        .iter()
+        .any(|h| matches!(h, HookSpec::Compaction(c) if c.latency_ms > 0));
+    if slow_summary && g.chance(70) {
+        during_summaries(&mut g, spec);
+    }
     if !g.chance(45) {
         return;
     }
@@ -211,6 +218,18 @@ fn answer_gone_call(g: &mut Gen, spec: &mut ScenarioSpec, at: u64) {
         },
     };
     spec.timeline.push(TimelineEntry { at, ..entry });
+}
+
+/// Trusted mutations spread over the runs' time, some landing while a
+/// slow compaction summary is produced (SPEC C1, H3).
+fn during_summaries(g: &mut Gen, spec: &mut ScenarioSpec) {
+    for _ in 0..g.range(2, 5) {
+        spec.timeline.push(TimelineEntry {
+            at: g.range(0, 800),
+            mutate: Some(mutation(g)),
+            ..TimelineEntry::default()
+        });
+    }
 }
 
 /// An action through the handle `h`.
