@@ -55,7 +55,15 @@ impl<C: Send + Sync + 'static> Committer<'_, C> {
         expect: Expect,
         f: impl FnOnce(&mut Staged<'_>) -> Result<T, String>,
     ) -> Result<(T, Mutation), MutateError> {
-        let stored = self.read().await?;
+        let stored = match self.read().await {
+            Ok(stored) => stored,
+            // A trusted handle bound to a deleted incarnation (SPEC H5):
+            // logged like any other refused trusted write.
+            Err(e @ StoreError::Deleted { .. }) if self.run().is_empty() => {
+                return Err(self.refused("mutate", e.into()));
+            }
+            Err(e) => return Err(e.into()),
+        };
         let run = (!self.run().is_empty()).then_some(self.run());
         let mut staged = Staged::new(&stored, &*self.sh.ids, self.sh.clock.now(), run);
         let out = match catch_unwind(AssertUnwindSafe(|| f(&mut staged))) {

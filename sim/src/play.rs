@@ -81,7 +81,11 @@ pub(crate) async fn play(
     let start = tokio::time::Instant::now();
     // Run ids of each thread's sends, in order, for `cancel = { run = N }`.
     let mut sends: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    let mut snapshots = crate::play_facade::Snapshots::new();
+    let mut snapshots = crate::play_facade::Snapshots::default();
+    // Each thread's calls as the timeline saw them, for `call = "#N"`:
+    // sampled only by a timeline that names a call so (a store read).
+    let by_id = s.timeline.iter().any(|m| m.action.names_call_by_id());
+    let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (i, m) in s.timeline.iter().enumerate() {
         match in_turmoil {
             true => {
@@ -91,6 +95,10 @@ pub(crate) async fn play(
             false => tokio::time::sleep_until(start + Duration::from_millis(m.at)).await,
         }
         let thread = runtime.client(m.client.clone()).thread(m.thread.clone());
+        let seen = seen.entry(m.thread.clone()).or_default();
+        if by_id {
+            world::saw_calls(runtime, &m.thread, seen).await;
+        }
         let before_event = recorder.len();
         let mut waiting_check = None;
         let mut reached = true;
@@ -124,15 +132,17 @@ pub(crate) async fn play(
                 .await
                 .map(|w| played.watches.push((name.clone(), w)))
                 .map(|()| Ok(None)),
-            Action::Approve(c) => Ok(world::answer(runtime, &thread, c, Answering::Approve).await),
+            Action::Approve(c) => {
+                Ok(world::answer(runtime, &thread, c, Answering::Approve, seen).await)
+            }
             Action::Deny(c, reason) => {
-                Ok(world::answer(runtime, &thread, c, Answering::Deny(reason)).await)
+                Ok(world::answer(runtime, &thread, c, Answering::Deny(reason), seen).await)
             }
             Action::Submit(c, output) => {
-                Ok(world::answer(runtime, &thread, c, Answering::Submit(output)).await)
+                Ok(world::answer(runtime, &thread, c, Answering::Submit(output), seen).await)
             }
             Action::ExpectWaiting(calls) => {
-                waiting_check = world::check_waiting(runtime, &thread, calls).await;
+                waiting_check = world::check_waiting(runtime, &thread, calls, seen).await;
                 Ok(Ok(None))
             }
             facade => Ok(crate::play_facade::facade(
@@ -140,6 +150,7 @@ pub(crate) async fn play(
                 &m.client,
                 &m.thread,
                 facade,
+                m.handle.as_deref(),
                 &mut snapshots,
             )
             .await),

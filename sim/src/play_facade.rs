@@ -3,23 +3,55 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Expect, Role, Runtime, StoredThread, Visibility};
+use pai_runtime::{AdminThread, Expect, Role, Runtime, StoredThread, Visibility};
 
 use crate::hooks::SimContext;
 use crate::scenario::{Action, ExpectSpec, MutateSpec};
 
-/// What trusted writers last read of each thread (`read_thread`).
-pub(crate) type Snapshots = BTreeMap<String, StoredThread>;
+/// What trusted writers last read of each thread (`read_thread`), and the
+/// handles `bind_thread` bound, by name (SPEC H5).
+#[derive(Default)]
+pub(crate) struct Snapshots {
+    read: BTreeMap<String, StoredThread>,
+    handles: BTreeMap<String, AdminThread<SimContext>>,
+}
 
-/// Plays one facade action; `Ok(Some(..))` names what it did.
+/// Plays one facade action, through the handle it names (bound by an
+/// earlier `bind_thread`) or an unbound one; `Ok(Some(..))` names what it did.
 pub(crate) async fn facade(
     runtime: &Runtime<SimContext>,
     client: &str,
     thread: &str,
     action: &Action,
+    handle: Option<&str>,
     snapshots: &mut Snapshots,
 ) -> Result<Option<String>, String> {
-    let admin = runtime.admin().thread(thread);
+    if let Action::Bind(name) = action {
+        let bound = runtime
+            .admin()
+            .bind(thread)
+            .await
+            .map_err(|e| e.to_string())?;
+        let t = bound.read().await.map_err(|e| e.to_string())?;
+        let i = t.incarnation;
+        snapshots.handles.insert(name.clone(), bound);
+        return Ok(Some(format!("handle {name} bound to incarnation {i}")));
+    }
+    let Snapshots { read, handles } = snapshots;
+    let unbound;
+    let admin = match handle.map(|h| (h, handles.get(h))) {
+        Some((_, Some(bound))) => bound,
+        Some((h, None)) => {
+            return Err(format!(
+                "handle {h} was never bound (its bind_thread failed)"
+            ));
+        }
+        None => {
+            unbound = runtime.admin().thread(thread);
+            &unbound
+        }
+    };
+    let snapshots = read;
     match action {
         Action::ReadThread => {
             let t = admin.read().await.map_err(|e| e.to_string())?;
@@ -27,7 +59,7 @@ pub(crate) async fn facade(
             snapshots.insert(thread.to_string(), t);
             Ok(Some(format!("read version {v}")))
         }
-        Action::Mutate(spec) => mutate(runtime, thread, spec, snapshots).await,
+        Action::Mutate(spec) => mutate(admin, thread, spec, snapshots).await,
         Action::DeleteThread => match admin.delete().await.map_err(|e| e.to_string())? {
             Some(d) => Ok(Some(format!("deleted incarnation {}", d.incarnation))),
             None => Err(format!("thread {thread} does not exist")),
@@ -72,20 +104,24 @@ pub(crate) async fn facade(
 
 /// A trusted writer's mutation with the expectation the scenario names.
 async fn mutate(
-    runtime: &Runtime<SimContext>,
+    admin: &AdminThread<SimContext>,
     thread: &str,
     spec: &MutateSpec,
-    snapshots: &Snapshots,
+    snapshots: &BTreeMap<String, StoredThread>,
 ) -> Result<Option<String>, String> {
-    let admin = runtime.admin().thread(thread);
     let seen = match snapshots.get(thread) {
-        Some(t) => t.clone(),
-        None => admin.read().await.map_err(|e| e.to_string())?,
+        Some(t) => Ok(t.clone()),
+        None => admin.read().await.map_err(|e| e.to_string()),
     };
-    let expect = match spec.expect {
-        ExpectSpec::Nothing => Expect::Nothing,
-        ExpectSpec::Version => Expect::version_of(&seen),
-        ExpectSpec::Private => Expect::private_metadata_of(&seen),
+    let expect = match (spec.expect, seen) {
+        // A bound handle's mutation goes to the facade even when the read
+        // was refused (its incarnation deleted, SPEC H5): the facade must
+        // refuse it too.
+        (ExpectSpec::Nothing, Err(_)) if admin.incarnation().is_some() => Expect::Nothing,
+        (_, Err(e)) => return Err(e),
+        (ExpectSpec::Nothing, Ok(_)) => Expect::Nothing,
+        (ExpectSpec::Version, Ok(seen)) => Expect::version_of(&seen),
+        (ExpectSpec::Private, Ok(seen)) => Expect::private_metadata_of(&seen),
     };
     let spec = spec.clone();
     let done = admin

@@ -92,6 +92,12 @@ impl RunLease {
             StoreError::Deleted { incarnation, .. } => {
                 (!self.deleted.swap(true, Ordering::Relaxed)).then_some(*incarnation)
             }
+            // A run's thread that is gone was deleted under it (and not
+            // created again): its facade read finds no thread (SPEC H5).
+            StoreError::NoThread(_) => {
+                self.deleted.store(true, Ordering::Relaxed);
+                None
+            }
             _ => None,
         };
         if e.loses_lease() {

@@ -92,6 +92,10 @@ pub const KEYS: &[&str] = &[
     "cross.watch_among_workers",
     "cross.give_up_window",
     "cross.hook_on_resume",
+    "cross.bound_handle_after_delete",
+    "cross.answer_by_call_id",
+    "cross.hook_expectation",
+    "cross.slow_summary",
     // Cases also run on the other store and compared (memory and SQLite,
     // `--differential`).
     "diff.sqlite",
@@ -208,6 +212,8 @@ impl Coverage {
         for key in super::crossings::reached(events) {
             self.hit(key);
         }
+        let by_id = super::crossings::answer_by_call_id(spec, events);
+        self.hit_if(by_id, "cross.answer_by_call_id");
     }
 
     fn note(&mut self, d: &NoteDecision) {

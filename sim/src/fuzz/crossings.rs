@@ -6,6 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{Event, EventKind, RunStatus};
 
+use crate::scenario::{ScenarioSpec, TimelineEntry};
+
 /// The crossings one case reached (each at most once per case).
 pub fn reached(events: &[Event]) -> BTreeSet<&'static str> {
     let mut hit = BTreeSet::new();
@@ -21,6 +23,10 @@ pub fn reached(events: &[Event]) -> BTreeSet<&'static str> {
     let mut queued: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     // runs giving answerable calls up (A3), from their after_step's time
     let mut giving_up: BTreeMap<&str, u64> = BTreeMap::new();
+    // runs whose own mutation just conflicted (before its hook's decision)
+    let mut conflicted: BTreeSet<&str> = BTreeSet::new();
+    // thread → its run whose compaction's summary is being produced
+    let mut summarizing: BTreeMap<&str, &str> = BTreeMap::new();
     let workers = events.iter().any(|e| e.worker.is_some());
     for e in events {
         let (thread, run) = (e.thread_id.as_str(), e.run_id.as_str());
@@ -71,6 +77,20 @@ pub fn reached(events: &[Event]) -> BTreeSet<&'static str> {
                     hit.insert("cross.delete_among_workers");
                 }
             }
+            EventKind::Mutated { .. } if run.is_empty() && summarizing.contains_key(thread) => {
+                hit.insert("cross.slow_summary");
+            }
+            EventKind::MutationRefused { conflict: true, .. } if !run.is_empty() => {
+                conflicted.insert(run);
+            }
+            EventKind::Hook(n) if conflicted.remove(run) && n.hook.starts_with("mutate_thread") => {
+                hit.insert("cross.hook_expectation");
+            }
+            EventKind::MutationRefused { reason, .. }
+                if run.is_empty() && reason.ends_with("was deleted") =>
+            {
+                hit.insert("cross.bound_handle_after_delete");
+            }
             EventKind::Mutated { .. } | EventKind::MutationRefused { .. }
                 if run.is_empty() && deleted.contains(thread) =>
             {
@@ -92,6 +112,7 @@ pub fn reached(events: &[Event]) -> BTreeSet<&'static str> {
             _ => {}
         }
         track_queue(&mut queued, e);
+        track_summaries(&mut summarizing, e);
         if let EventKind::Ended { .. } = e.kind
             && waiting.get(thread) == Some(&run)
         {
@@ -99,6 +120,22 @@ pub fn reached(events: &[Event]) -> BTreeSet<&'static str> {
         }
     }
     hit
+}
+
+/// Each thread's run whose compaction summary is being produced: from
+/// `compaction_started` to its `compacted` or `compaction_skipped`.
+fn track_summaries<'a>(summarizing: &mut BTreeMap<&'a str, &'a str>, e: &'a Event) {
+    match e.kind {
+        EventKind::CompactionStarted { .. } => {
+            summarizing.insert(&e.thread_id, &e.run_id);
+        }
+        EventKind::Compacted { .. }
+        | EventKind::CompactionSkipped { .. }
+        | EventKind::Ended { .. } => {
+            summarizing.remove(e.thread_id.as_str());
+        }
+        _ => {}
+    }
 }
 
 /// Each thread's runs admitted and not yet claimed or ended.
@@ -115,4 +152,33 @@ fn track_queue<'a>(queued: &mut BTreeMap<&'a str, BTreeSet<&'a str>>, e: &'a Eve
         }
         _ => {}
     }
+}
+
+/// `cross.answer_by_call_id`: an answer naming its call by `call` (SPEC
+/// T9) came after its thread was deleted or regenerated, so it may name a
+/// call of a deleted incarnation or of a message that is gone (H5, R1).
+pub fn answer_by_call_id(spec: &ScenarioSpec, events: &[Event]) -> bool {
+    let rewritten = |thread: &str, at: u64| {
+        events.iter().any(|e| {
+            e.thread_id == thread
+                && e.at < at
+                && matches!(
+                    e.kind,
+                    EventKind::ThreadDeleted { .. }
+                        | EventKind::HistoryRewritten {
+                            kind: "regenerate",
+                            ..
+                        }
+                )
+        })
+    };
+    spec.timeline
+        .iter()
+        .any(|t| by_id(t) && rewritten(&t.thread, t.at))
+}
+
+fn by_id(t: &TimelineEntry) -> bool {
+    t.approve.as_ref().is_some_and(|c| c.call.is_some())
+        || t.deny.as_ref().is_some_and(|c| c.call.is_some())
+        || t.submit_result.as_ref().is_some_and(|c| c.call.is_some())
 }

@@ -13,7 +13,9 @@ use serde_json::json;
 
 use super::draw::Gen;
 use crate::hooks::HookSpec;
-use crate::scenario::{ExpectSpec, MutateSpec, ScenarioSpec, TimelineEntry, VisibilitySpec};
+use crate::scenario::{
+    CallRef, ExpectSpec, MutateSpec, ScenarioSpec, SubmitSpec, TimelineEntry, VisibilitySpec,
+};
 
 /// A stream of the seed's rng apart from the other generators'.
 const STREAM: u64 = 0x7ac4_de11_f00d_5eed;
@@ -27,11 +29,21 @@ pub(super) fn facade(seed: u64, spec: &mut ScenarioSpec) {
         among_workers(&mut g, spec);
         return;
     }
+    let slow_summary = spec
+        .lifecycle
+        .iter()
+        .any(|h| matches!(h, HookSpec::Compaction(c) if c.latency_ms > 0));
+    if slow_summary && g.chance(70) {
+        during_summaries(&mut g, spec);
+    }
     if !g.chance(45) {
         return;
     }
     if g.chance(20) {
         across_incarnations(&mut g, spec);
+    }
+    if g.chance(15) {
+        bound_across_incarnations(&mut g, spec);
     }
     for _ in 0..g.range(1, 4) {
         let base = TimelineEntry {
@@ -86,6 +98,10 @@ fn across_incarnations(g: &mut Gen, spec: &mut ScenarioSpec) {
     let created = deleted + g.range(1, 60);
     let mutated = created + g.range(0, 60);
     let at = |at, entry: TimelineEntry| TimelineEntry { at, ..entry };
+    if g.chance(50) {
+        let answered = created + g.range(0, 80);
+        answer_gone_call(g, spec, answered);
+    }
     let expect = *g.pick(&[ExpectSpec::Version, ExpectSpec::Private]);
     let mut m = mutation(g);
     m.expect = expect;
@@ -122,6 +138,124 @@ fn across_incarnations(g: &mut Gen, spec: &mut ScenarioSpec) {
     ];
     spec.timeline
         .extend(steps.into_iter().map(|(t, e)| at(t, e)));
+}
+
+/// A trusted handle bound to the thread's incarnation, the thread deleted
+/// and (mostly) created again, and the handle used after: its reads and
+/// writes must be refused (SPEC H5). Sometimes it is used before the
+/// delete too, where it must work.
+fn bound_across_incarnations(g: &mut Gen, spec: &mut ScenarioSpec) {
+    let bound = g.range(0, 200);
+    let deleted = bound + g.range(1, 60);
+    let mut steps = vec![
+        (
+            bound,
+            TimelineEntry {
+                bind_thread: Some("h".into()),
+                ..TimelineEntry::default()
+            },
+        ),
+        (
+            deleted,
+            TimelineEntry {
+                delete_thread: true,
+                ..TimelineEntry::default()
+            },
+        ),
+    ];
+    if g.chance(80) {
+        let created = TimelineEntry {
+            create_thread: true,
+            ..TimelineEntry::default()
+        };
+        steps.push((deleted + g.range(1, 40), created));
+    }
+    if g.chance(30) {
+        steps.push((g.range(bound, deleted), through_handle(g)));
+    }
+    for _ in 0..g.range(1, 3) {
+        steps.push((deleted + g.range(0, 80), through_handle(g)));
+    }
+    // Stable order: a use at the time of its bind or delete stays after it.
+    steps.sort_by_key(|(t, _)| *t);
+    spec.timeline
+        .extend(steps.into_iter().map(|(at, e)| TimelineEntry { at, ..e }));
+}
+
+/// An answer naming a call by `call = "#N"` after the thread was deleted
+/// and created again: the call (if the timeline saw one) belongs to the
+/// deleted incarnation and must be refused (SPEC T9, H5).
+fn answer_gone_call(g: &mut Gen, spec: &mut ScenarioSpec, at: u64) {
+    let waiting: Vec<(String, bool)> = spec
+        .agent
+        .tools
+        .iter()
+        .filter(|t| t.approval || t.client)
+        .map(|t| (t.name.clone(), t.client))
+        .collect();
+    if waiting.is_empty() {
+        return;
+    }
+    let (_, client) = g.pick(&waiting).clone();
+    let call = Some(format!("#{}", g.range(1, 3)));
+    let entry = match client {
+        true => TimelineEntry {
+            submit_result: Some(SubmitSpec {
+                tool: None,
+                nth: None,
+                call,
+                output: json!({}),
+            }),
+            ..TimelineEntry::default()
+        },
+        false => TimelineEntry {
+            approve: Some(CallRef {
+                tool: None,
+                nth: None,
+                call,
+            }),
+            ..TimelineEntry::default()
+        },
+    };
+    spec.timeline.push(TimelineEntry { at, ..entry });
+}
+
+/// Trusted mutations spread over the runs' time, some landing while a
+/// slow compaction summary is produced (SPEC C1, H3).
+fn during_summaries(g: &mut Gen, spec: &mut ScenarioSpec) {
+    for _ in 0..g.range(2, 5) {
+        spec.timeline.push(TimelineEntry {
+            at: g.range(0, 800),
+            mutate: Some(mutation(g)),
+            ..TimelineEntry::default()
+        });
+    }
+}
+
+/// An action through the handle `h`.
+fn through_handle(g: &mut Gen) -> TimelineEntry {
+    let base = TimelineEntry {
+        handle: Some("h".into()),
+        ..TimelineEntry::default()
+    };
+    match g.index(4) {
+        0 => TimelineEntry {
+            read_thread: true,
+            ..base
+        },
+        1 => TimelineEntry {
+            delete_thread: true,
+            ..base
+        },
+        _ => {
+            let mut m = mutation(g);
+            m.expect = ExpectSpec::Nothing;
+            TimelineEntry {
+                mutate: Some(m),
+                ..base
+            }
+        }
+    }
 }
 
 fn action(g: &mut Gen, base: TimelineEntry) -> TimelineEntry {

@@ -14,7 +14,7 @@ use crate::hooks::{
 };
 
 /// How many kinds of hook `hook` draws from.
-const KINDS: usize = 29;
+const KINDS: usize = 30;
 
 /// One hook of any kind; `tools` names the agent's tools.
 pub(super) fn hook(g: &mut Gen, tools: &[String]) -> HookSpec {
@@ -40,6 +40,7 @@ fn facade_hook(g: &mut Gen, kind: usize) -> HookSpec {
                 fail_at: g
                     .maybe(20, |g| vec![g.range(1, 3) as usize])
                     .unwrap_or_default(),
+                latency_ms: g.maybe(40, |g| g.range(1, 80)).unwrap_or(0),
             })
         }
         26 => HookSpec::RewritePatch(crate::hooks::RewritePatchSpec {
@@ -54,14 +55,40 @@ fn facade_hook(g: &mut Gen, kind: usize) -> HookSpec {
             delay_ms: g.range(0, 40),
             fail: g.chance(20),
         }),
-        _ => HookSpec::HideMessage(crate::hooks::HideMessage {
+        28 => HookSpec::HideMessage(crate::hooks::HideMessage {
             name: None,
             step: g.maybe(70, |g| g.range(0, 3) as u32),
             role: *g.pick(&[MessageRole::User, MessageRole::Assistant]),
             nth: g.range(1, 3) as usize,
             show: g.chance(25),
         }),
+        _ => mutate_thread(g),
     }
+}
+
+/// A run that writes thread metadata with an expectation it read
+/// `wait_ms` earlier (SPEC H3): a trusted writer's commit in that window
+/// makes it conflict.
+fn mutate_thread(g: &mut Gen) -> HookSpec {
+    let mut h = crate::hooks::MutateThread {
+        name: None,
+        step: g.maybe(50, |g| g.range(0, 2) as u32),
+        metadata: Default::default(),
+        private: Default::default(),
+        expect: *g.pick(&[
+            crate::scenario::ExpectSpec::Nothing,
+            crate::scenario::ExpectSpec::Version,
+            crate::scenario::ExpectSpec::Private,
+            crate::scenario::ExpectSpec::Private,
+        ]),
+        wait_ms: g.range(0, 80),
+    };
+    if g.chance(50) {
+        h.metadata.insert("topic".into(), json!(g.range(0, 9)));
+    } else {
+        h.private.insert("cursor".into(), json!(g.range(0, 9)));
+    }
+    HookSpec::MutateThread(h)
 }
 
 /// Hooks of the run, the model context and the model call.

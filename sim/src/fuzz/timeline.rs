@@ -57,8 +57,9 @@ fn checks(g: &mut Gen, out: &mut Vec<TimelineEntry>) {
         out.push(TimelineEntry {
             at: g.range(0, 300),
             approve: Some(CallRef {
-                tool: "absent_tool".into(),
-                nth: 9,
+                tool: Some("absent_tool".into()),
+                nth: Some(9),
+                call: None,
             }),
             expect_error: Some("has no call".into()),
             ..TimelineEntry::default()
@@ -169,7 +170,11 @@ fn answers(g: &mut Gen, waiters: &[Waiter], out: &mut Vec<TimelineEntry>) {
         let call = (w.name.clone(), g.range(1, 3) as usize);
         let at = g.range(0, 400);
         let thread = thread(g);
-        out.push(answer(g, &w, call, at, thread));
+        let mut entry = answer(g, &w, call, at, thread);
+        if g.chance(40) {
+            by_call_id(&mut entry, g.range(1, 4) as usize);
+        }
+        out.push(entry);
     }
 }
 
@@ -234,23 +239,43 @@ fn answer(
     match (client, g.chance(30)) {
         (true, _) => TimelineEntry {
             submit_result: Some(SubmitSpec {
-                tool,
-                nth,
+                tool: Some(tool),
+                nth: Some(nth),
+                call: None,
                 output: output(g, w),
             }),
             ..base
         },
         (false, true) => TimelineEntry {
             deny: Some(DenySpec {
-                tool,
-                nth,
+                tool: Some(tool),
+                nth: Some(nth),
+                call: None,
                 reason: g.text(3),
             }),
             ..base
         },
         (false, false) => TimelineEntry {
-            approve: Some(CallRef { tool, nth }),
+            approve: Some(CallRef {
+                tool: Some(tool),
+                nth: Some(nth),
+                call: None,
+            }),
             ..base
         },
+    }
+}
+
+/// Names an answer's call by `call = "#N"` (the N-th call the timeline
+/// saw its thread store) instead of by tool and order: after a delete or a
+/// regeneration it may name a call that is gone (SPEC T9, H5).
+pub(super) fn by_call_id(entry: &mut TimelineEntry, n: usize) {
+    let call = Some(format!("#{n}"));
+    if let Some(c) = &mut entry.approve {
+        (c.tool, c.nth, c.call) = (None, None, call);
+    } else if let Some(d) = &mut entry.deny {
+        (d.tool, d.nth, d.call) = (None, None, call);
+    } else if let Some(s) = &mut entry.submit_result {
+        (s.tool, s.nth, s.call) = (None, None, call);
     }
 }

@@ -35,6 +35,13 @@ pub struct CompactionSpec {
     /// The summary model fails at these calls (from 1): compaction is skipped.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fail_at: Vec<usize>,
+    /// Virtual milliseconds each summary call takes before its answer
+    /// exists: a window in which other writers may commit (the summary and
+    /// cursor then commit only if the private metadata is still what
+    /// compaction read, C1/H3).
+    #[serde(default, skip_serializing_if = "crate::defaults::is_zero")]
+    #[schemars(extend("default" = 0))]
+    pub latency_ms: u64,
 }
 
 /// One request the scripted summary model was sent, and its answer: what
@@ -57,6 +64,7 @@ pub type SummaryLog = Arc<Mutex<Vec<SummaryCall>>>;
 struct Summarizer {
     summaries: Vec<String>,
     fail_at: Vec<usize>,
+    latency_ms: u64,
     calls: AtomicUsize,
     log: SummaryLog,
 }
@@ -76,21 +84,39 @@ impl Summarizer {
 impl LanguageModel for Summarizer {
     fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
         let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
-        if self.fail_at.contains(&n) {
-            let why = format!("summary call {n} failed");
-            self.record(r, Err(why.clone()));
-            return HookFuture::ready(Err(ModelError::Provider(why)));
+        let answer = self.answer(n, r);
+        self.record(r, answer.clone());
+        let latency = self.latency_ms;
+        let stream = move || match answer {
+            Err(why) => Err(ModelError::Provider(why)),
+            Ok(text) => {
+                let parts = vec![
+                    StreamPart::TextDelta(text.into()),
+                    StreamPart::Finish(FinishReason::Stop),
+                ];
+                Ok(Box::new(ReadyStream::new(parts)) as BoxStream)
+            }
+        };
+        match latency {
+            0 => HookFuture::ready(stream()),
+            ms => HookFuture::new(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                stream()
+            }),
         }
-        let text = match self.summaries.get(n - 1).or(self.summaries.last()) {
+    }
+}
+
+impl Summarizer {
+    /// The `n`-th call's summary, or why it fails.
+    fn answer(&self, n: usize, r: &ModelRequest) -> Result<String, String> {
+        if self.fail_at.contains(&n) {
+            return Err(format!("summary call {n} failed"));
+        }
+        Ok(match self.summaries.get(n - 1).or(self.summaries.last()) {
             Some(s) => s.clone(),
             None => format!("summary {n} of {} messages", r.messages.len()),
-        };
-        self.record(r, Ok(text.clone()));
-        let parts = vec![
-            StreamPart::TextDelta(text.into()),
-            StreamPart::Finish(FinishReason::Stop),
-        ];
-        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
+        })
     }
 }
 
@@ -99,6 +125,7 @@ impl CompactionSpec {
         let model = Summarizer {
             summaries: self.summaries.clone(),
             fail_at: self.fail_at.clone(),
+            latency_ms: self.latency_ms,
             calls: AtomicUsize::new(0),
             log: log.clone(),
         };

@@ -12,6 +12,7 @@ mod guardrail;
 mod hide_message;
 mod history_probe;
 mod metadata;
+mod mutate_thread;
 mod rag;
 mod recent_window;
 mod redact;
@@ -44,6 +45,7 @@ pub use guardrail::Guardrail;
 pub use hide_message::HideMessage;
 pub use history_probe::HistoryProbe;
 pub use metadata::{ContextMessage, MetadataOverlay, MetadataPhase, PatchMetadata, SetMetadata};
+pub use mutate_thread::MutateThread;
 pub use rag::Rag;
 pub use recent_window::RecentWindow;
 pub use redact::Redact;
@@ -97,6 +99,7 @@ pub enum HookSpec {
     RewritePatch(RewritePatchSpec),
     RewriteListener(RewriteListener),
     HideMessage(HideMessage),
+    MutateThread(MutateThread),
 }
 
 impl HookSpec {
@@ -132,6 +135,7 @@ impl HookSpec {
             HookSpec::RewritePatch(_) => "rewrite_patch",
             HookSpec::RewriteListener(_) => "rewrite_listener",
             HookSpec::HideMessage(_) => "hide_message",
+            HookSpec::MutateThread(_) => "mutate_thread",
         }
     }
 
@@ -167,6 +171,7 @@ impl HookSpec {
             HookSpec::RewritePatch(h) => h.name.as_deref(),
             HookSpec::RewriteListener(h) => h.name.as_deref(),
             HookSpec::HideMessage(h) => h.name.as_deref(),
+            HookSpec::MutateThread(h) => h.name.as_deref(),
         }
     }
 
@@ -238,6 +243,10 @@ impl HookSpec {
                 "nth",
                 "must be at least 1: stored messages count from 1".into(),
             )),
+            HookSpec::MutateThread(h) if h.metadata.is_empty() && h.private.is_empty() => Err((
+                "metadata",
+                "needs metadata or private keys: it would change nothing".into(),
+            )),
             _ => Ok(()),
         }
     }
@@ -279,7 +288,7 @@ impl HookSpec {
             HookSpec::Compaction(_) => Phase::ResolveModelContext,
             HookSpec::RewritePatch(_) => Phase::PrepareHistoryRewrite,
             HookSpec::RewriteListener(_) => Phase::HistoryRewritten,
-            HookSpec::HideMessage(_) => Phase::AfterStep,
+            HookSpec::HideMessage(_) | HookSpec::MutateThread(_) => Phase::AfterStep,
         }
     }
 
@@ -317,6 +326,7 @@ impl HookSpec {
             HookSpec::RewritePatch(h) => h.build(name),
             HookSpec::RewriteListener(h) => h.build(name),
             HookSpec::HideMessage(h) => h.build(name),
+            HookSpec::MutateThread(h) => h.build(name),
         }
     }
 }

@@ -17,6 +17,7 @@ mod h2;
 mod h3;
 mod h4;
 mod h5;
+mod h5_bound;
 mod h5_learned;
 mod h5_watchers;
 mod h6;
@@ -119,6 +120,7 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     violations.extend(h4::check(o));
     violations.extend(h5::check(o));
     violations.extend(h5_watchers::check(o));
+    violations.extend(h5_bound::check(o));
     violations.extend(k4::check(o));
     violations.extend(lost::check(o));
     violations.extend(c1::check(o));

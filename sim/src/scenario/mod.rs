@@ -5,6 +5,7 @@
 mod checked;
 mod cluster;
 mod field;
+mod handles;
 mod names;
 mod position;
 mod replay;
@@ -220,7 +221,7 @@ send = "hi"
         let e = Scenario::parse(Path::new("a.toml"), &text).unwrap_err();
         assert_eq!(
             e.message,
-            "timeline[0]: expected exactly one of send, steer, cancel, watch, approve, deny, submit_result, expect_waiting, read_thread, mutate, delete_thread, create_thread, regenerate, set_visibility"
+            "timeline[0]: expected exactly one of send, steer, cancel, watch, approve, deny, submit_result, expect_waiting, read_thread, mutate, delete_thread, create_thread, regenerate, set_visibility, bind_thread"
         );
         assert_eq!(e.location, Some((4, 1)), "the [[timeline]] header: {e}");
         let text = MINIMAL.replace(

@@ -15,6 +15,9 @@ pub struct Moment {
     pub client: String,
     pub thread: String,
     pub action: Action,
+    /// The trusted handle a facade action acts through (`bind_thread`'s
+    /// name), if not an unbound one.
+    pub handle: Option<String>,
     /// The action must fail with an error containing this text.
     pub expect_error: Option<String>,
 }
@@ -50,9 +53,20 @@ pub enum Action {
     Regenerate(usize),
     /// A visibility rewrite (SPEC R1).
     SetVisibility(VisibilitySpec),
+    /// Bind a trusted handle of this name to the thread's incarnation (SPEC H5).
+    Bind(String),
 }
 
 impl Action {
+    /// Whether it names a call by its id (`call`), not by tool and order.
+    pub fn names_call_by_id(&self) -> bool {
+        match self {
+            Action::Approve(c) | Action::Deny(c, _) | Action::Submit(c, _) => c.by_id(),
+            Action::ExpectWaiting(cs) => cs.iter().any(CallName::by_id),
+            _ => false,
+        }
+    }
+
     /// The action's name, as the timeline writes it.
     pub fn name(&self) -> &'static str {
         match self {
@@ -70,21 +84,37 @@ impl Action {
             Action::CreateThread => "create_thread",
             Action::Regenerate(_) => "regenerate",
             Action::SetVisibility(_) => "set_visibility",
+            Action::Bind(_) => "bind_thread",
         }
     }
 }
 
-/// A call a timeline action names: its tool and its order among that
-/// tool's calls on the thread (from 1).
+/// A call a timeline action names (SPEC T7, T9).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallName {
-    pub tool: String,
-    pub nth: usize,
+pub enum CallName {
+    /// The `nth` call of `tool` stored on the thread (from 1).
+    Nth { tool: String, nth: usize },
+    /// `call = "#N"`: the N-th call the timeline saw the thread store
+    /// (from 1), whatever became of it since.
+    Seen(usize),
+    /// `call = "<id>"`: a call id as the runtime wrote it.
+    Id(String),
 }
 
 impl std::fmt::Display for CallName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}#{}", self.tool, self.nth)
+        match self {
+            CallName::Nth { tool, nth } => write!(f, "{tool}#{nth}"),
+            CallName::Seen(n) => write!(f, "#{n}"),
+            CallName::Id(id) => f.write_str(id),
+        }
+    }
+}
+
+impl CallName {
+    /// Whether it names the call by its id (`call`), not by tool and order.
+    pub fn by_id(&self) -> bool {
+        !matches!(self, CallName::Nth { .. })
     }
 }
 
@@ -98,6 +128,7 @@ pub(super) fn timeline(
             "expected at least one [[timeline]] entry",
         );
     }
+    super::handles::check(&entries)?;
     let mut out = Vec::with_capacity(entries.len());
     let mut watchers = BTreeMap::new();
     for (i, t) in entries.into_iter().enumerate() {
@@ -161,6 +192,7 @@ pub(super) fn timeline(
             client: t.client,
             thread: t.thread,
             action,
+            handle: t.handle,
             expect_error: t.expect_error,
         });
     }
@@ -210,6 +242,9 @@ fn facade_action(i: usize, t: &TimelineEntry) -> Result<Option<Action>, CheckErr
             );
         }
         found.push(Action::SetVisibility(v));
+    }
+    if let Some(name) = &t.bind_thread {
+        found.push(Action::Bind(name.clone()));
     }
     match found.len() {
         0 | 1 => Ok(found.pop()),
@@ -284,31 +319,76 @@ fn answer(
         + usize::from(submit.is_some())
         + usize::from(expect_waiting.is_some());
     if several || given != 1 {
-        let all = "send, steer, cancel, watch, approve, deny, submit_result, expect_waiting, read_thread, mutate, delete_thread, create_thread, regenerate, set_visibility";
+        let all = "send, steer, cancel, watch, approve, deny, submit_result, expect_waiting, read_thread, mutate, delete_thread, create_thread, regenerate, set_visibility, bind_thread";
         return fail(&at, format!("expected exactly one of {all}"));
     }
-    let call = |field: &'static str, tool: String, nth: usize| {
-        let at = [
-            Segment::Key("timeline"),
-            Segment::Index(i),
-            Segment::Key(field),
-        ];
-        match (tool.is_empty(), nth) {
-            (true, _) => fail(&at, "needs the tool whose call it names"),
-            (_, 0) => fail(&at, "nth counts a tool's calls from 1"),
-            _ => Ok(CallName { tool, nth }),
-        }
-    };
+    let call = |field: &'static str,
+                tool: Option<String>,
+                nth: Option<usize>,
+                id: Option<String>| { call_name(i, field, tool, nth, id) };
     Ok(match (approve, deny, submit, expect_waiting) {
-        (Some(c), ..) => Action::Approve(call("approve", c.tool, c.nth)?),
-        (_, Some(d), ..) => Action::Deny(call("deny", d.tool, d.nth)?, d.reason),
-        (_, _, Some(s), _) => Action::Submit(call("submit_result", s.tool, s.nth)?, s.output),
+        (Some(c), ..) => Action::Approve(call("approve", c.tool, c.nth, c.call)?),
+        (_, Some(d), ..) => Action::Deny(call("deny", d.tool, d.nth, d.call)?, d.reason),
+        (_, _, Some(s), _) => {
+            Action::Submit(call("submit_result", s.tool, s.nth, s.call)?, s.output)
+        }
         (_, _, _, Some(calls)) => {
             let names = calls
                 .into_iter()
-                .map(|c| call("expect_waiting", c.tool, c.nth));
+                .map(|c| call("expect_waiting", c.tool, c.nth, c.call));
             Action::ExpectWaiting(names.collect::<Result<_, _>>()?)
         }
         _ => unreachable!("exactly one was counted"),
     })
 }
+
+/// The call an answer names: by `tool` (and `nth`, from 1) or by `call`
+/// (`"#N"` from 1, or an id), exactly one way.
+fn call_name(
+    i: usize,
+    field: &'static str,
+    tool: Option<String>,
+    nth: Option<usize>,
+    id: Option<String>,
+) -> Result<CallName, CheckError> {
+    let at = [
+        Segment::Key("timeline"),
+        Segment::Index(i),
+        Segment::Key(field),
+    ];
+    match (tool, nth, id) {
+        (Some(_), _, Some(_)) => fail(
+            &at,
+            "names its call two ways: give `tool` (with `nth`) or `call`, not both",
+        ),
+        (None, Some(_), Some(_)) => fail(
+            &at,
+            "`nth` counts a tool's calls: it goes with `tool`, not `call`",
+        ),
+        (None, _, None) => fail(
+            &at,
+            "needs the call it names: `tool` (with `nth`) or `call`",
+        ),
+        (Some(tool), _, _) if tool.is_empty() => fail(&at, "needs the tool whose call it names"),
+        (Some(_), Some(0), _) => fail(&at, "nth counts a tool's calls from 1"),
+        (Some(tool), nth, None) => Ok(CallName::Nth {
+            tool,
+            nth: nth.unwrap_or(1),
+        }),
+        (None, None, Some(id)) => match id.strip_prefix('#') {
+            _ if id.is_empty() => fail(&at, "`call` needs a call id, or #N"),
+            Some(n) => match n.parse::<usize>() {
+                Ok(n) if n >= 1 => Ok(CallName::Seen(n)),
+                _ => fail(
+                    &at,
+                    format!("`call = {id:?}`: #N counts the thread's calls from 1"),
+                ),
+            },
+            None => Ok(CallName::Id(id)),
+        },
+    }
+}
+
+#[cfg(test)]
+#[path = "answers_tests.rs"]
+mod tests;

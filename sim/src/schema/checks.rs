@@ -86,6 +86,7 @@ pub fn timeline_entry(schema: &mut Schema) {
             { "required": ["create_thread"], "properties": { "create_thread": { "const": true } } },
             present("regenerate"),
             present("set_visibility"),
+            present("bind_thread"),
         ]),
     );
     also(
@@ -94,6 +95,36 @@ pub fn timeline_entry(schema: &mut Schema) {
             "description": "`live` goes with `watch`.",
             "if": { "required": ["live"], "properties": { "live": { "minItems": 1 } } },
             "then": present("watch"),
+        }),
+    );
+    also(
+        schema,
+        json!({
+            "description": "`handle` goes with `read_thread`, `mutate`, `delete_thread`, `regenerate` or `set_visibility`.",
+            "if": present("handle"),
+            "then": { "anyOf": [
+                set("read_thread"),
+                present("mutate"),
+                set("delete_thread"),
+                present("regenerate"),
+                present("set_visibility"),
+            ] },
+        }),
+    );
+}
+
+/// A call an answer names: exactly one of `tool` (with an optional `nth`)
+/// and `call`.
+pub fn call_ref(schema: &mut Schema) {
+    schema
+        .ensure_object()
+        .insert("oneOf".into(), json!([present("tool"), present("call"),]));
+    also(
+        schema,
+        json!({
+            "description": "`nth` goes with `tool`.",
+            "if": present("nth"),
+            "then": present("tool"),
         }),
     );
 }
@@ -135,6 +166,17 @@ pub fn patch_metadata(schema: &mut Schema) {
     schema.ensure_object().insert(
         "anyOf".into(),
         json!([present("count"), { "required": ["set"], "properties": { "set": { "minProperties": 1 } } }]),
+    );
+}
+
+/// A `mutate_thread` hook sets something: `metadata`, `private` or both.
+pub fn mutate_thread(schema: &mut Schema) {
+    schema.ensure_object().insert(
+        "anyOf".into(),
+        json!([
+            { "required": ["metadata"], "properties": { "metadata": { "minProperties": 1 } } },
+            { "required": ["private"], "properties": { "private": { "minProperties": 1 } } },
+        ]),
     );
 }
 

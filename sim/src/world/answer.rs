@@ -1,5 +1,6 @@
 //! Timeline actions on waiting calls (SPEC T7, T9): a call is named by its
-//! tool and order on the thread, found in the stored thread, then approved,
+//! tool and order on the thread (found in the stored thread) or by its id
+//! (`#N`: the N-th the timeline saw the thread store), then approved,
 //! denied or given a client's output; and the check that a thread waits on
 //! exactly the calls a scenario names.
 
@@ -10,23 +11,58 @@ use crate::hooks::SimContext;
 use crate::scenario::CallName;
 
 /// The id of the call `name` on `thread`: the `nth` call of its tool, in
-/// stored order.
-fn call_id(stored: Option<&StoredThread>, name: &CallName) -> Result<String, String> {
+/// stored order; the `#N` call of `seen`; or the id it spells.
+fn call_id(
+    stored: Option<&StoredThread>,
+    name: &CallName,
+    seen: &[String],
+) -> Result<String, String> {
+    let (tool, nth) = match name {
+        CallName::Nth { tool, nth } => (tool, *nth),
+        CallName::Id(id) => return Ok(id.clone()),
+        CallName::Seen(n) => {
+            return seen.get(n - 1).cloned().ok_or_else(|| {
+                format!(
+                    "the timeline saw no call #{n} on the thread (it saw {})",
+                    seen.len()
+                )
+            });
+        }
+    };
     let calls = stored
         .into_iter()
         .flat_map(|t| &t.messages)
         .flat_map(|m| &m.parts)
         .filter_map(|p| match p {
-            Part::ToolCall { call_id, tool, .. } if *tool == name.tool => Some(call_id),
+            Part::ToolCall {
+                call_id, tool: t, ..
+            } if t == tool => Some(call_id),
             _ => None,
         });
-    calls.into_iter().nth(name.nth - 1).cloned().ok_or_else(|| {
+    calls.into_iter().nth(nth - 1).cloned().ok_or_else(|| {
         format!(
-            "the thread has no call {name} (no {} call of tool {} is stored)",
-            ordinal(name.nth),
-            name.tool
+            "the thread has no call {name} (no {} call of tool {tool} is stored)",
+            ordinal(nth),
         )
     })
+}
+
+/// Adds the calls `thread` stores now that `seen` does not hold yet, in
+/// stored order: what `call = "#N"` counts (calls of a deleted incarnation
+/// or of regenerated-away messages stay in it).
+pub async fn saw_calls(runtime: &Runtime<SimContext>, thread: &str, seen: &mut Vec<String>) {
+    let stored = runtime.inspect(thread).await.ok().flatten();
+    for p in stored
+        .iter()
+        .flat_map(|t| &t.messages)
+        .flat_map(|m| &m.parts)
+    {
+        if let Part::ToolCall { call_id, .. } = p
+            && !seen.contains(call_id)
+        {
+            seen.push(call_id.clone());
+        }
+    }
 }
 
 fn ordinal(n: usize) -> String {
@@ -63,9 +99,13 @@ pub async fn answer(
     thread: &ThreadHandle<SimContext>,
     name: &CallName,
     how: Answering<'_>,
+    seen: &[String],
 ) -> Result<Option<String>, String> {
-    let stored = runtime.inspect(thread.id()).await.ok().flatten();
-    let id = call_id(stored.as_ref(), name)?;
+    let stored = match name.by_id() {
+        true => None,
+        false => runtime.inspect(thread.id()).await.ok().flatten(),
+    };
+    let id = call_id(stored.as_ref(), name, seen)?;
     let done = match how {
         Answering::Approve => thread.approve(&id).await,
         Answering::Deny(reason) => thread.deny(&id, reason).await,
@@ -88,20 +128,28 @@ pub async fn check_waiting(
     runtime: &Runtime<SimContext>,
     thread: &ThreadHandle<SimContext>,
     expected: &[CallName],
+    seen: &[String],
 ) -> Option<String> {
     let stored = runtime.inspect(thread.id()).await.ok().flatten();
     let waiting: Vec<WaitingCall> = thread.waiting().await.unwrap_or_default();
-    let actual: Vec<String> = waiting
+    let actual: Vec<(&str, String)> = waiting
         .iter()
         .filter(|c| c.answer.is_none())
-        .map(|c| name_of(stored.as_ref(), &c.call_id))
+        .map(|c| (c.call_id.as_str(), name_of(stored.as_ref(), &c.call_id)))
         .collect();
+    let same = |(id, name): &(&str, String), e: &CallName| match e {
+        CallName::Nth { .. } => *name == e.to_string(),
+        _ => call_id(None, e, seen).is_ok_and(|want| want == *id),
+    };
+    let matches =
+        actual.len() == expected.len() && actual.iter().zip(expected).all(|(a, e)| same(a, e));
     let wanted: Vec<String> = expected.iter().map(ToString::to_string).collect();
-    (actual != wanted).then(|| {
+    let shown: Vec<&str> = actual.iter().map(|(_, n)| n.as_str()).collect();
+    (!matches).then(|| {
         format!(
             "expected the thread to wait on [{}], but it waits on [{}]",
             wanted.join(", "),
-            actual.join(", ")
+            shown.join(", ")
         )
     })
 }

@@ -17,7 +17,7 @@ mod store_tap;
 mod tool;
 
 pub use actions::ActionRecord;
-pub use answer::{Answering, answer, check_waiting};
+pub use answer::{Answering, answer, check_waiting, saw_calls};
 pub use clock::VirtualClock;
 pub use cluster_log::{ClusterEvent, ClusterLog, ClusterRecord};
 pub use commits::{CommitRecord, reported, thread_of};

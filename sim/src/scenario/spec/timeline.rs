@@ -10,7 +10,8 @@ use crate::hooks::TransformSpec;
 /// One client action at a virtual time. Exactly one of `send`, `steer`,
 /// `cancel`, `watch`, `approve`, `deny`, `submit_result`,
 /// `expect_waiting`, or of the trusted writer's `read_thread`, `mutate`,
-/// `delete_thread`, `create_thread`, `regenerate` and `set_visibility`.
+/// `delete_thread`, `create_thread`, `regenerate`, `set_visibility` and
+/// `bind_thread`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(transform = crate::schema::checks::timeline_entry)]
@@ -87,6 +88,22 @@ pub struct TimelineEntry {
     /// A visibility rewrite of one stored message (SPEC R1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub set_visibility: Option<super::facade::VisibilitySpec>,
+    /// A trusted writer binds a handle of this name to the thread's
+    /// current incarnation (SPEC H5: `admin().bind`) and reads the thread
+    /// through it; later `read_thread`, `mutate`, `delete_thread`,
+    /// `regenerate` and `set_visibility` entries on the same thread act
+    /// through it with `handle`. Names are unique (checked by the loader).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub bind_thread: Option<String>,
+    /// With `read_thread`, `mutate`, `delete_thread`, `regenerate` or
+    /// `set_visibility`: act through the handle an earlier `bind_thread` on
+    /// the same thread bound, which is refused once its incarnation was
+    /// deleted (SPEC H5), instead of a handle that finds whichever
+    /// incarnation is stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub handle: Option<String>,
     /// The action must fail with an error containing this text (checked by
     /// the `check` oracle); without it, an error is only noted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -95,30 +112,50 @@ pub struct TimelineEntry {
 }
 
 /// A tool call named by its tool and its order among that tool's calls on
-/// the thread (from 1), since call ids come from the seed.
+/// the thread (from 1), since call ids come from the seed; or by `call`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::schema::checks::call_ref)]
 pub struct CallRef {
-    /// The tool called.
+    /// The tool called (with `nth`); or name the call with `call`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
-    pub tool: String,
-    /// Which of its calls on the thread, from 1.
-    #[serde(default = "crate::defaults::first")]
+    pub tool: Option<String>,
+    /// With `tool`: which of its calls on the thread, from 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1), extend("default" = 1))]
-    pub nth: usize,
+    pub nth: Option<usize>,
+    /// Instead of `tool`: the call by its id. `"#N"` is the N-th call
+    /// the thread stored as the timeline saw it (sampled before each of
+    /// the thread's entries, any incarnation, regenerated-away messages
+    /// included), the same under every seed; any other text is a call id
+    /// as the runtime wrote it (the seed's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub call: Option<String>,
 }
 
-/// `deny = { tool = "...", nth = N, reason = "..." }`.
+/// `deny = { tool = "...", nth = N, reason = "..." }` (or `call = "..."`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::schema::checks::call_ref)]
 pub struct DenySpec {
-    /// The tool called.
+    /// The tool called (with `nth`); or name the call with `call`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
-    pub tool: String,
-    /// Which of its calls on the thread, from 1.
-    #[serde(default = "crate::defaults::first")]
+    pub tool: Option<String>,
+    /// With `tool`: which of its calls on the thread, from 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1), extend("default" = 1))]
-    pub nth: usize,
+    pub nth: Option<usize>,
+    /// Instead of `tool`: the call by its id. `"#N"` is the N-th call
+    /// the thread stored as the timeline saw it (sampled before each of
+    /// the thread's entries, any incarnation, regenerated-away messages
+    /// included), the same under every seed; any other text is a call id
+    /// as the runtime wrote it (the seed's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub call: Option<String>,
     /// What the model is told.
     #[serde(default = "default_denial")]
     #[schemars(extend("default" = default_denial()))]
@@ -129,17 +166,27 @@ fn default_denial() -> String {
     "denied by the user".into()
 }
 
-/// `submit_result = { tool = "...", nth = N, output = ... }`.
+/// `submit_result = { tool = "...", nth = N, output = ... }` (or `call = "..."`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::schema::checks::call_ref)]
 pub struct SubmitSpec {
-    /// The tool called.
+    /// The tool called (with `nth`); or name the call with `call`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
-    pub tool: String,
-    /// Which of its calls on the thread, from 1.
-    #[serde(default = "crate::defaults::first")]
+    pub tool: Option<String>,
+    /// With `tool`: which of its calls on the thread, from 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1), extend("default" = 1))]
-    pub nth: usize,
+    pub nth: Option<usize>,
+    /// Instead of `tool`: the call by its id. `"#N"` is the N-th call
+    /// the thread stored as the timeline saw it (sampled before each of
+    /// the thread's entries, any incarnation, regenerated-away messages
+    /// included), the same under every seed; any other text is a call id
+    /// as the runtime wrote it (the seed's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub call: Option<String>,
     /// The output the client's tool produced.
     pub output: Value,
 }
@@ -166,6 +213,8 @@ impl Default for TimelineEntry {
             create_thread: false,
             regenerate: None,
             set_visibility: None,
+            bind_thread: None,
+            handle: None,
             expect_error: None,
         }
     }
