@@ -26,22 +26,56 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use pai_providers::{Format, HttpConfig, HttpModel};
-//! use pai_runtime::{Agent, ModelMap, Runtime};
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//! use std::time::{Duration, SystemTime, UNIX_EPOCH};
 //!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! // Any OpenAI-compatible server: OpenAI, vLLM, llama.cpp, Ollama.
-//! let config = HttpConfig::new(Format::OpenAiChat, "http://127.0.0.1:11434/v1", "llama3.2")
-//!     .api_key(std::env::var("OPENAI_API_KEY").ok());
-//! let model = HttpModel::new(config)?;
-//! let agent = Agent::new("assistant", "local").instructions("Answer briefly.");
-//! let rt = Runtime::builder(agent, ())
-//!     .models(ModelMap::new().with("local", Arc::new(model)))
-//!     .build()?;
-//! let thread = rt.client("alice").thread("demo");
-//! thread.send("What is the capital of France?").await?;
-//! # Ok(())
-//! # }
+//! use pai_providers::{Format, HttpConfig, HttpModel};
+//! use pai_runtime::{Agent, Clock, HookFuture, IdKind, IdSource, Millis, ModelMap, Runtime};
+//!
+//! /// Wall-clock time: the runtime's clock is injected (the simulator's is virtual).
+//! struct SystemClock;
+//!
+//! impl Clock for SystemClock {
+//!     fn now(&self) -> Millis {
+//!         let since = SystemTime::now().duration_since(UNIX_EPOCH);
+//!         since.map_or(0, |d| d.as_millis() as Millis)
+//!     }
+//!
+//!     fn sleep(&self, ms: Millis) -> HookFuture<'static, ()> {
+//!         HookFuture::new(tokio::time::sleep(Duration::from_millis(ms)))
+//!     }
+//! }
+//!
+//! /// Counted ids (an application would use random ones).
+//! #[derive(Default)]
+//! struct Counter(AtomicU64);
+//!
+//! impl IdSource for Counter {
+//!     fn next_id(&self, kind: IdKind) -> String {
+//!         format!("{}_{}", kind.prefix(), self.0.fetch_add(1, Ordering::Relaxed))
+//!     }
+//! }
+//!
+//! #[tokio::main(flavor = "current_thread")]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     // Any OpenAI-compatible server: OpenAI, vLLM, llama.cpp, Ollama.
+//!     let base_url = std::env::var("OPENAI_BASE_URL")
+//!         .unwrap_or_else(|_| "http://127.0.0.1:11434/v1".into());
+//!     let config = HttpConfig::new(Format::OpenAiChat, base_url, "llama3.2")
+//!         .api_key(std::env::var("OPENAI_API_KEY").ok());
+//!     let agent = Agent::new("assistant", "local").instructions("Answer briefly.");
+//!     let rt = Runtime::builder(agent, ())
+//!         .models(ModelMap::new().with("local", Arc::new(HttpModel::new(config)?)))
+//!         .clock(Arc::new(SystemClock))
+//!         .ids(Arc::new(Counter::default()))
+//!         .build()?;
+//!     let thread = rt.client("alice").thread("demo");
+//!     thread.send("What is the capital of France?").await?;
+//!     let state = thread.wait_until_idle().await?;
+//!     let answer = state.messages.last().map(|m| m.text()).unwrap_or_default();
+//!     eprintln!("{answer}");
+//!     Ok(())
+//! }
 //! ```
 
 mod config;
