@@ -12,6 +12,10 @@
 //! Three formats ([`Format`]): OpenAI-compatible Chat Completions, the
 //! OpenAI Responses API and Anthropic Messages.
 //!
+//! With the cargo feature `http`, [`HttpModel`] is the runtime's model
+//! over HTTP in any of the three formats: requests built from the
+//! runtime's `ModelRequest`, bodies streamed through these decoders.
+//!
 //! Bad streams are [`DecodeError`]s, never panics or silent loss: a body
 //! that ends before its terminal event, an event whose JSON is malformed, a
 //! tool call whose arguments are not JSON, bytes that are not UTF-8, a JSON
@@ -39,10 +43,14 @@ mod calls;
 mod decoder;
 mod error;
 mod event;
+#[cfg(feature = "http")]
+mod http;
 mod openai_chat;
 mod openai_responses;
 mod report;
 
 pub use decoder::{Decoded, Decoder, Format, decode};
 pub use error::DecodeError;
+#[cfg(feature = "http")]
+pub use http::{HttpConfig, HttpError, HttpModel};
 pub use report::{StreamReport, Usage};

@@ -30,6 +30,29 @@ pub struct ModelRequest {
     pub(crate) registered: std::sync::Arc<[ToolSpec]>,
 }
 
+impl ModelRequest {
+    /// A request outside a run, for calling a model directly (a provider's
+    /// own tests, a one-off completion): no run id, step 0, `tools` both
+    /// offered and registered, no attempt timeout.
+    pub fn new(
+        route: Route,
+        instructions: impl Into<String>,
+        messages: Vec<ModelMessage>,
+        tools: Vec<ToolSpec>,
+    ) -> ModelRequest {
+        ModelRequest {
+            run_id: String::new(),
+            step: 0,
+            route,
+            instructions: instructions.into(),
+            registered: tools.clone().into(),
+            tools,
+            messages,
+            timeout_ms: None,
+        }
+    }
+}
+
 /// Why the provider stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FinishReason {
