@@ -28,7 +28,7 @@ use pai_runtime::{
     Composed, HookCx, Lifecycle, ModelMessage, Patch, Route, StepDecision, StepInput,
 };
 
-#[path = "../../runtime/tests/common/mod.rs"]
+#[path = "../../runtime/tests/it/common.rs"]
 mod common;
 #[path = "support/report.rs"]
 mod report;

@@ -5,7 +5,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 /// The source insta records for scenario snapshots (relative to the suite root).
-pub const SOURCE: &str = "tests/scenarios.rs";
+pub const SOURCE: &str = "tests/it/scenarios.rs";
 
 /// Where a scenario file's snapshot lives. A scenario belongs to a suite
 /// when a folder named `scenarios` is among its ancestors; the suite root

@@ -19,7 +19,7 @@ use pai_runtime::{
 };
 use serde_json::{Map, Value, json};
 
-mod common;
+use crate::common;
 use common::{CountingIds, StillClock};
 
 // ---------------------------------------------------------------------------

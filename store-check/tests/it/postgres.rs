@@ -55,7 +55,7 @@ fn postgres_store_conforms() {
         },
         regressions: Some(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/postgres.proptest-regressions"
+            "/tests/it/postgres.proptest-regressions"
         )),
         ..Config::default()
     };

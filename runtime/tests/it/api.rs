@@ -11,7 +11,7 @@ use pai_runtime::{
 };
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{CountingIds, StillClock};
 
 /// Answers "ok" and keeps every request.

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-#[path = "../../runtime/tests/support/modgraph.rs"]
+#[path = "../../../runtime/tests/it/support/modgraph.rs"]
 mod modgraph;
 
 #[test]

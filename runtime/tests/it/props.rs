@@ -14,8 +14,6 @@ use pai_runtime::{
     Visibility, compose, hook,
 };
 use proptest::prelude::*;
-
-mod common;
 use proptest::test_runner::FileFailurePersistence;
 use serde_json::{Map, Value, json};
 

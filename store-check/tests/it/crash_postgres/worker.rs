@@ -154,8 +154,9 @@ pub(crate) struct WorkerProcess(pub(crate) Child);
 
 impl WorkerProcess {
     pub(crate) fn spawn(name: &str, db: &str, schema: &str, log: &Path) -> WorkerProcess {
+        let exact = format!("crash_postgres::{TEST}");
         let child = Command::new(std::env::current_exe().expect("this test binary"))
-            .args(["--exact", TEST, "--nocapture", "--test-threads=1"])
+            .args(["--exact", exact.as_str(), "--nocapture", "--test-threads=1"])
             .env(WORKER_VAR, name)
             .env(DB_VAR, db)
             .env(SCHEMA_VAR, schema)

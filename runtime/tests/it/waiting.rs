@@ -13,7 +13,7 @@ use pai_runtime::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{CountingIds, StillClock};
 
 /// Step 0 calls `add` (backend), `send` (approval) and `pick` (client);

@@ -10,9 +10,9 @@
 //! Every oracle judges every case, and every case runs twice (D3, D4). The
 //! regressions proptest found are checked in and replayed first. The cases
 //! come from a fixed seed, so every run draws the same ones; another seed:
-//! `PROPTEST_RNG_SEED=N cargo test -p pai-sim --test props` (see `common`).
+//! `PROPTEST_RNG_SEED=N cargo test -p pai-sim --test it props::` (see `common`).
 
-mod common;
+use crate::common;
 
 use pai_sim::ScenarioSpec;
 use pai_sim::fuzz::{case, evaluate};
@@ -38,7 +38,7 @@ proptest! {
         let judged = evaluate(&spec);
         prop_assert!(
             judged.failure.is_none(),
-            "case seed {seed:#x}: {:?}: {}\nwrite it as a scenario: CASE={seed:#x} cargo test -p pai-sim --test props write_case -- --ignored",
+            "case seed {seed:#x}: {:?}: {}\nwrite it as a scenario: CASE={seed:#x} cargo test -p pai-sim --test it props::write_case -- --ignored",
             judged.failure,
             judged.message
         );
@@ -58,7 +58,7 @@ proptest! {
 
 /// Writes a generated case as a shrunk scenario file, so a failure of
 /// `every_oracle_holds_on_generated_cases` replays with `pai-sim run`:
-/// `CASE=0x… cargo test -p pai-sim --test props write_case -- --ignored`
+/// `CASE=0x… cargo test -p pai-sim --test it props::write_case -- --ignored`
 /// (the file goes to `$OUT`, `fuzz-failures/` by default).
 #[test]
 #[ignore = "a tool: run it with CASE set"]

@@ -160,7 +160,7 @@ fn x3_a_killed_writer_loses_no_commit_and_leaves_no_half_mutation() {
         let mut child = Command::new(std::env::current_exe().expect("this test binary"))
             .args([
                 "--exact",
-                "x3_a_killed_writer_loses_no_commit_and_leaves_no_half_mutation",
+                "crash_sqlite::x3_a_killed_writer_loses_no_commit_and_leaves_no_half_mutation",
                 "--nocapture",
                 "--test-threads=1",
             ])

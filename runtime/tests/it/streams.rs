@@ -13,7 +13,7 @@ use pai_runtime::{
 };
 use proptest::prelude::*;
 
-mod common;
+use crate::common;
 use common::{CountingIds, StillClock, one_more_step};
 use proptest::test_runner::FileFailurePersistence;
 

@@ -5,8 +5,8 @@
 //! Other cases, locally or in a longer campaign:
 //!
 //! ```sh
-//! PROPTEST_RNG_SEED=12345 cargo test -p pai-sim --test props
-//! PROPTEST_RNG_SEED=7 PROPTEST_CASES=2000 cargo test -p pai-sim --release --test k2_faults
+//! PROPTEST_RNG_SEED=12345 cargo test -p pai-sim --test it props::
+//! PROPTEST_RNG_SEED=7 PROPTEST_CASES=2000 cargo test -p pai-sim --release --test it k2_faults::
 //! ```
 //!
 //! A failure found under another seed is written to the regressions file

@@ -8,9 +8,9 @@
 //! time is capped by the scenario's limit (20 s). Regressions are checked
 //! in and replayed first. The schedules come from a fixed seed (every run
 //! draws the same); `PROPTEST_RNG_SEED=N PROPTEST_CASES=2000 cargo test -p
-//! pai-sim --release --test k2_faults` runs a longer campaign on another.
+//! pai-sim --release --test it k2_faults::` runs a longer campaign on another.
 
-mod common;
+use crate::common;
 
 use pai_sim::{ClusterSpec, FaultSpec, Scenario, ScenarioSpec, WorkerSpec, check};
 use proptest::prelude::*;

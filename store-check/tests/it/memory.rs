@@ -17,7 +17,7 @@ fn memory_store_conforms() {
     let config = Config {
         regressions: Some(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/memory.proptest-regressions"
+            "/tests/it/memory.proptest-regressions"
         )),
         ..Config::default()
     };

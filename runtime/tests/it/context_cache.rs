@@ -15,7 +15,7 @@ use pai_runtime::{
 };
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{CountingIds, StillClock};
 
 const STEPS: u32 = 8;

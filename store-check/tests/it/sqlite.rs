@@ -19,7 +19,7 @@ fn config() -> Config {
     Config {
         regressions: Some(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/memory.proptest-regressions"
+            "/tests/it/memory.proptest-regressions"
         )),
         ..Config::default()
     }

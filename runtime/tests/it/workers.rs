@@ -17,7 +17,7 @@ use pai_runtime::{
 };
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::CountingIds;
 
 /// Tokio's paused time, from the test's start.

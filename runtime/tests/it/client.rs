@@ -11,7 +11,7 @@ use pai_runtime::{
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-mod common;
+use crate::common;
 use common::{CountingIds, StillClock};
 
 /// Calls `add` on its first call and answers with text on the second.

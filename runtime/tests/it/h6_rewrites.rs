@@ -20,7 +20,7 @@ use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{CountingIds, StillClock};
 
 /// The tools a scripted step may call.

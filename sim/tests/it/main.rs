@@ -1,0 +1,11 @@
+//! The one integration-test binary of `pai-sim`: one module per area,
+//! linked once (a binary per file cost CI a link each). Run one area with
+//! `cargo test -p pai-sim --test it props::`.
+
+mod cli;
+mod common;
+mod fuzz;
+mod k2_faults;
+mod module_graph;
+mod props;
+mod show;
