@@ -100,18 +100,28 @@ impl ThreadRec {
     /// again).
     pub(in crate::store) fn enter_now(&mut self, ids: &[String]) {
         let entering = |m: &&Message| ids.contains(&m.id);
-        let after = self
-            .messages
-            .iter()
-            .rev()
-            .find(|m| !entering(m) && !self.is_hidden(m))
-            .map_or(0, |m| m.seq);
         let seqs: Vec<u64> = self
             .messages
             .iter()
             .filter(entering)
             .map(|m| m.seq)
             .collect();
+        // The last place in context order: the newest message at its own
+        // place, or the place a moved one entered after, if later.
+        let in_place = self
+            .messages
+            .iter()
+            .rev()
+            .find(|m| !entering(m) && self.in_place(m))
+            .map_or(0, |m| m.seq);
+        let moved = self
+            .entered
+            .iter()
+            .filter(|(seq, _)| !seqs.contains(seq))
+            .map(|(_, &(after, _))| after)
+            .max()
+            .unwrap_or(0);
+        let after = in_place.max(moved);
         let mark = self
             .entered
             .values()
@@ -120,7 +130,10 @@ impl ThreadRec {
             .unwrap_or(0);
         for seq in seqs {
             let before = self.entered.remove(&seq);
-            if seq < after {
+            // At `after` itself it still moves: messages that entered
+            // after that place earlier come first.
+            let behind_moved = seq == after && self.entered.values().any(|&(a, _)| a == seq);
+            if seq < after || behind_moved {
                 self.entered.insert(seq, (after, mark));
             }
             if before != self.entered.get(&seq).copied() {
@@ -136,5 +149,10 @@ impl ThreadRec {
         }
         let last = self.messages.last().map_or(0, |m| m.seq);
         self.entered.retain(|seq, _| *seq <= last);
+        // One that entered after a message now gone sits after the last
+        // one left, in the order they entered.
+        for (after, _) in self.entered.values_mut() {
+            *after = (*after).min(last);
+        }
     }
 }

@@ -228,6 +228,9 @@ fn due<'a>(
     // their messages are not in the context yet, whatever their sequence
     // number (M1): one that never starts must never enter it, one that
     // starts later enters after the newest message then, past the cursor.
+    // A run's leftover steers wait with the trigger of the run they
+    // start (A4, M1).
+    let leftover = super::facts::leftover_steers(events);
     let queued: BTreeSet<&str> = before
         .iter()
         .filter(|e| e.thread_id == c.thread)
@@ -235,6 +238,7 @@ fn due<'a>(
             EventKind::Admitted { trigger } => Some((e.run_id.as_str(), trigger.as_str())),
             _ => None,
         })
+        .chain(leftover.iter().map(|(steer, run)| (*run, *steer)))
         .filter(|(run, _)| {
             !before.iter().any(|e| {
                 e.run_id == *run

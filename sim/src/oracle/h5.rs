@@ -201,7 +201,9 @@ fn late_write<'a>(
 /// The thread version an event of a run reports hearing from the store.
 fn heard_version(kind: &EventKind) -> Option<u64> {
     match kind {
-        EventKind::LeaseRenewed { version, .. } => Some(*version),
+        EventKind::LeaseRenewed { version, .. } | EventKind::Mutated { version, .. } => {
+            Some(*version)
+        }
         other => run_commit_version(other),
     }
 }

@@ -196,7 +196,7 @@ fn first_tokens(c: &ClusterObs) -> BTreeMap<&str, u64> {
 }
 
 /// The steps some worker resolved more than once, or more than one did.
-fn ambiguous(raw: &[Event]) -> BTreeSet<(&str, u32)> {
+pub(super) fn ambiguous(raw: &[Event]) -> BTreeSet<(&str, u32)> {
     let mut seen = BTreeSet::new();
     let mut twice = BTreeSet::new();
     for e in raw {

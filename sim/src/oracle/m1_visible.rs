@@ -101,25 +101,32 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
 /// run's admission until the run first holds the lease (K1), and until
 /// then no other run's step sends it.
 struct Queue<'a> {
-    /// Trigger message id → its run's admission and first lease, by position.
-    waits: BTreeMap<&'a str, (usize, Option<usize>)>,
+    /// Trigger message id → each of its runs' admission and first lease,
+    /// by position (a regeneration admits a new run on a message that
+    /// already started one, R1).
+    waits: BTreeMap<&'a str, Vec<Wait<'a>>>,
 }
+
+/// One run's wait in the queue: the run, its admission and first lease.
+type Wait<'a> = (&'a str, usize, Option<usize>);
 
 impl<'a> Queue<'a> {
     fn of(events: &'a [Event]) -> Queue<'a> {
         let mut trigger: BTreeMap<&str, &str> = BTreeMap::new();
-        let mut waits: BTreeMap<&str, (usize, Option<usize>)> = BTreeMap::new();
+        let mut waits: BTreeMap<&str, Vec<Wait<'_>>> = BTreeMap::new();
         for (i, e) in events.iter().enumerate() {
             match &e.kind {
                 EventKind::Admitted { trigger: m } => {
                     trigger.insert(&e.run_id, m);
-                    waits.insert(m, (i, None));
+                    waits.entry(m).or_default().push((&e.run_id, i, None));
                 }
                 EventKind::LeaseAcquired { .. } => {
                     if let Some(m) = trigger.remove(e.run_id.as_str())
-                        && let Some(w) = waits.get_mut(m)
+                        && let Some(w) = waits
+                            .get_mut(m)
+                            .and_then(|w| w.iter_mut().find(|w| w.0 == e.run_id))
                     {
-                        w.1 = Some(i);
+                        w.2 = Some(i);
                     }
                 }
                 _ => {}
@@ -135,7 +142,10 @@ impl<'a> Queue<'a> {
                 .iter()
                 .position(|e| e.run_id == run && matches!(e.kind, EventKind::LeaseAcquired { .. }));
             if let Some(a) = admitted {
-                waits.entry(m).or_insert((a, lease));
+                let w = waits.entry(m).or_default();
+                if w.is_empty() {
+                    w.push((run, a, lease));
+                }
             }
         }
         Queue { waits }
@@ -143,9 +153,10 @@ impl<'a> Queue<'a> {
 
     /// Message `id` waited in the queue at position `at`.
     fn holds(&self, id: &str, at: usize) -> bool {
-        self.waits
-            .get(id)
-            .is_some_and(|&(admitted, lease)| admitted < at && lease.is_none_or(|l| l > at))
+        self.waits.get(id).is_some_and(|w| {
+            w.iter()
+                .any(|&(_, admitted, lease)| admitted < at && lease.is_none_or(|l| l > at))
+        })
     }
 }
 
