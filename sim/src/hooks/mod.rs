@@ -45,7 +45,7 @@ pub use guardrail::Guardrail;
 pub use hide_message::HideMessage;
 pub use history_probe::HistoryProbe;
 pub use metadata::{ContextMessage, MetadataOverlay, MetadataPhase, PatchMetadata, SetMetadata};
-pub use mutate_thread::MutateThread;
+pub use mutate_thread::{ExpectSpec, MutateThread};
 pub use rag::Rag;
 pub use recent_window::RecentWindow;
 pub use redact::Redact;

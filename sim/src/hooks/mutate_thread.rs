@@ -15,7 +15,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::shared::{SimHook, applies_at};
-use crate::scenario::ExpectSpec;
 
 /// Set thread metadata (client-readable) and private metadata keys after
 /// every step, or after `step` only, expecting what the hook read `wait_ms`
@@ -90,6 +89,21 @@ impl MutateThread {
             })
         }))
     }
+}
+
+/// What a `mutate` expects of the stored thread (SPEC H3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ExpectSpec {
+    /// Commit whatever changed.
+    #[default]
+    Nothing,
+    /// The version of the thread's last `read_thread` (now, if none): any
+    /// change since conflicts.
+    Version,
+    /// The private metadata of the thread's last `read_thread` (now, if
+    /// none): only a private metadata change since conflicts.
+    Private,
 }
 
 #[cfg(test)]

@@ -9,20 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// What a `mutate` expects of the stored thread (SPEC H3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ExpectSpec {
-    /// Commit whatever changed.
-    #[default]
-    Nothing,
-    /// The version of the thread's last `read_thread` (now, if none): any
-    /// change since conflicts.
-    Version,
-    /// The private metadata of the thread's last `read_thread` (now, if
-    /// none): only a private metadata change since conflicts.
-    Private,
-}
+pub use crate::hooks::ExpectSpec;
 
 /// `mutate = { ... }`: a second trusted writer's staged writes, committed
 /// as one change (SPEC H2) if the expectation holds (H3).
