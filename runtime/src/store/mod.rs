@@ -14,6 +14,7 @@ mod mutation;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod protocol;
+mod reads;
 mod record;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod record_cache;

@@ -5,6 +5,7 @@
 use super::*;
 use crate::message::{PaiMeta, Part, Producer, Role, Visibility};
 use crate::store::mutation::{Expect, Write, Writer};
+use crate::store::record::RunStatus;
 
 fn message(id: &str) -> Message {
     Message {
