@@ -11,7 +11,8 @@ use crate::scenario::{EventName, FaultSpec};
 pub(crate) fn plant(fault: &FaultSpec, obs: &mut Observations) -> Result<String, String> {
     let done = match fault {
         FaultSpec::Drop { event, nth } => nth_of(&obs.events, *event, *nth).map(|i| {
-            obs.events.remove(i);
+            let gone = obs.events.remove(i);
+            drop_raw(obs, &gone);
             format!("dropped {event} #{nth}")
         }),
         FaultSpec::SwapWithPrevious { event, nth } => nth_of(&obs.events, *event, *nth)
@@ -94,6 +95,22 @@ pub(crate) fn plant(fault: &FaultSpec, obs: &mut Observations) -> Result<String,
 }
 
 /// The index of the `nth` (from 1) event of a kind.
+/// Among workers the lie is told in the worker's own log too (the lease
+/// oracles read it): the dropped event leaves it, and the store's records
+/// logged after it keep their places.
+fn drop_raw(obs: &mut Observations, gone: &Event) {
+    let Some(c) = obs.cluster.as_mut() else {
+        return;
+    };
+    let Some(j) = c.raw_events.iter().position(|e| e == gone) else {
+        return;
+    };
+    c.raw_events.remove(j);
+    for r in c.log.iter_mut().filter(|r| r.after_event > j) {
+        r.after_event -= 1;
+    }
+}
+
 fn nth_of(events: &[Event], name: EventName, nth: usize) -> Option<usize> {
     let of_kind = events
         .iter()

@@ -59,6 +59,32 @@ impl Report {
             })
     }
 
+    /// Whether a fault placed at a worker's renewal fired while that worker
+    /// had decided a call and not started it: the renewal that confirms
+    /// its lease just before tools start (issue 25, K3).
+    pub fn faulted_before_tools(&self) -> bool {
+        let Some(c) = &self.cluster else {
+            return false;
+        };
+        c.log.iter().any(|r| {
+            let crate::world::ClusterEvent::Fault {
+                worker,
+                placed: Some(placed),
+                ..
+            } = &r.what
+            else {
+                return false;
+            };
+            let upto = r.after_event.min(c.raw_events.len());
+            placed.contains("renew")
+                && c.raw_events[..upto]
+                    .iter()
+                    .rev()
+                    .find(|e| e.worker.as_deref() == Some(worker.as_str()))
+                    .is_some_and(|e| matches!(e.kind, EventKind::BeforeToolCall { .. }))
+        })
+    }
+
     /// Whether a fault placed at a store request fired (with workers).
     pub fn fired_at_request(&self) -> bool {
         self.cluster.as_ref().is_some_and(|c| {

@@ -1,9 +1,10 @@
 //! Workers and faults for a generated case (SPEC D8): two or three workers,
 //! lease and network settings, and crashes, partitions, holds and pauses at
 //! random virtual times or at a worker's store request (its first few
-//! claims, renewals, writes and waits: the lease instants, issue 25). Drawn from a stream of their own, derived from the
-//! case's seed, so a case without workers is what it was before they
-//! existed. Among workers a watcher hears the store's change feed: the
+//! claims, renewals, writes and waits: the lease instants, issue 25; often
+//! the renewal just before tools start, K3). Drawn from a stream of their
+//! own, derived from the case's seed, so a case without workers is what
+//! it was before they existed. Among workers a watcher hears the store's change feed: the
 //! case's watchers keep their place but lose their `live` transforms (live
 //! text stays in one process), and half the cases add one more watcher on
 //! the thread of the first send (`cross.watch_among_workers`).
@@ -56,6 +57,7 @@ pub(super) fn cluster(seed: u64, spec: &mut ScenarioSpec) {
     for _ in 0..g.range(0, 4) {
         spec.faults.push(fault(&mut g, &workers));
     }
+    renew_before_tools(&mut g, spec, &workers);
     if g.chance(50) {
         let thread = spec
             .timeline
@@ -69,6 +71,42 @@ pub(super) fn cluster(seed: u64, spec: &mut ScenarioSpec) {
             ..TimelineEntry::default()
         });
     }
+}
+
+/// In a third of the cases whose model calls tools: a hold or partition of
+/// a worker at one of its first renewals, with background renewals now and
+/// then pushed late, so the renewal that confirms the lease just before
+/// tools start is often the one cut off (K3; `cross.renew_before_tools`).
+fn renew_before_tools(g: &mut Gen, spec: &mut ScenarioSpec, workers: &[String]) {
+    let tools = spec.model.turns.iter().any(|t| !t.tool_calls.is_empty());
+    if !tools || !g.chance(33) {
+        return;
+    }
+    if let Some(c) = spec.cluster.as_mut().filter(|_| g.chance(50)) {
+        c.renew_ms = Some(c.lease_ms - 1);
+    }
+    let worker = g.pick(workers).clone();
+    let at = Some(RequestAt {
+        worker: None,
+        request: "renew".to_string(),
+        nth: g.range(1, 3) as usize,
+        lost: g.chance(30),
+    });
+    let lasts = g.range(20, 1_200);
+    spec.faults.push(match g.chance(50) {
+        true => FaultSpec::Hold {
+            worker,
+            at_ms: None,
+            at,
+            release_after_ms: lasts,
+        },
+        false => FaultSpec::Partition {
+            worker,
+            at_ms: None,
+            at,
+            heal_after_ms: lasts,
+        },
+    });
 }
 
 /// The request kinds a fault is placed at: a worker's lease instants and

@@ -100,6 +100,7 @@ pub const KEYS: &[&str] = &[
     // `--differential`).
     "diff.sqlite",
     "cross.fault_at_request",
+    "cross.renew_before_tools",
 ];
 
 /// The hooks counted by name whenever one decides (`<hook>#<index>`, the
@@ -342,6 +343,12 @@ impl Coverage {
     /// (issue 25: the instants timed faults rarely land on).
     pub fn fault_at_request(&mut self, fired: bool) {
         self.hit_if(fired, "cross.fault_at_request");
+    }
+
+    /// Counts a case in which a fault placed at a worker's renewal fired
+    /// just before its tools would start (issue 25, K3).
+    pub fn renew_before_tools(&mut self, hit: bool) {
+        self.hit_if(hit, "cross.renew_before_tools");
     }
 
     /// Counts a case in which a watcher among workers heard, through the

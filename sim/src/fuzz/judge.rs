@@ -134,6 +134,7 @@ pub fn evaluate_across(spec: &ScenarioSpec, store: StoreKind, across: bool) -> E
     let mut coverage = Coverage::default();
     coverage.add(spec, &first.events, &first.threads);
     coverage.fault_at_request(first.fired_at_request());
+    coverage.renew_before_tools(first.faulted_before_tools());
     coverage.watch_among_workers(first.watched_among_workers());
     let (mut failure, mut message) = verdict(&first, &second);
     if failure.is_none() && across {

@@ -25,6 +25,7 @@ mod k1;
 mod k2;
 mod k2_lease;
 mod k2_steps;
+mod k3_confirm;
 mod k4;
 mod k5;
 mod k6;
@@ -99,7 +100,10 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     match o.cluster {
         // Among workers, processes' logs interleave out of the store's
         // order: K1 and K2 are judged from the store's own log instead.
-        Some(c) => violations.extend(k2_lease::check(c)),
+        Some(c) => {
+            violations.extend(k2_lease::check(c));
+            violations.extend(k3_confirm::check(c));
+        }
         None => {
             violations.extend(k1::check(o));
             violations.extend(k2::check(o));

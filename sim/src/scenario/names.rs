@@ -62,6 +62,7 @@ oracles! {
     K1 = "K1" ["K1"]: "Runs of a thread start in arrival order, one at a time.";
     K2 = "K2" ["K2"]: "Fencing tokens only grow; every commit is made under the newest token of its thread; among workers, no write with a stale token lands and no run has two holders at once by the store's clock.";
     K2Steps = "K2-steps" ["K2"]: "No run's step is committed twice.";
+    K3 = "K3" ["K3", "K5"]: "Among workers, a worker starts a tool only once a renewal of its lease was answered since it decided the call: a holder that cannot renew starts nothing more.";
     Liveness = "liveness" ["K3"]: "Once the last fault has healed, every run ends or waits for a client within the scenario's liveness bound.";
     K5 = "K5" ["K5"]: "No call's result is committed twice, a committed call never runs again, and every tool start carries the key run id + call id.";
     K6 = "K6" ["K6"]: "A cancel reaches a run or says there was none; a run cancelled while queued never starts.";
