@@ -7,7 +7,8 @@
 
 use serde_json::Value;
 
-use super::{RunStage, Transition};
+use super::stage::RunStage;
+use super::transition::Transition;
 use crate::clock::Millis;
 use crate::lifecycle::{
     AfterStepDecision, HookNote, ToolCallDecision, ToolResult, ToolResultDecision,
