@@ -28,6 +28,7 @@ mod model_call;
 mod model_view;
 mod mutate;
 mod on_output;
+mod one_field;
 mod patch;
 mod pending_rewrites;
 mod process;
@@ -73,7 +74,7 @@ pub use compaction::{COMPACTION_KEY, Compaction, CompactionCursor};
 pub use context::{ContextInput, ContextNext, History, HistoryError, HistoryPage, ResolverThread};
 pub use delta::Delta;
 pub use error::{HookError, HookResult};
-pub use event::{Event, EventKind, EventSink, RunStage, Transition};
+pub use event::{Event, EventKind, EventName, EventSink, RunStage, Transition};
 pub use facade::{Admin, AdminThread};
 pub use future::HookFuture;
 pub use lifecycle::{

@@ -17,21 +17,34 @@ pub enum Producer {
     Compaction,
 }
 
-/// The conversational role of a stored message.
+/// The conversational role of a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
+    /// System.
     System,
+    /// User.
     User,
+    /// Assistant.
     Assistant,
+    /// Tool.
     Tool,
 }
 
 /// Where a message may appear. Both flags are independent: a summary can be
 /// transcript-visible but context-hidden; a lifecycle note the reverse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
+#[cfg_attr(
+    feature = "schema",
+    schemars(description = "Stored visibility of a message.")
+)]
 pub struct Visibility {
+    /// Shown in the transcript.
     pub transcript: bool,
+    /// Sent to the model.
     pub context: bool,
 }
 
@@ -49,11 +62,16 @@ impl Visibility {
 
 /// How a run ended, as far as the user is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
+    /// The run did what it was asked.
     Completed,
+    /// A guard stopped the run on purpose.
     Blocked,
+    /// A client cancelled the run.
     Cancelled,
+    /// Something went wrong.
     Failed,
 }
 
@@ -94,8 +112,9 @@ impl PaiMeta {
     }
 }
 
-/// Final state of one tool call's result.
+/// Whether a tool call produced an output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ToolStatus {
     /// The tool produced an output.
@@ -106,6 +125,7 @@ pub enum ToolStatus {
 
 /// Where a tool result came from (SPEC T3, T5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ResultSource {
     /// The tool returned normally.
@@ -120,8 +140,7 @@ pub enum ResultSource {
     InvalidInput,
     /// The model asked for a tool that this step does not offer.
     UnknownTool,
-    /// The run was cancelled (or completed) before the call finished or was
-    /// answered (SPEC T8, A3).
+    /// The run was cancelled (or completed) before the call finished or was answered (SPEC T8, A3).
     Cancelled,
     /// A client denied an approval call; it never ran (SPEC T7).
     Denied,
@@ -145,22 +164,35 @@ impl ResultSource {
     }
 }
 
-/// One part of a message.
+/// One part of a stored message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
 pub enum Part {
+    /// Text.
     Text {
+        /// The text.
         text: String,
     },
+    /// A tool call.
     ToolCall {
+        /// The call's id.
         call_id: String,
+        /// The tool.
         tool: String,
+        /// Its input.
         input: Value,
     },
+    /// A tool result.
     ToolResult {
+        /// The call's id.
         call_id: String,
+        /// The tool.
         tool: String,
+        /// Whether the tool produced an output.
         status: ToolStatus,
+        /// Where the result came from.
         source: ResultSource,
         /// The output, the failure value, or the error detail.
         output: Value,
@@ -214,8 +246,12 @@ impl Message {
 
 /// A message as the model receives it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
 pub struct ModelMessage {
+    /// Who speaks.
     pub role: Role,
+    /// What the message holds.
     pub content: Vec<ModelContent>,
 }
 
@@ -246,22 +282,36 @@ impl ModelMessage {
     }
 }
 
-/// Model-facing content: no visibility, no provenance, no result source.
+/// One piece of a model-facing message.
+// No visibility, no provenance, no result source.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
 pub enum ModelContent {
+    /// Text.
     Text {
+        /// The text.
         text: String,
     },
+    /// A tool call of the model.
     ToolCall {
+        /// The call's id.
         call_id: String,
+        /// The tool.
         tool: String,
+        /// Its input.
         input: Value,
     },
+    /// A tool's result.
     ToolResult {
+        /// The call's id.
         call_id: String,
+        /// The tool.
         tool: String,
+        /// The output, failure value or error text the model sees.
         output: Value,
+        /// The call failed.
         is_error: bool,
     },
 }

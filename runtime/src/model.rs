@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::delta::Delta;
@@ -54,10 +55,15 @@ impl ModelRequest {
 }
 
 /// Why the provider stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 pub enum FinishReason {
+    /// The model finished.
     Stop,
+    /// The model called tools.
     ToolCalls,
+    /// The output hit its limit.
     Length,
 }
 

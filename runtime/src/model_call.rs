@@ -3,6 +3,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use serde::Serialize;
+
 use crate::clock::Millis;
 use crate::error::FailureCell;
 use crate::future::HookFuture;
@@ -11,11 +13,18 @@ use crate::patch::RoutePatch;
 
 /// What one provider attempt changes: a sparse route patch (P1–P3 apply to
 /// this attempt only, P6) and an attempt timeout on the runtime's clock.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
 pub struct AttemptPatch {
+    /// The attempt's route patch.
     pub route: RoutePatch,
     /// Give up on this attempt after this many milliseconds. Combined with any
     /// outer timeout (the shorter wins); the run's own stop still wins over both.
+    #[cfg_attr(
+        feature = "schema",
+        schemars(description = "The attempt's deadline in virtual milliseconds.")
+    )]
     pub timeout_ms: Option<Millis>,
 }
 

@@ -7,20 +7,28 @@ use serde_json::{Map, Value};
 
 use crate::message::ModelMessage;
 
-/// Sampling settings. Every field is optional so a patch can name only what it changes.
+/// Sampling settings. Every field is optional, so a patch names only what it
+/// changes (SPEC P2: field by field, the later patch wins).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ModelSettings {
+    /// The most tokens the model may produce.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u32>,
+    /// Sampling temperature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
+    /// Nucleus sampling: the probability mass to sample from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f64>,
+    /// Sample from the `top_k` likeliest tokens only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_k: Option<u32>,
+    /// The provider's sampling seed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// Sequences that stop the output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_sequences: Option<Vec<String>>,
 }
@@ -62,26 +70,38 @@ impl ModelSettings {
 /// Provider key → that provider's options object.
 pub type ProviderOptions = BTreeMap<String, Map<String, Value>>;
 
-/// How the model may choose tools.
+/// How the model may choose tools: `"auto"`, `"none"`, `"required"`, or
+/// `{ tool = "name" }` for one tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ToolChoice {
+    /// The model decides.
     Auto,
+    /// No tool may be called.
     None,
+    /// Some tool must be called.
     Required,
+    /// This tool must be called.
     Tool(String),
 }
 
 /// The effective configuration of one model call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
 pub struct Route {
+    /// The model.
     pub model: String,
+    /// Sampling settings.
     pub settings: ModelSettings,
+    /// Provider key → that provider's options.
     pub provider_options: ProviderOptions,
     /// Provider-native tools (opaque JSON descriptions).
     pub provider_tools: Option<Vec<Value>>,
+    /// How the model may choose tools.
     pub tool_choice: Option<ToolChoice>,
-    /// Names of the registered tools offered; `None` offers every registered tool.
+    /// Names of the registered tools offered; null offers every registered tool.
     pub tools: Option<Vec<String>>,
 }
 
@@ -128,20 +148,28 @@ impl Route {
     }
 }
 
-/// The routing half of a patch: what it does to a [`Route`].
+/// A sparse route patch: only the fields given change the route (SPEC P1–P3).
+// The routing half of a patch: what it does to a [`Route`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RoutePatch {
+    /// A model: starts a fresh route (SPEC P1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Settings merged field by field.
     #[serde(default, skip_serializing_if = "ModelSettings::is_empty")]
     pub settings: ModelSettings,
+    /// Provider options, replaced per provider.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub provider_options: ProviderOptions,
+    /// Provider-native tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_tools: Option<Vec<Value>>,
+    /// How the model may choose tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
+    /// The registered tools offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
 }
@@ -190,14 +218,17 @@ impl RoutePatch {
     }
 }
 
-/// A sparse patch returned by `prepare_run` (episode defaults) or
-/// `prepare_model_step` (one step only), SPEC P5.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// A patch of `prepare_run` (the episode) or `prepare_model_step` (one step), SPEC P5.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
 pub struct Patch {
+    /// What the patch does to the route.
     pub route: RoutePatch,
-    /// Model-only messages appended after whatever the phase would send (P4).
+    /// Model-only messages appended after whatever the phase would send (SPEC P4).
     pub append_model_messages: Vec<ModelMessage>,
-    /// Replaces the messages the phase would send; later appends apply on top (P4).
+    /// Replaces the messages the phase would send (SPEC P4).
+    // Later appends apply on top.
     pub replace_model_messages: Option<Vec<ModelMessage>>,
 }
 

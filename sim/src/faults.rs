@@ -1,10 +1,10 @@
 //! Planting faults (SPEC D5): each fault edits what the oracles and the
 //! transcript read of one run, never the runtime, and says what it did.
 
-use pai_runtime::Event;
+use pai_runtime::{Event, EventName};
 
 use crate::oracle::Observations;
-use crate::scenario::{EventName, FaultSpec};
+use crate::scenario::FaultSpec;
 
 /// Applies one fault; returns the note the transcript shows, as an error if
 /// the fault found nothing to change.
@@ -115,7 +115,7 @@ fn nth_of(events: &[Event], name: EventName, nth: usize) -> Option<usize> {
     let of_kind = events
         .iter()
         .enumerate()
-        .filter(|(_, e)| EventName::of(&e.kind) == name);
+        .filter(|(_, e)| e.kind.event_name() == name);
     of_kind.map(|(i, _)| i).nth(nth.checked_sub(1)?)
 }
 

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use pai_sim::{EventName, EventRecord, ScenarioSpec};
+use pai_sim::{EventRecord, ScenarioSpec};
 use serde_json::Value;
 
 /// The published schemas: the name `pai-sim schema NAME` takes, the file
@@ -355,7 +355,7 @@ fn event_logs_are_valid_under_the_events_schema() {
         assert_eq!(log.lines().count(), report.events.len());
         for (line, event) in log.lines().zip(&report.events) {
             let record: Value = serde_json::from_str(line).expect("each line is JSON");
-            let name = EventName::of(&event.kind).to_string();
+            let name = event.kind.name().to_string();
             if record["event"] != name.as_str() {
                 failures.push(format!("{}: {line} is not named {name}", rel(path)));
             }

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use serde::Serialize;
 use serde_json::Value;
 
 use super::decision::HookNote;
@@ -130,13 +131,21 @@ pub struct ToolCallInput<'a> {
     pub input: &'a Value,
 }
 
-/// A final tool result as hooks see it.
-#[derive(Debug, Clone, PartialEq)]
+/// A final tool result.
+// As hooks see it, and as the event log writes it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
 pub struct ToolResult {
+    /// The call's id.
     pub call_id: String,
+    /// The tool.
     pub tool: String,
+    /// Whether the tool produced an output.
     pub status: ToolStatus,
+    /// Where the result came from.
     pub source: ResultSource,
+    /// The output, the failure value, or the error detail.
     pub output: Value,
 }
 

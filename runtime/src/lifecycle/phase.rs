@@ -2,20 +2,35 @@
 
 use std::fmt;
 
-/// A lifecycle phase that hooks can handle, in step order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+use serde::Serialize;
+
+/// A lifecycle phase.
+// Hooks can handle each; listed in step order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 pub enum Phase {
+    /// `prepare_run`
     PrepareRun,
+    /// `resolve_model_context`
     ResolveModelContext,
+    /// `prepare_model_step`
     PrepareModelStep,
+    /// `around_model_call`
     AroundModelCall,
+    /// `transform_step_stream`
     TransformStepStream,
+    /// `before_tool_call`
     BeforeToolCall,
+    /// `after_tool_result`
     AfterToolResult,
+    /// `after_step`
     AfterStep,
-    /// Before a history rewrite commits (SPEC L11, R2).
+    /// `prepare_history_rewrite`
+    // Before a history rewrite commits (SPEC L11, R2).
     PrepareHistoryRewrite,
-    /// After history rewrites committed, best effort (SPEC L11, R3).
+    /// `history_rewritten`
+    // After history rewrites committed, best effort (SPEC L11, R3).
     HistoryRewritten,
 }
 

@@ -117,9 +117,14 @@ pub struct Mutation {
 
 /// One message's visibility before and after a rewrite (SPEC R2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
 pub struct VisibilityChange {
+    /// The message.
     pub message: String,
+    /// Its visibility before.
     pub before: Visibility,
+    /// Its visibility after.
     pub after: Visibility,
 }
 

@@ -54,12 +54,20 @@ impl StoreError {
 
 /// Lifecycle status of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 pub enum RunStatus {
+    /// Waiting for its turn.
     Queued,
+    /// Running.
     Running,
+    /// Waiting.
     Waiting,
+    /// Completed.
     Completed,
+    /// Failed.
     Failed,
+    /// Cancelled.
     Cancelled,
 }
 

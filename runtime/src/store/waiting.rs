@@ -6,15 +6,24 @@ use serde_json::Value;
 
 use crate::tool::ToolKind;
 
-/// A client's answer to one waiting call.
+/// A client's answer to a waiting call (SPEC T9).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Answer {
-    /// An approval call may run.
+    /// The approval call may run.
     Approved,
-    /// An approval call must not run; the model sees the reason.
-    Denied { reason: String },
-    /// A client tool's output, checked against the tool's output type.
-    Submitted { output: Value },
+    /// The approval call must not run.
+    Denied {
+        /// What the model is told.
+        reason: String,
+    },
+    /// A client tool's output.
+    // Checked against the tool's output type.
+    Submitted {
+        /// The output.
+        output: Value,
+    },
 }
 
 impl Answer {

@@ -20,7 +20,6 @@ pub struct Guardrail {
     #[schemars(length(min = 1))]
     pub contains: String,
     /// The run's outcome when the guard responds.
-    #[schemars(with = "crate::schema::mirror::Outcome")]
     pub outcome: Outcome,
     /// Why, as the response records it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -41,7 +41,6 @@ pub struct Route {
     pub model: Option<String>,
     /// Sampling settings, merged field by field (SPEC P2).
     #[serde(default, skip_serializing_if = "ModelSettings::is_empty")]
-    #[schemars(with = "crate::schema::mirror::ModelSettings")]
     pub settings: ModelSettings,
     /// Provider key → that provider's options, replaced per provider.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -51,7 +50,6 @@ pub struct Route {
     pub provider_tools: Option<Vec<Value>>,
     /// How the model may choose tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<crate::schema::mirror::ToolChoice>")]
     pub tool_choice: Option<ToolChoice>,
     /// The registered tools offered, by name (SPEC P3).
     #[serde(default, skip_serializing_if = "Option::is_none")]

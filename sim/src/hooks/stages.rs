@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// parsed when the scenario is read, so a bad one is a load error.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(try_from = "String", into = "String")]
-#[schemars(transform = crate::schema::mirror::redact_pattern)]
+#[schemars(transform = crate::schema::pattern::redact_pattern)]
 pub struct RedactPattern(Pattern);
 
 impl RedactPattern {

@@ -27,7 +27,6 @@ pub struct StreamGuard {
     #[schemars(extend("default" = false))]
     pub buffer: bool,
     /// The run's outcome after the abort.
-    #[schemars(with = "crate::schema::mirror::Outcome")]
     pub outcome: Outcome,
     /// Why, as the abort records it.
     pub reason: String,

@@ -23,7 +23,7 @@ pub use checked::{
 };
 pub use cluster::{Cluster, FaultAction, Placed, StoreBugs, Timed};
 pub use field::{CheckError, FieldPath, Segment};
-pub use names::{EventName, OracleId};
+pub use names::OracleId;
 pub use replay::{Recording, RecordingKind, Replay};
 pub use spec::{
     AgentSpec, CallRef, CancelRun, CancelSpec, ClusterSpec, DenySpec, Expect, ExpectSpec,

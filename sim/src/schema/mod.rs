@@ -5,14 +5,15 @@
 //! from the serde types themselves; `schema/` at the repository root holds
 //! the generated files, and a test keeps them current.
 //!
-//! This module depends on neither the scenario types nor the hooks: they
-//! point at it (the mirrors of runtime types, the checks as schema
-//! transforms), so the flow stays one way.
+//! The runtime's types derive their own schemas (its feature `schema`):
+//! the event log's shape is the runtime's. This module depends on neither
+//! the scenario types nor the hooks: they point at it (the checks and the
+//! redaction pattern as schema transforms), so the flow stays one way.
 
 pub(crate) mod checks;
 mod document;
-mod events;
-pub(crate) mod mirror;
+mod event_log;
+pub(crate) mod pattern;
 
 pub use document::{document, schema_text};
-pub use events::{EventData, EventRecord, event_log_json};
+pub use event_log::{EventRecord, event_log_json};

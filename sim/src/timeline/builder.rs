@@ -14,12 +14,12 @@ use std::collections::BTreeMap;
 use pai_runtime::{Event, EventKind, ResultSource, ToolCallDecision, ToolStatus, Transition};
 
 use super::axis::Pos;
-use super::detail::{describe, transition};
 use super::model::{Holder, Item, Kind, RunLane};
 use super::rows::rows;
 use super::stream::{fault_effect, fault_label};
 use crate::scenario::FaultAction;
 use crate::steps::step_of;
+use crate::transcript::{describe, transition};
 
 /// The worker every run runs on while there is one process.
 const LOCAL: &str = "local";

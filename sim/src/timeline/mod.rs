@@ -35,7 +35,6 @@
 
 mod axis;
 mod builder;
-mod detail;
 mod escape;
 mod html;
 mod live;

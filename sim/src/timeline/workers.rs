@@ -10,12 +10,12 @@ use std::collections::BTreeMap;
 use pai_runtime::Event;
 
 use super::axis::{Pos, Ranker};
-use super::detail::describe;
 use super::model::{Item, Kind, Row, ThreadLanes, WorkerLane};
 use super::rows::pack;
 use super::stream::{Placed, What, fault_effect, fault_label};
 use crate::oracle::ClusterObs;
 use crate::scenario::{Cluster, FaultAction};
+use crate::transcript::describe;
 use crate::world::{ClusterEvent, ClusterRecord};
 
 /// One lane per worker of `cluster`, in file order.

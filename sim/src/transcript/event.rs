@@ -1,6 +1,7 @@
-//! One runtime event as one transcript line (without its time and run).
-//! One exhaustive match, so a new event kind cannot go unrendered; each arm
-//! is one line or one helper.
+//! One runtime event as one line of text: the transcript's line (without
+//! its time and run) and the HTML timeline's hover text are this one
+//! rendering. One exhaustive match, so a new event kind cannot go
+//! unrendered; each arm is one line or one helper.
 
 use std::fmt::Write as _;
 
@@ -14,11 +15,14 @@ use crate::format::{
     tool_result_decision,
 };
 
-/// The line of `e` (its kind, and for an event that belongs to no run but
-/// names no thread itself, the thread: a `rewrite_delivered`).
+/// The transcript line of `e`: its text, indented under its phase when it
+/// happens inside one (a hook's decision, a context leaf), and for an event
+/// that belongs to no run but names no thread itself, the thread (a
+/// `rewrite_delivered`).
 pub(super) fn event_line(e: &Event) -> String {
-    let line = event(&e.kind);
+    let line = describe(&e.kind);
     match e.kind {
+        EventKind::Hook(_) | EventKind::ContextLeaf { .. } => format!("  · {line}"),
         EventKind::RewriteDelivered { .. } => line.replacen(
             "rewrite_delivered ",
             &format!("rewrite_delivered thread={} ", e.thread_id),
@@ -28,7 +32,8 @@ pub(super) fn event_line(e: &Event) -> String {
     }
 }
 
-pub(super) fn event(kind: &EventKind) -> String {
+/// The event as one line of text, without time, run or indentation.
+pub(crate) fn describe(kind: &EventKind) -> String {
     if let Some(line) = super::facade::facade_event(kind) {
         return line;
     }
@@ -41,7 +46,7 @@ pub(super) fn event(kind: &EventKind) -> String {
             } else {
                 "stored history"
             };
-            format!("  · context leaf: {leaf} ({messages} messages)")
+            format!("context leaf: {leaf} ({messages} messages)")
         }
         EventKind::AttemptFailed { attempt, error, .. } => {
             format!("attempt_failed attempt={attempt} error={}", quoted(error))
@@ -237,7 +242,7 @@ fn note(note: &HookNote) -> String {
         NoteDecision::Transform { installed: true } => "stage".into(),
         NoteDecision::Transform { installed: false } => "none".into(),
     };
-    format!("  · {} {} -> {d}", note.phase.as_str(), note.hook)
+    format!("{} {} -> {d}", note.phase.as_str(), note.hook)
 }
 
 /// One provider attempt; `counts` are context, overlay and sent messages.
@@ -289,7 +294,8 @@ fn tool_end(r: &ToolResult, detail: &Option<String>) -> String {
     s
 }
 
-fn transition(t: &Transition) -> String {
+/// How a step hands over, in a few words.
+pub(crate) fn transition(t: &Transition) -> String {
     match t {
         Transition::NextStep => "next_step".to_string(),
         Transition::Steer => "steer (new episode)".to_string(),

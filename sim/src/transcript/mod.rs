@@ -15,6 +15,7 @@ use crate::format::{json, opt, quoted, result, role, stream_part};
 use crate::oracle::{Observed, Verdicts};
 use calls::calls;
 use event::event_line;
+pub(crate) use event::{describe, transition};
 
 fn message(out: &mut String, m: &Message) {
     let vis = match (m.visibility.transcript, m.visibility.context) {

@@ -2,8 +2,9 @@
 //! campaign; shards split it without overlap or gap; a failure shrinks into
 //! a file that replays it with the same oracle (SPEC D8, D2).
 
+use pai_runtime::EventName;
 use pai_sim::fuzz::{Campaign, Failure, case, evaluate, in_shard, shrink, write_find};
-use pai_sim::{EventName, FaultSpec, OracleId, Scenario, ScenarioSpec, StoreKind};
+use pai_sim::{FaultSpec, OracleId, Scenario, ScenarioSpec, StoreKind};
 
 fn campaign(cases: u64, shard: (u64, u64)) -> Campaign {
     Campaign {

@@ -3,8 +3,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::super::names::EventName;
 use crate::hooks::MessageSpec;
+use pai_runtime::EventName;
 
 /// A fault. Most are planted (SPEC D5): a lie told to the oracles about one
 /// run, so a scenario can prove an oracle fires; they change only what the

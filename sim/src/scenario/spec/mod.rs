@@ -411,7 +411,6 @@ pub struct RequestExpect {
     pub model: Option<String>,
     /// The request's sampling settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<crate::schema::mirror::ModelSettings>")]
     pub settings: Option<ModelSettings>,
     /// The request's provider options.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,22 +1,14 @@
-//! The event log as data: a serializable mirror of the runtime's events
-//! (`pai_runtime::Event`), one JSON object a line, with a published schema
-//! (`pai-sim schema events`) so another implementation's log can be checked
-//! against it. Every conversion from a runtime type is exhaustive.
-
-mod convert;
-mod data;
-mod decisions;
-mod facade;
-mod names;
-mod values;
+//! The event log as data: one JSON object a line, each the runtime's own
+//! event (`pai_runtime::EventKind` serializes itself as its name in the
+//! phase grammar and its fields) with its time, thread and run, and a
+//! published schema (`pai-sim schema events`) derived from the runtime's
+//! types, so another implementation's log can be checked against it.
 
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
-use pai_runtime::Event;
-
-pub use data::EventData;
+use pai_runtime::{Event, EventKind};
 
 /// The event log as JSON lines: one [`EventRecord`] object a line, fields
 /// in a fixed order, each line ending with a newline.
@@ -36,20 +28,20 @@ pub fn event_log_json(events: &[Event]) -> String {
 /// describes each event on its own.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = super::checks::closed)]
-pub struct EventRecord {
+pub struct EventRecord<'a> {
     /// Virtual milliseconds on the runtime's clock.
     pub at: u64,
     /// The thread the event belongs to.
-    pub thread: String,
+    pub thread: &'a str,
     /// The run the event belongs to.
-    pub run: String,
+    pub run: &'a str,
     /// What happened: the event's name (`event`, as planted faults name
     /// events) and its fields (`fields`).
     #[serde(flatten)]
-    pub event: EventData,
+    pub event: &'a EventKind,
 }
 
-impl EventRecord {
+impl EventRecord<'_> {
     /// The published schema of one line of the event log
     /// (`schema/events.schema.json`).
     pub fn schema() -> Value {
@@ -61,26 +53,24 @@ impl EventRecord {
     }
 }
 
-impl From<&Event> for EventRecord {
-    fn from(e: &Event) -> Self {
+impl<'a> From<&'a Event> for EventRecord<'a> {
+    fn from(e: &'a Event) -> Self {
         EventRecord {
             at: e.at,
-            thread: e.thread_id.clone(),
-            run: e.run_id.clone(),
-            event: EventData::from(&e.kind),
+            thread: &e.thread_id,
+            run: &e.run_id,
+            event: &e.kind,
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::{EventKind, Phase, RunStage, RunStatus};
+    use pai_runtime::{EventName, Phase, RunStage, RunStatus};
 
-    use super::names::StageName;
     use super::*;
-    use crate::EventName;
 
-    /// Each record's `event` is the name `EventName` gives its kind.
+    /// Each record's `event` is its kind's name.
     #[test]
     fn record_names_are_event_names() {
         let kinds = [
@@ -109,31 +99,21 @@ mod tests {
             },
         ];
         for k in &kinds {
-            let v = serde_json::to_value(EventData::from(k)).unwrap_or_default();
-            assert_eq!(v["event"], EventName::of(k).to_string());
+            let v = serde_json::to_value(k).unwrap_or_default();
+            assert_eq!(v["event"], k.name());
         }
     }
 
     /// The events schema names exactly the events `EventName` names.
     #[test]
     fn the_schema_names_every_event() {
-        let names = serde_json::to_value(schemars::schema_for!(EventName)).unwrap_or_default();
-        let mut expected: Vec<String> = names["enum"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|v| v.as_str().map(str::to_string))
-            .collect();
+        let mut expected: Vec<&str> = EventName::ALL.iter().map(|n| n.as_str()).collect();
         let schema = EventRecord::schema();
-        let mut found: Vec<String> = schema["oneOf"]
+        let mut found: Vec<&str> = schema["oneOf"]
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(|v| {
-                v["properties"]["event"]["const"]
-                    .as_str()
-                    .map(str::to_string)
-            })
+            .filter_map(|v| v["properties"]["event"]["const"].as_str())
             .collect();
         expected.sort();
         found.sort();
@@ -158,7 +138,7 @@ mod tests {
             RunStage::OnOutput,
             RunStage::Runtime,
         ]);
-        let schema = schemars::schema_for!(StageName);
+        let schema = schemars::schema_for!(RunStage);
         let text = serde_json::to_string(&schema).unwrap_or_default();
         for s in stages {
             assert!(text.contains(&format!("\"{}\"", s.as_str())), "{s}");

@@ -1,0 +1,31 @@
+//! How a step hands over to what comes next, as `after_step` records it.
+
+use serde::Serialize;
+
+use crate::message::Outcome;
+
+/// How a step hands over to what comes next.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
+pub enum Transition {
+    /// Another step follows.
+    NextStep,
+    /// A steering message is waiting: a new episode takes it (SPEC A4).
+    Steer,
+    /// Calls of the step wait for a client (SPEC T7): the episode ends.
+    Wait,
+    /// A canonical transform aborted the step (SPEC S4).
+    Aborted {
+        /// The run's outcome.
+        outcome: Outcome,
+        /// Why.
+        reason: String,
+    },
+    /// The run is complete.
+    Complete {
+        /// Why, if known.
+        reason: Option<String>,
+    },
+}
