@@ -157,10 +157,15 @@ async fn inspect_all<S: Store>(
 ) -> Result<(), Divergence> {
     for t in 0..model.threads.len() {
         let id = model.threads[t].id.clone();
-        let reply = call(store, StoreRequest::Inspect { thread: id.clone() }, timeout).await;
+        let reply = call(
+            store,
+            StoreRequest::admin(id.clone(), pai_runtime::AdminOp::Inspect),
+            timeout,
+        )
+        .await;
         let what = format!("thread {id} as `inspect` returns it after the step");
         let stored = match reply {
-            Ok(Ok(StoreReply::Thread(t))) => t,
+            Ok(Ok(StoreReply::Admin(pai_runtime::AdminReply::Thread(t)))) => t,
             other => {
                 return Err(Divergence {
                     rule: "H1",
@@ -184,7 +189,7 @@ async fn inspect_all<S: Store>(
         .map(|t| t.id.clone())
         .collect();
     match call(store, StoreRequest::ThreadIds, timeout).await {
-        Ok(Ok(StoreReply::Ids(ids))) if ids == want => Ok(()),
+        Ok(Ok(StoreReply::Admin(pai_runtime::AdminReply::Ids(ids)))) if ids == want => Ok(()),
         other => Err(Divergence {
             rule: "H5",
             what: "`thread_ids` after the step".into(),

@@ -168,10 +168,8 @@ fn stored_texts(messages: &[Message]) -> Vec<String> {
 }
 
 fn inspect(store: &MemoryStore, thread: &str) -> Option<pai_runtime::StoredThread> {
-    match store.apply(StoreRequest::Inspect {
-        thread: thread.into(),
-    }) {
-        Ok(StoreReply::Thread(t)) => t,
+    match store.apply(StoreRequest::admin(thread, pai_runtime::AdminOp::Inspect)) {
+        Ok(StoreReply::Admin(pai_runtime::AdminReply::Thread(t))) => t,
         other => panic!("inspect answered {other:?}"),
     }
 }
@@ -619,34 +617,40 @@ async fn h5_delete_then_create_is_a_new_incarnation_and_bound_handles_are_refuse
         visibility: Visibility::ALL,
         pai: PaiMeta::new(Producer::Model, Some(&sent.run_id), Some(0), 0),
     };
-    let append = s.store.apply(StoreRequest::Append {
-        thread: "t1".into(),
-        run: sent.run_id.clone(),
-        token: old.lease_token,
-        messages: vec![note],
-        step: None,
-    });
-    assert!(matches!(&append, Err(e) if deleted(e)), "{append:?}");
-    let mutate = s.store.apply(StoreRequest::Mutate {
-        thread: "t1".into(),
-        incarnation: None,
-        writer: Writer::Run {
-            run: sent.run_id.clone(),
-            token: old.lease_token,
+    let append = s.store.apply(StoreRequest::run(
+        "t1",
+        sent.run_id.clone(),
+        old.lease_token,
+        pai_runtime::RunOp::Append {
+            messages: vec![note],
+            step: None,
         },
-        expect: Expect::Nothing,
-        writes: vec![Write::Metadata {
-            key: "stale".into(),
-            value: Some(json!(true)),
-        }],
-    });
+    ));
+    assert!(matches!(&append, Err(e) if deleted(e)), "{append:?}");
+    let mutate = s.store.apply(StoreRequest::facade(
+        "t1",
+        pai_runtime::FacadeOp::Mutate {
+            incarnation: None,
+            writer: Writer::Run {
+                run: sent.run_id.clone(),
+                token: old.lease_token,
+            },
+            expect: Expect::Nothing,
+            writes: vec![Write::Metadata {
+                key: "stale".into(),
+                value: Some(json!(true)),
+            }],
+        },
+    ));
     assert!(matches!(&mutate, Err(e) if deleted(e)), "{mutate:?}");
-    let history = s.store.apply(StoreRequest::History {
-        thread: "t1".into(),
-        agent: "a".into(),
-        incarnation: old.incarnation,
-        read: pai_runtime::HistoryRead::Metadata,
-    });
+    let history = s.store.apply(StoreRequest::read(
+        "t1",
+        pai_runtime::ReadOp::History {
+            agent: "a".into(),
+            incarnation: old.incarnation,
+            read: pai_runtime::HistoryRead::Metadata,
+        },
+    ));
     assert!(history.is_err(), "{history:?}");
     assert_eq!(admin.thread("t1").read().await.unwrap(), fresh);
 }
@@ -1634,17 +1638,25 @@ async fn c1_compaction_commit_is_guarded_by_private_metadata() {
     let store = Arc::new(MemoryStore::default());
     let meddler = store.clone();
     let (s, summaries) = compacting(store, move || {
-        let reply = meddler.apply(StoreRequest::Mutate {
-            thread: "t1".into(),
-            incarnation: None,
-            writer: Writer::Trusted,
-            expect: Expect::Nothing,
-            writes: vec![Write::PrivateMetadata {
-                key: "other".into(),
-                value: Some(json!(1)),
-            }],
-        });
-        assert!(matches!(reply, Ok(StoreReply::Mutated(Ok(_)))), "{reply:?}");
+        let reply = meddler.apply(StoreRequest::facade(
+            "t1",
+            pai_runtime::FacadeOp::Mutate {
+                incarnation: None,
+                writer: Writer::Trusted,
+                expect: Expect::Nothing,
+                writes: vec![Write::PrivateMetadata {
+                    key: "other".into(),
+                    value: Some(json!(1)),
+                }],
+            },
+        ));
+        assert!(
+            matches!(
+                reply,
+                Ok(StoreReply::Facade(pai_runtime::FacadeReply::Mutated(Ok(_))))
+            ),
+            "{reply:?}"
+        );
     });
     let sent = converse(&s, &["one", "two", "three"]).await;
     assert_eq!(summaries.lock().unwrap().len(), 1, "a summary was written");

@@ -229,10 +229,8 @@ impl Model {
 }
 
 fn inspect(store: &MemoryStore) -> StoredThread {
-    match store.apply(StoreRequest::Inspect {
-        thread: THREAD.into(),
-    }) {
-        Ok(StoreReply::Thread(Some(t))) => t,
+    match store.apply(StoreRequest::admin(THREAD, pai_runtime::AdminOp::Inspect)) {
+        Ok(StoreReply::Admin(pai_runtime::AdminReply::Thread(Some(t)))) => t,
         other => panic!("inspect answered {other:?}"),
     }
 }
@@ -267,15 +265,17 @@ fn mutate(
     };
     let holds = model.holds(&expect);
     let private = matches!(expect, Expect::PrivateMetadata { .. });
-    let reply = store.apply(StoreRequest::Mutate {
-        thread: THREAD.into(),
-        incarnation: None,
-        writer,
-        expect,
-        writes: writes.clone(),
-    });
+    let reply = store.apply(StoreRequest::facade(
+        THREAD,
+        pai_runtime::FacadeOp::Mutate {
+            incarnation: None,
+            writer,
+            expect,
+            writes: writes.clone(),
+        },
+    ));
     let done: Result<Mutation, Refusal> = match reply {
-        Ok(StoreReply::Mutated(done)) => done,
+        Ok(StoreReply::Facade(pai_runtime::FacadeReply::Mutated(done))) => done,
         other => return Err(TestCaseError::fail(format!("mutate answered {other:?}"))),
     };
     if !holds {
@@ -323,43 +323,52 @@ fn other(store: &MemoryStore, model: &mut Model, op: &Op) -> Result<(), TestCase
         Op::Submit => {
             let run = model.next_id("run");
             let message = model.message(Role::User, None);
-            let reply = store.apply(StoreRequest::Submit {
-                thread: THREAD.into(),
-                agent: "a".into(),
-                owner: "o".into(),
-                message,
-                steer: false,
-                new_run: Some(run.clone()),
-            });
+            let reply = store.apply(StoreRequest::client(
+                THREAD,
+                "a",
+                "o",
+                pai_runtime::ClientOp::Submit {
+                    message,
+                    steer: false,
+                    new_run: Some(run.clone()),
+                },
+            ));
             let expected = Submitted::Run {
                 run,
                 version: model.version + 1,
             };
-            prop_assert_eq!(reply, Ok(StoreReply::Submitted(expected)));
+            prop_assert_eq!(
+                reply,
+                Ok(StoreReply::Client(pai_runtime::ClientReply::Submitted(
+                    expected
+                )))
+            );
             model.version += 1;
             model.messages += 1;
         }
         Op::Claim => {
-            let reply = store.apply(StoreRequest::Claim {
-                thread: Some(THREAD.into()),
-                worker: "w".into(),
-                ttl: None,
-            });
+            let reply = store.apply(StoreRequest::claim(Some(THREAD.into()), "w", None));
             match reply {
-                Ok(StoreReply::Claimed(Some(c))) => model.lease = Some((c.run, c.token)),
-                Ok(StoreReply::Claimed(None)) => {}
+                Ok(StoreReply::Admin(pai_runtime::AdminReply::Claimed(Some(c)))) => {
+                    model.lease = Some((c.run, c.token))
+                }
+                Ok(StoreReply::Admin(pai_runtime::AdminReply::Claimed(None))) => {}
                 other => return Err(TestCaseError::fail(format!("claim answered {other:?}"))),
             }
         }
         Op::Renew => {
             if let Some((run, token)) = model.lease.clone() {
-                let reply = store.apply(StoreRequest::Renew {
-                    thread: THREAD.into(),
+                let reply = store.apply(StoreRequest::run(
+                    THREAD,
                     run,
                     token,
-                });
+                    pai_runtime::RunOp::Renew,
+                ));
                 prop_assert!(
-                    matches!(reply, Ok(StoreReply::Renewed { .. })),
+                    matches!(
+                        reply,
+                        Ok(StoreReply::Run(pai_runtime::RunReply::Renewed { .. }))
+                    ),
                     "{:?}",
                     reply
                 );
@@ -368,15 +377,17 @@ fn other(store: &MemoryStore, model: &mut Model, op: &Op) -> Result<(), TestCase
         Op::RunAppend => {
             if let Some((run, token)) = model.lease.clone() {
                 let message = model.message(Role::Assistant, Some(&run));
-                let reply = store.apply(StoreRequest::Append {
-                    thread: THREAD.into(),
+                let reply = store.apply(StoreRequest::run(
+                    THREAD,
                     run,
                     token,
-                    messages: vec![message],
-                    step: Some(0),
-                });
+                    pai_runtime::RunOp::Append {
+                        messages: vec![message],
+                        step: Some(0),
+                    },
+                ));
                 let version = match reply {
-                    Ok(StoreReply::Appended(a)) => a.version,
+                    Ok(StoreReply::Run(pai_runtime::RunReply::Appended(a))) => a.version,
                     other => return Err(TestCaseError::fail(format!("append answered {other:?}"))),
                 };
                 prop_assert_eq!(version, model.version + 1);
@@ -386,19 +397,24 @@ fn other(store: &MemoryStore, model: &mut Model, op: &Op) -> Result<(), TestCase
         }
         Op::Finish => {
             if let Some((run, token)) = model.lease.take() {
-                let reply = store.apply(StoreRequest::Finish {
-                    thread: THREAD.into(),
+                let reply = store.apply(StoreRequest::finish(
+                    THREAD,
                     run,
-                    token: Some(token),
-                    end: RunEnd {
+                    Some(token),
+                    RunEnd {
                         status: RunStatus::Completed,
                         outcome: Outcome::Completed,
                         reason: None,
                     },
-                    next_run: None,
-                });
+                    None,
+                ));
                 prop_assert!(
-                    matches!(reply, Ok(StoreReply::Finished { .. })),
+                    matches!(
+                        reply,
+                        Ok(StoreReply::Run(pai_runtime::RunReply::Finished(
+                            pai_runtime::Finish::Stored { .. }
+                        )))
+                    ),
                     "{:?}",
                     reply
                 );
@@ -427,12 +443,8 @@ proptest! {
     #[test]
     fn h3_expectations_match_the_reference(ops in prop::collection::vec(op(), 1..48)) {
         let store = MemoryStore::default();
-        let opened = store.apply(StoreRequest::Open {
-            thread: THREAD.into(),
-            agent: "a".into(),
-            owner: "o".into(),
-        });
-        prop_assert_eq!(opened, Ok(StoreReply::Done));
+        let opened = store.apply(StoreRequest::client(THREAD, "a", "o", pai_runtime::ClientOp::Open));
+        prop_assert_eq!(opened, Ok(StoreReply::Client(pai_runtime::ClientReply::Opened)));
         let mut model = Model {
             version: inspect(&store).version,
             ..Model::default()
@@ -457,11 +469,12 @@ proptest! {
 fn h3_reference_sees_both_outcomes() {
     let store = MemoryStore::default();
     store
-        .apply(StoreRequest::Open {
-            thread: THREAD.into(),
-            agent: "a".into(),
-            owner: "o".into(),
-        })
+        .apply(StoreRequest::client(
+            THREAD,
+            "a",
+            "o",
+            pai_runtime::ClientOp::Open,
+        ))
         .unwrap();
     let mut model = Model {
         version: inspect(&store).version,

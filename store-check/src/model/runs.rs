@@ -2,8 +2,8 @@
 //! takeovers, renewals, and every write a run makes under its token.
 
 use pai_runtime::{
-    Outcome, Producer, Role, RunEnd, RunStatus, StoreError, StoreReply, StoreRequest, ToolKind,
-    WaitingCall,
+    Finish, Outcome, Producer, Role, RunEnd, RunStatus, StoreError, StoreReply, StoreRequest,
+    ToolKind, WaitingCall,
 };
 use serde_json::Value;
 
@@ -32,11 +32,11 @@ impl Model {
         };
         Step {
             action: Action::Call {
-                request: StoreRequest::Claim {
-                    thread: thread.map(|t| self.threads[t].id.clone()),
-                    worker: worker.to_string(),
+                request: StoreRequest::claim(
+                    thread.map(|t| self.threads[t].id.clone()),
+                    worker.to_string(),
                     ttl,
-                },
+                ),
                 expect: Expected::Claim(claimed),
             },
             rule,
@@ -49,16 +49,8 @@ impl Model {
         let token = self.pick_token(t, token);
         let (thread, now) = (self.threads[t].id.clone(), self.now);
         let request = match next {
-            true => StoreRequest::NextEpisode {
-                thread,
-                run: run.clone(),
-                token,
-            },
-            false => StoreRequest::Renew {
-                thread,
-                run: run.clone(),
-                token,
-            },
+            true => StoreRequest::run(thread, run.clone(), token, pai_runtime::RunOp::NextEpisode),
+            false => StoreRequest::run(thread, run.clone(), token, pai_runtime::RunOp::Renew),
         };
         let rule = self.token_rule(t, token, "K3");
         if let Err(e) = self
@@ -74,10 +66,10 @@ impl Model {
         let version = th.version;
         if !next {
             let cancel_requested = th.cancel_requested(&run);
-            let reply = StoreReply::Renewed {
+            let reply = StoreReply::Run(pai_runtime::RunReply::Renewed {
                 cancel_requested,
                 version,
-            };
+            });
             return Step::call(request, Ok(reply), rule);
         }
         th.lease.token_known = false;
@@ -131,13 +123,15 @@ impl Model {
         let messages: Vec<_> = (0..count.max(1))
             .map(|_| self.message(Role::Assistant, Producer::Model, Some(&run), Some(steps)))
             .collect();
-        let request = StoreRequest::Append {
-            thread: self.threads[t].id.clone(),
-            run: run.clone(),
+        let request = StoreRequest::run(
+            self.threads[t].id.clone(),
+            run.clone(),
             token,
-            messages: messages.clone(),
-            step: step.then_some(steps),
-        };
+            pai_runtime::RunOp::Append {
+                messages: messages.clone(),
+                step: step.then_some(steps),
+            },
+        );
         let rule = self.token_rule(t, token, "H1");
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
@@ -149,7 +143,10 @@ impl Model {
             r.steps += 1;
         }
         th.touch(now);
-        let reply = StoreReply::Appended(pai_runtime::Appended { version, first_seq });
+        let reply = StoreReply::Run(pai_runtime::RunReply::Appended(pai_runtime::Appended {
+            version,
+            first_seq,
+        }));
         Step::call(request, Ok(reply), rule)
     }
 
@@ -163,12 +160,14 @@ impl Model {
         let run = self.pick_run(t, run);
         let token = self.pick_token(t, token);
         let value = serde_json::json!({ "v": value });
-        let request = StoreRequest::SetRunMetadata {
-            thread: self.threads[t].id.clone(),
-            run: run.clone(),
+        let request = StoreRequest::run(
+            self.threads[t].id.clone(),
+            run.clone(),
             token,
-            value: value.clone(),
-        };
+            pai_runtime::RunOp::SetRunMetadata {
+                value: value.clone(),
+            },
+        );
         let rule = self.token_rule(t, token, "H1");
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
@@ -181,18 +180,25 @@ impl Model {
         // MemoryStore counts a run-metadata write as a commit (H1).
         th.version += 1;
         th.touch(now);
-        Step::call(request, Ok(StoreReply::Version(th.version)), rule)
+        Step::call(
+            request,
+            Ok(StoreReply::Run(pai_runtime::RunReply::MetadataSet {
+                version: th.version,
+            })),
+            rule,
+        )
     }
 
     /// A step takes every pending steer (A4, L1). Not a commit (no version).
     pub(super) fn take_steer(&mut self, t: usize, run: RunPick, token: TokenPick) -> Step {
         let run = self.pick_run(t, run);
         let token = self.pick_token(t, token);
-        let request = StoreRequest::TakeSteer {
-            thread: self.threads[t].id.clone(),
-            run: run.clone(),
+        let request = StoreRequest::run(
+            self.threads[t].id.clone(),
+            run.clone(),
             token,
-        };
+            pai_runtime::RunOp::TakeSteer,
+        );
         let rule = self.token_rule(t, token, "A4");
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
@@ -200,7 +206,11 @@ impl Model {
         let th = &mut self.threads[t];
         // MemoryStore extends the lease only on commits; taking a steer is none.
         th.steers.clear();
-        Step::call(request, Ok(StoreReply::Done), rule)
+        Step::call(
+            request,
+            Ok(StoreReply::Run(pai_runtime::RunReply::SteerTaken)),
+            rule,
+        )
     }
 
     /// The run gives its answerable calls up (A3, T9): no answer is taken
@@ -209,11 +219,12 @@ impl Model {
     pub(super) fn close_calls(&mut self, t: usize, run: RunPick, token: TokenPick) -> Step {
         let run = self.pick_run(t, run);
         let token = self.pick_token(t, token);
-        let request = StoreRequest::CloseCalls {
-            thread: self.threads[t].id.clone(),
-            run: run.clone(),
+        let request = StoreRequest::run(
+            self.threads[t].id.clone(),
+            run.clone(),
             token,
-        };
+            pai_runtime::RunOp::CloseCalls,
+        );
         let rule = self.token_rule(t, token, "T9");
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
@@ -225,7 +236,11 @@ impl Model {
             }
             None => Vec::new(),
         };
-        Step::call(request, Ok(StoreReply::Calls(calls)), rule)
+        Step::call(
+            request,
+            Ok(StoreReply::Run(pai_runtime::RunReply::Closed(calls))),
+            rule,
+        )
     }
 
     /// Whether a status-changing write (wait, resume commit, end) of `run`
@@ -281,18 +296,22 @@ impl Model {
             .collect();
         let thread = self.threads[t].id.clone();
         let request = match early {
-            true => StoreRequest::Await {
+            true => StoreRequest::run(
                 thread,
-                run: run.clone(),
+                run.clone(),
                 token,
-                calls: calls.clone(),
-            },
-            false => StoreRequest::Wait {
+                pai_runtime::RunOp::Await {
+                    calls: calls.clone(),
+                },
+            ),
+            false => StoreRequest::run(
                 thread,
-                run: run.clone(),
+                run.clone(),
                 token,
-                calls: calls.clone(),
-            },
+                pai_runtime::RunOp::Wait {
+                    calls: calls.clone(),
+                },
+            ),
         };
         let rule = self.token_rule(t, token, if early { "T9" } else { "T7" });
         if let Err(e) = self.fence(t, &run, Some(token)) {
@@ -308,13 +327,23 @@ impl Model {
             r.calls_closed = false;
             th.version += 1;
             th.touch(now);
-            return Step::call(request, Ok(StoreReply::Version(th.version)), rule);
+            return Step::call(
+                request,
+                Ok(StoreReply::Run(pai_runtime::RunReply::Awaited {
+                    version: th.version,
+                })),
+                rule,
+            );
         }
         // K6: a run a cancel reached does not wait; it must end. The write
         // landed all the same, and extends the lease (as MemoryStore does).
         if th.cancel_requested(&run) {
             th.touch(now);
-            return Step::call(request, Ok(StoreReply::Waited(None)), "K6");
+            return Step::call(
+                request,
+                Ok(StoreReply::Run(pai_runtime::RunReply::Waited(None))),
+                "K6",
+            );
         }
         let r = th.run_mut(&run).expect("a running run exists");
         r.status = RunStatus::Waiting;
@@ -322,7 +351,7 @@ impl Model {
         r.calls_closed = false;
         th.release(&run);
         th.version += 1;
-        let reply = StoreReply::Waited(Some((calls, th.version)));
+        let reply = StoreReply::Run(pai_runtime::RunReply::Waited(Some((calls, th.version))));
         Step::call(request, Ok(reply), rule)
     }
 
@@ -334,12 +363,14 @@ impl Model {
         }
         let steps = self.threads[t].run(&run).map_or(0, |r| r.steps);
         let messages = vec![self.message(Role::Tool, Producer::Tool, Some(&run), Some(steps))];
-        let request = StoreRequest::CommitResumed {
-            thread: self.threads[t].id.clone(),
-            run: run.clone(),
+        let request = StoreRequest::run(
+            self.threads[t].id.clone(),
+            run.clone(),
             token,
-            messages: messages.clone(),
-        };
+            pai_runtime::RunOp::CommitResumed {
+                messages: messages.clone(),
+            },
+        );
         let rule = self.token_rule(t, token, "T9");
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
@@ -351,7 +382,10 @@ impl Model {
             r.waiting.clear();
         }
         th.touch(now);
-        let reply = StoreReply::Appended(pai_runtime::Appended { version, first_seq });
+        let reply = StoreReply::Run(pai_runtime::RunReply::Appended(pai_runtime::Appended {
+            version,
+            first_seq,
+        }));
         Step::call(request, Ok(reply), rule)
     }
 
@@ -375,17 +409,17 @@ impl Model {
         };
         let reason = Some(format!("{} by the suite", status.as_str()));
         let next_run = next.then(|| self.fresh("r"));
-        let request = StoreRequest::Finish {
-            thread: self.threads[t].id.clone(),
-            run: run.clone(),
+        let request = StoreRequest::finish(
+            self.threads[t].id.clone(),
+            run.clone(),
             token,
-            end: RunEnd {
+            RunEnd {
                 status,
                 outcome,
                 reason: reason.clone(),
             },
-            next_run: next_run.clone(),
-        };
+            next_run.clone(),
+        );
         let rule = match token {
             Some(k) if k != self.threads[t].lease.token => "K2",
             _ => "K6",
@@ -395,8 +429,12 @@ impl Model {
         }
         let now = self.now;
         let th = &mut self.threads[t];
-        let reply = finish_on(th, &run, status, outcome, reason, next_run);
+        let finished = finish_on(th, &run, status, outcome, reason, next_run);
         th.touch(now);
+        let reply = match token {
+            Some(_) => StoreReply::Run(pai_runtime::RunReply::Finished(finished)),
+            None => StoreReply::Admin(pai_runtime::AdminReply::Finished(finished)),
+        };
         Step::call(request, Ok(reply), rule)
     }
 }
@@ -410,12 +448,12 @@ fn finish_on(
     outcome: Outcome,
     reason: Option<String>,
     next_run: Option<String>,
-) -> StoreReply {
+) -> Finish {
     if status != RunStatus::Cancelled && th.cancel_requested(run) {
-        return StoreReply::CancelFirst;
+        return Finish::CancelFirst;
     }
     if !th.steers.is_empty() && next_run.is_none() {
-        return StoreReply::NeedRunId;
+        return Finish::NeedRunId;
     }
     th.finish_run(run, status, outcome, Reason::Exact(reason));
     // H1: a run's end is one commit. MemoryStore queues the run the newest
@@ -426,7 +464,7 @@ fn finish_on(
         th.admit(&next, &steer);
         (next, steer)
     });
-    StoreReply::Finished {
+    Finish::Stored {
         admitted,
         version: th.version,
     }

@@ -53,23 +53,23 @@ fn batch(b: u64, version: u64) -> StoreRequest {
             visibility: Visibility::CONTEXT_ONLY,
         });
     }
-    StoreRequest::Mutate {
-        thread: THREAD.into(),
-        incarnation: None,
-        writer: Writer::Trusted,
-        expect: Expect::Version {
-            version,
-            incarnation: 1,
+    StoreRequest::facade(
+        THREAD,
+        pai_runtime::FacadeOp::Mutate {
+            incarnation: None,
+            writer: Writer::Trusted,
+            expect: Expect::Version {
+                version,
+                incarnation: 1,
+            },
+            writes,
         },
-        writes,
-    }
+    )
 }
 
 fn inspect(store: &SqliteStore) -> Option<StoredThread> {
-    match store.apply(StoreRequest::Inspect {
-        thread: THREAD.into(),
-    }) {
-        Ok(StoreReply::Thread(t)) => t,
+    match store.apply(StoreRequest::admin(THREAD, pai_runtime::AdminOp::Inspect)) {
+        Ok(StoreReply::Admin(pai_runtime::AdminReply::Thread(t))) => t,
         other => panic!("inspect answered {other:?}"),
     }
 }
@@ -77,17 +77,13 @@ fn inspect(store: &SqliteStore) -> Option<StoredThread> {
 /// The child: commits batches until it is killed, one line per commit.
 fn child(path: &Path) {
     let store = open(path);
-    let open = StoreRequest::Open {
-        thread: THREAD.into(),
-        agent: "a".into(),
-        owner: "o".into(),
-    };
+    let open = StoreRequest::client(THREAD, "a", "o", pai_runtime::ClientOp::Open);
     store.apply(open).expect("opens the thread");
     let mut version = inspect(&store).map_or(0, |t| t.version);
     let mut out = std::io::stdout().lock();
     loop {
         let reply = store.apply(batch(version, version));
-        let Ok(StoreReply::Mutated(Ok(done))) = reply else {
+        let Ok(StoreReply::Facade(pai_runtime::FacadeReply::Mutated(Ok(done)))) = reply else {
             panic!("batch {version} answered {reply:?}");
         };
         version = done.version;

@@ -65,11 +65,9 @@ const FINISH: Duration = Duration::from_secs(60);
 
 /// Wall-clock time, the same in every process; timers on Tokio.
 async fn inspect(store: &PgStore) -> Option<StoredThread> {
-    let request = StoreRequest::Inspect {
-        thread: THREAD.into(),
-    };
+    let request = StoreRequest::admin(THREAD, pai_runtime::AdminOp::Inspect);
     match store.apply(request).await {
-        Ok(StoreReply::Thread(t)) => t,
+        Ok(StoreReply::Admin(pai_runtime::AdminReply::Thread(t))) => t,
         other => panic!("inspect answered {other:?}"),
     }
 }
