@@ -18,6 +18,7 @@ use std::time::Instant;
 use criterion::{Criterion, criterion_group};
 use hdrhistogram::Histogram;
 use pai_pg_server::PgServer;
+use pai_runtime::{AdminOp, AdminReply, ClientOp, RunOp, RunReply};
 use pai_runtime::{
     Durability, MemoryStore, Message, PaiMeta, Part, PgOptions, PgStore, Producer, Role,
     SqliteConfig, SqliteStore, StoreError, StoreReply, StoreRequest, Visibility,
@@ -59,7 +60,7 @@ impl Bench {
             "t",
             "a",
             "o",
-            pai_runtime::ClientOp::Submit {
+            ClientOp::Submit {
                 message: message("u1".into(), Role::User),
                 steer: false,
                 new_run: Some("r1".into()),
@@ -67,7 +68,7 @@ impl Bench {
         );
         apply(submit).expect("submitted");
         let claim = StoreRequest::claim(Some("t".into()), "w", None);
-        let Ok(StoreReply::Admin(pai_runtime::AdminReply::Claimed(Some(c)))) = apply(claim) else {
+        let Ok(StoreReply::Admin(AdminReply::Claimed(Some(c)))) = apply(claim) else {
             panic!("{name}: the run is claimed");
         };
         Bench {
@@ -86,25 +87,22 @@ impl Bench {
             "t",
             "r1",
             self.token,
-            pai_runtime::RunOp::Append {
+            RunOp::Append {
                 messages: vec![message(format!("m{}", self.next), Role::Assistant)],
                 step: Some(0),
             },
         );
         let reply = (self.apply)(append);
         assert!(
-            matches!(
-                reply,
-                Ok(StoreReply::Run(pai_runtime::RunReply::Appended(_)))
-            ),
+            matches!(reply, Ok(StoreReply::Run(RunReply::Appended(_)))),
             "{reply:?}"
         );
     }
 
     /// The thread holds the user message and every commit, in order.
     fn check(&self) {
-        let Ok(StoreReply::Admin(pai_runtime::AdminReply::Thread(Some(t)))) =
-            (self.apply)(StoreRequest::admin("t", pai_runtime::AdminOp::Inspect))
+        let Ok(StoreReply::Admin(AdminReply::Thread(Some(t)))) =
+            (self.apply)(StoreRequest::admin("t", AdminOp::Inspect))
         else {
             panic!("{}: the thread is there", self.name);
         };

@@ -155,10 +155,10 @@ mod tests {
             incarnation: 1,
             read: HistoryRead::Metadata,
         };
-        let (steer, new_run) = (false, None);
+        let (steer, new_run, next_run) = (false, None, None);
         let finish = RunOp::Finish {
             end: end(),
-            next_run: None,
+            next_run,
         };
         vec![
             client(ClientOp::Submit {

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use pai_runtime::{AdminOp, AdminReply, ClientOp, RunOp, RunReply};
 use pai_runtime::{
     Agent, BoxStream, Clock, Event, EventKind, EventSink, FinishReason, HookFuture, LanguageModel,
     MemoryStore, Millis, ModelError, ModelMap, ModelRequest, Part, ReadyStream, RunStatus, Runtime,
@@ -182,7 +183,7 @@ async fn k2_a_stale_token_is_refused_through_the_store_seam() {
         "t",
         "agent",
         "alice",
-        pai_runtime::ClientOp::Submit {
+        ClientOp::Submit {
             message: pai_runtime::Message {
                 id: "m1".into(),
                 seq: 0,
@@ -197,18 +198,15 @@ async fn k2_a_stale_token_is_refused_through_the_store_seam() {
     );
     store.apply(send).unwrap();
     let claim = |worker: &str| StoreRequest::claim(None, worker, None);
-    let Ok(StoreReply::Admin(pai_runtime::AdminReply::Claimed(Some(first)))) =
-        store.apply(claim("a"))
-    else {
+    let Ok(StoreReply::Admin(AdminReply::Claimed(Some(first)))) = store.apply(claim("a")) else {
         panic!("a claims the run")
     };
-    let next = StoreRequest::run("t", "r1", first.token, pai_runtime::RunOp::NextEpisode);
-    let Ok(StoreReply::Run(pai_runtime::RunReply::Lease { token: newer, .. })) = store.apply(next)
-    else {
+    let next = StoreRequest::run("t", "r1", first.token, RunOp::NextEpisode);
+    let Ok(StoreReply::Run(RunReply::Lease { token: newer, .. })) = store.apply(next) else {
         panic!("a new episode")
     };
-    let renew = |token| StoreRequest::run("t", "r1", token, pai_runtime::RunOp::Renew);
-    let before = store.apply(StoreRequest::admin("t", pai_runtime::AdminOp::Inspect));
+    let renew = |token| StoreRequest::run("t", "r1", token, RunOp::Renew);
+    let before = store.apply(StoreRequest::admin("t", AdminOp::Inspect));
     assert_eq!(
         store.apply(renew(first.token)),
         Err(StoreError::StaleLease {
@@ -217,7 +215,7 @@ async fn k2_a_stale_token_is_refused_through_the_store_seam() {
         })
     );
     assert_eq!(
-        store.apply(StoreRequest::admin("t", pai_runtime::AdminOp::Inspect)),
+        store.apply(StoreRequest::admin("t", AdminOp::Inspect)),
         before
     );
     assert!(store.apply(renew(newer)).is_ok());

@@ -1,6 +1,7 @@
 //! Client requests and reads (SPEC H4, H5, K1, K6, T9, A4): opening,
 //! user messages, answers, cancels, deletes.
 
+use pai_runtime::{AdminOp, AdminReply, ClientOp, ClientReply, ReadOp, ReadReply};
 use pai_runtime::{
     Answer, AnswerMiss, Answered, CancelMiss, CancelReached, CancelTarget, DELETED, Deletion,
     Outcome, Producer, Role, RunStatus, StoreReply, StoreRequest, Submitted,
@@ -21,12 +22,12 @@ impl Model {
             th.id.clone(),
             AGENT.to_string(),
             owner(foreign).to_string(),
-            pai_runtime::ClientOp::Open,
+            ClientOp::Open,
         );
         th.open(owner(foreign));
         let reply = th
             .scope(owner(foreign))
-            .map(|()| StoreReply::Client(pai_runtime::ClientReply::Opened));
+            .map(|()| StoreReply::Client(ClientReply::Opened));
         Step::call(request, reply, "H4")
     }
 
@@ -38,7 +39,7 @@ impl Model {
             th.id.clone(),
             AGENT.to_string(),
             owner(foreign).to_string(),
-            pai_runtime::ClientOp::Submit {
+            ClientOp::Submit {
                 message: message.clone(),
                 steer,
                 new_run: new_run.clone(),
@@ -56,7 +57,7 @@ impl Model {
             (None, None) => {
                 return Step::call(
                     request,
-                    Ok(StoreReply::Client(pai_runtime::ClientReply::NeedRunId)),
+                    Ok(StoreReply::Client(ClientReply::NeedRunId)),
                     "A4",
                 );
             }
@@ -78,9 +79,7 @@ impl Model {
         let rule = if is_steer { "A4" } else { "K1" };
         Step::call(
             request,
-            Ok(StoreReply::Client(pai_runtime::ClientReply::Submitted(
-                submitted,
-            ))),
+            Ok(StoreReply::Client(ClientReply::Submitted(submitted))),
             rule,
         )
     }
@@ -106,7 +105,7 @@ impl Model {
             th.id.clone(),
             AGENT.to_string(),
             OWNER.to_string(),
-            pai_runtime::ClientOp::Cancel { run: run.clone() },
+            ClientOp::Cancel { run: run.clone() },
         );
         if let Err(e) = self
             .reach(t, None)
@@ -117,9 +116,7 @@ impl Model {
         let reply = cancel_on(&mut self.threads[t], run);
         Step::call(
             request,
-            Ok(StoreReply::Client(pai_runtime::ClientReply::Cancelled(
-                reply,
-            ))),
+            Ok(StoreReply::Client(ClientReply::Cancelled(reply))),
             "K6",
         )
     }
@@ -149,7 +146,7 @@ impl Model {
             th.id.clone(),
             AGENT.to_string(),
             owner(foreign).to_string(),
-            pai_runtime::ClientOp::Answer {
+            ClientOp::Answer {
                 call_id: call_id.clone(),
                 answer: answer.clone(),
             },
@@ -163,9 +160,7 @@ impl Model {
         let reply = answer_on(&mut self.threads[t], &call_id, answer);
         Step::call(
             request,
-            Ok(StoreReply::Client(pai_runtime::ClientReply::Answered(
-                reply,
-            ))),
+            Ok(StoreReply::Client(ClientReply::Answered(reply))),
             "T9",
         )
     }
@@ -173,11 +168,11 @@ impl Model {
     /// H5: the incarnation ends; its runs end cancelled (reason `deleted`).
     pub(super) fn delete(&mut self, t: usize) -> Step {
         let th = &mut self.threads[t];
-        let request = StoreRequest::admin(th.id.clone(), pai_runtime::AdminOp::Delete);
+        let request = StoreRequest::admin(th.id.clone(), AdminOp::Delete);
         if !th.live() {
             return Step::call(
                 request,
-                Ok(StoreReply::Admin(pai_runtime::AdminReply::Deleted(None))),
+                Ok(StoreReply::Admin(AdminReply::Deleted(None))),
                 "H5",
             );
         }
@@ -216,9 +211,7 @@ impl Model {
         };
         Step::call(
             request,
-            Ok(StoreReply::Admin(pai_runtime::AdminReply::Deleted(Some(
-                deletion,
-            )))),
+            Ok(StoreReply::Admin(AdminReply::Deleted(Some(deletion)))),
             "H5",
         )
     }
@@ -237,29 +230,23 @@ impl Model {
                     .collect();
                 return Step::call(
                     StoreRequest::ThreadIds,
-                    Ok(StoreReply::Admin(pai_runtime::AdminReply::Ids(ids))),
+                    Ok(StoreReply::Admin(AdminReply::Ids(ids))),
                     "H5",
                 );
             }
             ReadPick::HasSteer => (
-                StoreRequest::read(thread, pai_runtime::ReadOp::HasSteer { run: run.clone() }),
-                StoreReply::Read(pai_runtime::ReadReply::HasSteer(!th.steers.is_empty())),
+                StoreRequest::read(thread, ReadOp::HasSteer { run: run.clone() }),
+                StoreReply::Read(ReadReply::HasSteer(!th.steers.is_empty())),
             ),
             ReadPick::RunMetadata => (
-                StoreRequest::read(
-                    thread,
-                    pai_runtime::ReadOp::RunMetadata { run: run.clone() },
-                ),
-                StoreReply::Read(pai_runtime::ReadReply::RunMetadata(
+                StoreRequest::read(thread, ReadOp::RunMetadata { run: run.clone() }),
+                StoreReply::Read(ReadReply::RunMetadata(
                     th.run(&run).and_then(|r| r.metadata.clone()),
                 )),
             ),
             ReadPick::WaitingCalls => (
-                StoreRequest::read(
-                    thread,
-                    pai_runtime::ReadOp::WaitingCalls { run: run.clone() },
-                ),
-                StoreReply::Read(pai_runtime::ReadReply::WaitingCalls(
+                StoreRequest::read(thread, ReadOp::WaitingCalls { run: run.clone() }),
+                StoreReply::Read(ReadReply::WaitingCalls(
                     th.run(&run).map(|r| r.waiting.clone()).unwrap_or_default(),
                 )),
             ),

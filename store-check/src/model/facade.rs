@@ -5,6 +5,7 @@ use pai_runtime::{
     Expect, Mutation, Refusal, Regeneration, Role, RunStatus, StoreError, StoreReply, StoreRequest,
     Visibility, VisibilityChange, Write, Writer,
 };
+use pai_runtime::{FacadeOp, FacadeReply};
 use serde_json::{Map, Value, json};
 
 use super::thread::ThreadModel;
@@ -126,7 +127,7 @@ impl Model {
         };
         let request = StoreRequest::facade(
             th.id.clone(),
-            pai_runtime::FacadeOp::Mutate {
+            FacadeOp::Mutate {
                 incarnation,
                 writer: writer.clone(),
                 expect: expect.clone(),
@@ -153,7 +154,7 @@ impl Model {
         }
         Step::call(
             request,
-            Ok(StoreReply::Facade(pai_runtime::FacadeReply::Mutated(done))),
+            Ok(StoreReply::Facade(FacadeReply::Mutated(done))),
             rule,
         )
     }
@@ -186,7 +187,7 @@ impl Model {
         };
         let request = StoreRequest::facade(
             th.id.clone(),
-            pai_runtime::FacadeOp::Regenerate {
+            FacadeOp::Regenerate {
                 incarnation: None,
                 from: from.clone(),
                 new_run: new_run.clone(),
@@ -205,9 +206,7 @@ impl Model {
         let done = regenerate_on(th, &from, &new_run, &expect, writes);
         Step::call(
             request,
-            Ok(StoreReply::Facade(pai_runtime::FacadeReply::Regenerated(
-                done,
-            ))),
+            Ok(StoreReply::Facade(FacadeReply::Regenerated(done))),
             rule,
         )
     }

@@ -1,6 +1,7 @@
 //! Leases and a run's writes (SPEC K1, K2, K3, K6, T7, T9): claims,
 //! takeovers, renewals, and every write a run makes under its token.
 
+use pai_runtime::{AdminReply, RunOp, RunReply};
 use pai_runtime::{
     Finish, Outcome, Producer, Role, RunEnd, RunStatus, StoreError, StoreReply, StoreRequest,
     ToolKind, WaitingCall,
@@ -49,8 +50,8 @@ impl Model {
         let token = self.pick_token(t, token);
         let (thread, now) = (self.threads[t].id.clone(), self.now);
         let request = match next {
-            true => StoreRequest::run(thread, run.clone(), token, pai_runtime::RunOp::NextEpisode),
-            false => StoreRequest::run(thread, run.clone(), token, pai_runtime::RunOp::Renew),
+            true => StoreRequest::run(thread, run.clone(), token, RunOp::NextEpisode),
+            false => StoreRequest::run(thread, run.clone(), token, RunOp::Renew),
         };
         let rule = self.token_rule(t, token, "K3");
         if let Err(e) = self
@@ -66,7 +67,7 @@ impl Model {
         let version = th.version;
         if !next {
             let cancel_requested = th.cancel_requested(&run);
-            let reply = StoreReply::Run(pai_runtime::RunReply::Renewed {
+            let reply = StoreReply::Run(RunReply::Renewed {
                 cancel_requested,
                 version,
             });
@@ -127,7 +128,7 @@ impl Model {
             self.threads[t].id.clone(),
             run.clone(),
             token,
-            pai_runtime::RunOp::Append {
+            RunOp::Append {
                 messages: messages.clone(),
                 step: step.then_some(steps),
             },
@@ -143,7 +144,7 @@ impl Model {
             r.steps += 1;
         }
         th.touch(now);
-        let reply = StoreReply::Run(pai_runtime::RunReply::Appended(pai_runtime::Appended {
+        let reply = StoreReply::Run(RunReply::Appended(pai_runtime::Appended {
             version,
             first_seq,
         }));
@@ -164,7 +165,7 @@ impl Model {
             self.threads[t].id.clone(),
             run.clone(),
             token,
-            pai_runtime::RunOp::SetRunMetadata {
+            RunOp::SetRunMetadata {
                 value: value.clone(),
             },
         );
@@ -182,7 +183,7 @@ impl Model {
         th.touch(now);
         Step::call(
             request,
-            Ok(StoreReply::Run(pai_runtime::RunReply::MetadataSet {
+            Ok(StoreReply::Run(RunReply::MetadataSet {
                 version: th.version,
             })),
             rule,
@@ -197,7 +198,7 @@ impl Model {
             self.threads[t].id.clone(),
             run.clone(),
             token,
-            pai_runtime::RunOp::TakeSteer,
+            RunOp::TakeSteer,
         );
         let rule = self.token_rule(t, token, "A4");
         if let Err(e) = self.fence(t, &run, Some(token)) {
@@ -206,11 +207,7 @@ impl Model {
         let th = &mut self.threads[t];
         // MemoryStore extends the lease only on commits; taking a steer is none.
         th.steers.clear();
-        Step::call(
-            request,
-            Ok(StoreReply::Run(pai_runtime::RunReply::SteerTaken)),
-            rule,
-        )
+        Step::call(request, Ok(StoreReply::Run(RunReply::SteerTaken)), rule)
     }
 
     /// The run gives its answerable calls up (A3, T9): no answer is taken
@@ -223,7 +220,7 @@ impl Model {
             self.threads[t].id.clone(),
             run.clone(),
             token,
-            pai_runtime::RunOp::CloseCalls,
+            RunOp::CloseCalls,
         );
         let rule = self.token_rule(t, token, "T9");
         if let Err(e) = self.fence(t, &run, Some(token)) {
@@ -236,11 +233,7 @@ impl Model {
             }
             None => Vec::new(),
         };
-        Step::call(
-            request,
-            Ok(StoreReply::Run(pai_runtime::RunReply::Closed(calls))),
-            rule,
-        )
+        Step::call(request, Ok(StoreReply::Run(RunReply::Closed(calls))), rule)
     }
 
     /// Whether a status-changing write (wait, resume commit, end) of `run`
@@ -294,25 +287,15 @@ impl Model {
                 answer: None,
             })
             .collect();
-        let thread = self.threads[t].id.clone();
-        let request = match early {
-            true => StoreRequest::run(
-                thread,
-                run.clone(),
-                token,
-                pai_runtime::RunOp::Await {
-                    calls: calls.clone(),
-                },
-            ),
-            false => StoreRequest::run(
-                thread,
-                run.clone(),
-                token,
-                pai_runtime::RunOp::Wait {
-                    calls: calls.clone(),
-                },
-            ),
+        let op = match early {
+            true => RunOp::Await {
+                calls: calls.clone(),
+            },
+            false => RunOp::Wait {
+                calls: calls.clone(),
+            },
         };
+        let request = StoreRequest::run(self.threads[t].id.clone(), run.clone(), token, op);
         let rule = self.token_rule(t, token, if early { "T9" } else { "T7" });
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
@@ -327,11 +310,10 @@ impl Model {
             r.calls_closed = false;
             th.version += 1;
             th.touch(now);
+            let version = th.version;
             return Step::call(
                 request,
-                Ok(StoreReply::Run(pai_runtime::RunReply::Awaited {
-                    version: th.version,
-                })),
+                Ok(StoreReply::Run(RunReply::Awaited { version })),
                 rule,
             );
         }
@@ -339,11 +321,7 @@ impl Model {
         // landed all the same, and extends the lease (as MemoryStore does).
         if th.cancel_requested(&run) {
             th.touch(now);
-            return Step::call(
-                request,
-                Ok(StoreReply::Run(pai_runtime::RunReply::Waited(None))),
-                "K6",
-            );
+            return Step::call(request, Ok(StoreReply::Run(RunReply::Waited(None))), "K6");
         }
         let r = th.run_mut(&run).expect("a running run exists");
         r.status = RunStatus::Waiting;
@@ -351,7 +329,7 @@ impl Model {
         r.calls_closed = false;
         th.release(&run);
         th.version += 1;
-        let reply = StoreReply::Run(pai_runtime::RunReply::Waited(Some((calls, th.version))));
+        let reply = StoreReply::Run(RunReply::Waited(Some((calls, th.version))));
         Step::call(request, Ok(reply), rule)
     }
 
@@ -367,7 +345,7 @@ impl Model {
             self.threads[t].id.clone(),
             run.clone(),
             token,
-            pai_runtime::RunOp::CommitResumed {
+            RunOp::CommitResumed {
                 messages: messages.clone(),
             },
         );
@@ -382,7 +360,7 @@ impl Model {
             r.waiting.clear();
         }
         th.touch(now);
-        let reply = StoreReply::Run(pai_runtime::RunReply::Appended(pai_runtime::Appended {
+        let reply = StoreReply::Run(RunReply::Appended(pai_runtime::Appended {
             version,
             first_seq,
         }));
@@ -432,8 +410,8 @@ impl Model {
         let finished = finish_on(th, &run, status, outcome, reason, next_run);
         th.touch(now);
         let reply = match token {
-            Some(_) => StoreReply::Run(pai_runtime::RunReply::Finished(finished)),
-            None => StoreReply::Admin(pai_runtime::AdminReply::Finished(finished)),
+            Some(_) => StoreReply::Run(RunReply::Finished(finished)),
+            None => StoreReply::Admin(AdminReply::Finished(finished)),
         };
         Step::call(request, Ok(reply), rule)
     }

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use pai_runtime::AdminOp;
 use pai_runtime::{
     AdminReply, Clock, Expect, FacadeOp, HookFuture, MemoryStore, RunOp, Store, StoreFuture,
     StoreReply, StoreRequest,
@@ -28,7 +29,7 @@ impl Store for DropsAppendTokens {
                         ..
                     },
             } => {
-                let inspect = StoreRequest::admin(thread.clone(), pai_runtime::AdminOp::Inspect);
+                let inspect = StoreRequest::admin(thread.clone(), AdminOp::Inspect);
                 let token = match self.0.apply(inspect) {
                     Ok(StoreReply::Admin(AdminReply::Thread(Some(t)))) => t.lease_token,
                     _ => 0,

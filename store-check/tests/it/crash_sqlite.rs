@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use pai_runtime::{AdminOp, AdminReply, ClientOp, FacadeOp, FacadeReply};
 use pai_runtime::{
     Durability, Expect, Message, PaiMeta, Part, Producer, Role, SqliteConfig, SqliteStore,
     StoreReply, StoreRequest, StoredThread, Visibility, Write, Writer,
@@ -55,7 +56,7 @@ fn batch(b: u64, version: u64) -> StoreRequest {
     }
     StoreRequest::facade(
         THREAD,
-        pai_runtime::FacadeOp::Mutate {
+        FacadeOp::Mutate {
             incarnation: None,
             writer: Writer::Trusted,
             expect: Expect::Version {
@@ -68,8 +69,8 @@ fn batch(b: u64, version: u64) -> StoreRequest {
 }
 
 fn inspect(store: &SqliteStore) -> Option<StoredThread> {
-    match store.apply(StoreRequest::admin(THREAD, pai_runtime::AdminOp::Inspect)) {
-        Ok(StoreReply::Admin(pai_runtime::AdminReply::Thread(t))) => t,
+    match store.apply(StoreRequest::admin(THREAD, AdminOp::Inspect)) {
+        Ok(StoreReply::Admin(AdminReply::Thread(t))) => t,
         other => panic!("inspect answered {other:?}"),
     }
 }
@@ -77,13 +78,13 @@ fn inspect(store: &SqliteStore) -> Option<StoredThread> {
 /// The child: commits batches until it is killed, one line per commit.
 fn child(path: &Path) {
     let store = open(path);
-    let open = StoreRequest::client(THREAD, "a", "o", pai_runtime::ClientOp::Open);
+    let open = StoreRequest::client(THREAD, "a", "o", ClientOp::Open);
     store.apply(open).expect("opens the thread");
     let mut version = inspect(&store).map_or(0, |t| t.version);
     let mut out = std::io::stdout().lock();
     loop {
         let reply = store.apply(batch(version, version));
-        let Ok(StoreReply::Facade(pai_runtime::FacadeReply::Mutated(Ok(done)))) = reply else {
+        let Ok(StoreReply::Facade(FacadeReply::Mutated(Ok(done)))) = reply else {
             panic!("batch {version} answered {reply:?}");
         };
         version = done.version;

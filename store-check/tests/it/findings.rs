@@ -4,6 +4,7 @@
 //! leaves these requests out (a run's status writes by a run that is not
 //! the driven one) or follows MemoryStore (version bumps), see README.
 
+use pai_runtime::{AdminOp, AdminReply, ClientOp, FacadeOp, FacadeReply, RunOp};
 use pai_runtime::{
     Expect, MemoryStore, Message, Outcome, PaiMeta, Part, Producer, Role, RunEnd, RunStatus,
     StoreError, StoreReply, StoreRequest, ToolKind, Visibility, WaitingCall, Write, Writer,
@@ -25,7 +26,7 @@ fn submit(store: &MemoryStore, id: &str, run: &str) {
         "t",
         "a",
         "o",
-        pai_runtime::ClientOp::Submit {
+        ClientOp::Submit {
             message: message(id, Role::User),
             steer: false,
             new_run: Some(run.into()),
@@ -37,7 +38,7 @@ fn submit(store: &MemoryStore, id: &str, run: &str) {
 fn claim(store: &MemoryStore) -> u64 {
     let request = StoreRequest::claim(Some("t".into()), "w", None);
     match store.apply(request) {
-        Ok(StoreReply::Admin(pai_runtime::AdminReply::Claimed(Some(c)))) => c.token,
+        Ok(StoreReply::Admin(AdminReply::Claimed(Some(c)))) => c.token,
         other => panic!("{other:?}"),
     }
 }
@@ -51,17 +52,12 @@ fn wait(run: &str, token: u64) -> StoreRequest {
         step: 0,
         answer: None,
     };
-    StoreRequest::run(
-        "t",
-        run,
-        token,
-        pai_runtime::RunOp::Wait { calls: vec![call] },
-    )
+    StoreRequest::run("t", run, token, RunOp::Wait { calls: vec![call] })
 }
 
 fn run_status(store: &MemoryStore, run: &str) -> RunStatus {
-    match store.apply(StoreRequest::admin("t", pai_runtime::AdminOp::Inspect)) {
-        Ok(StoreReply::Admin(pai_runtime::AdminReply::Thread(Some(t)))) => {
+    match store.apply(StoreRequest::admin("t", AdminOp::Inspect)) {
+        Ok(StoreReply::Admin(AdminReply::Thread(Some(t)))) => {
             t.runs.iter().find(|r| r.id == run).expect("run").status
         }
         other => panic!("{other:?}"),
@@ -99,7 +95,7 @@ fn k2_an_ended_run_cannot_write_or_wait() {
         "t",
         "r1",
         token,
-        pai_runtime::RunOp::Append {
+        RunOp::Append {
             messages: vec![message("late", Role::Assistant)],
             step: None,
         },
@@ -129,7 +125,7 @@ fn h3_a_version_expectation_sees_a_run_end() {
     store.apply(finish).expect("finished");
     let mutate = StoreRequest::facade(
         "t",
-        pai_runtime::FacadeOp::Mutate {
+        FacadeOp::Mutate {
             incarnation: None,
             writer: Writer::Trusted,
             expect: Expect::Version {
@@ -144,12 +140,7 @@ fn h3_a_version_expectation_sees_a_run_end() {
     );
     let reply = store.apply(mutate);
     assert!(
-        matches!(
-            reply,
-            Ok(StoreReply::Facade(pai_runtime::FacadeReply::Mutated(Err(
-                _
-            ))))
-        ),
+        matches!(reply, Ok(StoreReply::Facade(FacadeReply::Mutated(Err(_))))),
         "{reply:?}"
     );
 }
