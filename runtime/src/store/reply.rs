@@ -14,6 +14,9 @@ use super::waiting::{AnswerMiss, WaitingCall};
 use crate::message::Message;
 
 /// A store's answer to one request: the reply of the request's group.
+// As large as an inspect's thread, as the flat reply was: one reply per
+// request, moved once, so no box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum StoreReply {
     Client(ClientReply),
