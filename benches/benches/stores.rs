@@ -18,6 +18,7 @@ use std::time::Instant;
 use criterion::{Criterion, criterion_group};
 use hdrhistogram::Histogram;
 use pai_pg_server::PgServer;
+use pai_runtime::{AdminOp, AdminReply, ClientOp, RunOp, RunReply};
 use pai_runtime::{
     Durability, MemoryStore, Message, PaiMeta, Part, PgOptions, PgStore, Producer, Role,
     SqliteConfig, SqliteStore, StoreError, StoreReply, StoreRequest, Visibility,
@@ -55,21 +56,19 @@ fn message(id: String, role: Role) -> Message {
 
 impl Bench {
     fn new(name: &'static str, apply: Apply, dir: Option<tempfile::TempDir>) -> Bench {
-        let submit = StoreRequest::Submit {
-            thread: "t".into(),
-            agent: "a".into(),
-            owner: "o".into(),
-            message: message("u1".into(), Role::User),
-            steer: false,
-            new_run: Some("r1".into()),
-        };
+        let submit = StoreRequest::client(
+            "t",
+            "a",
+            "o",
+            ClientOp::Submit {
+                message: message("u1".into(), Role::User),
+                steer: false,
+                new_run: Some("r1".into()),
+            },
+        );
         apply(submit).expect("submitted");
-        let claim = StoreRequest::Claim {
-            thread: Some("t".into()),
-            worker: "w".into(),
-            ttl: None,
-        };
-        let Ok(StoreReply::Claimed(Some(c))) = apply(claim) else {
+        let claim = StoreRequest::claim(Some("t".into()), "w", None);
+        let Ok(StoreReply::Admin(AdminReply::Claimed(Some(c)))) = apply(claim) else {
             panic!("{name}: the run is claimed");
         };
         Bench {
@@ -84,21 +83,26 @@ impl Bench {
     /// One commit of one message.
     fn commit(&mut self) {
         self.next += 1;
-        let append = StoreRequest::Append {
-            thread: "t".into(),
-            run: "r1".into(),
-            token: self.token,
-            messages: vec![message(format!("m{}", self.next), Role::Assistant)],
-            step: Some(0),
-        };
+        let append = StoreRequest::run(
+            "t",
+            "r1",
+            self.token,
+            RunOp::Append {
+                messages: vec![message(format!("m{}", self.next), Role::Assistant)],
+                step: Some(0),
+            },
+        );
         let reply = (self.apply)(append);
-        assert!(matches!(reply, Ok(StoreReply::Appended(_))), "{reply:?}");
+        assert!(
+            matches!(reply, Ok(StoreReply::Run(RunReply::Appended(_)))),
+            "{reply:?}"
+        );
     }
 
     /// The thread holds the user message and every commit, in order.
     fn check(&self) {
-        let Ok(StoreReply::Thread(Some(t))) =
-            (self.apply)(StoreRequest::Inspect { thread: "t".into() })
+        let Ok(StoreReply::Admin(AdminReply::Thread(Some(t)))) =
+            (self.apply)(StoreRequest::admin("t", AdminOp::Inspect))
         else {
             panic!("{}: the thread is there", self.name);
         };

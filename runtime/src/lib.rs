@@ -97,10 +97,12 @@ pub use model_call::{AttemptPatch, ModelNext};
 pub use patch::{ModelSettings, Patch, ProviderOptions, Route, RoutePatch, ToolChoice};
 pub use staged::{MutateError, Staged};
 pub use store::{
-    Answer, AnswerMiss, Answered, Appended, CachedThrough, CancelMiss, CancelReached, CancelTarget,
-    Claimed, DELETED, Deletion, Expect, HistoryRead, MemoryStore, Mutation, Refusal, Regeneration,
-    RunEnd, RunRecord, RunStatus, Store, StoreError, StoreFuture, StoreReply, StoreRequest,
-    StoredThread, Submitted, Takeover, VisibilityChange, WaitingCall, Write, Writer,
+    AdminOp, AdminReply, Answer, AnswerMiss, Answered, Appended, CachedThrough, CancelMiss,
+    CancelReached, CancelTarget, Claimed, ClientOp, ClientReply, DELETED, Deletion, Expect,
+    FacadeOp, FacadeReply, Finish, HistoryRead, MemoryStore, Mutation, Op, ReadOp, ReadReply,
+    Refusal, Regeneration, RunEnd, RunOp, RunRecord, RunReply, RunStatus, Store, StoreError,
+    StoreFuture, StoreReply, StoreRequest, StoredThread, Submitted, Takeover, VisibilityChange,
+    WaitingCall, Write, Writer,
 };
 #[cfg(feature = "sqlite")]
 pub use store::{Durability, SqliteConfig, SqliteError, SqliteStore};

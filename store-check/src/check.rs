@@ -1,5 +1,6 @@
 //! Checking one reply against what the model expects.
 
+use pai_runtime::{AdminReply, RunReply};
 use pai_runtime::{StoreError, StoreReply};
 
 use crate::model::{ClaimExpect, Expected, Model};
@@ -27,7 +28,7 @@ pub(crate) fn check_reply(
         Expected::Reply(want) if want == got => Ok(()),
         Expected::Reply(want) => Err(mismatch(format!("{want:?}"), None)),
         Expected::Claim(None) => match got {
-            Ok(StoreReply::Claimed(None)) => Ok(()),
+            Ok(StoreReply::Admin(AdminReply::Claimed(None))) => Ok(()),
             _ => Err(mismatch(
                 "Ok(Claimed(None)): no run can be taken".into(),
                 None,
@@ -45,20 +46,22 @@ pub(crate) fn check_reply(
         } => {
             let floor = model.threads[*thread].lease.token;
             match got {
-                Ok(StoreReply::Lease {
+                Ok(StoreReply::Run(RunReply::Lease {
                     token,
                     episode: e,
                     version: v,
-                }) if *token > floor && e == episode && v == version => {
+                })) if *token > floor && e == episode && v == version => {
                     model.adopt_token(*thread, *token);
                     Ok(())
                 }
-                Ok(StoreReply::Lease { token, .. }) if *token <= floor => Err(mismatch(
-                    format!(
-                        "Ok(Lease {{ token: > {floor} (tokens only grow), episode: {episode} }})"
-                    ),
-                    Some("K2"),
-                )),
+                Ok(StoreReply::Run(RunReply::Lease { token, .. })) if *token <= floor => {
+                    Err(mismatch(
+                        format!(
+                            "Ok(Lease {{ token: > {floor} (tokens only grow), episode: {episode} }})"
+                        ),
+                        Some("K2"),
+                    ))
+                }
                 _ => Err(mismatch(
                     format!(
                         "Ok(Lease {{ token: > {floor}, episode: {episode}, version: {version} }})"
@@ -95,7 +98,7 @@ fn check_claim(
         want.steps,
         want.version
     );
-    let Ok(StoreReply::Claimed(Some(c))) = got else {
+    let Ok(StoreReply::Admin(AdminReply::Claimed(Some(c)))) = got else {
         return Err(mismatch(described, None));
     };
     let takeover_ok = match (&want.takeover, &c.takeover) {

@@ -4,7 +4,10 @@
 
 use std::collections::BTreeSet;
 
-use pai_runtime::{CancelTarget, Refusal, StoreError, StoreReply};
+use pai_runtime::{
+    AdminReply, CancelTarget, ClientReply, FacadeReply, Finish, Refusal, RunReply, StoreError,
+    StoreReply,
+};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 
@@ -22,31 +25,39 @@ fn situation(expect: &Expected) -> Option<&'static str> {
         Expected::Reply(Err(StoreError::LeaseNotHeld { .. })) => "K2 lease not held",
         Expected::Reply(Err(StoreError::Deleted { .. })) => "H5 retired run refused",
         Expected::Reply(Err(StoreError::Forbidden { .. })) => "H4 other identity",
-        Expected::Reply(Ok(R::Mutated(Err(Refusal::Conflict {
+        Expected::Reply(Ok(R::Facade(FacadeReply::Mutated(Err(Refusal::Conflict {
             private_changed: false,
             ..
-        })))) => "H3 version conflict",
-        Expected::Reply(Ok(R::Mutated(Err(Refusal::Conflict {
+        }))))) => "H3 version conflict",
+        Expected::Reply(Ok(R::Facade(FacadeReply::Mutated(Err(Refusal::Conflict {
             private_changed: true,
             ..
-        })))) => "H3 private conflict",
-        Expected::Reply(Ok(R::Mutated(Err(Refusal::Busy { .. })))) => "K4 busy",
-        Expected::Reply(Ok(R::Mutated(Ok(_)))) => "H2 committed",
-        Expected::Reply(Ok(R::Regenerated(Ok(_)))) => "R1 regenerated",
-        Expected::Reply(Ok(R::Deleted(Some(_)))) => "H5 deleted",
-        Expected::Reply(Ok(R::Answered(Ok(_)))) => "T9 answered",
-        Expected::Reply(Ok(R::Answered(Err(_)))) => "T9 answer refused",
-        Expected::Reply(Ok(R::Cancelled(Ok(pai_runtime::CancelReached {
-            target: CancelTarget::Queued(_),
+        }))))) => "H3 private conflict",
+        Expected::Reply(Ok(R::Facade(FacadeReply::Mutated(Err(Refusal::Busy { .. }))))) => {
+            "K4 busy"
+        }
+        Expected::Reply(Ok(R::Facade(FacadeReply::Mutated(Ok(_))))) => "H2 committed",
+        Expected::Reply(Ok(R::Facade(FacadeReply::Regenerated(Ok(_))))) => "R1 regenerated",
+        Expected::Reply(Ok(R::Admin(AdminReply::Deleted(Some(_))))) => "H5 deleted",
+        Expected::Reply(Ok(R::Client(ClientReply::Answered(Ok(_))))) => "T9 answered",
+        Expected::Reply(Ok(R::Client(ClientReply::Answered(Err(_))))) => "T9 answer refused",
+        Expected::Reply(Ok(R::Client(ClientReply::Cancelled(Ok(
+            pai_runtime::CancelReached {
+                target: CancelTarget::Queued(_),
+                ..
+            },
+        ))))) => "K6 queued cancelled",
+        Expected::Reply(Ok(R::Client(ClientReply::Cancelled(Ok(_))))) => "K6 current cancelled",
+        Expected::Reply(Ok(R::Client(ClientReply::Cancelled(Err(_))))) => "K6 cancel missed",
+        Expected::Reply(Ok(R::Run(RunReply::Finished(Finish::CancelFirst)))) => "K6 cancel first",
+        Expected::Reply(Ok(R::Run(RunReply::Waited(Some(_))))) => "T7 waits",
+        Expected::Reply(Ok(R::Run(RunReply::Awaited { .. } | RunReply::MetadataSet { .. }))) => {
+            "T9 answerable early or metadata"
+        }
+        Expected::Reply(Ok(R::Run(RunReply::Finished(Finish::Stored { .. })))) => "run ended",
+        Expected::Reply(Ok(R::Client(ClientReply::Submitted(pai_runtime::Submitted::Steer {
             ..
-        })))) => "K6 queued cancelled",
-        Expected::Reply(Ok(R::Cancelled(Ok(_)))) => "K6 current cancelled",
-        Expected::Reply(Ok(R::Cancelled(Err(_)))) => "K6 cancel missed",
-        Expected::Reply(Ok(R::CancelFirst)) => "K6 cancel first",
-        Expected::Reply(Ok(R::Waited(Some(_)))) => "T7 waits",
-        Expected::Reply(Ok(R::Version(_))) => "T9 answerable early or metadata",
-        Expected::Reply(Ok(R::Finished { .. })) => "run ended",
-        Expected::Reply(Ok(R::Submitted(pai_runtime::Submitted::Steer { .. }))) => "A4 steer",
+        })))) => "A4 steer",
         _ => return None,
     })
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use pai_runtime::{AdminOp, AdminReply};
 use pai_runtime::{Clock, Store, StoreError, StoreReply, StoreRequest};
 
 use crate::check::check_reply;
@@ -157,10 +158,15 @@ async fn inspect_all<S: Store>(
 ) -> Result<(), Divergence> {
     for t in 0..model.threads.len() {
         let id = model.threads[t].id.clone();
-        let reply = call(store, StoreRequest::Inspect { thread: id.clone() }, timeout).await;
+        let reply = call(
+            store,
+            StoreRequest::admin(id.clone(), AdminOp::Inspect),
+            timeout,
+        )
+        .await;
         let what = format!("thread {id} as `inspect` returns it after the step");
         let stored = match reply {
-            Ok(Ok(StoreReply::Thread(t))) => t,
+            Ok(Ok(StoreReply::Admin(AdminReply::Thread(t)))) => t,
             other => {
                 return Err(Divergence {
                     rule: "H1",
@@ -184,7 +190,7 @@ async fn inspect_all<S: Store>(
         .map(|t| t.id.clone())
         .collect();
     match call(store, StoreRequest::ThreadIds, timeout).await {
-        Ok(Ok(StoreReply::Ids(ids))) if ids == want => Ok(()),
+        Ok(Ok(StoreReply::Admin(AdminReply::Ids(ids)))) if ids == want => Ok(()),
         other => Err(Divergence {
             rule: "H5",
             what: "`thread_ids` after the step".into(),

@@ -314,7 +314,7 @@ async fn finish<C>(sh: &Shared<C>, thread: &str, run: &str, lease: &RunLease, en
     for _ in 0..3 {
         match sh
             .store
-            .finish(thread, run, Some(token), &end, next_run.clone())
+            .finish(thread, run, token, &end, next_run.clone())
             .await
         {
             Ok(Finish::Stored {

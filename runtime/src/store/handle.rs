@@ -1,6 +1,7 @@
 //! The typed calls the runtime makes on its store: each builds one
-//! request and takes its answer apart; an answer of the wrong shape is a
-//! protocol error.
+//! request of its group and takes the group's reply apart by the one
+//! variant that answers it (a remote store's answer of another shape is a
+//! protocol error).
 
 use std::sync::Arc;
 
@@ -8,12 +9,14 @@ use serde_json::{Map, Value};
 
 use super::memory::MemoryStore;
 use super::mutation::{Deletion, Expect, Mutation, Refusal, Regeneration, Write, Writer};
-use super::protocol::Store;
-use super::protocol::{CachedThrough, HistoryRead, StoreReply, StoreRequest};
+use super::protocol::{
+    AdminOp, CachedThrough, ClientOp, FacadeOp, HistoryRead, ReadOp, RunOp, Store, StoreRequest,
+};
 use super::record::{
     Answered, Appended, CancelMiss, CancelReached, Claimed, RunEnd, StoreError, StoredThread,
     Submitted,
 };
+use super::reply::{AdminReply, ClientReply, FacadeReply, Finish, ReadReply, RunReply, StoreReply};
 use super::waiting::{Answer, AnswerMiss, WaitingCall};
 use crate::clock::Millis;
 use crate::message::Message;
@@ -51,6 +54,14 @@ pub(crate) struct Scope<'a> {
     pub(crate) owner: &'a str,
 }
 
+/// A run's fence: its thread, the run and its lease token.
+type Fence<'a> = (&'a str, &'a str, u64);
+
+fn unexpected(reply: impl std::fmt::Debug) -> StoreError {
+    StoreError::Protocol(format!("unexpected answer {reply:?}"))
+}
+
+/// One request of each group, answered by that group's reply.
 impl StoreHandle {
     pub(crate) fn new(store: Arc<dyn Store>) -> StoreHandle {
         StoreHandle(store)
@@ -60,6 +71,51 @@ impl StoreHandle {
         self.0.call(request).await
     }
 
+    async fn client(&self, s: &Scope<'_>, op: ClientOp) -> Result<ClientReply, StoreError> {
+        match self
+            .ask(StoreRequest::client(s.thread, s.agent, s.owner, op))
+            .await?
+        {
+            StoreReply::Client(r) => Ok(r),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn run(
+        &self,
+        (thread, run, token): Fence<'_>,
+        op: RunOp,
+    ) -> Result<RunReply, StoreError> {
+        match self.ask(StoreRequest::run(thread, run, token, op)).await? {
+            StoreReply::Run(r) => Ok(r),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn read(&self, thread: &str, op: ReadOp) -> Result<ReadReply, StoreError> {
+        match self.ask(StoreRequest::read(thread, op)).await? {
+            StoreReply::Read(r) => Ok(r),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn facade(&self, thread: &str, op: FacadeOp) -> Result<FacadeReply, StoreError> {
+        match self.ask(StoreRequest::facade(thread, op)).await? {
+            StoreReply::Facade(r) => Ok(r),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn admin(&self, request: StoreRequest) -> Result<AdminReply, StoreError> {
+        match self.ask(request).await? {
+            StoreReply::Admin(r) => Ok(r),
+            other => Err(unexpected(other)),
+        }
+    }
+}
+
+/// A client's calls (SPEC H4).
+impl StoreHandle {
     /// `None`: a steer found no current run and needs a run id.
     pub(crate) async fn submit(
         &self,
@@ -68,31 +124,19 @@ impl StoreHandle {
         steer: bool,
         new_run: Option<String>,
     ) -> Result<Option<Submitted>, StoreError> {
-        let reply = self
-            .ask(StoreRequest::Submit {
-                thread: s.thread.into(),
-                agent: s.agent.into(),
-                owner: s.owner.into(),
-                message,
-                steer,
-                new_run,
-            })
-            .await?;
-        match reply {
-            StoreReply::NeedRunId => Ok(None),
-            other => expect!(other, StoreReply::Submitted(x) => Some(x)),
+        let op = ClientOp::Submit {
+            message,
+            steer,
+            new_run,
+        };
+        match self.client(s, op).await? {
+            ClientReply::NeedRunId => Ok(None),
+            other => expect!(other, ClientReply::Submitted(x) => Some(x)),
         }
     }
 
     pub(crate) async fn open(&self, s: &Scope<'_>) -> Result<(), StoreError> {
-        let reply = self
-            .ask(StoreRequest::Open {
-                thread: s.thread.into(),
-                agent: s.agent.into(),
-                owner: s.owner.into(),
-            })
-            .await?;
-        expect!(reply, StoreReply::Done => ())
+        expect!(self.client(s, ClientOp::Open).await?, ClientReply::Opened => ())
     }
 
     pub(crate) async fn cancel(
@@ -100,15 +144,10 @@ impl StoreHandle {
         s: &Scope<'_>,
         run: Option<&str>,
     ) -> Result<Result<CancelReached, CancelMiss>, StoreError> {
-        let reply = self
-            .ask(StoreRequest::Cancel {
-                thread: s.thread.into(),
-                agent: s.agent.into(),
-                owner: s.owner.into(),
-                run: run.map(str::to_string),
-            })
-            .await?;
-        expect!(reply, StoreReply::Cancelled(x) => x)
+        let op = ClientOp::Cancel {
+            run: run.map(str::to_string),
+        };
+        expect!(self.client(s, op).await?, ClientReply::Cancelled(x) => x)
     }
 
     pub(crate) async fn answer(
@@ -117,30 +156,25 @@ impl StoreHandle {
         call_id: &str,
         answer: Answer,
     ) -> Result<Result<Answered, AnswerMiss>, StoreError> {
-        let reply = self
-            .ask(StoreRequest::Answer {
-                thread: s.thread.into(),
-                agent: s.agent.into(),
-                owner: s.owner.into(),
-                call_id: call_id.into(),
-                answer,
-            })
-            .await?;
-        expect!(reply, StoreReply::Answered(x) => x)
+        let op = ClientOp::Answer {
+            call_id: call_id.into(),
+            answer,
+        };
+        expect!(self.client(s, op).await?, ClientReply::Answered(x) => x)
     }
+}
 
+/// Trusted code's and workers' calls outside a lease.
+impl StoreHandle {
     pub(crate) async fn inspect(&self, thread: &str) -> Result<Option<StoredThread>, StoreError> {
         let reply = self
-            .ask(StoreRequest::Inspect {
-                thread: thread.into(),
-            })
+            .admin(StoreRequest::admin(thread, AdminOp::Inspect))
             .await?;
-        expect!(reply, StoreReply::Thread(x) => x)
+        expect!(reply, AdminReply::Thread(x) => x)
     }
 
     pub(crate) async fn ids(&self) -> Result<Vec<String>, StoreError> {
-        let reply = self.ask(StoreRequest::ThreadIds).await?;
-        expect!(reply, StoreReply::Ids(x) => x)
+        expect!(self.admin(StoreRequest::ThreadIds).await?, AdminReply::Ids(x) => x)
     }
 
     pub(crate) async fn claim(
@@ -149,30 +183,28 @@ impl StoreHandle {
         worker: &str,
         ttl: Option<Millis>,
     ) -> Result<Option<Claimed>, StoreError> {
-        let reply = self
-            .ask(StoreRequest::Claim {
-                thread: thread.map(str::to_string),
-                worker: worker.into(),
-                ttl,
-            })
-            .await?;
-        expect!(reply, StoreReply::Claimed(x) => x)
+        let request = StoreRequest::claim(thread.map(str::to_string), worker, ttl);
+        expect!(self.admin(request).await?, AdminReply::Claimed(x) => x)
     }
 
+    pub(crate) async fn delete(&self, thread: &str) -> Result<Option<Deletion>, StoreError> {
+        let reply = self
+            .admin(StoreRequest::admin(thread, AdminOp::Delete))
+            .await?;
+        expect!(reply, AdminReply::Deleted(x) => x)
+    }
+}
+
+/// A run's calls under its lease token (SPEC K2).
+impl StoreHandle {
     pub(crate) async fn next_episode(
         &self,
         thread: &str,
         run: &str,
         token: u64,
     ) -> Result<(u64, u32, u64), StoreError> {
-        let reply = self
-            .ask(StoreRequest::NextEpisode {
-                thread: thread.into(),
-                run: run.into(),
-                token,
-            })
-            .await?;
-        expect!(reply, StoreReply::Lease { token, episode, version } => (token, episode, version))
+        let reply = self.run((thread, run, token), RunOp::NextEpisode).await?;
+        expect!(reply, RunReply::Lease { token, episode, version } => (token, episode, version))
     }
 
     pub(crate) async fn renew(
@@ -181,14 +213,8 @@ impl StoreHandle {
         run: &str,
         token: u64,
     ) -> Result<(bool, u64), StoreError> {
-        let reply = self
-            .ask(StoreRequest::Renew {
-                thread: thread.into(),
-                run: run.into(),
-                token,
-            })
-            .await?;
-        expect!(reply, StoreReply::Renewed { cancel_requested, version } => (cancel_requested, version))
+        let reply = self.run((thread, run, token), RunOp::Renew).await?;
+        expect!(reply, RunReply::Renewed { cancel_requested, version } => (cancel_requested, version))
     }
 
     pub(crate) async fn append(
@@ -199,16 +225,8 @@ impl StoreHandle {
         messages: Vec<Message>,
         step: Option<u32>,
     ) -> Result<Appended, StoreError> {
-        let reply = self
-            .ask(StoreRequest::Append {
-                thread: thread.into(),
-                run: run.into(),
-                token,
-                messages,
-                step,
-            })
-            .await?;
-        expect!(reply, StoreReply::Appended(x) => x)
+        let op = RunOp::Append { messages, step };
+        expect!(self.run((thread, run, token), op).await?, RunReply::Appended(x) => x)
     }
 
     /// The step's anchor and the thread's incarnation; takes a pending steer.
@@ -218,24 +236,8 @@ impl StoreHandle {
         run: &str,
         token: u64,
     ) -> Result<(u64, u64), StoreError> {
-        let reply = self
-            .ask(StoreRequest::TakeAnchor {
-                thread: thread.into(),
-                run: run.into(),
-                token,
-            })
-            .await?;
-        expect!(reply, StoreReply::Anchor { last_seq, incarnation } => (last_seq, incarnation))
-    }
-
-    pub(crate) async fn has_steer(&self, thread: &str, run: &str) -> Result<bool, StoreError> {
-        let reply = self
-            .ask(StoreRequest::HasSteer {
-                thread: thread.into(),
-                run: run.into(),
-            })
-            .await?;
-        expect!(reply, StoreReply::Flag(x) => x)
+        let reply = self.run((thread, run, token), RunOp::TakeAnchor).await?;
+        expect!(reply, RunReply::Anchor { last_seq, incarnation } => (last_seq, incarnation))
     }
 
     pub(crate) async fn take_steer(
@@ -244,30 +246,119 @@ impl StoreHandle {
         run: &str,
         token: u64,
     ) -> Result<(), StoreError> {
-        let reply = self
-            .ask(StoreRequest::TakeSteer {
-                thread: thread.into(),
-                run: run.into(),
-                token,
-            })
-            .await?;
-        expect!(reply, StoreReply::Done => ())
+        let reply = self.run((thread, run, token), RunOp::TakeSteer).await?;
+        expect!(reply, RunReply::SteerTaken => ())
     }
 
     pub(crate) async fn run_messages(
         &self,
-        (thread, run, token): (&str, &str, u64),
+        fence: Fence<'_>,
         all: bool,
     ) -> Result<(Vec<Message>, Option<u64>), StoreError> {
+        let reply = self.run(fence, RunOp::RunMessages { all }).await?;
+        expect!(reply, RunReply::RunMessages { messages, latest } => (messages, latest))
+    }
+
+    pub(crate) async fn set_run_metadata(
+        &self,
+        thread: &str,
+        run: &str,
+        token: u64,
+        value: Value,
+    ) -> Result<u64, StoreError> {
+        let op = RunOp::SetRunMetadata { value };
+        expect!(self.run((thread, run, token), op).await?, RunReply::MetadataSet { version } => version)
+    }
+
+    /// Makes a running step's calls answerable (T9); the thread's version.
+    pub(crate) async fn await_calls(
+        &self,
+        fence: Fence<'_>,
+        calls: Vec<WaitingCall>,
+    ) -> Result<u64, StoreError> {
+        let reply = self.run(fence, RunOp::Await { calls }).await?;
+        expect!(reply, RunReply::Awaited { version } => version)
+    }
+
+    /// The calls waited on and the thread's version; `None`: refused, a
+    /// cancel came first.
+    pub(crate) async fn wait(
+        &self,
+        thread: &str,
+        run: &str,
+        token: u64,
+        calls: Vec<WaitingCall>,
+    ) -> Result<Option<(Vec<WaitingCall>, u64)>, StoreError> {
         let reply = self
-            .ask(StoreRequest::RunMessages {
-                thread: thread.into(),
-                run: run.into(),
-                token,
-                all,
-            })
+            .run((thread, run, token), RunOp::Wait { calls })
             .await?;
-        expect!(reply, StoreReply::RunMessages { messages, latest } => (messages, latest))
+        expect!(reply, RunReply::Waited(x) => x)
+    }
+
+    /// Gives the run's answerable calls up (A3, T8): the calls, with the
+    /// answers the store took before it stopped taking them.
+    pub(crate) async fn close_calls(
+        &self,
+        thread: &str,
+        run: &str,
+        token: u64,
+    ) -> Result<Vec<WaitingCall>, StoreError> {
+        let reply = self.run((thread, run, token), RunOp::CloseCalls).await?;
+        expect!(reply, RunReply::Closed(x) => x)
+    }
+
+    pub(crate) async fn commit_resumed(
+        &self,
+        thread: &str,
+        run: &str,
+        token: u64,
+        messages: Vec<Message>,
+    ) -> Result<Appended, StoreError> {
+        let op = RunOp::CommitResumed { messages };
+        expect!(self.run((thread, run, token), op).await?, RunReply::Appended(x) => x)
+    }
+
+    /// How a finish went: stored (with the run a leftover steer started,
+    /// and its trigger), or it needs a run id, or a cancel came first.
+    pub(crate) async fn finish(
+        &self,
+        thread: &str,
+        run: &str,
+        token: u64,
+        end: &RunEnd,
+        next_run: Option<String>,
+    ) -> Result<Finish, StoreError> {
+        let op = RunOp::Finish {
+            end: end.clone(),
+            next_run,
+        };
+        expect!(self.run((thread, run, token), op).await?, RunReply::Finished(x) => x)
+    }
+}
+
+/// Reads without a token: a run's, and fenced history reads (SPEC M3).
+impl StoreHandle {
+    pub(crate) async fn has_steer(&self, thread: &str, run: &str) -> Result<bool, StoreError> {
+        let op = ReadOp::HasSteer { run: run.into() };
+        expect!(self.read(thread, op).await?, ReadReply::HasSteer(x) => x)
+    }
+
+    pub(crate) async fn run_metadata(
+        &self,
+        thread: &str,
+        run: &str,
+    ) -> Result<Option<Value>, StoreError> {
+        let op = ReadOp::RunMetadata { run: run.into() };
+        expect!(self.read(thread, op).await?, ReadReply::RunMetadata(x) => x)
+    }
+
+    pub(crate) async fn waiting_calls(
+        &self,
+        thread: &str,
+        run: &str,
+    ) -> Result<Vec<WaitingCall>, StoreError> {
+        let op = ReadOp::WaitingCalls { run: run.into() };
+        expect!(self.read(thread, op).await?, ReadReply::WaitingCalls(x) => x)
     }
 
     pub(crate) async fn history_messages(
@@ -275,8 +366,7 @@ impl StoreHandle {
         fence: (&str, &str, u64),
         read: HistoryRead,
     ) -> Result<Vec<Message>, StoreError> {
-        let reply = self.history(fence, read).await?;
-        expect!(reply, StoreReply::Messages(x) => x)
+        expect!(self.history(fence, read).await?, ReadReply::Messages(x) => x)
     }
 
     /// The visible messages a reader holding `cached` lacks, up to
@@ -291,7 +381,7 @@ impl StoreHandle {
         let reply = self
             .history(fence, HistoryRead::VisibleAfter { anchor, cached })
             .await?;
-        expect!(reply, StoreReply::Visible { epoch, whole, messages } => (epoch, whole, messages))
+        expect!(reply, ReadReply::Visible { epoch, whole, messages } => (epoch, whole, messages))
     }
 
     pub(crate) async fn history_map(
@@ -299,185 +389,21 @@ impl StoreHandle {
         fence: (&str, &str, u64),
         read: HistoryRead,
     ) -> Result<Map<String, Value>, StoreError> {
-        let reply = self.history(fence, read).await?;
-        expect!(reply, StoreReply::Map(x) => x)
+        expect!(self.history(fence, read).await?, ReadReply::Metadata(x) => x)
     }
 
     async fn history(
         &self,
         (thread, agent, incarnation): (&str, &str, u64),
         read: HistoryRead,
-    ) -> Result<StoreReply, StoreError> {
-        self.ask(StoreRequest::History {
-            thread: thread.into(),
+    ) -> Result<ReadReply, StoreError> {
+        let op = ReadOp::History {
             agent: agent.into(),
             incarnation,
             read,
-        })
-        .await
+        };
+        self.read(thread, op).await
     }
-
-    pub(crate) async fn run_metadata(
-        &self,
-        thread: &str,
-        run: &str,
-    ) -> Result<Option<Value>, StoreError> {
-        let reply = self
-            .ask(StoreRequest::RunMetadata {
-                thread: thread.into(),
-                run: run.into(),
-            })
-            .await?;
-        expect!(reply, StoreReply::Value(x) => x)
-    }
-
-    pub(crate) async fn set_run_metadata(
-        &self,
-        thread: &str,
-        run: &str,
-        token: u64,
-        value: Value,
-    ) -> Result<u64, StoreError> {
-        let reply = self
-            .ask(StoreRequest::SetRunMetadata {
-                thread: thread.into(),
-                run: run.into(),
-                token,
-                value,
-            })
-            .await?;
-        expect!(reply, StoreReply::Version(x) => x)
-    }
-
-    /// Makes a running step's calls answerable (T9); the thread's version.
-    pub(crate) async fn await_calls(
-        &self,
-        (thread, run, token): (&str, &str, u64),
-        calls: Vec<WaitingCall>,
-    ) -> Result<u64, StoreError> {
-        let reply = self
-            .ask(StoreRequest::Await {
-                thread: thread.into(),
-                run: run.into(),
-                token,
-                calls,
-            })
-            .await?;
-        expect!(reply, StoreReply::Version(x) => x)
-    }
-
-    /// The calls waited on and the thread's version; `None`: refused, a
-    /// cancel came first.
-    pub(crate) async fn wait(
-        &self,
-        thread: &str,
-        run: &str,
-        token: u64,
-        calls: Vec<WaitingCall>,
-    ) -> Result<Option<(Vec<WaitingCall>, u64)>, StoreError> {
-        let reply = self
-            .ask(StoreRequest::Wait {
-                thread: thread.into(),
-                run: run.into(),
-                token,
-                calls,
-            })
-            .await?;
-        expect!(reply, StoreReply::Waited(x) => x)
-    }
-
-    pub(crate) async fn waiting_calls(
-        &self,
-        thread: &str,
-        run: &str,
-    ) -> Result<Vec<WaitingCall>, StoreError> {
-        let reply = self
-            .ask(StoreRequest::WaitingCalls {
-                thread: thread.into(),
-                run: run.into(),
-            })
-            .await?;
-        expect!(reply, StoreReply::Calls(x) => x)
-    }
-
-    /// Gives the run's answerable calls up (A3, T8): the calls, with the
-    /// answers the store took before it stopped taking them.
-    pub(crate) async fn close_calls(
-        &self,
-        thread: &str,
-        run: &str,
-        token: u64,
-    ) -> Result<Vec<WaitingCall>, StoreError> {
-        let reply = self
-            .ask(StoreRequest::CloseCalls {
-                thread: thread.into(),
-                run: run.into(),
-                token,
-            })
-            .await?;
-        expect!(reply, StoreReply::Calls(x) => x)
-    }
-
-    pub(crate) async fn commit_resumed(
-        &self,
-        thread: &str,
-        run: &str,
-        token: u64,
-        messages: Vec<Message>,
-    ) -> Result<Appended, StoreError> {
-        let reply = self
-            .ask(StoreRequest::CommitResumed {
-                thread: thread.into(),
-                run: run.into(),
-                token,
-                messages,
-            })
-            .await?;
-        expect!(reply, StoreReply::Appended(x) => x)
-    }
-
-    /// How a finish went: stored (with the run a leftover steer started,
-    /// and its trigger), or it needs a run id, or a cancel came first.
-    pub(crate) async fn finish(
-        &self,
-        thread: &str,
-        run: &str,
-        token: Option<u64>,
-        end: &RunEnd,
-        next_run: Option<String>,
-    ) -> Result<Finish, StoreError> {
-        let reply = self
-            .ask(StoreRequest::Finish {
-                thread: thread.into(),
-                run: run.into(),
-                token,
-                end: end.clone(),
-                next_run,
-            })
-            .await?;
-        match reply {
-            StoreReply::NeedRunId => Ok(Finish::NeedRunId),
-            StoreReply::CancelFirst => Ok(Finish::CancelFirst),
-            other => {
-                expect!(other, StoreReply::Finished { admitted, version } => Finish::Stored { admitted, version })
-            }
-        }
-    }
-}
-
-/// How a finish went.
-#[derive(Debug)]
-pub(crate) enum Finish {
-    /// Stored at `version`; the run a leftover steer started, with its
-    /// trigger, if any.
-    Stored {
-        admitted: Option<(String, String)>,
-        version: u64,
-    },
-    /// A steer is left over: ask again with a run id for it.
-    NeedRunId,
-    /// A cancel reached the run first: it must end cancelled (K6).
-    CancelFirst,
 }
 
 /// The thread facade's transactions (SPEC H2, H3, H5, K4, R1).
@@ -490,16 +416,13 @@ impl StoreHandle {
         expect: Expect,
         writes: Vec<Write>,
     ) -> Result<Result<Mutation, Refusal>, StoreError> {
-        let reply = self
-            .ask(StoreRequest::Mutate {
-                thread: thread.into(),
-                incarnation: Some(incarnation),
-                writer: writer.clone(),
-                expect,
-                writes,
-            })
-            .await?;
-        expect!(reply, StoreReply::Mutated(x) => x)
+        let op = FacadeOp::Mutate {
+            incarnation: Some(incarnation),
+            writer: writer.clone(),
+            expect,
+            writes,
+        };
+        expect!(self.facade(thread, op).await?, FacadeReply::Mutated(x) => x)
     }
 
     pub(crate) async fn regenerate(
@@ -511,25 +434,13 @@ impl StoreHandle {
         expect: Expect,
         writes: Vec<Write>,
     ) -> Result<Result<Regeneration, Refusal>, StoreError> {
-        let reply = self
-            .ask(StoreRequest::Regenerate {
-                thread: thread.into(),
-                incarnation: Some(incarnation),
-                from: from.into(),
-                new_run,
-                expect,
-                writes,
-            })
-            .await?;
-        expect!(reply, StoreReply::Regenerated(x) => x)
-    }
-
-    pub(crate) async fn delete(&self, thread: &str) -> Result<Option<Deletion>, StoreError> {
-        let reply = self
-            .ask(StoreRequest::Delete {
-                thread: thread.into(),
-            })
-            .await?;
-        expect!(reply, StoreReply::Deleted(x) => x)
+        let op = FacadeOp::Regenerate {
+            incarnation: Some(incarnation),
+            from: from.into(),
+            new_run,
+            expect,
+            writes,
+        };
+        expect!(self.facade(thread, op).await?, FacadeReply::Regenerated(x) => x)
     }
 }

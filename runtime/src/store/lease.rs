@@ -130,7 +130,6 @@ impl ThreadRec {
         token: u64,
         now: Millis,
     ) -> Result<(u64, u32, u64), StoreError> {
-        self.holding(run, token)?;
         let episodes = self
             .runs
             .iter()
@@ -152,17 +151,11 @@ impl ThreadRec {
     /// Extends `run`'s lease: a lease revision, one commit (H1). Answers
     /// whether a cancel was asked for, so a holder in another process hears
     /// of it (K6), and the thread's new version.
-    pub(in crate::store) fn renew(
-        &mut self,
-        run: &str,
-        token: u64,
-        now: Millis,
-    ) -> Result<(bool, u64), StoreError> {
-        self.holding(run, token)?;
+    pub(in crate::store) fn renew(&mut self, run: &str, now: Millis) -> (bool, u64) {
         self.touch(now);
         self.version += 1;
         let cancel = self.runs.iter().any(|r| r.id == run && r.cancel_requested);
-        Ok((cancel, self.version))
+        (cancel, self.version)
     }
 
     /// Checks that `token` is current and `run` holds the lease.
@@ -192,5 +185,79 @@ impl ThreadRec {
             self.lease.holder = None;
             self.lease.expires = None;
         }
+    }
+}
+
+/// The record's operations with the token check the engine makes before
+/// them (SPEC K2), for the record's own tests.
+#[cfg(test)]
+impl ThreadRec {
+    pub(crate) fn append_t(
+        &mut self,
+        token: Option<u64>,
+        messages: impl IntoIterator<Item = crate::message::Message>,
+    ) -> Result<crate::store::record::Appended, StoreError> {
+        self.fenced(token)?;
+        Ok(self.append(messages))
+    }
+
+    pub(crate) fn next_episode_t(
+        &mut self,
+        run: &str,
+        token: u64,
+        now: Millis,
+    ) -> Result<(u64, u32, u64), StoreError> {
+        self.holding(run, token)?;
+        self.next_episode(run, token, now)
+    }
+
+    pub(crate) fn renew_t(
+        &mut self,
+        run: &str,
+        token: u64,
+        now: Millis,
+    ) -> Result<(bool, u64), StoreError> {
+        self.holding(run, token)?;
+        Ok(self.renew(run, now))
+    }
+
+    pub(crate) fn wait_t(
+        &mut self,
+        run: &str,
+        token: u64,
+        calls: Vec<crate::store::waiting::WaitingCall>,
+    ) -> Result<Option<u64>, StoreError> {
+        self.fenced(Some(token))?;
+        Ok(self.wait(run, calls))
+    }
+
+    pub(crate) fn await_calls_t(
+        &mut self,
+        run: &str,
+        token: u64,
+        calls: Vec<crate::store::waiting::WaitingCall>,
+    ) -> Result<u64, StoreError> {
+        self.fenced(Some(token))?;
+        Ok(self.await_calls(run, calls))
+    }
+
+    pub(crate) fn set_run_metadata_t(
+        &mut self,
+        run: &str,
+        token: u64,
+        value: serde_json::Value,
+    ) -> Result<u64, StoreError> {
+        self.fenced(Some(token))?;
+        Ok(self.set_run_metadata(run, value))
+    }
+
+    pub(crate) fn commit_resumed_t(
+        &mut self,
+        run: &str,
+        token: u64,
+        messages: Vec<crate::message::Message>,
+    ) -> Result<crate::store::record::Appended, StoreError> {
+        self.fenced(Some(token))?;
+        Ok(self.commit_resumed(run, messages))
     }
 }

@@ -5,9 +5,10 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::engine::{self, Scope};
-use super::protocol::{Store, StoreFuture, StoreReply, StoreRequest};
+use super::engine;
+use super::protocol::{Store, StoreFuture, StoreRequest};
 use super::record::StoreError;
+use super::reply::{AdminReply, StoreReply};
 use super::thread::ThreadRec;
 use crate::clock::{Clock, Millis};
 use crate::future::HookFuture;
@@ -62,24 +63,25 @@ impl MemoryStore {
     pub fn apply(&self, request: StoreRequest) -> Result<StoreReply, StoreError> {
         let now = self.now();
         let mut map = self.lock();
-        match engine::scope(&request) {
-            Scope::Ids => Ok(StoreReply::Ids(
+        match request {
+            StoreRequest::ThreadIds => Ok(StoreReply::Admin(AdminReply::Ids(
                 map.iter()
                     .filter(|(_, rec)| !rec.is_deleted())
                     .map(|(id, _)| id.clone())
                     .collect(),
-            )),
-            Scope::AnyClaim { worker, ttl } => {
-                Ok(StoreReply::Claimed(map.iter_mut().find_map(|(id, rec)| {
-                    engine::claim_first(rec, id, &worker, ttl, now)
-                })))
+            ))),
+            StoreRequest::ClaimAny { worker, ttl } => {
+                let claimed = map
+                    .iter_mut()
+                    .find_map(|(id, rec)| engine::claim_first(rec, id, &worker, ttl, now));
+                Ok(StoreReply::Admin(AdminReply::Claimed(claimed)))
             }
-            Scope::Thread(id) => match map.get_mut(&id) {
-                Some(rec) => engine::apply_existing(rec, request, now),
+            StoreRequest::On { thread, op } => match map.get_mut(&thread) {
+                Some(rec) => engine::apply_existing(rec, &thread, op, now),
                 None => {
-                    let (reply, created) = engine::apply_missing(request);
+                    let (reply, created) = engine::apply_missing(&thread, op);
                     if let Some(rec) = created {
-                        map.insert(id, rec);
+                        map.insert(thread, rec);
                     }
                     reply
                 }

@@ -1,7 +1,8 @@
 //! The store seam (SPEC K2, H7): the runtime reaches durable thread state
 //! only through the [`Store`] trait, one request per transaction
-//! (`protocol.rs`). `memory.rs` is the in-process store; `thread.rs` the
-//! thread record and its invariants, `lease.rs` its lease, `record.rs`
+//! (`protocol.rs`; its kinds' names in `kinds.rs`, its answers in
+//! `reply.rs`), applied by `engine.rs`. `memory.rs` is the in-process
+//! store; `thread.rs` the thread record and its invariants, `lease.rs` its lease, `record.rs`
 //! what is recorded and reported, `waiting.rs` the waiting calls and the
 //! answer rule, `handle.rs` the typed calls the runtime makes. Nothing
 //! here lives only in the process that drives a thread (stop signals,
@@ -9,6 +10,7 @@
 
 mod engine;
 pub(crate) mod handle;
+mod kinds;
 mod memory;
 mod mutation;
 #[cfg(feature = "postgres")]
@@ -18,6 +20,7 @@ mod reads;
 mod record;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod record_cache;
+mod reply;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(all(test, any(feature = "sqlite", feature = "postgres")))]
@@ -25,18 +28,22 @@ mod test_script;
 mod thread;
 mod waiting;
 
-pub(crate) use handle::{Finish, StoreHandle};
+pub(crate) use handle::StoreHandle;
 pub use memory::MemoryStore;
 pub use mutation::{
     DELETED, Deletion, Expect, Mutation, Refusal, Regeneration, VisibilityChange, Write, Writer,
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{PgConfig, PgError, PgOptions, PgStore};
-pub use protocol::{CachedThrough, HistoryRead, Store, StoreFuture, StoreReply, StoreRequest};
+pub use protocol::{
+    AdminOp, CachedThrough, ClientOp, FacadeOp, HistoryRead, Op, ReadOp, RunOp, Store, StoreFuture,
+    StoreRequest,
+};
 pub use record::{
     Answered, Appended, CancelMiss, CancelReached, CancelTarget, Claimed, RunEnd, RunRecord,
     RunStatus, StoreError, StoredThread, Submitted, Takeover,
 };
+pub use reply::{AdminReply, ClientReply, FacadeReply, Finish, ReadReply, RunReply, StoreReply};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{Durability, SqliteConfig, SqliteError, SqliteStore};
 pub use waiting::{Answer, AnswerMiss, WaitingCall};

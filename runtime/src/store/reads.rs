@@ -3,20 +3,21 @@
 //! (M3), and the incremental visible read (M1, the runtime's context
 //! cache).
 
-use super::protocol::{CachedThrough, HistoryRead, StoreReply};
+use super::protocol::{CachedThrough, HistoryRead};
 use super::record::StoreError;
+use super::reply::{ReadReply, RunReply};
 use super::thread::ThreadRec;
 use crate::message::Message;
 
 /// What `prepare_run` sees of the thread (SPEC L1).
-pub(super) fn run_messages(rec: &ThreadRec, run: &str, all: bool) -> StoreReply {
+pub(super) fn run_messages(rec: &ThreadRec, run: &str, all: bool) -> RunReply {
     let latest = rec.latest_user_of(run);
     let messages: Vec<Message> = match (all, latest) {
         (true, _) => rec.visible_messages(None).into_iter().cloned().collect(),
         (false, Some(m)) => vec![m.clone()],
         (false, None) => Vec::new(),
     };
-    StoreReply::RunMessages {
+    RunReply::RunMessages {
         latest: latest.map(|m| m.seq),
         messages,
     }
@@ -29,7 +30,7 @@ pub(super) fn history(
     agent: &str,
     incarnation: u64,
     read: HistoryRead,
-) -> Result<StoreReply, StoreError> {
+) -> Result<ReadReply, StoreError> {
     if rec.incarnation() != incarnation || rec.agent() != agent {
         return Err(StoreError::Forbidden {
             thread: thread.to_string(),
@@ -37,7 +38,7 @@ pub(super) fn history(
     }
     let messages = rec.messages().iter();
     Ok(match read {
-        HistoryRead::Range { from, through } => StoreReply::Messages(
+        HistoryRead::Range { from, through } => ReadReply::Messages(
             messages
                 .filter(|m| m.seq >= from && m.seq <= through)
                 .cloned()
@@ -46,17 +47,17 @@ pub(super) fn history(
         HistoryRead::Before { end, limit } => {
             let below: Vec<&Message> = messages.filter(|m| m.seq < end).collect();
             let start = below.len().saturating_sub(limit);
-            StoreReply::Messages(below[start..].iter().map(|m| (*m).clone()).collect())
+            ReadReply::Messages(below[start..].iter().map(|m| (*m).clone()).collect())
         }
-        HistoryRead::Visible { anchor } => StoreReply::Messages(
+        HistoryRead::Visible { anchor } => ReadReply::Messages(
             rec.visible_messages(Some(anchor))
                 .into_iter()
                 .cloned()
                 .collect(),
         ),
         HistoryRead::VisibleAfter { anchor, cached } => visible_after(rec, anchor, cached),
-        HistoryRead::Metadata => StoreReply::Map(rec.metadata().clone()),
-        HistoryRead::PrivateMetadata => StoreReply::Map(rec.private_metadata().clone()),
+        HistoryRead::Metadata => ReadReply::Metadata(rec.metadata().clone()),
+        HistoryRead::PrivateMetadata => ReadReply::Metadata(rec.private_metadata().clone()),
     })
 }
 
@@ -65,7 +66,7 @@ pub(super) fn history(
 /// While the epoch stays, no message entered the context anywhere but at
 /// its end, so the ones the reader lacks are the appends after its cached
 /// sequence number, found by a binary search.
-fn visible_after(rec: &ThreadRec, anchor: u64, cached: Option<CachedThrough>) -> StoreReply {
+fn visible_after(rec: &ThreadRec, anchor: u64, cached: Option<CachedThrough>) -> ReadReply {
     let epoch = rec.epoch();
     let after = cached.filter(|c| c.epoch == epoch).map(|c| c.seq);
     let messages = match after {
@@ -85,7 +86,7 @@ fn visible_after(rec: &ThreadRec, anchor: u64, cached: Option<CachedThrough>) ->
                 .collect()
         }
     };
-    StoreReply::Visible {
+    ReadReply::Visible {
         epoch,
         whole: after.is_none(),
         messages,

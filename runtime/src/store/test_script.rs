@@ -3,7 +3,9 @@
 
 use crate::Outcome;
 use crate::message::{Message, PaiMeta, Part, Producer, Role, Visibility};
-use crate::store::{Expect, RunEnd, RunStatus, StoreRequest, Write, Writer};
+use crate::store::{
+    AdminOp, ClientOp, Expect, FacadeOp, RunEnd, RunOp, RunStatus, StoreRequest, Write, Writer,
+};
 
 pub(crate) fn message(id: &str, role: Role) -> Message {
     Message {
@@ -17,46 +19,42 @@ pub(crate) fn message(id: &str, role: Role) -> Message {
 }
 
 pub(crate) fn submit(thread: &str, id: &str, run: &str) -> StoreRequest {
-    StoreRequest::Submit {
-        thread: thread.into(),
-        agent: "a".into(),
-        owner: "o".into(),
+    let op = ClientOp::Submit {
         message: message(id, Role::User),
         steer: false,
         new_run: Some(run.into()),
-    }
+    };
+    StoreRequest::client(thread, "a", "o", op)
 }
 
 pub(crate) fn claim(thread: Option<&str>) -> StoreRequest {
-    StoreRequest::Claim {
-        thread: thread.map(str::to_string),
-        worker: "w".into(),
-        ttl: Some(100),
-    }
+    StoreRequest::claim(thread.map(str::to_string), "w", Some(100))
 }
 
 pub(crate) fn append(thread: &str, run: &str, token: u64, ids: &[&str]) -> StoreRequest {
-    StoreRequest::Append {
-        thread: thread.into(),
-        run: run.into(),
-        token,
-        messages: ids.iter().map(|id| message(id, Role::Assistant)).collect(),
+    let messages = ids.iter().map(|id| message(id, Role::Assistant)).collect();
+    let op = RunOp::Append {
+        messages,
         step: Some(0),
-    }
+    };
+    StoreRequest::run(thread, run, token, op)
 }
 
 pub(crate) fn finish(thread: &str, run: &str, token: u64) -> StoreRequest {
-    StoreRequest::Finish {
-        thread: thread.into(),
-        run: run.into(),
-        token: Some(token),
-        end: RunEnd {
-            status: RunStatus::Completed,
-            outcome: Outcome::Completed,
-            reason: None,
+    let end = RunEnd {
+        status: RunStatus::Completed,
+        outcome: Outcome::Completed,
+        reason: None,
+    };
+    StoreRequest::run(
+        thread,
+        run,
+        token,
+        RunOp::Finish {
+            end,
+            next_run: None,
         },
-        next_run: None,
-    }
+    )
 }
 
 /// Appends, a stale write, a visibility edit in place, a regeneration's
@@ -74,44 +72,40 @@ pub(crate) fn script() -> Vec<StoreRequest> {
         append("t1", "r1", 1, &["m1", "m2"]),
         append("t1", "r1", 0, &["stale"]),
         finish("t1", "r1", 1),
-        StoreRequest::Mutate {
-            thread: "t1".into(),
-            incarnation: None,
-            writer: Writer::Trusted,
-            expect: Expect::Nothing,
-            writes: vec![
-                hide,
-                Write::Metadata {
-                    key: "k".into(),
-                    value: Some(serde_json::json!({"x": 1.1, "y": [1, "z"]})),
-                },
-            ],
-        },
-        StoreRequest::Regenerate {
-            thread: "t1".into(),
-            incarnation: None,
-            from: "u1".into(),
-            new_run: "r2".into(),
-            expect: Expect::Nothing,
-            writes: vec![],
-        },
+        StoreRequest::facade(
+            "t1",
+            FacadeOp::Mutate {
+                incarnation: None,
+                writer: Writer::Trusted,
+                expect: Expect::Nothing,
+                writes: vec![
+                    hide,
+                    Write::Metadata {
+                        key: "k".into(),
+                        value: Some(serde_json::json!({"x": 1.1, "y": [1, "z"]})),
+                    },
+                ],
+            },
+        ),
+        StoreRequest::facade(
+            "t1",
+            FacadeOp::Regenerate {
+                incarnation: None,
+                from: "u1".into(),
+                new_run: "r2".into(),
+                expect: Expect::Nothing,
+                writes: vec![],
+            },
+        ),
         claim(Some("t1")),
         append("t1", "r2", 2, &["m3"]),
-        StoreRequest::Delete {
-            thread: "t2".into(),
-        },
+        StoreRequest::admin("t2", AdminOp::Delete),
         submit("t2", "u4", "r4"),
         claim(None),
         StoreRequest::ThreadIds,
-        StoreRequest::Inspect {
-            thread: "t1".into(),
-        },
-        StoreRequest::Inspect {
-            thread: "t2".into(),
-        },
-        StoreRequest::Inspect {
-            thread: "nope".into(),
-        },
+        StoreRequest::admin("t1", AdminOp::Inspect),
+        StoreRequest::admin("t2", AdminOp::Inspect),
+        StoreRequest::admin("nope", AdminOp::Inspect),
     ]
 }
 

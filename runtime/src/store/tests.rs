@@ -33,14 +33,14 @@ fn k2_a_stale_token_changes_nothing() {
     let mut rec = ThreadRec::new("a", "o");
     rec.admit("r1", "m1");
     let old = rec.acquire();
-    let (new, _, version) = rec.next_episode("r1", old, 0).unwrap();
+    let (new, _, version) = rec.next_episode_t("r1", old, 0).unwrap();
     assert!(new > old);
     assert_eq!(version, 2, "a claim and a new episode are commits (H1)");
     assert_eq!(
-        rec.append(Some(new), [message("x")]).map(|a| a.version),
+        rec.append_t(Some(new), [message("x")]).map(|a| a.version),
         Ok(3)
     );
-    let refused = rec.append(Some(old), [message("y")]);
+    let refused = rec.append_t(Some(old), [message("y")]);
     assert_eq!(
         refused,
         Err(StoreError::StaleLease {
@@ -63,9 +63,9 @@ fn h1_run_status_and_lease_revisions_bump_the_version() {
     rec.admit("r1", "m1");
     let claimed = rec.claim("t", "w", Some(100), 0).expect("r1");
     assert_eq!((claimed.version, rec.version()), (1, 1));
-    assert_eq!(rec.renew("r1", claimed.token, 10), Ok((false, 2)));
+    assert_eq!(rec.renew_t("r1", claimed.token, 10), Ok((false, 2)));
     assert_eq!(
-        rec.wait("r1", claimed.token, vec![call("c1", Approval)]),
+        rec.wait_t("r1", claimed.token, vec![call("c1", Approval)]),
         Ok(Some(3))
     );
     let answered = rec.answer("c1", Answer::Approved).map(|a| a.version);
@@ -85,8 +85,8 @@ fn h1_run_status_and_lease_revisions_bump_the_version() {
 #[test]
 fn h1_one_version_per_commit_and_rising_sequence_numbers() {
     let mut rec = ThreadRec::new("a", "o");
-    let first = rec.append(None, [message("a"), message("b")]).unwrap();
-    let second = rec.append(None, [message("c")]).unwrap();
+    let first = rec.append_t(None, [message("a"), message("b")]).unwrap();
+    let second = rec.append_t(None, [message("c")]).unwrap();
     assert_eq!((first.version, first.first_seq), (1, 1));
     assert_eq!((second.version, second.first_seq), (2, 3));
     assert_eq!(rec.last_seq(), 3);
@@ -123,14 +123,14 @@ fn user(id: &str, run: &str) -> Message {
 #[test]
 fn l1_latest_user_message_belongs_to_the_run() {
     let mut rec = ThreadRec::new("a", "o");
-    rec.append(None, [user("m1", "r1")]).unwrap();
+    rec.append_t(None, [user("m1", "r1")]).unwrap();
     rec.admit("r1", "m1");
     rec.start_next();
-    rec.append(None, [user("m2", "r2"), user("m3", "r3")])
+    rec.append_t(None, [user("m2", "r2"), user("m3", "r3")])
         .unwrap();
     rec.admit("r2", "m2");
     rec.admit("r3", "m3");
-    rec.append(None, [user("s1", "r1")]).unwrap();
+    rec.append_t(None, [user("s1", "r1")]).unwrap();
     rec.steer("s1");
     assert_eq!(rec.latest_user_of("r1").map(|m| m.id.as_str()), Some("s1"));
     assert_eq!(rec.latest_user_of("r2").map(|m| m.id.as_str()), Some("m2"));
@@ -161,13 +161,13 @@ fn end_completed(rec: &mut ThreadRec, run: &str) {
 #[test]
 fn m1_a_queued_trigger_enters_after_the_previous_answer() {
     let mut rec = ThreadRec::new("a", "o");
-    rec.append(None, [user("q1", "r1")]).unwrap();
+    rec.append_t(None, [user("q1", "r1")]).unwrap();
     rec.admit("r1", "q1");
     let t1 = rec.acquire();
-    rec.append(None, [user("q2", "r2")]).unwrap();
+    rec.append_t(None, [user("q2", "r2")]).unwrap();
     rec.admit("r2", "q2");
     assert_eq!(ids(rec.visible_messages(None)), ["q1"]);
-    rec.append(Some(t1), [message("a1")]).unwrap();
+    rec.append_t(Some(t1), [message("a1")]).unwrap();
     end_completed(&mut rec, "r1");
     rec.acquire();
     assert_eq!(ids(rec.visible_messages(None)), ["q1", "a1", "q2"]);
@@ -182,19 +182,19 @@ fn m1_a_queued_trigger_enters_after_the_previous_answer() {
 fn m1_a_cancelled_queued_message_waits_for_a_later_run() {
     use crate::tool::ToolKind::Approval;
     let mut rec = ThreadRec::new("a", "o");
-    rec.append(None, [user("q1", "r1")]).unwrap();
+    rec.append_t(None, [user("q1", "r1")]).unwrap();
     rec.admit("r1", "q1");
     let t1 = rec.acquire();
-    rec.wait("r1", t1, vec![call("c1", Approval)]).unwrap();
-    rec.append(None, [user("q2", "r2")]).unwrap();
+    rec.wait_t("r1", t1, vec![call("c1", Approval)]).unwrap();
+    rec.append_t(None, [user("q2", "r2")]).unwrap();
     rec.admit("r2", "q2");
     rec.cancel(Some("r2")).unwrap();
     rec.answer("c1", Answer::Approved).unwrap();
     let resumed = rec.acquire();
     assert_eq!(ids(rec.visible_messages(None)), ["q1"], "r1 never sees q2");
-    rec.append(Some(resumed), [message("a1")]).unwrap();
+    rec.append_t(Some(resumed), [message("a1")]).unwrap();
     end_completed(&mut rec, "r1");
-    rec.append(None, [user("q3", "r3")]).unwrap();
+    rec.append_t(None, [user("q3", "r3")]).unwrap();
     rec.admit("r3", "q3");
     rec.acquire();
     assert_eq!(ids(rec.visible_messages(None)), ["q1", "a1", "q2", "q3"]);
@@ -206,12 +206,12 @@ fn m1_a_cancelled_queued_message_waits_for_a_later_run() {
 #[test]
 fn m1_queued_triggers_enter_in_claim_order_though_stored_before_a_hidden_one() {
     let mut rec = ThreadRec::new("a", "o");
-    rec.append(None, [user("q1", "r1")]).unwrap();
+    rec.append_t(None, [user("q1", "r1")]).unwrap();
     rec.admit("r1", "q1");
     rec.acquire();
-    rec.append(None, [user("q2", "r2")]).unwrap();
+    rec.append_t(None, [user("q2", "r2")]).unwrap();
     rec.admit("r2", "q2");
-    rec.append(None, [user("q3", "r3")]).unwrap();
+    rec.append_t(None, [user("q3", "r3")]).unwrap();
     rec.admit("r3", "q3");
     end_completed(&mut rec, "r1");
     rec.acquire();
@@ -221,14 +221,14 @@ fn m1_queued_triggers_enter_in_claim_order_though_stored_before_a_hidden_one() {
     // Entering after the same message (a1): the earlier entry first,
     // though its sequence number is the higher one.
     let mut rec = ThreadRec::new("a", "o");
-    rec.append(None, [user("q1", "r1")]).unwrap();
+    rec.append_t(None, [user("q1", "r1")]).unwrap();
     rec.admit("r1", "q1");
     let t1 = rec.acquire();
-    rec.append(None, [user("s1", "r1")]).unwrap();
+    rec.append_t(None, [user("s1", "r1")]).unwrap();
     rec.steer("s1");
-    rec.append(None, [user("q2", "r2")]).unwrap();
+    rec.append_t(None, [user("q2", "r2")]).unwrap();
     rec.admit("r2", "q2");
-    rec.append(Some(t1), [message("a1")]).unwrap();
+    rec.append_t(Some(t1), [message("a1")]).unwrap();
     // r1 ends with s1 untaken: s1 starts a run of its own, after r2.
     end_completed(&mut rec, "r1");
     assert_eq!(rec.admit_leftover_steers("r3").as_deref(), Some("s1"));
@@ -244,12 +244,12 @@ fn m1_queued_triggers_enter_in_claim_order_though_stored_before_a_hidden_one() {
 #[test]
 fn m1_a_steer_enters_where_a_step_takes_it() {
     let mut rec = ThreadRec::new("a", "o");
-    rec.append(None, [user("q1", "r1")]).unwrap();
+    rec.append_t(None, [user("q1", "r1")]).unwrap();
     rec.admit("r1", "q1");
     let t1 = rec.acquire();
-    rec.append(None, [user("s1", "r1")]).unwrap();
+    rec.append_t(None, [user("s1", "r1")]).unwrap();
     rec.steer("s1");
-    rec.append(Some(t1), [message("a1")]).unwrap();
+    rec.append_t(Some(t1), [message("a1")]).unwrap();
     let epoch = rec.epoch();
     rec.take_steers();
     assert!(rec.epoch() > epoch, "cached contexts are read again");
@@ -294,7 +294,7 @@ fn t9_a_waiting_run_stays_current_and_resumes_when_answered() {
     rec.admit("r2", "m2");
     let token = rec.acquire();
     assert_eq!(
-        rec.wait("r1", token, vec![call("c1", Approval), call("c2", Client)]),
+        rec.wait_t("r1", token, vec![call("c1", Approval), call("c2", Client)]),
         Ok(Some(2))
     );
     assert_eq!(
@@ -322,7 +322,8 @@ fn t9_a_waiting_run_stays_current_and_resumes_when_answered() {
         Err(AnswerMiss::AlreadyAnswered),
         "answered calls stay until the resume commits their results"
     );
-    rec.commit_resumed("r1", resumed.token, Vec::new()).unwrap();
+    rec.commit_resumed_t("r1", resumed.token, Vec::new())
+        .unwrap();
     assert_eq!(
         rec.answer("c2", Answer::Approved),
         Err(AnswerMiss::NotWaiting)
@@ -331,7 +332,10 @@ fn t9_a_waiting_run_stays_current_and_resumes_when_answered() {
     let cancel = rec.cancel(None).map(|c| c.target);
     assert_eq!(cancel, Ok(CancelTarget::Active("r1".into())));
     let token = resumed.token;
-    assert_eq!(rec.wait("r1", token, vec![call("c3", Approval)]), Ok(None));
+    assert_eq!(
+        rec.wait_t("r1", token, vec![call("c3", Approval)]),
+        Ok(None)
+    );
     assert_eq!(rec.runs()[0].status, RunStatus::Running);
 }
 
@@ -350,10 +354,10 @@ fn t9_a_call_is_answerable_before_the_run_waits() {
         "not answerable before its step let it through"
     );
     let calls = vec![call("c1", Approval), call("c2", Client)];
-    assert_eq!(rec.await_calls("r1", token, calls.clone()), Ok(2));
+    assert_eq!(rec.await_calls_t("r1", token, calls.clone()), Ok(2));
     let early = rec.answer("c1", Answer::Approved).map(|a| a.ready);
     assert_eq!(early, Ok(false), "a running run does not resume");
-    assert_eq!(rec.wait("r1", token, calls), Ok(Some(4)));
+    assert_eq!(rec.wait_t("r1", token, calls), Ok(Some(4)));
     let kept = rec.waiting_calls("r1");
     assert_eq!(kept[0].answer, Some(Answer::Approved));
     assert_eq!(kept[1].answer, None);
@@ -367,13 +371,13 @@ fn h1_metadata_writes_are_fenced_commits_and_runs_count_their_own() {
     rec.admit("r1", "m1");
     rec.admit("r2", "m2");
     let token = rec.acquire();
-    rec.next_episode("r1", token, 0).unwrap();
-    let stale = rec.set_run_metadata("r1", token, Value::from(1));
+    rec.next_episode_t("r1", token, 0).unwrap();
+    let stale = rec.set_run_metadata_t("r1", token, Value::from(1));
     assert!(matches!(stale, Err(StoreError::StaleLease { .. })));
     assert_eq!((rec.version(), rec.run_metadata("r1")), (2, None));
     let token = rec.lease.token;
-    assert_eq!(rec.set_run_metadata("r1", token, Value::from(2)), Ok(3));
-    assert_eq!(rec.set_run_metadata("r1", token, Value::from(3)), Ok(4));
+    assert_eq!(rec.set_run_metadata_t("r1", token, Value::from(2)), Ok(3));
+    assert_eq!(rec.set_run_metadata_t("r1", token, Value::from(3)), Ok(4));
     assert_eq!(rec.run_metadata("r1"), Some(&Value::from(3)));
     assert_eq!(rec.run_metadata("r2"), None);
     rec.step_committed("r1");
@@ -390,7 +394,7 @@ fn k6_a_cancelled_waiting_run_resumes_to_end() {
     rec.admit("r1", "m1");
     let token = rec.acquire();
     let calls = vec![call("c1", crate::tool::ToolKind::Approval)];
-    assert_eq!(rec.wait("r1", token, calls), Ok(Some(2)));
+    assert_eq!(rec.wait_t("r1", token, calls), Ok(Some(2)));
     let cancel = rec.cancel(None).map(|c| c.target);
     assert_eq!(cancel, Ok(CancelTarget::Waiting("r1".into())));
     let started = rec.start_next().expect("resumes");
@@ -437,7 +441,7 @@ mod k2_property {
                         let token = tokens[k % tokens.len()];
                         let before = (rec.version(), rec.messages().len());
                         let newest = *tokens.last().expect("some token");
-                        let wrote = rec.append(Some(token), [message("w")]);
+                        let wrote = rec.append_t(Some(token), [message("w")]);
                         if token == newest {
                             prop_assert_eq!(wrote.map(|a| a.version), Ok(before.0 + 1));
                         } else {
@@ -457,57 +461,56 @@ mod k2_property {
 /// and change nothing (found by the store conformance suite).
 #[test]
 fn k2_only_the_holder_writes_under_the_newest_token() {
+    use crate::store::{AdminOp, AdminReply, ClientOp, RunOp, StoreReply, StoreRequest};
     let store = crate::store::MemoryStore::default();
-    let submit = |id: &str, run: &str| crate::store::StoreRequest::Submit {
-        thread: "t".into(),
-        agent: "a".into(),
-        owner: "o".into(),
-        message: message(id),
-        steer: false,
-        new_run: Some(run.into()),
+    let submit = |id: &str, run: &str| {
+        let op = ClientOp::Submit {
+            message: message(id),
+            steer: false,
+            new_run: Some(run.into()),
+        };
+        StoreRequest::client("t", "a", "o", op)
     };
     store.apply(submit("m1", "r1")).unwrap();
     store.apply(submit("m2", "r2")).unwrap();
-    let claim = crate::store::StoreRequest::Claim {
-        thread: Some("t".into()),
-        worker: "w".into(),
-        ttl: None,
-    };
-    let Ok(crate::store::StoreReply::Claimed(Some(c))) = store.apply(claim) else {
+    let claim = StoreRequest::claim(Some("t".into()), "w", None);
+    let Ok(StoreReply::Admin(AdminReply::Claimed(Some(c)))) = store.apply(claim) else {
         panic!("r1 is claimed");
     };
-    let append = |run: &str| crate::store::StoreRequest::Append {
-        thread: "t".into(),
-        run: run.into(),
-        token: c.token,
-        messages: vec![message("x")],
-        step: None,
+    let append = |run: &str| {
+        let op = RunOp::Append {
+            messages: vec![message("x")],
+            step: None,
+        };
+        StoreRequest::run("t", run, c.token, op)
     };
     let queued = store.apply(append("r2"));
     assert!(
         matches!(queued, Err(StoreError::LeaseNotHeld { .. })),
         "{queued:?}"
     );
-    let finish = crate::store::StoreRequest::Finish {
-        thread: "t".into(),
-        run: "r1".into(),
-        token: Some(c.token),
-        end: RunEnd {
-            status: RunStatus::Completed,
-            outcome: Outcome::Completed,
-            reason: None,
-        },
-        next_run: None,
+    let end = RunEnd {
+        status: RunStatus::Completed,
+        outcome: Outcome::Completed,
+        reason: None,
     };
+    let finish = StoreRequest::run(
+        "t",
+        "r1",
+        c.token,
+        RunOp::Finish {
+            end,
+            next_run: None,
+        },
+    );
     store.apply(finish).unwrap();
     let ended = store.apply(append("r1"));
     assert!(
         matches!(ended, Err(StoreError::LeaseNotHeld { .. })),
         "{ended:?}"
     );
-    let Ok(crate::store::StoreReply::Thread(Some(t))) =
-        store.apply(crate::store::StoreRequest::Inspect { thread: "t".into() })
-    else {
+    let inspect = StoreRequest::admin("t", AdminOp::Inspect);
+    let Ok(StoreReply::Admin(AdminReply::Thread(Some(t)))) = store.apply(inspect) else {
         panic!("the thread is there");
     };
     // Two submits, a claim and the run's end: the refused writes added nothing.

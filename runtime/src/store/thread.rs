@@ -113,14 +113,8 @@ impl ThreadRec {
     }
 
     /// Appends messages in one commit: sequence numbers assigned, version bumped
-    /// once (SPEC H1). With `token`, the write is refused unless it carries the
-    /// thread's current lease token (SPEC K2); a refused write changes nothing.
-    pub(crate) fn append(
-        &mut self,
-        token: Option<u64>,
-        messages: impl IntoIterator<Item = Message>,
-    ) -> Result<Appended, StoreError> {
-        self.fenced(token)?;
+    /// once (SPEC H1). A run's append is fenced by the engine first (K2).
+    pub(crate) fn append(&mut self, messages: impl IntoIterator<Item = Message>) -> Appended {
         let first_seq = self.next_seq;
         for mut m in messages {
             m.seq = self.next_seq;
@@ -128,25 +122,19 @@ impl ThreadRec {
             self.messages.push(m);
         }
         self.version += 1;
-        Ok(Appended {
+        Appended {
             version: self.version,
             first_seq,
-        })
+        }
     }
 
-    /// Writes `run`'s metadata under the run's lease token: one commit (H1).
-    pub(crate) fn set_run_metadata(
-        &mut self,
-        run: &str,
-        token: u64,
-        value: Value,
-    ) -> Result<u64, StoreError> {
-        self.fenced(Some(token))?;
+    /// Writes `run`'s metadata (fenced by the engine first, K2): one commit (H1).
+    pub(crate) fn set_run_metadata(&mut self, run: &str, value: Value) -> u64 {
         if let Some(r) = self.run_mut(run) {
             r.metadata = Some(value);
         }
         self.version += 1;
-        Ok(self.version)
+        self.version
     }
 
     /// `run`'s metadata as stored.
@@ -159,20 +147,14 @@ impl ThreadRec {
 
     /// Makes `calls` of `run`'s step answerable while the run still works
     /// (SPEC T9): one commit (H1). The run stays running.
-    pub(crate) fn await_calls(
-        &mut self,
-        run: &str,
-        token: u64,
-        calls: Vec<WaitingCall>,
-    ) -> Result<u64, StoreError> {
-        self.fenced(Some(token))?;
+    pub(crate) fn await_calls(&mut self, run: &str, calls: Vec<WaitingCall>) -> u64 {
         if let Some(r) = self.run_mut(run) {
             // Calls registered again (a takeover's orphans) keep their answers.
             r.waiting = waiting::keep_answers(std::mem::take(&mut r.waiting), calls);
             r.calls_closed = false;
         }
         self.version += 1;
-        Ok(self.version)
+        self.version
     }
 
     /// Puts `run` to wait on `calls` (T7): its episode ends and it releases
@@ -180,25 +162,17 @@ impl ThreadRec {
     /// while the run still worked are kept. One commit (H1): the thread's
     /// new version. Refused (`None`, nothing changed) when a cancel was
     /// requested: the run must end.
-    pub(crate) fn wait(
-        &mut self,
-        run: &str,
-        token: u64,
-        calls: Vec<WaitingCall>,
-    ) -> Result<Option<u64>, StoreError> {
-        self.fenced(Some(token))?;
-        let Some(r) = self.run_mut(run) else {
-            return Ok(None);
-        };
+    pub(crate) fn wait(&mut self, run: &str, calls: Vec<WaitingCall>) -> Option<u64> {
+        let r = self.run_mut(run)?;
         if r.cancel_requested {
-            return Ok(None);
+            return None;
         }
         r.status = RunStatus::Waiting;
         r.waiting = waiting::keep_answers(std::mem::take(&mut r.waiting), calls);
         r.calls_closed = false;
         self.release_lease(run);
         self.version += 1;
-        Ok(Some(self.version))
+        Some(self.version)
     }
 
     /// Records a client's answer to an answerable call of the current run
@@ -228,20 +202,15 @@ impl ThreadRec {
 
     /// `run` gives its answerable calls up (A3, T8): the store takes no
     /// more answers for them; the calls come back with the answers taken
-    /// so far. Fenced by the run's token; no commit.
-    pub(crate) fn close_calls(
-        &mut self,
-        run: &str,
-        token: u64,
-    ) -> Result<Vec<WaitingCall>, StoreError> {
-        self.fenced(Some(token))?;
-        Ok(match self.run_mut(run) {
+    /// so far. Fenced by the engine first; no commit.
+    pub(crate) fn close_calls(&mut self, run: &str) -> Vec<WaitingCall> {
+        match self.run_mut(run) {
             Some(r) => {
                 r.calls_closed = true;
                 r.waiting.clone()
             }
             None => Vec::new(),
-        })
+        }
     }
 
     /// The waiting calls `run` resumes with.
@@ -255,17 +224,12 @@ impl ThreadRec {
 
     /// Appends a resumed run's results and forgets its waiting calls, in
     /// one commit (T9, K5: a call with a committed result never runs again).
-    pub(crate) fn commit_resumed(
-        &mut self,
-        run: &str,
-        token: u64,
-        messages: Vec<Message>,
-    ) -> Result<Appended, StoreError> {
-        let appended = self.append(Some(token), messages)?;
+    pub(crate) fn commit_resumed(&mut self, run: &str, messages: Vec<Message>) -> Appended {
+        let appended = self.append(messages);
         if let Some(r) = self.run_mut(run) {
             r.waiting.clear();
         }
-        Ok(appended)
+        appended
     }
 
     /// Queues a new run, started by message `trigger`, behind the others

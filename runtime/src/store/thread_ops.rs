@@ -49,9 +49,6 @@ impl ThreadRec {
         expect: &Expect,
         writes: Vec<Write>,
     ) -> Facade<Mutation> {
-        if let Writer::Run { token, .. } = writer {
-            self.fenced(Some(*token))?;
-        }
         if let Err(refused) = self.may_mutate(writer, expect, &writes) {
             return Ok(Err(refused));
         }

@@ -21,7 +21,7 @@ fn message(id: &str) -> Message {
 /// What a reader holding everything through `seq` at `rec`'s epoch gets.
 fn read(rec: &ThreadRec, anchor: u64, cached: Option<CachedThrough>) -> (bool, Vec<String>) {
     match visible_after(rec, anchor, cached) {
-        StoreReply::Visible {
+        ReadReply::Visible {
             whole, messages, ..
         } => (whole, messages.into_iter().map(|m| m.id).collect()),
         other => panic!("unexpected {other:?}"),
@@ -38,9 +38,9 @@ fn held(rec: &ThreadRec, seq: u64) -> Option<CachedThrough> {
 #[test]
 fn m1_appends_keep_the_epoch_and_answer_only_the_tail() {
     let mut rec = ThreadRec::new("a", "o");
-    rec.append(None, [message("m1"), message("m2")]).unwrap();
+    rec.append_t(None, [message("m1"), message("m2")]).unwrap();
     let cached = held(&rec, 2);
-    rec.append(None, [message("m3"), message("m4")]).unwrap();
+    rec.append_t(None, [message("m3"), message("m4")]).unwrap();
     assert_eq!(read(&rec, 3, cached), (false, vec!["m3".into()]));
     assert_eq!(read(&rec, 4, None), (true, ids(&["m1", "m2", "m3", "m4"])));
 }
@@ -48,7 +48,7 @@ fn m1_appends_keep_the_epoch_and_answer_only_the_tail() {
 #[test]
 fn m1_a_visibility_rewrite_moves_the_epoch_on() {
     let mut rec = ThreadRec::new("a", "o");
-    rec.append(None, [message("m1"), message("m2")]).unwrap();
+    rec.append_t(None, [message("m1"), message("m2")]).unwrap();
     let cached = held(&rec, 2);
     let hide = Write::Visibility {
         message: "m1".into(),
@@ -65,13 +65,13 @@ fn m1_a_visibility_rewrite_moves_the_epoch_on() {
 #[test]
 fn m1_queue_changes_move_the_epoch_on() {
     let mut rec = ThreadRec::new("a", "o");
-    rec.append(None, [message("m1")]).unwrap();
+    rec.append_t(None, [message("m1")]).unwrap();
     rec.admit("r1", "m1");
     rec.claim("t", "w", None, 0).expect("r1 starts");
-    rec.append(None, [message("m2")]).unwrap();
+    rec.append_t(None, [message("m2")]).unwrap();
     let before = held(&rec, 2);
     // A message sent during r1 queues r2: it leaves the visible messages.
-    rec.append(None, [message("m3")]).unwrap();
+    rec.append_t(None, [message("m3")]).unwrap();
     rec.admit("r2", "m3");
     assert_eq!(read(&rec, 3, before), (true, ids(&["m1", "m2"])));
     // Cancelled while queued, r2's message enters no context of a run
@@ -87,7 +87,7 @@ fn m1_queue_changes_move_the_epoch_on() {
         reason: None,
     };
     rec.end_run("r1", &end);
-    rec.append(None, [message("m4")]).unwrap();
+    rec.append_t(None, [message("m4")]).unwrap();
     rec.admit("r3", "m4");
     rec.claim("t", "w", None, 0).expect("r3 starts");
     assert_eq!(

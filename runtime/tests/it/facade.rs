@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use pai_runtime::{AdminOp, AdminReply, FacadeOp, FacadeReply, ReadOp, RunOp};
 use pai_runtime::{
     Agent, BoxStream, COMPACTION_KEY, Compaction, CompactionCursor, Event, EventKind, EventSink,
     Expect, FinishReason, HookError, HookFuture, HookResult, LanguageModel, Lifecycle, LiveEvent,
@@ -168,10 +169,8 @@ fn stored_texts(messages: &[Message]) -> Vec<String> {
 }
 
 fn inspect(store: &MemoryStore, thread: &str) -> Option<pai_runtime::StoredThread> {
-    match store.apply(StoreRequest::Inspect {
-        thread: thread.into(),
-    }) {
-        Ok(StoreReply::Thread(t)) => t,
+    match store.apply(StoreRequest::admin(thread, AdminOp::Inspect)) {
+        Ok(StoreReply::Admin(AdminReply::Thread(t))) => t,
         other => panic!("inspect answered {other:?}"),
     }
 }
@@ -619,34 +618,39 @@ async fn h5_delete_then_create_is_a_new_incarnation_and_bound_handles_are_refuse
         visibility: Visibility::ALL,
         pai: PaiMeta::new(Producer::Model, Some(&sent.run_id), Some(0), 0),
     };
-    let append = s.store.apply(StoreRequest::Append {
-        thread: "t1".into(),
-        run: sent.run_id.clone(),
-        token: old.lease_token,
+    let (run, token) = (sent.run_id.clone(), old.lease_token);
+    let late = RunOp::Append {
         messages: vec![note],
         step: None,
-    });
+    };
+    let append = s
+        .store
+        .apply(StoreRequest::run("t1", run.clone(), token, late));
     assert!(matches!(&append, Err(e) if deleted(e)), "{append:?}");
-    let mutate = s.store.apply(StoreRequest::Mutate {
-        thread: "t1".into(),
-        incarnation: None,
-        writer: Writer::Run {
-            run: sent.run_id.clone(),
-            token: old.lease_token,
+    let stale = Write::Metadata {
+        key: "stale".into(),
+        value: Some(json!(true)),
+    };
+    let mutate = s.store.apply(StoreRequest::facade(
+        "t1",
+        FacadeOp::Mutate {
+            incarnation: None,
+            writer: Writer::Run { run, token },
+            expect: Expect::Nothing,
+            writes: vec![stale],
         },
-        expect: Expect::Nothing,
-        writes: vec![Write::Metadata {
-            key: "stale".into(),
-            value: Some(json!(true)),
-        }],
-    });
+    ));
     assert!(matches!(&mutate, Err(e) if deleted(e)), "{mutate:?}");
-    let history = s.store.apply(StoreRequest::History {
-        thread: "t1".into(),
-        agent: "a".into(),
-        incarnation: old.incarnation,
-        read: pai_runtime::HistoryRead::Metadata,
-    });
+    let read = pai_runtime::HistoryRead::Metadata;
+    let (agent, incarnation) = ("a".into(), old.incarnation);
+    let history = s.store.apply(StoreRequest::read(
+        "t1",
+        ReadOp::History {
+            agent,
+            incarnation,
+            read,
+        },
+    ));
     assert!(history.is_err(), "{history:?}");
     assert_eq!(admin.thread("t1").read().await.unwrap(), fresh);
 }
@@ -1634,17 +1638,22 @@ async fn c1_compaction_commit_is_guarded_by_private_metadata() {
     let store = Arc::new(MemoryStore::default());
     let meddler = store.clone();
     let (s, summaries) = compacting(store, move || {
-        let reply = meddler.apply(StoreRequest::Mutate {
-            thread: "t1".into(),
-            incarnation: None,
-            writer: Writer::Trusted,
-            expect: Expect::Nothing,
-            writes: vec![Write::PrivateMetadata {
-                key: "other".into(),
-                value: Some(json!(1)),
-            }],
-        });
-        assert!(matches!(reply, Ok(StoreReply::Mutated(Ok(_)))), "{reply:?}");
+        let reply = meddler.apply(StoreRequest::facade(
+            "t1",
+            FacadeOp::Mutate {
+                incarnation: None,
+                writer: Writer::Trusted,
+                expect: Expect::Nothing,
+                writes: vec![Write::PrivateMetadata {
+                    key: "other".into(),
+                    value: Some(json!(1)),
+                }],
+            },
+        ));
+        assert!(
+            matches!(reply, Ok(StoreReply::Facade(FacadeReply::Mutated(Ok(_))))),
+            "{reply:?}"
+        );
     });
     let sent = converse(&s, &["one", "two", "three"]).await;
     assert_eq!(summaries.lock().unwrap().len(), 1, "a summary was written");

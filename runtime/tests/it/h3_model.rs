@@ -12,6 +12,9 @@
 //! applies every write; a conflict changes nothing at all.
 
 use pai_runtime::{
+    AdminOp, AdminReply, ClientOp, ClientReply, FacadeOp, FacadeReply, Finish, RunOp, RunReply,
+};
+use pai_runtime::{
     Expect, MemoryStore, Message, Mutation, Outcome, PaiMeta, Part, Producer, Refusal, Role,
     RunEnd, RunStatus, StoreReply, StoreRequest, StoredThread, Submitted, Visibility, Write,
     Writer,
@@ -229,10 +232,8 @@ impl Model {
 }
 
 fn inspect(store: &MemoryStore) -> StoredThread {
-    match store.apply(StoreRequest::Inspect {
-        thread: THREAD.into(),
-    }) {
-        Ok(StoreReply::Thread(Some(t))) => t,
+    match store.apply(StoreRequest::admin(THREAD, AdminOp::Inspect)) {
+        Ok(StoreReply::Admin(AdminReply::Thread(Some(t)))) => t,
         other => panic!("inspect answered {other:?}"),
     }
 }
@@ -267,15 +268,17 @@ fn mutate(
     };
     let holds = model.holds(&expect);
     let private = matches!(expect, Expect::PrivateMetadata { .. });
-    let reply = store.apply(StoreRequest::Mutate {
-        thread: THREAD.into(),
-        incarnation: None,
-        writer,
-        expect,
-        writes: writes.clone(),
-    });
+    let reply = store.apply(StoreRequest::facade(
+        THREAD,
+        FacadeOp::Mutate {
+            incarnation: None,
+            writer,
+            expect,
+            writes: writes.clone(),
+        },
+    ));
     let done: Result<Mutation, Refusal> = match reply {
-        Ok(StoreReply::Mutated(done)) => done,
+        Ok(StoreReply::Facade(FacadeReply::Mutated(done))) => done,
         other => return Err(TestCaseError::fail(format!("mutate answered {other:?}"))),
     };
     if !holds {
@@ -323,43 +326,37 @@ fn other(store: &MemoryStore, model: &mut Model, op: &Op) -> Result<(), TestCase
         Op::Submit => {
             let run = model.next_id("run");
             let message = model.message(Role::User, None);
-            let reply = store.apply(StoreRequest::Submit {
-                thread: THREAD.into(),
-                agent: "a".into(),
-                owner: "o".into(),
+            let (steer, new_run) = (false, Some(run.clone()));
+            let submit = ClientOp::Submit {
                 message,
-                steer: false,
-                new_run: Some(run.clone()),
-            });
+                steer,
+                new_run,
+            };
+            let reply = store.apply(StoreRequest::client(THREAD, "a", "o", submit));
             let expected = Submitted::Run {
                 run,
                 version: model.version + 1,
             };
-            prop_assert_eq!(reply, Ok(StoreReply::Submitted(expected)));
+            let expected = StoreReply::Client(ClientReply::Submitted(expected));
+            prop_assert_eq!(reply, Ok(expected));
             model.version += 1;
             model.messages += 1;
         }
         Op::Claim => {
-            let reply = store.apply(StoreRequest::Claim {
-                thread: Some(THREAD.into()),
-                worker: "w".into(),
-                ttl: None,
-            });
+            let reply = store.apply(StoreRequest::claim(Some(THREAD.into()), "w", None));
             match reply {
-                Ok(StoreReply::Claimed(Some(c))) => model.lease = Some((c.run, c.token)),
-                Ok(StoreReply::Claimed(None)) => {}
+                Ok(StoreReply::Admin(AdminReply::Claimed(Some(c)))) => {
+                    model.lease = Some((c.run, c.token))
+                }
+                Ok(StoreReply::Admin(AdminReply::Claimed(None))) => {}
                 other => return Err(TestCaseError::fail(format!("claim answered {other:?}"))),
             }
         }
         Op::Renew => {
             if let Some((run, token)) = model.lease.clone() {
-                let reply = store.apply(StoreRequest::Renew {
-                    thread: THREAD.into(),
-                    run,
-                    token,
-                });
+                let reply = store.apply(StoreRequest::run(THREAD, run, token, RunOp::Renew));
                 prop_assert!(
-                    matches!(reply, Ok(StoreReply::Renewed { .. })),
+                    matches!(reply, Ok(StoreReply::Run(RunReply::Renewed { .. }))),
                     "{:?}",
                     reply
                 );
@@ -368,15 +365,11 @@ fn other(store: &MemoryStore, model: &mut Model, op: &Op) -> Result<(), TestCase
         Op::RunAppend => {
             if let Some((run, token)) = model.lease.clone() {
                 let message = model.message(Role::Assistant, Some(&run));
-                let reply = store.apply(StoreRequest::Append {
-                    thread: THREAD.into(),
-                    run,
-                    token,
-                    messages: vec![message],
-                    step: Some(0),
-                });
+                let (messages, step) = (vec![message], Some(0));
+                let append = RunOp::Append { messages, step };
+                let reply = store.apply(StoreRequest::run(THREAD, run, token, append));
                 let version = match reply {
-                    Ok(StoreReply::Appended(a)) => a.version,
+                    Ok(StoreReply::Run(RunReply::Appended(a))) => a.version,
                     other => return Err(TestCaseError::fail(format!("append answered {other:?}"))),
                 };
                 prop_assert_eq!(version, model.version + 1);
@@ -386,22 +379,21 @@ fn other(store: &MemoryStore, model: &mut Model, op: &Op) -> Result<(), TestCase
         }
         Op::Finish => {
             if let Some((run, token)) = model.lease.take() {
-                let reply = store.apply(StoreRequest::Finish {
-                    thread: THREAD.into(),
-                    run,
-                    token: Some(token),
-                    end: RunEnd {
-                        status: RunStatus::Completed,
-                        outcome: Outcome::Completed,
-                        reason: None,
-                    },
+                let end = RunEnd {
+                    status: RunStatus::Completed,
+                    outcome: Outcome::Completed,
+                    reason: None,
+                };
+                let finish = RunOp::Finish {
+                    end,
                     next_run: None,
-                });
-                prop_assert!(
-                    matches!(reply, Ok(StoreReply::Finished { .. })),
-                    "{:?}",
-                    reply
+                };
+                let reply = store.apply(StoreRequest::run(THREAD, run, token, finish));
+                let stored = matches!(
+                    reply,
+                    Ok(StoreReply::Run(RunReply::Finished(Finish::Stored { .. })))
                 );
+                prop_assert!(stored, "{:?}", reply);
             }
         }
         Op::Mutate { .. } => unreachable!(),
@@ -427,12 +419,8 @@ proptest! {
     #[test]
     fn h3_expectations_match_the_reference(ops in prop::collection::vec(op(), 1..48)) {
         let store = MemoryStore::default();
-        let opened = store.apply(StoreRequest::Open {
-            thread: THREAD.into(),
-            agent: "a".into(),
-            owner: "o".into(),
-        });
-        prop_assert_eq!(opened, Ok(StoreReply::Done));
+        let opened = store.apply(StoreRequest::client(THREAD, "a", "o", ClientOp::Open));
+        prop_assert_eq!(opened, Ok(StoreReply::Client(ClientReply::Opened)));
         let mut model = Model {
             version: inspect(&store).version,
             ..Model::default()
@@ -457,11 +445,7 @@ proptest! {
 fn h3_reference_sees_both_outcomes() {
     let store = MemoryStore::default();
     store
-        .apply(StoreRequest::Open {
-            thread: THREAD.into(),
-            agent: "a".into(),
-            owner: "o".into(),
-        })
+        .apply(StoreRequest::client(THREAD, "a", "o", ClientOp::Open))
         .unwrap();
     let mut model = Model {
         version: inspect(&store).version,

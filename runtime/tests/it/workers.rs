@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use pai_runtime::{AdminOp, AdminReply, ClientOp, RunOp, RunReply};
 use pai_runtime::{
     Agent, BoxStream, Clock, Event, EventKind, EventSink, FinishReason, HookFuture, LanguageModel,
     MemoryStore, Millis, ModelError, ModelMap, ModelRequest, Part, ReadyStream, RunStatus, Runtime,
@@ -178,44 +179,34 @@ async fn k3_a_cut_off_worker_is_taken_over_and_the_call_runs_again_under_its_key
 #[tokio::test(start_paused = true)]
 async fn k2_a_stale_token_is_refused_through_the_store_seam() {
     let store = MemoryStore::new(None);
-    let send = StoreRequest::Submit {
-        thread: "t".into(),
-        agent: "agent".into(),
-        owner: "alice".into(),
-        message: pai_runtime::Message {
-            id: "m1".into(),
-            seq: 0,
-            role: pai_runtime::Role::User,
-            parts: vec![Part::text("hi")],
-            visibility: pai_runtime::Visibility::ALL,
-            pai: pai_runtime::PaiMeta::new(pai_runtime::Producer::User, None, None, 0),
+    let send = StoreRequest::client(
+        "t",
+        "agent",
+        "alice",
+        ClientOp::Submit {
+            message: pai_runtime::Message {
+                id: "m1".into(),
+                seq: 0,
+                role: pai_runtime::Role::User,
+                parts: vec![Part::text("hi")],
+                visibility: pai_runtime::Visibility::ALL,
+                pai: pai_runtime::PaiMeta::new(pai_runtime::Producer::User, None, None, 0),
+            },
+            steer: false,
+            new_run: Some("r1".into()),
         },
-        steer: false,
-        new_run: Some("r1".into()),
-    };
+    );
     store.apply(send).unwrap();
-    let claim = |worker: &str| StoreRequest::Claim {
-        thread: None,
-        worker: worker.into(),
-        ttl: None,
-    };
-    let Ok(StoreReply::Claimed(Some(first))) = store.apply(claim("a")) else {
+    let claim = |worker: &str| StoreRequest::claim(None, worker, None);
+    let Ok(StoreReply::Admin(AdminReply::Claimed(Some(first)))) = store.apply(claim("a")) else {
         panic!("a claims the run")
     };
-    let next = StoreRequest::NextEpisode {
-        thread: "t".into(),
-        run: "r1".into(),
-        token: first.token,
-    };
-    let Ok(StoreReply::Lease { token: newer, .. }) = store.apply(next) else {
+    let next = StoreRequest::run("t", "r1", first.token, RunOp::NextEpisode);
+    let Ok(StoreReply::Run(RunReply::Lease { token: newer, .. })) = store.apply(next) else {
         panic!("a new episode")
     };
-    let renew = |token| StoreRequest::Renew {
-        thread: "t".into(),
-        run: "r1".into(),
-        token,
-    };
-    let before = store.apply(StoreRequest::Inspect { thread: "t".into() });
+    let renew = |token| StoreRequest::run("t", "r1", token, RunOp::Renew);
+    let before = store.apply(StoreRequest::admin("t", AdminOp::Inspect));
     assert_eq!(
         store.apply(renew(first.token)),
         Err(StoreError::StaleLease {
@@ -224,7 +215,7 @@ async fn k2_a_stale_token_is_refused_through_the_store_seam() {
         })
     );
     assert_eq!(
-        store.apply(StoreRequest::Inspect { thread: "t".into() }),
+        store.apply(StoreRequest::admin("t", AdminOp::Inspect)),
         before
     );
     assert!(store.apply(renew(newer)).is_ok());

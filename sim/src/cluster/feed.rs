@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pai_runtime::{
-    CancelTarget, Clock as _, LiveEvent, Outcome, RunStatus, StoreError, StoreReply, StoreRequest,
+    AdminOp, AdminReply, CancelTarget, ClientReply, Clock as _, Finish, LiveEvent, Op, Outcome,
+    RunOp, RunReply, RunStatus, StoreError, StoreReply, StoreRequest,
 };
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
@@ -106,12 +107,17 @@ pub struct Note {
 
 impl Note {
     pub fn of(request: &StoreRequest) -> Note {
-        let run = match request {
-            StoreRequest::Wait { run, .. } | StoreRequest::Finish { run, .. } => Some(run.clone()),
+        let run = match request.op() {
+            Some(Op::Run {
+                run,
+                op: RunOp::Wait { .. } | RunOp::Finish { .. },
+                ..
+            }) => Some(run.clone()),
+            Some(Op::Admin(AdminOp::Finish { run, .. })) => Some(run.clone()),
             _ => None,
         };
         Note {
-            thread: crate::world::thread_of(request).map(str::to_string),
+            thread: request.thread().map(str::to_string),
             run,
         }
     }
@@ -135,7 +141,7 @@ impl Feeds {
         let prev = st.told.get(&thread).copied().unwrap_or(0);
         st.told.insert(thread.clone(), version.max(prev));
         let watched = st.subs.get(&thread).is_some_and(|s| !s.is_empty());
-        if let Ok(StoreReply::Deleted(Some(d))) = reply {
+        if let Ok(StoreReply::Admin(AdminReply::Deleted(Some(d)))) = reply {
             // As in one process: the runs the deletion ended at once are
             // told, then the watchers close (SPEC H5).
             for (run, status) in &d.cancelled {
@@ -157,13 +163,17 @@ impl Feeds {
             st.push(&thread, &LiveEvent::Committed { at, version });
         }
         let told = match (reply, note.run) {
-            (Ok(StoreReply::Waited(Some((calls, _)))), Some(run)) => Some(LiveEvent::RunWaiting {
-                at,
-                run_id: run,
-                calls: calls.clone(),
-            }),
-            (Ok(StoreReply::Finished { .. }), Some(run)) => ended(&thread, &run),
-            (Ok(StoreReply::Cancelled(Ok(c))), _) => match &c.target {
+            (Ok(StoreReply::Run(RunReply::Waited(Some((calls, _))))), Some(run)) => {
+                Some(LiveEvent::RunWaiting {
+                    at,
+                    run_id: run,
+                    calls: calls.clone(),
+                })
+            }
+            (Ok(StoreReply::Run(RunReply::Finished(Finish::Stored { .. }))), Some(run)) => {
+                ended(&thread, &run)
+            }
+            (Ok(StoreReply::Client(ClientReply::Cancelled(Ok(c)))), _) => match &c.target {
                 CancelTarget::Queued(run) => ended(&thread, run),
                 _ => None,
             },

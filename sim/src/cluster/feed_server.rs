@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use pai_runtime::{LiveEvent, StoreError, StoreReply, StoreRequest};
+use pai_runtime::{ClientOp, LiveEvent, Op, StoreError, StoreReply, StoreRequest};
 use tokio::sync::mpsc;
 use turmoil::net::{TcpListener, TcpStream};
 
@@ -34,7 +34,14 @@ async fn connection(mut stream: TcpStream, from: String, host: Arc<StoreHost>) {
     let (reply, rx) = match serde_json::from_slice::<Subscribe>(&frame) {
         Ok(Subscribe {
             name,
-            open: open @ StoreRequest::Open { .. },
+            open:
+                open @ StoreRequest::On {
+                    op:
+                        Op::Client {
+                            op: ClientOp::Open, ..
+                        },
+                    ..
+                },
         }) => host.subscribe(&from, &name, open),
         Ok(_) => (
             Err(StoreError::Protocol("a feed opens with `open`".into())),
@@ -76,7 +83,7 @@ impl StoreHost {
         Result<StoreReply, StoreError>,
         Option<mpsc::UnboundedReceiver<LiveEvent>>,
     ) {
-        let thread = crate::world::thread_of(&open).map(str::to_string);
+        let thread = open.thread().map(str::to_string);
         let reply = self.apply(from, open);
         match (&reply, thread) {
             (Ok(_), Some(thread)) => {

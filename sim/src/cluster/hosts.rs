@@ -11,7 +11,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pai_runtime::{Clock as _, RunRecord, RunStatus, Runtime, StoreRequest, WorkerConfig};
+use pai_runtime::{
+    ClientOp, Clock as _, RunRecord, RunStatus, Runtime, StoreRequest, WorkerConfig,
+};
 
 use super::feed::Feeds;
 use super::net::{RemoteStore, store_listening};
@@ -50,11 +52,8 @@ impl WatchFeed for StoreFeed<'_> {
         client: &'a str,
         thread: &'a str,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + 'a>> {
-        let open = StoreRequest::Open {
-            thread: thread.to_string(),
-            agent: self.env.scenario.agent.name.clone(),
-            owner: client.to_string(),
-        };
+        let agent = self.env.scenario.agent.name.clone();
+        let open = StoreRequest::client(thread, agent, client, ClientOp::Open);
         let feeds = self.env.feeds.clone();
         Box::pin(async move {
             super::feed::subscribe(feeds, name, open)

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use pai_runtime::{Event, EventKind};
 
-use crate::world::{ActionRecord, ClusterEvent, ClusterRecord};
+use crate::world::{ActionRecord, ClientWrite, ClusterEvent, ClusterRecord};
 
 /// The linear log.
 #[derive(Debug)]
@@ -250,11 +250,9 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
             }
             ClusterEvent::Stored {
                 thread,
-                request: "has_steer",
                 from,
-                key,
+                write: ClientWrite::SteerLook(run),
             } => {
-                let run = key.strip_prefix("has_steer ").unwrap_or(key);
                 looks
                     .entry((from, run))
                     .or_default()
@@ -263,16 +261,14 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
             }
             ClusterEvent::Stored {
                 thread,
-                key,
-                request,
+                write: ClientWrite::Message(key) | ClientWrite::Answer(key),
                 ..
-            } if *request != "cancel" && *request != "has_steer" => (thread, Key::Write(key)),
+            } => (thread, Key::Write(key)),
             ClusterEvent::Stored {
                 thread,
-                key,
-                request: "cancel",
+                write: ClientWrite::Cancel(Some(run)),
                 ..
-            } if !key.is_empty() => (thread, Key::Cancel(key)),
+            } => (thread, Key::Cancel(run)),
             ClusterEvent::Claimed {
                 thread,
                 token,
@@ -400,7 +396,7 @@ pub fn cancel_records<'s>(
     let mut cancels: BTreeMap<&str, std::collections::VecDeque<usize>> = BTreeMap::new();
     for (k, r) in log.iter().enumerate() {
         if let ClusterEvent::Stored {
-            request: "cancel",
+            write: ClientWrite::Cancel(_),
             thread,
             ..
         } = &r.what

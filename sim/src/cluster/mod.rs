@@ -26,7 +26,7 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
-use pai_runtime::{StoreReply, StoreRequest, StoredThread};
+use pai_runtime::{AdminOp, AdminReply, StoreReply, StoreRequest, StoredThread};
 
 use crate::oracle::{ClusterObs, Observations};
 use crate::report::{Report, SimError, report};
@@ -268,15 +268,15 @@ fn observe(
 
 /// The store's threads at the end, read directly (the store is the world's).
 fn stored_threads(store: &StoreHost) -> Vec<StoredThread> {
-    let Ok(StoreReply::Ids(ids)) = store.store().apply(StoreRequest::ThreadIds) else {
+    let Ok(StoreReply::Admin(AdminReply::Ids(ids))) = store.store().apply(StoreRequest::ThreadIds)
+    else {
         return Vec::new();
     };
+    let inspect = |thread| StoreRequest::admin(thread, AdminOp::Inspect);
     ids.into_iter()
-        .filter_map(
-            |thread| match store.store().apply(StoreRequest::Inspect { thread }) {
-                Ok(StoreReply::Thread(t)) => t,
-                _ => None,
-            },
-        )
+        .filter_map(|thread| match store.store().apply(inspect(thread)) {
+            Ok(StoreReply::Admin(AdminReply::Thread(t))) => t,
+            _ => None,
+        })
         .collect()
 }

@@ -7,8 +7,9 @@
 use std::sync::Arc;
 
 use pai_runtime::{
-    CancelTarget, Clock, RunStatus, StoreError, StoreReply, StoreRequest, StoredThread, Write,
-    Writer,
+    AdminOp, AdminReply, CancelTarget, ClientOp, ClientReply, Clock, FacadeOp, FacadeReply, Finish,
+    Op, ReadOp, RunOp, RunReply, RunStatus, StoreError, StoreReply, StoreRequest, StoredThread,
+    Write, Writer,
 };
 
 use super::feed::{Feeds, Note};
@@ -16,7 +17,8 @@ use super::triggers::{Arrival, Triggers};
 use crate::report::SimError;
 use crate::scenario::StoreBugs;
 use crate::world::{
-    ClusterEvent, ClusterLog, CommitRecord, SimStore, StoreKind, VirtualClock, reported, thread_of,
+    ClientWrite, ClusterEvent, ClusterLog, CommitRecord, SimStore, StoreKind, VirtualClock,
+    reported, run_version,
 };
 
 /// The store, its clock, its planted bugs and its log.
@@ -108,7 +110,7 @@ impl StoreHost {
     /// reports, if any.
     pub fn apply(&self, from: &str, request: StoreRequest) -> Result<StoreReply, StoreError> {
         let name = request.name();
-        let thread = thread_of(&request).map(str::to_string);
+        let thread = request.thread().map(str::to_string);
         let note = Note::of(&request);
         let reply = self.answer(from, request);
         let ended = |thread: &str, run: &str| self.run_end(thread, run);
@@ -128,59 +130,46 @@ impl StoreHost {
     }
 
     fn answer(&self, from: &str, mut request: StoreRequest) -> Result<StoreReply, StoreError> {
-        let fenced = fenced(&request);
+        let fenced = Fenced::of(&request);
         if self.bugs.accept_stale
             && let Some(f) = &fenced
         {
-            let current = self.current_token(&f.thread);
-            set_token(&mut request, current);
+            self.accept_stale(&mut request, f);
         }
-        if self.bugs.refuse_takeover
-            && matches!(request, StoreRequest::Claim { .. })
-            && self.any_running()
-        {
-            return Ok(StoreReply::Claimed(None));
+        let claim = match &request {
+            StoreRequest::ClaimAny { .. } => true,
+            StoreRequest::On { op, .. } => matches!(op, Op::Admin(AdminOp::Claim { .. })),
+            StoreRequest::ThreadIds => false,
+        };
+        if self.bugs.refuse_takeover && claim && self.any_running() {
+            return Ok(StoreReply::Admin(AdminReply::Claimed(None)));
         }
         let name = request.name();
-        let stored = client_write(&request);
-        let deleted = match &request {
-            StoreRequest::Delete { thread } => Some(thread.clone()),
+        let asked = client_write(&request);
+        let deleted = match request.op() {
+            Some(Op::Admin(AdminOp::Delete)) => request.thread().map(str::to_string),
             _ => None,
         };
         // A run's mutation may commit nothing (no change staged): the
         // versions before and after tell.
-        let before = match (&request, &fenced) {
-            (StoreRequest::Mutate { .. }, Some(f)) => Some(self.version(&f.thread)),
+        let before = match (request.op(), &fenced) {
+            (Some(Op::Facade(_)), Some(f)) => Some(self.version(&f.thread)),
             _ => None,
         };
-        let reply = match request {
-            StoreRequest::Append {
-                thread, messages, ..
-            } if self.bugs.accept_stale && !self.holds(fenced.as_ref()) => {
-                self.unfenced_append(thread, messages)
-            }
-            request => self.store.apply(request),
+        let reply = match (self.bugs.accept_stale, planted_append(&request)) {
+            // The planted bug's append: refused by the store, it lands
+            // anyway, unfenced.
+            (true, Some((thread, messages))) => match self.store.apply(request.clone()) {
+                Err(_) => self.unfenced_append(thread, messages),
+                landed => landed,
+            },
+            _ => self.store.apply(request),
         };
-        let stored = match (stored, &reply) {
-            (Some(s), Ok(StoreReply::Submitted(_) | StoreReply::Answered(Ok(_)))) => Some(s),
-            (Some((thread, _)), Ok(StoreReply::Cancelled(Ok(reached)))) => {
-                Some((thread, cancelled_run(&reached.target).to_string()))
-            }
-            // A cancel that found no run (or no thread) is logged too: where
-            // it happened matters to what it could have reached (K6). So is
-            // a step's look for a steer: its decision is made there (A3).
-            (Some((thread, key)), _) if key.is_empty() || key.starts_with("has_steer ") => {
-                Some((thread, key))
-            }
-            _ => None,
-        };
-        if let Some((thread, key)) = stored {
-            let from = from.to_string();
+        if let Some((thread, write)) = stored(asked, &reply) {
             let what = ClusterEvent::Stored {
-                from,
-                request: name,
+                from: from.to_string(),
                 thread,
-                key,
+                write,
             };
             self.log.push(self.clock.now(), what);
         }
@@ -192,6 +181,37 @@ impl StoreHost {
         reply
     }
 
+    /// The planted `accept_stale` bug: a run's write carries the thread's
+    /// current token, whatever token it was given (an append is left as
+    /// it is: [`planted_append`]).
+    fn accept_stale(&self, request: &mut StoreRequest, f: &Fenced) {
+        let current = self.current_token(&f.thread);
+        let token = match request {
+            StoreRequest::On {
+                op:
+                    Op::Run {
+                        op: RunOp::Append { .. },
+                        ..
+                    },
+                ..
+            } => return,
+            StoreRequest::On {
+                op: Op::Run { token, .. },
+                ..
+            }
+            | StoreRequest::On {
+                op:
+                    Op::Facade(FacadeOp::Mutate {
+                        writer: Writer::Run { token, .. },
+                        ..
+                    }),
+                ..
+            } => token,
+            _ => return,
+        };
+        *token = current;
+    }
+
     fn record(
         &self,
         from: &str,
@@ -201,13 +221,13 @@ impl StoreHost {
         committed: bool,
     ) {
         let at = self.clock.now();
-        if let Ok(StoreReply::Claimed(claimed)) = reply {
+        if let Ok(StoreReply::Admin(AdminReply::Claimed(claimed))) = reply {
             let won = claimed.as_ref().map(|c| c.run.as_str());
             self.claim_race(at, from, won);
         }
         let from = from.to_string();
         let what = match (reply, fenced) {
-            (Ok(StoreReply::Claimed(Some(c))), _) => ClusterEvent::Claimed {
+            (Ok(StoreReply::Admin(AdminReply::Claimed(Some(c)))), _) => ClusterEvent::Claimed {
                 from,
                 thread: c.thread.clone(),
                 run: c.run.clone(),
@@ -215,35 +235,13 @@ impl StoreHost {
                 episode: c.episode,
                 takeover: c.takeover.clone(),
             },
-            (Ok(StoreReply::Deleted(Some(d))), None) => ClusterEvent::Deleted {
+            (Ok(StoreReply::Admin(AdminReply::Deleted(Some(d)))), None) => ClusterEvent::Deleted {
                 from,
                 thread: deleted.unwrap_or_default(),
                 incarnation: d.incarnation,
                 cancelled: d.cancelled.iter().map(|(run, _)| run.clone()).collect(),
             },
-            (Ok(reply), Some(f)) => ClusterEvent::Wrote {
-                from,
-                request,
-                thread: f.thread,
-                run: f.run,
-                token: f.token,
-                next_token: match reply {
-                    StoreReply::Lease { token, .. } => Some(*token),
-                    _ => None,
-                },
-                releases: matches!(
-                    reply,
-                    StoreReply::Waited(Some(_)) | StoreReply::Finished { .. }
-                ),
-                messages: f.messages,
-                waits_on: f.waits_on,
-                admitted: match reply {
-                    StoreReply::Finished { admitted, .. } => admitted.clone(),
-                    _ => None,
-                },
-                committed,
-                version: reply_version(reply),
-            },
+            (Ok(reply), Some(f)) => wrote(from, request, f, reply, committed),
             (Err(StoreError::StaleLease { given, current }), Some(f)) => ClusterEvent::Refused {
                 from,
                 request,
@@ -300,46 +298,29 @@ impl StoreHost {
     /// itself fences every run write by both, SPEC K2).
     fn unfenced_append(
         &self,
-        thread: String,
+        thread: &str,
         messages: Vec<pai_runtime::Message>,
     ) -> Result<StoreReply, StoreError> {
-        let last_seq = match self.store.apply(StoreRequest::Inspect {
-            thread: thread.clone(),
-        })? {
-            StoreReply::Thread(Some(t)) => t.messages.last().map_or(0, |m| m.seq),
-            _ => return Err(StoreError::NoThread(thread)),
+        let Some(last_seq) = self.head(thread, |t| t.messages.last().map_or(0, |m| m.seq)) else {
+            return Err(StoreError::NoThread(thread.to_string()));
         };
-        let write = StoreRequest::Mutate {
-            thread,
+        let write = FacadeOp::Mutate {
             incarnation: None,
-            writer: pai_runtime::Writer::Trusted,
+            writer: Writer::Trusted,
             expect: pai_runtime::Expect::Nothing,
-            writes: messages
-                .into_iter()
-                .map(pai_runtime::Write::Append)
-                .collect(),
+            writes: messages.into_iter().map(Write::Append).collect(),
         };
-        match self.store.apply(write)? {
-            StoreReply::Mutated(Ok(done)) => Ok(StoreReply::Appended(pai_runtime::Appended {
-                version: done.version,
-                first_seq: last_seq + 1,
-            })),
+        match self.store.apply(StoreRequest::facade(thread, write))? {
+            StoreReply::Facade(FacadeReply::Mutated(Ok(done))) => {
+                Ok(StoreReply::Run(RunReply::Appended(pai_runtime::Appended {
+                    version: done.version,
+                    first_seq: last_seq + 1,
+                })))
+            }
             other => Err(StoreError::Protocol(format!(
                 "a planted append got {other:?}"
             ))),
         }
-    }
-
-    /// Whether a run's write is under the newest token of a run that holds
-    /// the lease (what the store checks).
-    fn holds(&self, fenced: Option<&Fenced>) -> bool {
-        let Some(f) = fenced else {
-            return true;
-        };
-        self.head(&f.thread, |t| {
-            t.lease_token == f.token && t.lease_holder.as_deref() == Some(f.run.as_str())
-        })
-        .unwrap_or(false)
     }
 
     /// A run's end as the store recorded it, for the feed.
@@ -366,122 +347,174 @@ impl StoreHost {
     /// `read` of the stored thread, if it exists (the host's own look, not
     /// a worker's request).
     fn head<T>(&self, thread: &str, read: impl FnOnce(&StoredThread) -> T) -> Option<T> {
-        let inspected = self.store.apply(StoreRequest::Inspect {
-            thread: thread.to_string(),
-        });
-        match inspected {
-            Ok(StoreReply::Thread(Some(t))) => Some(read(&t)),
+        match self
+            .store
+            .apply(StoreRequest::admin(thread, AdminOp::Inspect))
+        {
+            Ok(StoreReply::Admin(AdminReply::Thread(Some(t)))) => Some(read(&t)),
             _ => None,
         }
     }
 
     /// Whether some thread has a run being driven (a claim could only take it over).
     fn any_running(&self) -> bool {
-        let Ok(StoreReply::Ids(ids)) = self.store.apply(StoreRequest::ThreadIds) else {
+        let Ok(StoreReply::Admin(AdminReply::Ids(ids))) = self.store.apply(StoreRequest::ThreadIds)
+        else {
             return false;
         };
         ids.into_iter().any(|thread| {
-            let read = self.store.apply(StoreRequest::Inspect { thread });
-            matches!(read, Ok(StoreReply::Thread(Some(t)))
-                if t.runs.iter().any(|r| r.status == RunStatus::Running))
+            self.head(&thread, |t| {
+                t.runs.iter().any(|r| r.status == RunStatus::Running)
+            }) == Some(true)
         })
     }
 }
 
-/// The lease token a request writes under, if it is a run's write.
-fn fenced(request: &StoreRequest) -> Option<Fenced> {
-    use StoreRequest as R;
-    let (thread, run, token) = match request {
-        R::NextEpisode { thread, run, token }
-        | R::Renew { thread, run, token }
-        | R::Append {
-            thread, run, token, ..
-        }
-        | R::TakeAnchor { thread, run, token }
-        | R::TakeSteer { thread, run, token }
-        | R::CloseCalls { thread, run, token }
-        | R::SetRunMetadata {
-            thread, run, token, ..
-        }
-        | R::Wait {
-            thread, run, token, ..
-        }
-        | R::Await {
-            thread, run, token, ..
-        }
-        | R::CommitResumed {
-            thread, run, token, ..
-        } => (thread, run, *token),
-        R::Finish {
-            thread,
-            run,
-            token: Some(token),
-            ..
-        }
-        | R::Mutate {
-            thread,
-            writer: Writer::Run { run, token },
-            ..
-        } => (thread, run, *token),
-        _ => return None,
-    };
-    let messages = match request {
-        R::Append { messages, .. } | R::CommitResumed { messages, .. } => {
-            messages.iter().map(|m| m.id.clone()).collect()
-        }
-        R::Mutate { writes, .. } => writes
-            .iter()
-            .filter_map(|w| match w {
-                Write::Append(m) => Some(m.id.clone()),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    let waits_on = match request {
-        R::Wait { calls, .. } | R::Await { calls, .. } => {
-            calls.iter().map(|c| c.call_id.clone()).collect()
-        }
-        _ => Vec::new(),
-    };
-    Some(Fenced {
-        thread: thread.clone(),
-        run: run.clone(),
-        token,
-        messages,
-        waits_on,
-    })
-}
-
-/// The thread and key of a client's write: a submitted message's id, the
-/// call an answer is for; a cancel's key is the run it reaches, known from
-/// the answer.
-fn client_write(request: &StoreRequest) -> Option<(String, String)> {
-    match request {
-        StoreRequest::Submit {
-            thread, message, ..
-        } => Some((thread.clone(), message.id.clone())),
-        StoreRequest::Answer {
-            thread, call_id, ..
-        } => Some((thread.clone(), call_id.clone())),
-        StoreRequest::Cancel { thread, .. } => Some((thread.clone(), String::new())),
-        StoreRequest::HasSteer { thread, run } => {
-            Some((thread.clone(), format!("has_steer {run}")))
-        }
-        _ => None,
+impl Fenced {
+    /// The lease token a request writes under, if it is a run's write (a
+    /// run's reads under its token, `run_messages`, are not logged).
+    fn of(request: &StoreRequest) -> Option<Fenced> {
+        let StoreRequest::On { thread, op } = request else {
+            return None;
+        };
+        let (run, token) = op.fence()?;
+        let (messages, waits_on) = match op {
+            Op::Run {
+                op: RunOp::RunMessages { .. },
+                ..
+            } => return None,
+            Op::Run {
+                op: RunOp::Append { messages, .. } | RunOp::CommitResumed { messages },
+                ..
+            } => (messages.iter().map(|m| m.id.clone()).collect(), Vec::new()),
+            Op::Run {
+                op: RunOp::Wait { calls } | RunOp::Await { calls },
+                ..
+            } => (
+                Vec::new(),
+                calls.iter().map(|c| c.call_id.clone()).collect(),
+            ),
+            Op::Facade(FacadeOp::Mutate { writes, .. }) => {
+                let appended = writes.iter().filter_map(|w| match w {
+                    Write::Append(m) => Some(m.id.clone()),
+                    _ => None,
+                });
+                (appended.collect(), Vec::new())
+            }
+            _ => (Vec::new(), Vec::new()),
+        };
+        Some(Fenced {
+            thread: thread.clone(),
+            run: run.to_string(),
+            token,
+            messages,
+            waits_on,
+        })
     }
 }
 
-/// The thread's version after a write, as its answer says.
-fn reply_version(reply: &StoreReply) -> Option<u64> {
-    match reply {
-        StoreReply::Appended(a) => Some(a.version),
-        StoreReply::Version(v) => Some(*v),
-        StoreReply::Lease { version, .. }
-        | StoreReply::Renewed { version, .. }
-        | StoreReply::Finished { version, .. } => Some(*version),
-        StoreReply::Waited(Some((_, v))) => Some(*v),
-        StoreReply::Mutated(Ok(m)) => Some(m.version),
+/// What the log keeps of a run's write that landed.
+fn wrote(
+    from: String,
+    request: &'static str,
+    f: Fenced,
+    reply: &StoreReply,
+    committed: bool,
+) -> ClusterEvent {
+    let run = match reply {
+        StoreReply::Run(r) => Some(r),
+        _ => None,
+    };
+    let version = match reply {
+        StoreReply::Facade(FacadeReply::Mutated(Ok(m))) => Some(m.version),
+        _ => run.and_then(run_version),
+    };
+    ClusterEvent::Wrote {
+        from,
+        request,
+        thread: f.thread,
+        run: f.run,
+        token: f.token,
+        next_token: match run {
+            Some(RunReply::Lease { token, .. }) => Some(*token),
+            _ => None,
+        },
+        releases: matches!(
+            run,
+            Some(RunReply::Waited(Some(_)) | RunReply::Finished(Finish::Stored { .. }))
+        ),
+        messages: f.messages,
+        waits_on: f.waits_on,
+        admitted: match run {
+            Some(RunReply::Finished(Finish::Stored { admitted, .. })) => admitted.clone(),
+            _ => None,
+        },
+        committed,
+        version,
+    }
+}
+
+/// A client's request the log keeps, as asked; what it reached is known
+/// from the answer ([`stored`]).
+fn client_write(request: &StoreRequest) -> Option<(String, ClientWrite)> {
+    let StoreRequest::On { thread, op } = request else {
+        return None;
+    };
+    let write = match op {
+        Op::Client { op, .. } => match op {
+            ClientOp::Submit { message, .. } => ClientWrite::Message(message.id.clone()),
+            ClientOp::Answer { call_id, .. } => ClientWrite::Answer(call_id.clone()),
+            ClientOp::Cancel { .. } => ClientWrite::Cancel(None),
+            ClientOp::Open => return None,
+        },
+        Op::Read(ReadOp::HasSteer { run }) => ClientWrite::SteerLook(run.clone()),
+        _ => return None,
+    };
+    Some((thread.clone(), write))
+}
+
+/// What the log keeps of a client's request, by its answer: a message or
+/// an answer that landed; every cancel (where it happened matters to what
+/// it could have reached, K6) with the run it reached; every look for a
+/// steer (a step's decision is made there, A3).
+fn stored(
+    asked: Option<(String, ClientWrite)>,
+    reply: &Result<StoreReply, StoreError>,
+) -> Option<(String, ClientWrite)> {
+    let (thread, write) = asked?;
+    let landed = matches!(
+        reply,
+        Ok(StoreReply::Client(
+            ClientReply::Submitted(_) | ClientReply::Answered(Ok(_))
+        ))
+    );
+    match write {
+        ClientWrite::Cancel(_) => {
+            let reached = match reply {
+                Ok(StoreReply::Client(ClientReply::Cancelled(Ok(c)))) => {
+                    Some(cancelled_run(&c.target).to_string())
+                }
+                _ => None,
+            };
+            Some((thread, ClientWrite::Cancel(reached)))
+        }
+        ClientWrite::SteerLook(_) => Some((thread, write)),
+        ClientWrite::Message(_) | ClientWrite::Answer(_) => landed.then_some((thread, write)),
+    }
+}
+
+/// The thread and messages of a run's append, for the planted
+/// `accept_stale` bug.
+fn planted_append(request: &StoreRequest) -> Option<(&str, Vec<pai_runtime::Message>)> {
+    match request {
+        StoreRequest::On {
+            thread,
+            op:
+                Op::Run {
+                    op: RunOp::Append { messages, .. },
+                    ..
+                },
+        } => Some((thread, messages.clone())),
         _ => None,
     }
 }
@@ -490,26 +523,5 @@ fn reply_version(reply: &StoreReply) -> Option<u64> {
 fn cancelled_run(target: &CancelTarget) -> &str {
     match target {
         CancelTarget::Active(r) | CancelTarget::Waiting(r) | CancelTarget::Queued(r) => r,
-    }
-}
-
-/// Rewrites a run write's token (the planted `accept_stale` bug).
-fn set_token(request: &mut StoreRequest, to: u64) {
-    use StoreRequest as R;
-    match request {
-        R::NextEpisode { token, .. }
-        | R::Renew { token, .. }
-        | R::Append { token, .. }
-        | R::TakeAnchor { token, .. }
-        | R::TakeSteer { token, .. }
-        | R::SetRunMetadata { token, .. }
-        | R::Wait { token, .. }
-        | R::CommitResumed { token, .. } => *token = to,
-        R::Finish { token, .. } => *token = Some(to),
-        R::Mutate {
-            writer: Writer::Run { token, .. },
-            ..
-        } => *token = to,
-        _ => {}
     }
 }

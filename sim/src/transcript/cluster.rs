@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use pai_runtime::EventKind;
 
 use crate::oracle::ClusterObs;
-use crate::world::{ClusterEvent, ClusterRecord};
+use crate::world::{ClientWrite, ClusterEvent, ClusterRecord};
 
 use super::event::event_line;
 
@@ -91,16 +91,14 @@ fn record(out: &mut String, r: &ClusterRecord) {
         ),
         ClusterEvent::Stored {
             from,
-            request: "cancel",
-            key,
+            write: ClientWrite::Cancel(None),
             ..
-        } if key.is_empty() => format!("~ store: {from}'s cancel finds no run"),
+        } => format!("~ store: {from}'s cancel finds no run"),
         ClusterEvent::Stored {
             from,
-            request: "cancel",
-            key,
+            write: ClientWrite::Cancel(Some(run)),
             ..
-        } => format!("~ store: {from}'s cancel reaches {key}"),
+        } => format!("~ store: {from}'s cancel reaches {run}"),
         ClusterEvent::LostClaim { from, to, run } => {
             format!("~ store: {from}'s claim finds nothing: {to} took {run} first")
         }

@@ -10,6 +10,21 @@ use pai_runtime::Takeover;
 use super::recorder::Recorder;
 use crate::scenario::FaultAction;
 
+/// A client's request the store log keeps, by what it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientWrite {
+    /// A user message landed (`submit`): its id.
+    Message(String),
+    /// An answer landed (`answer`): the call's id.
+    Answer(String),
+    /// A cancel was answered: the run it reached, if any (none, or no
+    /// thread: where it happened matters to what it could have reached).
+    Cancel(Option<String>),
+    /// A step looked for a steer of this run (`has_steer`): its decision
+    /// is made there.
+    SteerLook(String),
+}
+
 /// One thing that happened to the system, at a virtual time.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClusterRecord {
@@ -62,14 +77,13 @@ pub enum ClusterEvent {
         /// The thread's version after the write, when its answer says.
         version: Option<u64>,
     },
-    /// A client's write landed: a user message (`submit`, keyed by its
-    /// message id), an answer (`answer`, keyed by the call id) or a cancel
-    /// (`cancel`, keyed by the run it reached).
+    /// A client's write landed (a user message, an answer), a cancel was
+    /// answered, or a step looked for a steer: what the store answered
+    /// bears on what they could reach (K6, A3).
     Stored {
         from: String,
-        request: &'static str,
         thread: String,
-        key: String,
+        write: ClientWrite,
     },
     /// A claim found nothing because another worker's claim took the run
     /// in the same virtual millisecond: a claim race `from` lost to `to`

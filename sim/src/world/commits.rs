@@ -4,7 +4,9 @@
 //! here again from the protocol's types, not taken from the runtime's
 //! store code. It only records; the H1 oracle judges.
 
-use pai_runtime::{StoreError, StoreReply, StoreRequest, Submitted};
+use pai_runtime::{
+    AdminReply, ClientReply, FacadeReply, Finish, RunReply, StoreError, StoreReply, Submitted,
+};
 
 /// One commit a store reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,51 +29,36 @@ pub fn reported(
     thread: Option<&str>,
     reply: &Result<StoreReply, StoreError>,
 ) -> Option<(String, u64)> {
+    use StoreReply as S;
     let Ok(reply) = reply else { return None };
     let version = match reply {
-        StoreReply::Submitted(
+        S::Client(ClientReply::Submitted(
             Submitted::Run { version, .. } | Submitted::Steer { version, .. },
-        ) => *version,
-        StoreReply::Cancelled(Ok(c)) => c.version,
-        StoreReply::Answered(Ok(a)) => a.version,
-        StoreReply::Claimed(Some(c)) => return Some((c.thread.clone(), c.version)),
-        StoreReply::Lease { version, .. }
-        | StoreReply::Renewed { version, .. }
-        | StoreReply::Finished { version, .. } => *version,
-        StoreReply::Appended(a) => a.version,
-        StoreReply::Version(v) => *v,
-        StoreReply::Waited(Some((_, v))) => *v,
-        StoreReply::Mutated(Ok(m)) => m.version,
-        StoreReply::Regenerated(Ok(r)) => r.version,
-        StoreReply::Deleted(Some(d)) => d.version,
+        )) => *version,
+        S::Client(ClientReply::Cancelled(Ok(c))) => c.version,
+        S::Client(ClientReply::Answered(Ok(a))) => a.version,
+        S::Admin(AdminReply::Claimed(Some(c))) => return Some((c.thread.clone(), c.version)),
+        S::Admin(AdminReply::Finished(Finish::Stored { version, .. })) => *version,
+        S::Admin(AdminReply::Deleted(Some(d))) => d.version,
+        S::Run(reply) => run_version(reply)?,
+        S::Facade(FacadeReply::Mutated(Ok(m))) => m.version,
+        S::Facade(FacadeReply::Regenerated(Ok(r))) => r.version,
         _ => return None,
     };
     Some((thread?.to_string(), version))
 }
 
-/// The thread a request names.
-pub fn thread_of(request: &StoreRequest) -> Option<&str> {
-    use StoreRequest as R;
-    Some(match request {
-        R::Submit { thread, .. }
-        | R::Open { thread, .. }
-        | R::Cancel { thread, .. }
-        | R::Answer { thread, .. }
-        | R::NextEpisode { thread, .. }
-        | R::Renew { thread, .. }
-        | R::Append { thread, .. }
-        | R::SetRunMetadata { thread, .. }
-        | R::Await { thread, .. }
-        | R::Wait { thread, .. }
-        | R::CommitResumed { thread, .. }
-        | R::Finish { thread, .. }
-        | R::Mutate { thread, .. }
-        | R::Regenerate { thread, .. }
-        | R::Delete { thread } => thread,
-        R::Claim {
-            thread: Some(thread),
-            ..
-        } => thread,
+/// The thread's version after a run's write, as its answer says.
+pub fn run_version(reply: &RunReply) -> Option<u64> {
+    use RunReply as R;
+    Some(match reply {
+        R::Lease { version, .. }
+        | R::Renewed { version, .. }
+        | R::MetadataSet { version }
+        | R::Awaited { version }
+        | R::Finished(Finish::Stored { version, .. }) => *version,
+        R::Appended(a) => a.version,
+        R::Waited(Some((_, v))) => *v,
         _ => return None,
     })
 }

@@ -90,7 +90,9 @@ impl SimStore {
 pub(crate) mod plant {
     use std::cell::Cell;
 
-    use pai_runtime::{SqliteStore, StoreError, StoreReply, StoreRequest};
+    use pai_runtime::{
+        Op, ReadOp, ReadReply, RunOp, SqliteStore, StoreError, StoreReply, StoreRequest,
+    };
 
     thread_local! {
         static LOSE_RUN_METADATA: Cell<bool> = const { Cell::new(false) };
@@ -106,25 +108,31 @@ pub(crate) mod plant {
     }
 
     pub(super) fn apply(s: &SqliteStore, request: StoreRequest) -> Result<StoreReply, StoreError> {
-        let StoreRequest::SetRunMetadata {
-            thread, run, token, ..
+        let StoreRequest::On {
+            thread,
+            op:
+                Op::Run {
+                    run,
+                    token,
+                    op: RunOp::SetRunMetadata { .. },
+                },
         } = request
         else {
             return s.apply(request);
         };
-        let old = s.apply(StoreRequest::RunMetadata {
-            thread: thread.clone(),
-            run: run.clone(),
-        });
+        let old = s.apply(StoreRequest::read(
+            &thread,
+            ReadOp::RunMetadata { run: run.clone() },
+        ));
         let value = match old {
-            Ok(StoreReply::Value(Some(v))) => v,
+            Ok(StoreReply::Read(ReadReply::RunMetadata(Some(v)))) => v,
             _ => serde_json::Value::Null,
         };
-        s.apply(StoreRequest::SetRunMetadata {
+        s.apply(StoreRequest::run(
             thread,
             run,
             token,
-            value,
-        })
+            RunOp::SetRunMetadata { value },
+        ))
     }
 }

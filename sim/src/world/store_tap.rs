@@ -9,10 +9,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use pai_runtime::{Expect, Refusal, Store, StoreFuture, StoreReply, StoreRequest, Write};
+use pai_runtime::{
+    AdminOp, AdminReply, Expect, FacadeOp, FacadeReply, Op, Refusal, Store, StoreFuture,
+    StoreReply, StoreRequest, Write,
+};
 use serde_json::{Map, Value};
 
-use super::commits::{CommitRecord, reported, thread_of};
+use super::commits::{CommitRecord, reported};
 use super::recorder::Recorder;
 use super::sim_store::SimStore;
 
@@ -100,7 +103,7 @@ impl StoreTap {
     /// Applies one request, recording around it what the oracles need.
     fn apply(&self, request: StoreRequest) -> Result<StoreReply, pai_runtime::StoreError> {
         let name = request.name();
-        let thread = thread_of(&request).map(str::to_string);
+        let thread = request.thread().map(str::to_string);
         let reply = self.expecting(request);
         if let Some((thread, version)) = reported(thread.as_deref(), &reply) {
             let record = CommitRecord {
@@ -121,12 +124,12 @@ impl StoreTap {
         let Some((thread, op, expect, writes)) = expectation_of(&mut request) else {
             return self.inner.apply(request);
         };
+        let thread = thread.to_string();
         let original = expect.clone();
         let writes = writes.to_vec();
         if self.ignore_expectations {
             *expect = Expect::Nothing;
         }
-        let thread = thread.clone();
         // Only an expectation needs what the thread held (no copy otherwise).
         let expects = original != Expect::Nothing;
         let found = expects.then(|| self.found(&thread)).flatten();
@@ -150,11 +153,9 @@ impl StoreTap {
     }
 
     fn found(&self, thread: &str) -> Option<Found> {
-        let inspect = StoreRequest::Inspect {
-            thread: thread.to_string(),
-        };
+        let inspect = StoreRequest::admin(thread, AdminOp::Inspect);
         match self.inner.apply(inspect) {
-            Ok(StoreReply::Thread(Some(t))) => Some(Found {
+            Ok(StoreReply::Admin(AdminReply::Thread(Some(t)))) => Some(Found {
                 version: t.version,
                 incarnation: t.incarnation,
                 private: t.private_metadata,
@@ -170,33 +171,35 @@ impl Store for StoreTap {
     }
 }
 
-type Expecting<'r> = (&'r String, &'static str, &'r mut Expect, &'r [Write]);
+type Expecting<'r> = (&'r str, &'static str, &'r mut Expect, &'r [Write]);
 
 /// The thread, operation, expectation and writes of a request that can
 /// carry an expectation.
 fn expectation_of(request: &mut StoreRequest) -> Option<Expecting<'_>> {
-    match request {
-        StoreRequest::Mutate {
-            thread,
-            expect,
-            writes,
-            ..
-        } => Some((thread, "mutate", expect, writes)),
-        StoreRequest::Regenerate {
-            thread,
-            expect,
-            writes,
-            ..
-        } => Some((thread, "regenerate", expect, writes)),
-        _ => None,
+    let StoreRequest::On {
+        thread,
+        op: Op::Facade(op),
+    } = request
+    else {
+        return None;
+    };
+    match op {
+        FacadeOp::Mutate { expect, writes, .. } => Some((thread, "mutate", expect, writes)),
+        FacadeOp::Regenerate { expect, writes, .. } => Some((thread, "regenerate", expect, writes)),
     }
 }
 
 fn outcome_of(reply: &Result<StoreReply, pai_runtime::StoreError>) -> TapOutcome {
     let refusal = match reply {
-        Ok(StoreReply::Mutated(Ok(m))) => return TapOutcome::Committed { version: m.version },
-        Ok(StoreReply::Regenerated(Ok(r))) => return TapOutcome::Committed { version: r.version },
-        Ok(StoreReply::Mutated(Err(r)) | StoreReply::Regenerated(Err(r))) => r,
+        Ok(StoreReply::Facade(FacadeReply::Mutated(Ok(m)))) => {
+            return TapOutcome::Committed { version: m.version };
+        }
+        Ok(StoreReply::Facade(FacadeReply::Regenerated(Ok(r)))) => {
+            return TapOutcome::Committed { version: r.version };
+        }
+        Ok(StoreReply::Facade(FacadeReply::Mutated(Err(r)) | FacadeReply::Regenerated(Err(r)))) => {
+            r
+        }
         _ => return TapOutcome::Other,
     };
     match refusal {

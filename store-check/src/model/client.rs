@@ -1,6 +1,7 @@
 //! Client requests and reads (SPEC H4, H5, K1, K6, T9, A4): opening,
 //! user messages, answers, cancels, deletes.
 
+use pai_runtime::{AdminOp, AdminReply, ClientOp, ClientReply, ReadOp, ReadReply};
 use pai_runtime::{
     Answer, AnswerMiss, Answered, CancelMiss, CancelReached, CancelTarget, DELETED, Deletion,
     Outcome, Producer, Role, RunStatus, StoreReply, StoreRequest, Submitted,
@@ -17,13 +18,16 @@ fn owner(foreign: bool) -> &'static str {
 impl Model {
     pub(super) fn open(&mut self, t: usize, foreign: bool) -> Step {
         let th = &mut self.threads[t];
-        let request = StoreRequest::Open {
-            thread: th.id.clone(),
-            agent: AGENT.to_string(),
-            owner: owner(foreign).to_string(),
-        };
+        let request = StoreRequest::client(
+            th.id.clone(),
+            AGENT.to_string(),
+            owner(foreign).to_string(),
+            ClientOp::Open,
+        );
         th.open(owner(foreign));
-        let reply = th.scope(owner(foreign)).map(|()| StoreReply::Done);
+        let reply = th
+            .scope(owner(foreign))
+            .map(|()| StoreReply::Client(ClientReply::Opened));
         Step::call(request, reply, "H4")
     }
 
@@ -31,14 +35,16 @@ impl Model {
         let message = self.message(Role::User, Producer::User, None, None);
         let new_run = new_run.then(|| self.fresh("r"));
         let th = &mut self.threads[t];
-        let request = StoreRequest::Submit {
-            thread: th.id.clone(),
-            agent: AGENT.to_string(),
-            owner: owner(foreign).to_string(),
-            message: message.clone(),
-            steer,
-            new_run: new_run.clone(),
-        };
+        let request = StoreRequest::client(
+            th.id.clone(),
+            AGENT.to_string(),
+            owner(foreign).to_string(),
+            ClientOp::Submit {
+                message: message.clone(),
+                steer,
+                new_run: new_run.clone(),
+            },
+        );
         // A thread is created by the first message (H5: a deleted one anew).
         th.open(owner(foreign));
         if let Err(e) = th.scope(owner(foreign)) {
@@ -48,7 +54,13 @@ impl Model {
         let (run, is_steer) = match (steered, new_run) {
             (Some(run), _) => (run, true),
             (None, Some(run)) => (run, false),
-            (None, None) => return Step::call(request, Ok(StoreReply::NeedRunId), "A4"),
+            (None, None) => {
+                return Step::call(
+                    request,
+                    Ok(StoreReply::Client(ClientReply::NeedRunId)),
+                    "A4",
+                );
+            }
         };
         let mut message = message;
         message.pai.run_id = Some(run.clone());
@@ -65,7 +77,11 @@ impl Model {
             }
         };
         let rule = if is_steer { "A4" } else { "K1" };
-        Step::call(request, Ok(StoreReply::Submitted(submitted)), rule)
+        Step::call(
+            request,
+            Ok(StoreReply::Client(ClientReply::Submitted(submitted))),
+            rule,
+        )
     }
 
     pub(super) fn cancel(&mut self, t: usize, target: CancelPick) -> Step {
@@ -85,12 +101,12 @@ impl Model {
             ),
             CancelPick::Unknown => Some("r-unknown".to_string()),
         };
-        let request = StoreRequest::Cancel {
-            thread: th.id.clone(),
-            agent: AGENT.to_string(),
-            owner: OWNER.to_string(),
-            run: run.clone(),
-        };
+        let request = StoreRequest::client(
+            th.id.clone(),
+            AGENT.to_string(),
+            OWNER.to_string(),
+            ClientOp::Cancel { run: run.clone() },
+        );
         if let Err(e) = self
             .reach(t, None)
             .and_then(|()| self.threads[t].scope(OWNER))
@@ -98,7 +114,11 @@ impl Model {
             return Step::call(request, Err(e), "K6");
         }
         let reply = cancel_on(&mut self.threads[t], run);
-        Step::call(request, Ok(StoreReply::Cancelled(reply)), "K6")
+        Step::call(
+            request,
+            Ok(StoreReply::Client(ClientReply::Cancelled(reply))),
+            "K6",
+        )
     }
 
     pub(super) fn answer(&mut self, t: usize, call: u8, pick: AnswerPick, foreign: bool) -> Step {
@@ -122,13 +142,15 @@ impl Model {
                 output: serde_json::json!({ "ok": true }),
             },
         };
-        let request = StoreRequest::Answer {
-            thread: th.id.clone(),
-            agent: AGENT.to_string(),
-            owner: owner(foreign).to_string(),
-            call_id: call_id.clone(),
-            answer: answer.clone(),
-        };
+        let request = StoreRequest::client(
+            th.id.clone(),
+            AGENT.to_string(),
+            owner(foreign).to_string(),
+            ClientOp::Answer {
+                call_id: call_id.clone(),
+                answer: answer.clone(),
+            },
+        );
         if let Err(e) = self
             .reach(t, None)
             .and_then(|()| self.threads[t].scope(owner(foreign)))
@@ -136,17 +158,23 @@ impl Model {
             return Step::call(request, Err(e), "H4");
         }
         let reply = answer_on(&mut self.threads[t], &call_id, answer);
-        Step::call(request, Ok(StoreReply::Answered(reply)), "T9")
+        Step::call(
+            request,
+            Ok(StoreReply::Client(ClientReply::Answered(reply))),
+            "T9",
+        )
     }
 
     /// H5: the incarnation ends; its runs end cancelled (reason `deleted`).
     pub(super) fn delete(&mut self, t: usize) -> Step {
         let th = &mut self.threads[t];
-        let request = StoreRequest::Delete {
-            thread: th.id.clone(),
-        };
+        let request = StoreRequest::admin(th.id.clone(), AdminOp::Delete);
         if !th.live() {
-            return Step::call(request, Ok(StoreReply::Deleted(None)), "H5");
+            return Step::call(
+                request,
+                Ok(StoreReply::Admin(AdminReply::Deleted(None))),
+                "H5",
+            );
         }
         let open: Vec<(String, RunStatus)> = th
             .runs
@@ -181,7 +209,11 @@ impl Model {
             cancelled: open,
             version: th.version,
         };
-        Step::call(request, Ok(StoreReply::Deleted(Some(deletion))), "H5")
+        Step::call(
+            request,
+            Ok(StoreReply::Admin(AdminReply::Deleted(Some(deletion)))),
+            "H5",
+        )
     }
 
     pub(super) fn read(&mut self, t: usize, run: RunPick, read: ReadPick) -> Step {
@@ -196,28 +228,27 @@ impl Model {
                     .filter(|t| t.live())
                     .map(|t| t.id.clone())
                     .collect();
-                return Step::call(StoreRequest::ThreadIds, Ok(StoreReply::Ids(ids)), "H5");
+                return Step::call(
+                    StoreRequest::ThreadIds,
+                    Ok(StoreReply::Admin(AdminReply::Ids(ids))),
+                    "H5",
+                );
             }
             ReadPick::HasSteer => (
-                StoreRequest::HasSteer {
-                    thread,
-                    run: run.clone(),
-                },
-                StoreReply::Flag(!th.steers.is_empty()),
+                StoreRequest::read(thread, ReadOp::HasSteer { run: run.clone() }),
+                StoreReply::Read(ReadReply::HasSteer(!th.steers.is_empty())),
             ),
             ReadPick::RunMetadata => (
-                StoreRequest::RunMetadata {
-                    thread,
-                    run: run.clone(),
-                },
-                StoreReply::Value(th.run(&run).and_then(|r| r.metadata.clone())),
+                StoreRequest::read(thread, ReadOp::RunMetadata { run: run.clone() }),
+                StoreReply::Read(ReadReply::RunMetadata(
+                    th.run(&run).and_then(|r| r.metadata.clone()),
+                )),
             ),
             ReadPick::WaitingCalls => (
-                StoreRequest::WaitingCalls {
-                    thread,
-                    run: run.clone(),
-                },
-                StoreReply::Calls(th.run(&run).map(|r| r.waiting.clone()).unwrap_or_default()),
+                StoreRequest::read(thread, ReadOp::WaitingCalls { run: run.clone() }),
+                StoreReply::Read(ReadReply::WaitingCalls(
+                    th.run(&run).map(|r| r.waiting.clone()).unwrap_or_default(),
+                )),
             ),
         };
         let reply = self.reach(t, Some(&run)).map(|()| reply);

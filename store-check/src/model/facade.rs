@@ -5,6 +5,7 @@ use pai_runtime::{
     Expect, Mutation, Refusal, Regeneration, Role, RunStatus, StoreError, StoreReply, StoreRequest,
     Visibility, VisibilityChange, Write, Writer,
 };
+use pai_runtime::{FacadeOp, FacadeReply};
 use serde_json::{Map, Value, json};
 
 use super::thread::ThreadModel;
@@ -124,13 +125,15 @@ impl Model {
             IncarnationPick::Current => Some(th.incarnation),
             IncarnationPick::Previous => Some(th.incarnation - 1),
         };
-        let request = StoreRequest::Mutate {
-            thread: th.id.clone(),
-            incarnation,
-            writer: writer.clone(),
-            expect: expect.clone(),
-            writes: writes.clone(),
-        };
+        let request = StoreRequest::facade(
+            th.id.clone(),
+            FacadeOp::Mutate {
+                incarnation,
+                writer: writer.clone(),
+                expect: expect.clone(),
+                writes: writes.clone(),
+            },
+        );
         let rule = mutate_rule(th, &writer, &expect, incarnation, &writes);
         let checked = self.reach(t, run.as_deref()).and_then(|()| {
             let th = &self.threads[t];
@@ -149,7 +152,11 @@ impl Model {
         if done.is_ok() && run.is_some() {
             th.touch(now);
         }
-        Step::call(request, Ok(StoreReply::Mutated(done)), rule)
+        Step::call(
+            request,
+            Ok(StoreReply::Facade(FacadeReply::Mutated(done))),
+            rule,
+        )
     }
 
     pub(super) fn regenerate(
@@ -178,14 +185,16 @@ impl Model {
             true => "m-missing".to_string(),
             false => th.messages[from as usize % th.messages.len()].id.clone(),
         };
-        let request = StoreRequest::Regenerate {
-            thread: th.id.clone(),
-            incarnation: None,
-            from: from.clone(),
-            new_run: new_run.clone(),
-            expect: expect.clone(),
-            writes: writes.clone(),
-        };
+        let request = StoreRequest::facade(
+            th.id.clone(),
+            FacadeOp::Regenerate {
+                incarnation: None,
+                from: from.clone(),
+                new_run: new_run.clone(),
+                expect: expect.clone(),
+                writes: writes.clone(),
+            },
+        );
         if let Err(e) = self.reach(t, None) {
             return Step::call(request, Err(e), "H5");
         }
@@ -195,7 +204,11 @@ impl Model {
             Ok(()) => "K4",
         };
         let done = regenerate_on(th, &from, &new_run, &expect, writes);
-        Step::call(request, Ok(StoreReply::Regenerated(done)), rule)
+        Step::call(
+            request,
+            Ok(StoreReply::Facade(FacadeReply::Regenerated(done))),
+            rule,
+        )
     }
 }
 

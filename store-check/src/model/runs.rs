@@ -1,9 +1,10 @@
 //! Leases and a run's writes (SPEC K1, K2, K3, K6, T7, T9): claims,
 //! takeovers, renewals, and every write a run makes under its token.
 
+use pai_runtime::{AdminReply, RunOp, RunReply};
 use pai_runtime::{
-    Outcome, Producer, Role, RunEnd, RunStatus, StoreError, StoreReply, StoreRequest, ToolKind,
-    WaitingCall,
+    Finish, Outcome, Producer, Role, RunEnd, RunStatus, StoreError, StoreReply, StoreRequest,
+    ToolKind, WaitingCall,
 };
 use serde_json::Value;
 
@@ -32,11 +33,11 @@ impl Model {
         };
         Step {
             action: Action::Call {
-                request: StoreRequest::Claim {
-                    thread: thread.map(|t| self.threads[t].id.clone()),
-                    worker: worker.to_string(),
+                request: StoreRequest::claim(
+                    thread.map(|t| self.threads[t].id.clone()),
+                    worker.to_string(),
                     ttl,
-                },
+                ),
                 expect: Expected::Claim(claimed),
             },
             rule,
@@ -49,16 +50,8 @@ impl Model {
         let token = self.pick_token(t, token);
         let (thread, now) = (self.threads[t].id.clone(), self.now);
         let request = match next {
-            true => StoreRequest::NextEpisode {
-                thread,
-                run: run.clone(),
-                token,
-            },
-            false => StoreRequest::Renew {
-                thread,
-                run: run.clone(),
-                token,
-            },
+            true => StoreRequest::run(thread, run.clone(), token, RunOp::NextEpisode),
+            false => StoreRequest::run(thread, run.clone(), token, RunOp::Renew),
         };
         let rule = self.token_rule(t, token, "K3");
         if let Err(e) = self
@@ -74,10 +67,10 @@ impl Model {
         let version = th.version;
         if !next {
             let cancel_requested = th.cancel_requested(&run);
-            let reply = StoreReply::Renewed {
+            let reply = StoreReply::Run(RunReply::Renewed {
                 cancel_requested,
                 version,
-            };
+            });
             return Step::call(request, Ok(reply), rule);
         }
         th.lease.token_known = false;
@@ -131,13 +124,15 @@ impl Model {
         let messages: Vec<_> = (0..count.max(1))
             .map(|_| self.message(Role::Assistant, Producer::Model, Some(&run), Some(steps)))
             .collect();
-        let request = StoreRequest::Append {
-            thread: self.threads[t].id.clone(),
-            run: run.clone(),
+        let request = StoreRequest::run(
+            self.threads[t].id.clone(),
+            run.clone(),
             token,
-            messages: messages.clone(),
-            step: step.then_some(steps),
-        };
+            RunOp::Append {
+                messages: messages.clone(),
+                step: step.then_some(steps),
+            },
+        );
         let rule = self.token_rule(t, token, "H1");
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
@@ -149,7 +144,10 @@ impl Model {
             r.steps += 1;
         }
         th.touch(now);
-        let reply = StoreReply::Appended(pai_runtime::Appended { version, first_seq });
+        let reply = StoreReply::Run(RunReply::Appended(pai_runtime::Appended {
+            version,
+            first_seq,
+        }));
         Step::call(request, Ok(reply), rule)
     }
 
@@ -163,12 +161,14 @@ impl Model {
         let run = self.pick_run(t, run);
         let token = self.pick_token(t, token);
         let value = serde_json::json!({ "v": value });
-        let request = StoreRequest::SetRunMetadata {
-            thread: self.threads[t].id.clone(),
-            run: run.clone(),
+        let request = StoreRequest::run(
+            self.threads[t].id.clone(),
+            run.clone(),
             token,
-            value: value.clone(),
-        };
+            RunOp::SetRunMetadata {
+                value: value.clone(),
+            },
+        );
         let rule = self.token_rule(t, token, "H1");
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
@@ -181,18 +181,25 @@ impl Model {
         // MemoryStore counts a run-metadata write as a commit (H1).
         th.version += 1;
         th.touch(now);
-        Step::call(request, Ok(StoreReply::Version(th.version)), rule)
+        Step::call(
+            request,
+            Ok(StoreReply::Run(RunReply::MetadataSet {
+                version: th.version,
+            })),
+            rule,
+        )
     }
 
     /// A step takes every pending steer (A4, L1). Not a commit (no version).
     pub(super) fn take_steer(&mut self, t: usize, run: RunPick, token: TokenPick) -> Step {
         let run = self.pick_run(t, run);
         let token = self.pick_token(t, token);
-        let request = StoreRequest::TakeSteer {
-            thread: self.threads[t].id.clone(),
-            run: run.clone(),
+        let request = StoreRequest::run(
+            self.threads[t].id.clone(),
+            run.clone(),
             token,
-        };
+            RunOp::TakeSteer,
+        );
         let rule = self.token_rule(t, token, "A4");
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
@@ -200,7 +207,7 @@ impl Model {
         let th = &mut self.threads[t];
         // MemoryStore extends the lease only on commits; taking a steer is none.
         th.steers.clear();
-        Step::call(request, Ok(StoreReply::Done), rule)
+        Step::call(request, Ok(StoreReply::Run(RunReply::SteerTaken)), rule)
     }
 
     /// The run gives its answerable calls up (A3, T9): no answer is taken
@@ -209,11 +216,12 @@ impl Model {
     pub(super) fn close_calls(&mut self, t: usize, run: RunPick, token: TokenPick) -> Step {
         let run = self.pick_run(t, run);
         let token = self.pick_token(t, token);
-        let request = StoreRequest::CloseCalls {
-            thread: self.threads[t].id.clone(),
-            run: run.clone(),
+        let request = StoreRequest::run(
+            self.threads[t].id.clone(),
+            run.clone(),
             token,
-        };
+            RunOp::CloseCalls,
+        );
         let rule = self.token_rule(t, token, "T9");
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
@@ -225,7 +233,7 @@ impl Model {
             }
             None => Vec::new(),
         };
-        Step::call(request, Ok(StoreReply::Calls(calls)), rule)
+        Step::call(request, Ok(StoreReply::Run(RunReply::Closed(calls))), rule)
     }
 
     /// Whether a status-changing write (wait, resume commit, end) of `run`
@@ -279,21 +287,15 @@ impl Model {
                 answer: None,
             })
             .collect();
-        let thread = self.threads[t].id.clone();
-        let request = match early {
-            true => StoreRequest::Await {
-                thread,
-                run: run.clone(),
-                token,
+        let op = match early {
+            true => RunOp::Await {
                 calls: calls.clone(),
             },
-            false => StoreRequest::Wait {
-                thread,
-                run: run.clone(),
-                token,
+            false => RunOp::Wait {
                 calls: calls.clone(),
             },
         };
+        let request = StoreRequest::run(self.threads[t].id.clone(), run.clone(), token, op);
         let rule = self.token_rule(t, token, if early { "T9" } else { "T7" });
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
@@ -308,13 +310,18 @@ impl Model {
             r.calls_closed = false;
             th.version += 1;
             th.touch(now);
-            return Step::call(request, Ok(StoreReply::Version(th.version)), rule);
+            let version = th.version;
+            return Step::call(
+                request,
+                Ok(StoreReply::Run(RunReply::Awaited { version })),
+                rule,
+            );
         }
         // K6: a run a cancel reached does not wait; it must end. The write
         // landed all the same, and extends the lease (as MemoryStore does).
         if th.cancel_requested(&run) {
             th.touch(now);
-            return Step::call(request, Ok(StoreReply::Waited(None)), "K6");
+            return Step::call(request, Ok(StoreReply::Run(RunReply::Waited(None))), "K6");
         }
         let r = th.run_mut(&run).expect("a running run exists");
         r.status = RunStatus::Waiting;
@@ -322,7 +329,7 @@ impl Model {
         r.calls_closed = false;
         th.release(&run);
         th.version += 1;
-        let reply = StoreReply::Waited(Some((calls, th.version)));
+        let reply = StoreReply::Run(RunReply::Waited(Some((calls, th.version))));
         Step::call(request, Ok(reply), rule)
     }
 
@@ -334,12 +341,14 @@ impl Model {
         }
         let steps = self.threads[t].run(&run).map_or(0, |r| r.steps);
         let messages = vec![self.message(Role::Tool, Producer::Tool, Some(&run), Some(steps))];
-        let request = StoreRequest::CommitResumed {
-            thread: self.threads[t].id.clone(),
-            run: run.clone(),
+        let request = StoreRequest::run(
+            self.threads[t].id.clone(),
+            run.clone(),
             token,
-            messages: messages.clone(),
-        };
+            RunOp::CommitResumed {
+                messages: messages.clone(),
+            },
+        );
         let rule = self.token_rule(t, token, "T9");
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
@@ -351,7 +360,10 @@ impl Model {
             r.waiting.clear();
         }
         th.touch(now);
-        let reply = StoreReply::Appended(pai_runtime::Appended { version, first_seq });
+        let reply = StoreReply::Run(RunReply::Appended(pai_runtime::Appended {
+            version,
+            first_seq,
+        }));
         Step::call(request, Ok(reply), rule)
     }
 
@@ -375,17 +387,17 @@ impl Model {
         };
         let reason = Some(format!("{} by the suite", status.as_str()));
         let next_run = next.then(|| self.fresh("r"));
-        let request = StoreRequest::Finish {
-            thread: self.threads[t].id.clone(),
-            run: run.clone(),
+        let request = StoreRequest::finish(
+            self.threads[t].id.clone(),
+            run.clone(),
             token,
-            end: RunEnd {
+            RunEnd {
                 status,
                 outcome,
                 reason: reason.clone(),
             },
-            next_run: next_run.clone(),
-        };
+            next_run.clone(),
+        );
         let rule = match token {
             Some(k) if k != self.threads[t].lease.token => "K2",
             _ => "K6",
@@ -395,8 +407,12 @@ impl Model {
         }
         let now = self.now;
         let th = &mut self.threads[t];
-        let reply = finish_on(th, &run, status, outcome, reason, next_run);
+        let finished = finish_on(th, &run, status, outcome, reason, next_run);
         th.touch(now);
+        let reply = match token {
+            Some(_) => StoreReply::Run(RunReply::Finished(finished)),
+            None => StoreReply::Admin(AdminReply::Finished(finished)),
+        };
         Step::call(request, Ok(reply), rule)
     }
 }
@@ -410,12 +426,12 @@ fn finish_on(
     outcome: Outcome,
     reason: Option<String>,
     next_run: Option<String>,
-) -> StoreReply {
+) -> Finish {
     if status != RunStatus::Cancelled && th.cancel_requested(run) {
-        return StoreReply::CancelFirst;
+        return Finish::CancelFirst;
     }
     if !th.steers.is_empty() && next_run.is_none() {
-        return StoreReply::NeedRunId;
+        return Finish::NeedRunId;
     }
     th.finish_run(run, status, outcome, Reason::Exact(reason));
     // H1: a run's end is one commit. MemoryStore queues the run the newest
@@ -426,7 +442,7 @@ fn finish_on(
         th.admit(&next, &steer);
         (next, steer)
     });
-    StoreReply::Finished {
+    Finish::Stored {
         admitted,
         version: th.version,
     }

@@ -4,8 +4,10 @@
 
 use std::sync::Arc;
 
+use pai_runtime::AdminOp;
 use pai_runtime::{
-    Clock, Expect, HookFuture, MemoryStore, Store, StoreFuture, StoreReply, StoreRequest,
+    AdminReply, Clock, Expect, FacadeOp, HookFuture, MemoryStore, RunOp, Store, StoreFuture,
+    StoreReply, StoreRequest,
 };
 use pai_store_check::{
     Config, ExpectPick, Failure, IncarnationPick, Op, RunPick, TokenPick, WritePick, WriterPick,
@@ -18,27 +20,21 @@ struct DropsAppendTokens(MemoryStore);
 impl Store for DropsAppendTokens {
     fn call(&self, request: StoreRequest) -> StoreFuture<'_> {
         let request = match request {
-            StoreRequest::Append {
+            StoreRequest::On {
                 thread,
-                run,
-                messages,
-                step,
-                ..
+                op:
+                    pai_runtime::Op::Run {
+                        run,
+                        op: op @ RunOp::Append { .. },
+                        ..
+                    },
             } => {
-                let inspect = StoreRequest::Inspect {
-                    thread: thread.clone(),
-                };
+                let inspect = StoreRequest::admin(thread.clone(), AdminOp::Inspect);
                 let token = match self.0.apply(inspect) {
-                    Ok(StoreReply::Thread(Some(t))) => t.lease_token,
+                    Ok(StoreReply::Admin(AdminReply::Thread(Some(t)))) => t.lease_token,
                     _ => 0,
                 };
-                StoreRequest::Append {
-                    thread,
-                    run,
-                    token,
-                    messages,
-                    step,
-                }
+                StoreRequest::run(thread, run, token, op)
             }
             other => other,
         };
@@ -50,23 +46,15 @@ impl Store for DropsAppendTokens {
 struct IgnoresVersions(MemoryStore);
 
 impl Store for IgnoresVersions {
-    fn call(&self, request: StoreRequest) -> StoreFuture<'_> {
-        let request = match request {
-            StoreRequest::Mutate {
-                thread,
-                incarnation,
-                writer,
-                expect: Expect::Version { .. },
-                writes,
-            } => StoreRequest::Mutate {
-                thread,
-                incarnation,
-                writer,
-                expect: Expect::Nothing,
-                writes,
-            },
-            other => other,
-        };
+    fn call(&self, mut request: StoreRequest) -> StoreFuture<'_> {
+        if let StoreRequest::On {
+            op: pai_runtime::Op::Facade(FacadeOp::Mutate { expect, .. }),
+            ..
+        } = &mut request
+            && matches!(expect, Expect::Version { .. })
+        {
+            *expect = Expect::Nothing;
+        }
         self.0.call(request)
     }
 }

@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use pai_runtime::{AdminOp, AdminReply, ClientOp, FacadeOp, FacadeReply};
 use pai_runtime::{
     Durability, Expect, Message, PaiMeta, Part, Producer, Role, SqliteConfig, SqliteStore,
     StoreReply, StoreRequest, StoredThread, Visibility, Write, Writer,
@@ -53,23 +54,23 @@ fn batch(b: u64, version: u64) -> StoreRequest {
             visibility: Visibility::CONTEXT_ONLY,
         });
     }
-    StoreRequest::Mutate {
-        thread: THREAD.into(),
-        incarnation: None,
-        writer: Writer::Trusted,
-        expect: Expect::Version {
-            version,
-            incarnation: 1,
+    StoreRequest::facade(
+        THREAD,
+        FacadeOp::Mutate {
+            incarnation: None,
+            writer: Writer::Trusted,
+            expect: Expect::Version {
+                version,
+                incarnation: 1,
+            },
+            writes,
         },
-        writes,
-    }
+    )
 }
 
 fn inspect(store: &SqliteStore) -> Option<StoredThread> {
-    match store.apply(StoreRequest::Inspect {
-        thread: THREAD.into(),
-    }) {
-        Ok(StoreReply::Thread(t)) => t,
+    match store.apply(StoreRequest::admin(THREAD, AdminOp::Inspect)) {
+        Ok(StoreReply::Admin(AdminReply::Thread(t))) => t,
         other => panic!("inspect answered {other:?}"),
     }
 }
@@ -77,17 +78,13 @@ fn inspect(store: &SqliteStore) -> Option<StoredThread> {
 /// The child: commits batches until it is killed, one line per commit.
 fn child(path: &Path) {
     let store = open(path);
-    let open = StoreRequest::Open {
-        thread: THREAD.into(),
-        agent: "a".into(),
-        owner: "o".into(),
-    };
+    let open = StoreRequest::client(THREAD, "a", "o", ClientOp::Open);
     store.apply(open).expect("opens the thread");
     let mut version = inspect(&store).map_or(0, |t| t.version);
     let mut out = std::io::stdout().lock();
     loop {
         let reply = store.apply(batch(version, version));
-        let Ok(StoreReply::Mutated(Ok(done))) = reply else {
+        let Ok(StoreReply::Facade(FacadeReply::Mutated(Ok(done)))) = reply else {
             panic!("batch {version} answered {reply:?}");
         };
         version = done.version;

@@ -4,6 +4,7 @@
 //! leaves these requests out (a run's status writes by a run that is not
 //! the driven one) or follows MemoryStore (version bumps), see README.
 
+use pai_runtime::{AdminOp, AdminReply, ClientOp, FacadeOp, FacadeReply, RunOp};
 use pai_runtime::{
     Expect, MemoryStore, Message, Outcome, PaiMeta, Part, Producer, Role, RunEnd, RunStatus,
     StoreError, StoreReply, StoreRequest, ToolKind, Visibility, WaitingCall, Write, Writer,
@@ -21,25 +22,23 @@ fn message(id: &str, role: Role) -> Message {
 }
 
 fn submit(store: &MemoryStore, id: &str, run: &str) {
-    let request = StoreRequest::Submit {
-        thread: "t".into(),
-        agent: "a".into(),
-        owner: "o".into(),
-        message: message(id, Role::User),
-        steer: false,
-        new_run: Some(run.into()),
-    };
+    let request = StoreRequest::client(
+        "t",
+        "a",
+        "o",
+        ClientOp::Submit {
+            message: message(id, Role::User),
+            steer: false,
+            new_run: Some(run.into()),
+        },
+    );
     store.apply(request).expect("submitted");
 }
 
 fn claim(store: &MemoryStore) -> u64 {
-    let request = StoreRequest::Claim {
-        thread: Some("t".into()),
-        worker: "w".into(),
-        ttl: None,
-    };
+    let request = StoreRequest::claim(Some("t".into()), "w", None);
     match store.apply(request) {
-        Ok(StoreReply::Claimed(Some(c))) => c.token,
+        Ok(StoreReply::Admin(AdminReply::Claimed(Some(c)))) => c.token,
         other => panic!("{other:?}"),
     }
 }
@@ -53,17 +52,14 @@ fn wait(run: &str, token: u64) -> StoreRequest {
         step: 0,
         answer: None,
     };
-    StoreRequest::Wait {
-        thread: "t".into(),
-        run: run.into(),
-        token,
-        calls: vec![call],
-    }
+    StoreRequest::run("t", run, token, RunOp::Wait { calls: vec![call] })
 }
 
 fn run_status(store: &MemoryStore, run: &str) -> RunStatus {
-    match store.apply(StoreRequest::Inspect { thread: "t".into() }) {
-        Ok(StoreReply::Thread(Some(t))) => t.runs.iter().find(|r| r.id == run).expect("run").status,
+    match store.apply(StoreRequest::admin("t", AdminOp::Inspect)) {
+        Ok(StoreReply::Admin(AdminReply::Thread(Some(t)))) => {
+            t.runs.iter().find(|r| r.id == run).expect("run").status
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -93,21 +89,17 @@ fn k2_an_ended_run_cannot_write_or_wait() {
         outcome: Outcome::Completed,
         reason: None,
     };
-    let finish = StoreRequest::Finish {
-        thread: "t".into(),
-        run: "r1".into(),
-        token: Some(token),
-        end,
-        next_run: None,
-    };
+    let finish = StoreRequest::finish("t", "r1", Some(token), end, None);
     store.apply(finish).expect("finished");
-    let append = StoreRequest::Append {
-        thread: "t".into(),
-        run: "r1".into(),
+    let append = StoreRequest::run(
+        "t",
+        "r1",
         token,
-        messages: vec![message("late", Role::Assistant)],
-        step: None,
-    };
+        RunOp::Append {
+            messages: vec![message("late", Role::Assistant)],
+            step: None,
+        },
+    );
     assert!(matches!(
         store.apply(append),
         Err(StoreError::LeaseNotHeld { .. })
@@ -129,30 +121,26 @@ fn h3_a_version_expectation_sees_a_run_end() {
         outcome: Outcome::Completed,
         reason: None,
     };
-    let finish = StoreRequest::Finish {
-        thread: "t".into(),
-        run: "r1".into(),
-        token: Some(token),
-        end,
-        next_run: None,
-    };
+    let finish = StoreRequest::finish("t", "r1", Some(token), end, None);
     store.apply(finish).expect("finished");
-    let mutate = StoreRequest::Mutate {
-        thread: "t".into(),
-        incarnation: None,
-        writer: Writer::Trusted,
-        expect: Expect::Version {
-            version: 1,
-            incarnation: 1,
+    let mutate = StoreRequest::facade(
+        "t",
+        FacadeOp::Mutate {
+            incarnation: None,
+            writer: Writer::Trusted,
+            expect: Expect::Version {
+                version: 1,
+                incarnation: 1,
+            },
+            writes: vec![Write::Metadata {
+                key: "k".into(),
+                value: None,
+            }],
         },
-        writes: vec![Write::Metadata {
-            key: "k".into(),
-            value: None,
-        }],
-    };
+    );
     let reply = store.apply(mutate);
     assert!(
-        matches!(reply, Ok(StoreReply::Mutated(Err(_)))),
+        matches!(reply, Ok(StoreReply::Facade(FacadeReply::Mutated(Err(_))))),
         "{reply:?}"
     );
 }

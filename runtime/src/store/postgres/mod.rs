@@ -14,9 +14,10 @@ use std::sync::Arc;
 
 use tokio_postgres::{Client, IsolationLevel, NoTls, Transaction};
 
-use super::engine::{self, Scope};
-use super::protocol::{Store, StoreFuture, StoreReply, StoreRequest};
+use super::engine;
+use super::protocol::{Op, Store, StoreFuture, StoreRequest};
 use super::record::StoreError;
+use super::reply::{AdminReply, StoreReply};
 use crate::clock::{Clock, Millis};
 use crate::future::HookFuture;
 pub use config::PgOptions;
@@ -230,10 +231,14 @@ impl PgStore {
         let mut keep = Vec::new();
         let clock = self.clock.as_deref();
         let cx = Cx { tx: &tx, st, clock };
-        let reply = match engine::scope(&request) {
-            Scope::Ids => Ok(StoreReply::Ids(rows::live_ids(&tx, st).await?)),
-            Scope::AnyClaim { worker, ttl } => cx.claim_any(cache, &mut keep, &worker, ttl).await?,
-            Scope::Thread(id) => cx.on_thread(cache, &mut keep, id, request).await?,
+        let reply = match request {
+            StoreRequest::ThreadIds => Ok(StoreReply::Admin(AdminReply::Ids(
+                rows::live_ids(&tx, st).await?,
+            ))),
+            StoreRequest::ClaimAny { worker, ttl } => {
+                cx.claim_any(cache, &mut keep, &worker, ttl).await?
+            }
+            StoreRequest::On { thread, op } => cx.on_thread(cache, &mut keep, thread, op).await?,
         };
         tx.commit().await?;
         for (id, loaded) in keep {
@@ -264,7 +269,7 @@ impl Cx<'_> {
         cache: &mut Cache,
         keep: &mut Kept,
         id: String,
-        request: StoreRequest,
+        op: Op,
     ) -> Result<Result<StoreReply, StoreError>, Backend> {
         let (mut slot, before) = match rows::lock(self.tx, self.st, &id).await? {
             Some(row) => {
@@ -273,7 +278,7 @@ impl Cx<'_> {
             }
             None => (None, None),
         };
-        let reply = engine::apply_thread(&mut slot, request, self.now());
+        let reply = engine::apply_thread(&mut slot, &id, op, self.now());
         if let Some(rec) = slot {
             let saved = rows::save(self.tx, self.st, &id, rec, before).await?;
             keep.push((id, saved));
@@ -299,11 +304,11 @@ impl Cx<'_> {
             let saved = rows::save(self.tx, self.st, &id, rec, Some(before)).await?;
             keep.push((id.clone(), saved));
             if claimed.is_some() {
-                return Ok(Ok(StoreReply::Claimed(claimed)));
+                return Ok(Ok(StoreReply::Admin(AdminReply::Claimed(claimed))));
             }
             after = Some(id);
         }
-        Ok(Ok(StoreReply::Claimed(None)))
+        Ok(Ok(StoreReply::Admin(AdminReply::Claimed(None))))
     }
 }
 

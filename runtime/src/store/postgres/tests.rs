@@ -79,17 +79,17 @@ fn postgres_store() {
 
 async fn inspect(store: &PgStore, t: &str) -> Option<StoredThread> {
     match store
-        .apply(StoreRequest::Inspect { thread: t.into() })
+        .apply(StoreRequest::admin(t, crate::store::AdminOp::Inspect))
         .await
     {
-        Ok(StoreReply::Thread(t)) => t,
+        Ok(StoreReply::Admin(crate::store::AdminReply::Thread(t))) => t,
         other => panic!("inspect answered {other:?}"),
     }
 }
 
 fn inspect_memory(memory: &MemoryStore, t: &str) -> Option<StoredThread> {
-    match memory.apply(StoreRequest::Inspect { thread: t.into() }) {
-        Ok(StoreReply::Thread(t)) => t,
+    match memory.apply(StoreRequest::admin(t, crate::store::AdminOp::Inspect)) {
+        Ok(StoreReply::Admin(crate::store::AdminReply::Thread(t))) => t,
         other => panic!("inspect answered {other:?}"),
     }
 }
@@ -175,7 +175,9 @@ async fn two_stores_on_one_database_see_each_others_commits(db: &Db) {
     a.apply(submit("t", "u1", "r1")).await.unwrap();
     // b caches the thread, then a changes it: b must not answer from its cache.
     assert!(inspect(&b, "t").await.is_some());
-    let Ok(StoreReply::Claimed(Some(first))) = a.apply(claim(Some("t"))).await else {
+    let Ok(StoreReply::Admin(crate::store::AdminReply::Claimed(Some(first)))) =
+        a.apply(claim(Some("t"))).await
+    else {
         panic!("a claims the run");
     };
     let stale = b.apply(append("t", "r1", first.token - 1, &["late"])).await;
@@ -215,7 +217,13 @@ async fn racing_creations_of_one_thread_all_land(db: &Db) {
         .collect();
     for task in tasks {
         let reply = task.await.unwrap();
-        assert!(matches!(reply, Ok(StoreReply::Submitted(_))), "{reply:?}");
+        assert!(
+            matches!(
+                reply,
+                Ok(StoreReply::Client(crate::store::ClientReply::Submitted(_)))
+            ),
+            "{reply:?}"
+        );
     }
     let seen = inspect(&stores[0], "new").await.unwrap();
     assert_eq!(seen.messages.len(), 6, "every submit landed");
@@ -229,8 +237,7 @@ async fn racing_writes_to_one_thread_all_land(db: &Db) {
     let tasks: Vec<_> = (stores.iter().enumerate())
         .map(|(k, store)| {
             let store = store.clone();
-            let request = StoreRequest::Mutate {
-                thread: "t".into(),
+            let op = crate::store::FacadeOp::Mutate {
                 incarnation: None,
                 writer: Writer::Trusted,
                 expect: Expect::Nothing,
@@ -239,12 +246,21 @@ async fn racing_writes_to_one_thread_all_land(db: &Db) {
                     value: Some(serde_json::json!(k)),
                 }],
             };
+            let request = StoreRequest::facade("t", op);
             tokio::spawn(async move { store.apply(request).await })
         })
         .collect();
     for task in tasks {
         let reply = task.await.unwrap();
-        assert!(matches!(reply, Ok(StoreReply::Mutated(Ok(_)))), "{reply:?}");
+        assert!(
+            matches!(
+                reply,
+                Ok(StoreReply::Facade(crate::store::FacadeReply::Mutated(Ok(
+                    _
+                ))))
+            ),
+            "{reply:?}"
+        );
     }
     let seen = inspect(&stores[1], "t").await.unwrap();
     assert_eq!(seen.metadata.len(), 6, "every write landed");
@@ -263,8 +279,12 @@ async fn racing_unscoped_claims_take_each_run_once(db: &Db) {
                 let mut runs = Vec::new();
                 loop {
                     match store.apply(claim(None)).await {
-                        Ok(StoreReply::Claimed(Some(c))) => runs.push(c.run),
-                        Ok(StoreReply::Claimed(None)) => return runs,
+                        Ok(StoreReply::Admin(crate::store::AdminReply::Claimed(Some(c)))) => {
+                            runs.push(c.run)
+                        }
+                        Ok(StoreReply::Admin(crate::store::AdminReply::Claimed(None))) => {
+                            return runs;
+                        }
                         other => panic!("a claim answered {other:?}"),
                     }
                 }
@@ -319,7 +339,7 @@ async fn an_unreadable_record_is_an_error_not_a_panic(db: &Db) {
         .await
         .unwrap();
     let got = store
-        .apply(StoreRequest::Inspect { thread: "t".into() })
+        .apply(StoreRequest::admin("t", crate::store::AdminOp::Inspect))
         .await;
     assert!(
         matches!(&got, Err(StoreError::Unavailable(why)) if why.contains("unreadable")),
@@ -343,7 +363,10 @@ async fn a_broken_connection_is_replaced(db: &Db) {
     // reached: the store connects again and applies it.
     let claimed = store.apply(claim(Some("t"))).await.unwrap();
     assert!(
-        matches!(claimed, StoreReply::Claimed(Some(_))),
+        matches!(
+            claimed,
+            StoreReply::Admin(crate::store::AdminReply::Claimed(Some(_)))
+        ),
         "{claimed:?}"
     );
     assert_eq!(inspect(&store, "t").await.unwrap().messages.len(), 1);

@@ -19,9 +19,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
-use super::engine::{self, Scope};
-use super::protocol::{Store, StoreFuture, StoreReply, StoreRequest};
+use super::engine;
+use super::protocol::{Op, Store, StoreFuture, StoreRequest};
 use super::record::StoreError;
+use super::reply::{AdminReply, StoreReply};
 use crate::clock::{Clock, Millis};
 use crate::future::HookFuture;
 pub use config::{Durability, SqliteConfig};
@@ -131,10 +132,10 @@ fn transact(
     now: Millis,
 ) -> Result<Result<StoreReply, StoreError>, Backend> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let reply = match engine::scope(&request) {
-        Scope::Ids => Ok(StoreReply::Ids(rows::live_ids(&tx)?)),
-        Scope::AnyClaim { worker, ttl } => claim_any(&tx, cache, &worker, ttl, now)?,
-        Scope::Thread(id) => on_thread(&tx, cache, &id, request, now)?,
+    let reply = match request {
+        StoreRequest::ThreadIds => Ok(StoreReply::Admin(AdminReply::Ids(rows::live_ids(&tx)?))),
+        StoreRequest::ClaimAny { worker, ttl } => claim_any(&tx, cache, &worker, ttl, now)?,
+        StoreRequest::On { thread, op } => on_thread(&tx, cache, &thread, op, now)?,
     };
     tx.commit()?;
     Ok(reply)
@@ -144,7 +145,7 @@ fn on_thread(
     tx: &Transaction<'_>,
     cache: &mut Cache,
     id: &str,
-    request: StoreRequest,
+    op: Op,
     now: Millis,
 ) -> Result<Result<StoreReply, StoreError>, Backend> {
     let (mut slot, before) = match rows::load(tx, cache, id)? {
@@ -154,7 +155,7 @@ fn on_thread(
         }
         None => (None, None),
     };
-    let reply = engine::apply_thread(&mut slot, request, now);
+    let reply = engine::apply_thread(&mut slot, id, op, now);
     if let Some(rec) = slot {
         rows::save(tx, cache, id, rec, before)?;
     }
@@ -177,10 +178,10 @@ fn claim_any(
         let claimed = engine::claim_first(&mut rec, &id, worker, ttl, now);
         rows::save(tx, cache, &id, rec, Some(before))?;
         if claimed.is_some() {
-            return Ok(Ok(StoreReply::Claimed(claimed)));
+            return Ok(Ok(StoreReply::Admin(AdminReply::Claimed(claimed))));
         }
     }
-    Ok(Ok(StoreReply::Claimed(None)))
+    Ok(Ok(StoreReply::Admin(AdminReply::Claimed(None))))
 }
 
 #[cfg(test)]

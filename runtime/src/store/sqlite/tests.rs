@@ -18,8 +18,8 @@ fn inspect(
     store: &dyn Fn(StoreRequest) -> Result<StoreReply, StoreError>,
     t: &str,
 ) -> Option<StoredThread> {
-    match store(StoreRequest::Inspect { thread: t.into() }) {
-        Ok(StoreReply::Thread(t)) => t,
+    match store(StoreRequest::admin(t, crate::store::AdminOp::Inspect)) {
+        Ok(StoreReply::Admin(crate::store::AdminReply::Thread(t))) => t,
         other => panic!("inspect answered {other:?}"),
     }
 }
@@ -92,7 +92,9 @@ fn two_stores_on_one_file_see_each_others_commits() {
     a.apply(submit("t", "u1", "r1")).unwrap();
     // b caches the thread, then a changes it: b must not answer from its cache.
     assert!(inspect(&|r| b.apply(r), "t").is_some());
-    let Ok(StoreReply::Claimed(Some(first))) = a.apply(claim(Some("t"))) else {
+    let Ok(StoreReply::Admin(crate::store::AdminReply::Claimed(Some(first)))) =
+        a.apply(claim(Some("t")))
+    else {
         panic!("a claims the run");
     };
     let stale = b.apply(append("t", "r1", first.token - 1, &["late"]));
@@ -132,7 +134,7 @@ fn an_unreadable_record_is_an_error_not_a_panic() {
         .conn
         .execute("UPDATE pai_threads SET head = '{not json'", [])
         .unwrap();
-    let got = store.apply(StoreRequest::Inspect { thread: "t".into() });
+    let got = store.apply(StoreRequest::admin("t", crate::store::AdminOp::Inspect));
     assert!(
         matches!(&got, Err(StoreError::Unavailable(why)) if why.contains("unreadable")),
         "{got:?}"

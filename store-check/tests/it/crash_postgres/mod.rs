@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use pai_pg_server::PgServer;
+use pai_runtime::{AdminOp, AdminReply};
 use pai_runtime::{
     Agent, BoxStream, Clock, FinishReason, HookFuture, IdKind, IdSource, LanguageModel, Message,
     Millis, ModelError, ModelMap, ModelRequest, Part, PgConfig, PgOptions, PgStore, Producer,
@@ -65,11 +66,9 @@ const FINISH: Duration = Duration::from_secs(60);
 
 /// Wall-clock time, the same in every process; timers on Tokio.
 async fn inspect(store: &PgStore) -> Option<StoredThread> {
-    let request = StoreRequest::Inspect {
-        thread: THREAD.into(),
-    };
+    let request = StoreRequest::admin(THREAD, AdminOp::Inspect);
     match store.apply(request).await {
-        Ok(StoreReply::Thread(t)) => t,
+        Ok(StoreReply::Admin(AdminReply::Thread(t))) => t,
         other => panic!("inspect answered {other:?}"),
     }
 }

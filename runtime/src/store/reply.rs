@@ -1,0 +1,141 @@
+//! A store's answers, one type per request group (`protocol.rs`): the
+//! engine answers a group's operation with that group's reply, and each
+//! variant answers one operation (or a few alike), so a caller takes an
+//! answer apart by matching one variant.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::mutation::{Deletion, Mutation, Refusal, Regeneration};
+use super::record::{
+    Answered, Appended, CancelMiss, CancelReached, Claimed, StoredThread, Submitted,
+};
+use super::waiting::{AnswerMiss, WaitingCall};
+use crate::message::Message;
+
+/// A store's answer to one request: the reply of the request's group.
+// As large as an inspect's thread, as the flat reply was: one reply per
+// request, moved once, so no box.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum StoreReply {
+    Client(ClientReply),
+    Run(RunReply),
+    Read(ReadReply),
+    Facade(FacadeReply),
+    Admin(AdminReply),
+}
+
+/// The answer to a [`ClientOp`](super::ClientOp).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ClientReply {
+    /// `Open`: the thread exists.
+    Opened,
+    /// `Submit`: the message was stored.
+    Submitted(Submitted),
+    /// `Submit`: a steer found no current run; ask again with a run id.
+    NeedRunId,
+    Cancelled(Result<CancelReached, CancelMiss>),
+    Answered(Result<Answered, AnswerMiss>),
+}
+
+/// The answer to a [`RunOp`](super::RunOp).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum RunReply {
+    /// `NextEpisode`: the new episode's lease, and the thread's version
+    /// after its commit.
+    Lease {
+        token: u64,
+        episode: u32,
+        version: u64,
+    },
+    /// `Renew`.
+    Renewed {
+        cancel_requested: bool,
+        version: u64,
+    },
+    /// `Append` and `CommitResumed`.
+    Appended(Appended),
+    /// `TakeAnchor`.
+    Anchor { last_seq: u64, incarnation: u64 },
+    /// `TakeSteer`.
+    SteerTaken,
+    /// `RunMessages`.
+    RunMessages {
+        messages: Vec<Message>,
+        latest: Option<u64>,
+    },
+    /// `SetRunMetadata`: the thread's version after it.
+    MetadataSet { version: u64 },
+    /// `Await`: the thread's version after it.
+    Awaited { version: u64 },
+    /// `Wait`: the calls the run now waits on (with answers already
+    /// recorded) and the thread's version; `None`: refused, a cancel came
+    /// first.
+    Waited(Option<(Vec<WaitingCall>, u64)>),
+    /// `CloseCalls`: the calls given up, with the answers taken.
+    Closed(Vec<WaitingCall>),
+    /// `Finish`.
+    Finished(Finish),
+}
+
+/// How a finish went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Finish {
+    /// Stored at `version`; the run a leftover steer started, with its
+    /// trigger, if any.
+    Stored {
+        admitted: Option<(String, String)>,
+        version: u64,
+    },
+    /// A steer is left over: ask again with a run id for it.
+    NeedRunId,
+    /// A cancel reached the run before its end was stored (K6): it must
+    /// end cancelled.
+    CancelFirst,
+}
+
+/// The answer to a [`ReadOp`](super::ReadOp).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ReadReply {
+    /// `HasSteer`.
+    HasSteer(bool),
+    /// `RunMetadata`.
+    RunMetadata(Option<Value>),
+    /// `WaitingCalls`.
+    WaitingCalls(Vec<WaitingCall>),
+    /// `History` of messages (`Range`, `Before`, `Visible`).
+    Messages(Vec<Message>),
+    /// `History` of `VisibleAfter`: the thread's history epoch, and either
+    /// every visible message (`whole`) or only those after the reader's
+    /// cached ones.
+    Visible {
+        epoch: u64,
+        whole: bool,
+        messages: Vec<Message>,
+    },
+    /// `History` of `Metadata` or `PrivateMetadata`.
+    Metadata(Map<String, Value>),
+}
+
+/// The answer to a [`FacadeOp`](super::FacadeOp).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum FacadeReply {
+    Mutated(Result<Mutation, Refusal>),
+    Regenerated(Result<Regeneration, Refusal>),
+}
+
+/// The answer to an [`AdminOp`](super::AdminOp), `ThreadIds` or `ClaimAny`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum AdminReply {
+    /// `Inspect`: `None` when there is no live thread.
+    Thread(Option<StoredThread>),
+    /// `Delete`: `None` when there was no thread to delete.
+    Deleted(Option<Deletion>),
+    /// `Claim` and `ClaimAny`.
+    Claimed(Option<Claimed>),
+    /// `Finish` without a lease.
+    Finished(Finish),
+    /// `ThreadIds`.
+    Ids(Vec<String>),
+}
