@@ -47,7 +47,8 @@ pub use scenario::{
 };
 pub use schema::{EventRecord, event_log_json, schema_text};
 pub use suite::{
-    CaseResult, CaseStatus, SnapshotMode, discover, load_all, orphans, run_case, table,
+    CaseResult, CaseStatus, SnapshotMode, discover, load_all, orphans, run_case,
+    run_case_on_every_store, table,
 };
 pub use timeline::timeline_html;
 pub use world::{Rng, StoreKind};

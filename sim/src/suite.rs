@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
+use crate::report::Report;
 use crate::run::{check_on, replay_on};
 use crate::scenario::{Scenario, ScenarioError};
 use crate::snapshot;
@@ -196,9 +197,20 @@ pub fn run_case(
     path: &Path,
     s: &Scenario,
     seed_override: Option<u64>,
-    (store, differential): (StoreKind, bool),
+    on: (StoreKind, bool),
     mode: SnapshotMode,
 ) -> CaseResult {
+    run_case_keeping_report(path, s, seed_override, on, mode).0
+}
+
+/// [`run_case`], and the first run's report when the scenario ran.
+fn run_case_keeping_report(
+    path: &Path,
+    s: &Scenario,
+    seed_override: Option<u64>,
+    (store, differential): (StoreKind, bool),
+    mode: SnapshotMode,
+) -> (CaseResult, Option<Report>) {
     let seed = seed_override.unwrap_or(s.seed);
     let mut case = CaseResult {
         path: path.to_path_buf(),
@@ -217,7 +229,7 @@ pub fn run_case(
         Err(e) => {
             case.problems.push(e.to_string());
             case.status = CaseStatus::Fail;
-            return case;
+            return (case, None);
         }
     };
     case.steps = report.steps;
@@ -236,6 +248,42 @@ pub fn run_case(
         case.problems.push(format!("snapshot io: {e}"));
     }
     if case.failed() {
+        case.status = CaseStatus::Fail;
+    }
+    (case, Some(report))
+}
+
+/// Runs one loaded scenario on every store the simulator has, in one pass:
+/// on memory as [`run_case`] does (twice for D4, its expectation, its
+/// snapshot), on SQLite twice with its expectation too, and the two stores'
+/// first runs compared (D1): what `--differential` and `--store sqlite`
+/// check together, with four runs instead of six. A failure on SQLite or
+/// across the stores replays with `--store sqlite --differential`.
+pub fn run_case_on_every_store(
+    path: &Path,
+    s: &Scenario,
+    seed_override: Option<u64>,
+    mode: SnapshotMode,
+) -> CaseResult {
+    let seed = seed_override.unwrap_or(s.seed);
+    let memory = (StoreKind::Memory, false);
+    let (mut case, mine) = run_case_keeping_report(path, s, seed_override, memory, mode);
+    let sqlite = StoreKind::Sqlite;
+    let problems = match (mine, check_on(s, seed, sqlite)) {
+        (_, Err(e)) => vec![format!("on sqlite: {e}")],
+        (None, Ok(_)) => Vec::new(), // the memory run's error is reported
+        (Some(mine), Ok((theirs, problems))) => {
+            let mut out: Vec<String> = problems.iter().map(|p| format!("on sqlite: {p}")).collect();
+            let names = (StoreKind::Memory.as_str(), sqlite.as_str());
+            if let Some(d) = crate::differential::compare(&mine, &theirs, names) {
+                out.push(format!("D1 across stores: {d}"));
+            }
+            out
+        }
+    };
+    if !problems.is_empty() {
+        (case.store, case.differential) = (sqlite, true);
+        case.problems.extend(problems);
         case.status = CaseStatus::Fail;
     }
     case

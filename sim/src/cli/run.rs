@@ -39,6 +39,11 @@ pub struct Args {
     /// the first difference (D1).
     #[arg(long)]
     differential: bool,
+    /// Run each scenario on every store, memory and SQLite, each twice and
+    /// judged, and compare the two (D1): `--differential` and `--store
+    /// sqlite` in one pass (what CI runs).
+    #[arg(long, conflicts_with_all = ["store", "differential"])]
+    all_stores: bool,
     /// `text` (the table, default) or `json` (one object per scenario and line).
     #[arg(long, default_value = "text")]
     format: String,
@@ -104,7 +109,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut out = Out::new(json);
     let mut cases = Vec::new();
     for (path, s) in selected {
-        let case = pai_sim::run_case(path, s, args.seed, (args.store, args.differential), mode);
+        let case = match args.all_stores {
+            true => pai_sim::run_case_on_every_store(path, s, args.seed, mode),
+            false => pai_sim::run_case(path, s, args.seed, (args.store, args.differential), mode),
+        };
         out.case(&case);
         cases.push(case);
     }

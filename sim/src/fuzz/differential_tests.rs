@@ -103,6 +103,21 @@ fn d2_a_differential_find_shrinks_into_a_file_that_replays_it() {
         "{:?}",
         compared.problems
     );
+    let everywhere =
+        crate::suite::run_case_on_every_store(&file, &loaded, None, SnapshotMode::Check);
+    assert!(
+        everywhere
+            .replay()
+            .ends_with("--store sqlite --differential")
+    );
+    assert!(
+        everywhere
+            .problems
+            .iter()
+            .any(|p| p.starts_with("D1 across stores: the ")),
+        "{:?}",
+        everywhere.problems
+    );
 }
 
 #[test]
