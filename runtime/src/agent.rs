@@ -78,6 +78,62 @@ impl<C: 'static> Agent<C> {
     /// that tool's own input and output; `f` may update the run metadata
     /// `M`, which must be the type named by [`Agent::run_metadata`] (checked
     /// when the runtime is built). An error from `f` fails the run.
+    ///
+    /// SPEC T6: a handler typed with its own tool's input and output
+    /// compiles:
+    ///
+    /// ```
+    /// use pai_runtime::{Agent, ToolError, typed_tool};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Deserialize)]
+    /// struct WeatherIn { city: String }
+    /// #[derive(Serialize, Deserialize)]
+    /// struct WeatherOut { celsius: i32 }
+    /// #[derive(Default, Serialize, Deserialize)]
+    /// struct Seen { readings: Vec<i32> }
+    ///
+    /// let weather = typed_tool("weather", "today's weather", false, |_cx, i: WeatherIn| async move {
+    ///     Ok::<_, ToolError>(WeatherOut { celsius: i.city.len() as i32 })
+    /// });
+    /// let _agent = Agent::<()>::new("a", "m")
+    ///     .run_metadata::<Seen>()
+    ///     .typed_tool(&weather)
+    ///     .on_output(&weather, |seen: &mut Seen, _input: &WeatherIn, output: &WeatherOut| {
+    ///         seen.readings.push(output.celsius);
+    ///         Ok(())
+    ///     });
+    /// ```
+    ///
+    /// and one typed for another tool does not: the compiler refuses it
+    /// with a closure type mismatch (E0631), nothing else:
+    ///
+    /// ```compile_fail,E0631
+    /// use pai_runtime::{Agent, ToolError, typed_tool};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Deserialize)]
+    /// struct WeatherIn { city: String }
+    /// #[derive(Serialize, Deserialize)]
+    /// struct WeatherOut { celsius: i32 }
+    /// #[derive(Deserialize)]
+    /// struct SearchIn { query: String }
+    /// #[derive(Serialize, Deserialize)]
+    /// struct SearchOut { hits: Vec<String> }
+    /// #[derive(Default, Serialize, Deserialize)]
+    /// struct Seen { hits: usize }
+    ///
+    /// let weather = typed_tool("weather", "today's weather", false, |_cx, i: WeatherIn| async move {
+    ///     Ok::<_, ToolError>(WeatherOut { celsius: i.city.len() as i32 })
+    /// });
+    /// let _agent = Agent::<()>::new("a", "m")
+    ///     .run_metadata::<Seen>()
+    ///     .typed_tool(&weather)
+    ///     .on_output(&weather, |seen: &mut Seen, input: &SearchIn, output: &SearchOut| {
+    ///         seen.hits += output.hits.len() + input.query.len();
+    ///         Ok(())
+    ///     });
+    /// ```
     pub fn on_output<I, O, M>(
         mut self,
         tool: &TypedTool<I, O>,
