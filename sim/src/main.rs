@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod cli {
     pub mod fuzz;
+    pub mod fuzz_merge;
     pub mod rules;
     pub mod run;
     pub mod schema;

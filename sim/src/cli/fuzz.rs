@@ -8,11 +8,14 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use pai_sim::fuzz::{COVERAGE_KEYS, Campaign, Find, Summary, write_find};
+use pai_sim::fuzz::{COVERAGE_KEYS, Campaign, Find, Summary, find_digest, write_find};
 
 /// What `pai-sim fuzz` was asked.
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
+    #[command(subcommand)]
+    then: Option<Then>,
     /// How many cases (default 1000); with --time, the most to run.
     #[arg(long)]
     cases: Option<u64>,
@@ -42,6 +45,14 @@ pub struct Args {
     /// be byte-identical (D1). 0: never; 1: every case.
     #[arg(long, value_name = "N", default_value_t = pai_sim::fuzz::DIFFERENTIAL_EVERY)]
     differential: u64,
+}
+
+/// What `pai-sim fuzz` does instead of a campaign.
+#[derive(Debug, clap::Subcommand)]
+enum Then {
+    /// Sum the shard reports (`--format json`) of one campaign: coverage
+    /// added, finds listed once per rule and shrunk scenario.
+    Merge(super::fuzz_merge::Args),
 }
 
 /// `10m`, `30s`, `1h`, `500ms`.
@@ -74,6 +85,9 @@ fn shard(text: &str) -> anyhow::Result<(u64, u64)> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(Then::Merge(merge)) = args.then {
+        return super::fuzz_merge::run(merge);
+    }
     let as_json = match args.format.as_str() {
         "json" => true,
         "text" => false,
@@ -231,6 +245,7 @@ fn json(args: &Args, s: &Summary, files: &[PathBuf]) -> serde_json::Value {
                 "shrink_steps": f.steps,
                 "entries": { "before": before, "after": after },
                 "file": path(file),
+                "shrunk": format!("{:016x}", find_digest(&f.shrunk)),
                 "replay": replay(args, f, file),
             })
         })

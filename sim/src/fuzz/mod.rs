@@ -28,4 +28,4 @@ pub use judge::{
     Evaluation, Failure, case_seed, differential, evaluate, evaluate_across, evaluate_on, in_shard,
 };
 pub use shrink::shrink;
-pub use write::write_find;
+pub use write::{find_digest, write_find};

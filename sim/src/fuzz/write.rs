@@ -41,3 +41,37 @@ pub fn write_find(
     std::fs::write(&json_file, text + "\n")?;
     Ok(json_file)
 }
+
+/// What a shrunk find is, apart from the words that name its case (name,
+/// description, rules): two finds with one digest are the same scenario,
+/// whichever case or shard found them. FNV-1a over the spec's JSON, so it
+/// is the same on every machine (`pai-sim fuzz merge` de-duplicates by it).
+pub fn find_digest(spec: &ScenarioSpec) -> u64 {
+    let mut bare = spec.clone();
+    bare.name.clear();
+    bare.description = None;
+    bare.rules.clear();
+    let bytes = serde_json::to_vec(&bare).unwrap_or_default();
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h: u64, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_digest_ignores_the_case_name_but_not_the_scenario() {
+        let path = Path::new("plain_answer.toml");
+        let text = include_str!("../../../scenarios/basics/plain_answer.toml");
+        let a = ScenarioSpec::parse(path, text).expect("the suite's own scenario loads");
+        let mut b = a.clone();
+        b.name = "fuzz find: another case".into();
+        b.description = Some("found elsewhere".into());
+        b.rules = vec!["K3".into()];
+        assert_eq!(find_digest(&a), find_digest(&b));
+        b.seed = a.seed.wrapping_add(1);
+        assert_ne!(find_digest(&a), find_digest(&b));
+    }
+}

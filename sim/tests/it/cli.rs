@@ -137,3 +137,47 @@ fn a_closed_pipe_ends_the_output_quietly() {
         );
     }
 }
+
+/// The shards of one campaign, merged, are the campaign: the same cases,
+/// runs and coverage as the unsharded run; a shard twice is refused.
+#[test]
+fn fuzz_merge_sums_the_shards_into_the_whole_campaign() {
+    let dir = temp("merge");
+    let report = |shard: &str| {
+        let out = bin()
+            .args(["fuzz", "--cases", "24", "--seed", "5", "--format", "json"])
+            .args(["--shard", shard, "--keep-going", "--out"])
+            .arg(dir.join("finds"))
+            .output()
+            .unwrap();
+        let file = dir.join(format!("{}.json", shard.replace('/', "-")));
+        std::fs::write(&file, &out.stdout).unwrap();
+        file
+    };
+    let (one, two, whole) = (report("1/2"), report("2/2"), report("1/1"));
+    let merged = bin()
+        .args(["fuzz", "merge", "--format", "json"])
+        .arg(&two)
+        .arg(&one)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&merged.stderr);
+    assert!(merged.status.code() == Some(0), "{stderr}");
+    let merged: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
+    let whole: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&whole).unwrap()).unwrap();
+    for key in ["cases", "runs", "coverage", "blind_spots"] {
+        assert_eq!(merged[key], whole[key], "{key}");
+    }
+    assert_eq!(merged["shards"], serde_json::json!([1, 2]));
+    assert_eq!(merged["missing"], serde_json::json!([]));
+    let twice = bin()
+        .args(["fuzz", "merge"])
+        .arg(&one)
+        .arg(&one)
+        .output()
+        .unwrap();
+    assert_eq!(twice.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&twice.stderr);
+    assert!(stderr.contains("shard 1/2 is given twice"), "{stderr}");
+}
