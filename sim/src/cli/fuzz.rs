@@ -45,6 +45,10 @@ pub struct Args {
     /// be byte-identical (D1). 0: never; 1: every case.
     #[arg(long, value_name = "N", default_value_t = pai_sim::fuzz::DIFFERENTIAL_EVERY)]
     differential: u64,
+    /// Every case draws from every kind of hook, tool, action and fault
+    /// (without it, swarm testing switches a random half off per case).
+    #[arg(long)]
+    no_swarm: bool,
 }
 
 /// What `pai-sim fuzz` does instead of a campaign.
@@ -106,6 +110,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         shrink_budget: 2000,
         store: args.store,
         differential: args.differential,
+        swarm: !args.no_swarm,
     };
     let started = Instant::now();
     let bar = progress(campaign.cases.map(|n| n / campaign.shard.1));
@@ -200,7 +205,8 @@ fn replay(args: &Args, f: &Find, file: &Path) -> String {
 }
 
 fn text(args: &Args, (i, n): (u64, u64), s: &Summary, files: &[PathBuf]) -> String {
-    let mut out = format!("pai-sim fuzz: seed {}, shard {i}/{n}\n", args.seed);
+    let swarm = if args.no_swarm { ", no swarm" } else { "" };
+    let mut out = format!("pai-sim fuzz: seed {}, shard {i}/{n}{swarm}\n", args.seed);
     for (f, file) in s.finds.iter().zip(files) {
         let (before, after) = size(f);
         out.push_str(&format!(
@@ -257,6 +263,7 @@ fn json(args: &Args, s: &Summary, files: &[PathBuf]) -> serde_json::Value {
     serde_json::json!({
         "seed": args.seed,
         "shard": args.shard,
+        "swarm": !args.no_swarm,
         "cases": s.cases,
         "runs": runs(s),
         "failures": finds,

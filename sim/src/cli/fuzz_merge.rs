@@ -30,6 +30,9 @@ pub struct Args {
 struct ShardReport {
     seed: u64,
     shard: String,
+    /// Whether the campaign used swarm testing (older reports: unknown).
+    #[serde(default)]
+    swarm: Option<bool>,
     cases: u64,
     runs: u64,
     failures: Vec<FindRow>,
@@ -129,15 +132,18 @@ fn merge(reports: &[(PathBuf, ShardReport)]) -> anyhow::Result<Merged> {
     let mut by_shard = BTreeMap::new();
     for (path, r) in reports {
         let (i, n) = shard_of(path, &r.shard)?;
-        if r.seed != first.seed || n != of {
+        if r.seed != first.seed || n != of || r.swarm != first.swarm {
             bail!(
-                "{}: seed {} shard {}, but {} has seed {} shard {}: not shards of one campaign",
+                "{}: seed {} shard {} swarm {:?}, but {} has seed {} shard {} swarm {:?}: \
+                 not shards of one campaign",
                 path.display(),
                 r.seed,
                 r.shard,
+                r.swarm,
                 first_path.display(),
                 first.seed,
-                first.shard
+                first.shard,
+                first.swarm
             );
         }
         if by_shard.insert(i, r).is_some() {
@@ -281,6 +287,7 @@ mod tests {
         ShardReport {
             seed: 7,
             shard: shard.into(),
+            swarm: Some(true),
             cases,
             runs: cases * 2,
             failures,

@@ -1,8 +1,9 @@
 //! A fuzz campaign: the cases of one seed (or of one shard of them), each
 //! judged twice; failures shrunk; coverage summed.
 
-use super::case::case;
+use super::case::case_with;
 use super::coverage::Coverage;
+use super::draw::Features;
 use super::judge::{Failure, case_seed, differential, evaluate_across, in_shard};
 use super::shrink::shrink;
 use crate::scenario::ScenarioSpec;
@@ -27,6 +28,10 @@ pub struct Campaign {
     /// store, and must give the same transcript, event log and stored
     /// threads (D1); 0: none, 1: every case.
     pub differential: u64,
+    /// Swarm testing: each case draws from a random half of the
+    /// generator's kinds (`Features::swarm`); off, every case may use every
+    /// kind.
+    pub swarm: bool,
 }
 
 /// The default share of cases run differentially: one in eight.
@@ -68,7 +73,11 @@ impl Campaign {
                 continue;
             }
             let case_seed = case_seed(self.seed, index);
-            let spec = case(case_seed);
+            let features = match self.swarm {
+                true => Features::swarm(case_seed),
+                false => Features::ALL,
+            };
+            let spec = case_with(case_seed, features);
             let across = differential(case_seed, self.differential);
             let judged = evaluate_across(&spec, self.store, across);
             summary.cases += 1;

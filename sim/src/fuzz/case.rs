@@ -4,16 +4,22 @@
 
 use serde_json::json;
 
-use super::draw::{DOCS, Gen, MODELS, WORDS};
+use super::draw::{DOCS, Features, Gen, MODELS, WORDS};
 use super::hooks::hook;
 use super::timeline::timeline;
 use super::tools::{tools, waiters};
 use crate::hooks::HookSpec;
 use crate::scenario::{AgentSpec, ModelSpec, ScenarioSpec, ToolCallSpec, TurnSpec};
 
-/// The case of `seed`.
+/// The case of `seed`, its features chosen by swarm testing.
 pub fn case(seed: u64) -> ScenarioSpec {
-    let mut g = Gen::new(seed);
+    case_with(seed, Features::swarm(seed))
+}
+
+/// The case of `seed` drawing only from `features`' kinds
+/// ([`Features::ALL`]: every kind, as without swarm testing).
+pub fn case_with(seed: u64, features: Features) -> ScenarioSpec {
+    let mut g = Gen::new(seed, features);
     let tools = tools(&mut g);
     let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
     let lifecycle: Vec<HookSpec> = (0..g.range(0, 8)).map(|_| hook(&mut g, &names)).collect();
@@ -65,9 +71,9 @@ pub fn case(seed: u64) -> ScenarioSpec {
         time_limit_ms: None,
     };
     spec.timeline = timeline(&mut g, &waiters(&spec));
-    super::cluster::cluster(seed, &mut spec);
-    super::facade::facade(seed, &mut spec);
-    super::waiting::waiting(seed, &mut spec);
+    super::cluster::cluster(seed, features, &mut spec);
+    super::facade::facade(seed, features, &mut spec);
+    super::waiting::waiting(seed, features, &mut spec);
     spec
 }
 

@@ -9,7 +9,7 @@
 //! text stays in one process), and half the cases add one more watcher on
 //! the thread of the first send (`cross.watch_among_workers`).
 
-use super::draw::Gen;
+use super::draw::{Family, Features, Gen};
 use crate::scenario::{
     ClusterSpec, FaultSpec, HostOrder, RequestAt, ScenarioSpec, TimelineEntry, WorkerSpec,
 };
@@ -18,8 +18,8 @@ use crate::scenario::{
 const STREAM: u64 = 0xC1A5_7E12_5EED_0001;
 
 /// Adds workers and faults to about a third of the cases.
-pub(super) fn cluster(seed: u64, spec: &mut ScenarioSpec) {
-    let mut g = Gen::new(seed ^ STREAM);
+pub(super) fn cluster(seed: u64, features: Features, spec: &mut ScenarioSpec) {
+    let mut g = Gen::new(seed ^ STREAM, features);
     if !g.chance(35) {
         return;
     }
@@ -152,7 +152,7 @@ fn fault(g: &mut Gen, workers: &[String]) -> FaultSpec {
     let worker = g.pick(workers).clone();
     let (at_ms, at) = placement(g, &worker, workers);
     let lasts = g.range(20, 1_200);
-    match g.index(4) {
+    match g.kind(Family::Fault, &[1; 4]) {
         // w1 always comes back, so some worker is left to make progress.
         0 => FaultSpec::Crash {
             restart_after_ms: match worker == workers[0] {

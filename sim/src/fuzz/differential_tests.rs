@@ -4,7 +4,7 @@
 //! `pai-sim run FILE --differential`.
 
 use super::judge::{Failure, differential, evaluate, evaluate_across};
-use super::{case, shrink, write_find};
+use super::{Features, case_with, shrink, write_find};
 use crate::scenario::{Scenario, ScenarioSpec};
 use crate::suite::{SnapshotMode, run_case};
 use crate::world::StoreKind;
@@ -12,8 +12,9 @@ use crate::world::plant;
 
 /// A generated case that passes and writes a run's metadata.
 fn writing_metadata() -> ScenarioSpec {
+    // Every kind on: the case the plant was written against.
     (0..500)
-        .map(case)
+        .map(|seed| case_with(seed, Features::ALL))
         .find(|spec| {
             let judged = evaluate(spec);
             judged.failure.is_none() && judged.coverage.count("metadata.written") > 0

@@ -11,7 +11,7 @@
 
 use serde_json::json;
 
-use super::draw::Gen;
+use super::draw::{Features, Gen};
 use crate::hooks::HookSpec;
 use crate::scenario::{
     CallRef, ExpectSpec, MutateSpec, ScenarioSpec, SubmitSpec, TimelineEntry, VisibilitySpec,
@@ -21,8 +21,8 @@ use crate::scenario::{
 const STREAM: u64 = 0x7ac4_de11_f00d_5eed;
 
 /// Adds facade actions to most single-process cases.
-pub(super) fn facade(seed: u64, spec: &mut ScenarioSpec) {
-    let mut g = Gen::new(seed ^ STREAM);
+pub(super) fn facade(seed: u64, features: Features, spec: &mut ScenarioSpec) {
+    let mut g = Gen::new(seed ^ STREAM, features);
     if spec.cluster.is_some() {
         spec.lifecycle
             .retain(|h| !matches!(h, HookSpec::Compaction(_)));

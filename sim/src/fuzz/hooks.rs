@@ -4,7 +4,7 @@
 use pai_runtime::{ModelSettings, Outcome, ToolChoice};
 use serde_json::{Map, Value, json};
 
-use super::draw::{Gen, META_KEYS, MODELS, PATTERNS, WORDS};
+use super::draw::{Family, Gen, META_KEYS, MODELS, PATTERNS, WORDS};
 use crate::hooks::{
     AfterStep, AfterStepSpec, BaseContext, ContextMessage, Delay, Fail, Fallback, Guardrail,
     HistoryProbe, HookSpec, MessageLevel, MessageRole, MessageSpec, MetadataOverlay, MetadataPhase,
@@ -18,7 +18,7 @@ const KINDS: usize = 30;
 
 /// One hook of any kind; `tools` names the agent's tools.
 pub(super) fn hook(g: &mut Gen, tools: &[String]) -> HookSpec {
-    match g.index(KINDS) {
+    match g.kind(Family::Hook, &[1; KINDS]) {
         k @ 0..=10 => model_hook(g, k, tools),
         k @ 11..=20 => stream_or_tool_hook(g, k, tools),
         k @ 21..=24 => metadata_hook(g, k),

@@ -22,8 +22,9 @@ mod waiting;
 mod write;
 
 pub use campaign::{Campaign, DIFFERENTIAL_EVERY, Find, Summary};
-pub use case::case;
+pub use case::{case, case_with};
 pub use coverage::{Coverage, KEYS as COVERAGE_KEYS};
+pub use draw::Features;
 pub use judge::{
     Evaluation, Failure, case_seed, differential, evaluate, evaluate_across, evaluate_on, in_shard,
 };

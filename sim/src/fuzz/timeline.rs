@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use super::draw::Gen;
+use super::draw::{Family, Gen};
 use super::tools::{Waiter, output};
 use crate::hooks::TransformSpec;
 use crate::scenario::{CallRef, CancelRun, CancelSpec, DenySpec, SubmitSpec, TimelineEntry};
@@ -77,17 +77,18 @@ fn thread(g: &mut Gen) -> String {
 /// One send, steer, cancel (also at the same instant as a send) or watcher.
 fn action(g: &mut Gen, base: TimelineEntry, watchers: &mut u32, out: &mut Vec<TimelineEntry>) {
     let text = Some(g.text(5));
-    match g.index(10) {
-        0..=4 => out.push(TimelineEntry { send: text, ..base }),
-        5 | 6 => out.push(TimelineEntry {
+    // Send 5 in 10, steer 2, cancel 1, send and cancel 1, watch 1.
+    match g.kind(Family::Action, &[5, 2, 1, 1, 1]) {
+        0 => out.push(TimelineEntry { send: text, ..base }),
+        1 => out.push(TimelineEntry {
             steer: text,
             ..base
         }),
-        7 => {
+        2 => {
             let cancel = cancel(g);
             out.push(TimelineEntry { cancel, ..base });
         }
-        8 => {
+        3 => {
             out.push(TimelineEntry {
                 send: text,
                 ..base.clone()

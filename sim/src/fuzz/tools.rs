@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::draw::{Gen, META_KEYS, OUTPUT_FIELDS};
+use super::draw::{Family, Gen, META_KEYS, OUTPUT_FIELDS};
 use crate::scenario::{OnOutputSpec, ScenarioSpec, ToolSpec};
 
 /// A tool whose calls wait for a client, as the timeline answers it.
@@ -37,9 +37,10 @@ fn tool(g: &mut Gen, i: u64) -> ToolSpec {
         },
         ..ToolSpec::default()
     };
-    match g.index(10) {
+    // Client (2 in 10), approval (2 in 10) or plain (6 in 10).
+    match g.kind(Family::Tool, &[2, 2, 6]) {
         // A client tool has no behaviour of its own (the loader refuses one).
-        0 | 1 => {
+        0 => {
             t.client = true;
             if g.chance(50) {
                 let n = g.range(1, OUTPUT_FIELDS.len() as u64) as usize;
@@ -48,7 +49,7 @@ fn tool(g: &mut Gen, i: u64) -> ToolSpec {
         }
         kind => {
             behaviour(g, &mut t, i);
-            t.approval = kind < 4;
+            t.approval = kind == 1;
         }
     }
     t.on_output = g.maybe(30, on_output);
@@ -57,7 +58,7 @@ fn tool(g: &mut Gen, i: u64) -> ToolSpec {
 
 /// One backend behaviour: what the tool does when it runs.
 fn behaviour(g: &mut Gen, t: &mut ToolSpec, i: u64) {
-    match g.index(5) {
+    match g.kind(Family::Behaviour, &[1; 5]) {
         0 => t.echo = true,
         1 => t.fail = Some(json!("no such record")),
         2 => t.throw = Some(format!("backend {i} unreachable")),

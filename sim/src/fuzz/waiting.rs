@@ -13,7 +13,7 @@
 //! Drawn from its own stream of the seed, after the other generators, so
 //! the cases they draw stay as they were.
 
-use super::draw::Gen;
+use super::draw::{Features, Gen};
 use crate::hooks::{AfterStep, AfterStepSpec, Delay, HookSpec, PhaseName};
 use crate::scenario::ScenarioSpec;
 
@@ -21,8 +21,8 @@ use crate::scenario::ScenarioSpec;
 const STREAM: u64 = 0x5eed_a3a3_907e_11f0;
 
 /// Adds the waiting crossings to some cases that have waiting tools.
-pub(super) fn waiting(seed: u64, spec: &mut ScenarioSpec) {
-    let mut g = Gen::new(seed ^ STREAM);
+pub(super) fn waiting(seed: u64, features: Features, spec: &mut ScenarioSpec) {
+    let mut g = Gen::new(seed ^ STREAM, features);
     let waits = spec.agent.tools.iter().any(|t| t.approval || t.client);
     if waits && g.chance(20) {
         give_up_window(&mut g, spec);

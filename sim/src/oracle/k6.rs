@@ -9,7 +9,7 @@ use pai_runtime::{Event, EventKind, RunStatus};
 
 use super::observed::{Observed, Violation};
 use crate::scenario::{Action, OracleId};
-use crate::world::ActionRecord;
+use crate::world::{ActionRecord, ClusterEvent};
 
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     let mut out = Vec::new();
@@ -38,7 +38,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
                 .filter(|_| !o.cut_short || ended(o.events, run)),
             Ok(None) => Some("the cancel reached no run and said nothing".to_string()),
             Err(_) => missed(before, &m.thread, named_run.as_deref())
-                .filter(|_| !ended_unseen(o, before, &m.thread, named_run.as_deref())),
+                .filter(|_| !ended_unseen(o, (before, a.at), &m.thread, named_run.as_deref())),
         };
         if let Some(p) = problem {
             out.push(Violation::new(
@@ -166,12 +166,26 @@ fn reached(o: &Observed<'_>, before: &[Event], run: &str, named: Option<&str>) -
 }
 
 /// Among workers: the named run, or every run the log leaves open before
-/// the cancel, was ended in the store by a worker that vanished before
-/// logging it.
-fn ended_unseen(o: &Observed<'_>, before: &[Event], thread: &str, named: Option<&str>) -> bool {
-    if o.cluster.is_none() {
+/// the cancel, was ended in the store by a worker that vanished (or was
+/// cut off) before logging it: the stored thread says it is over, or the
+/// store log has its `finish` by the time the cancel was made (the thread
+/// may be deleted since, taking its runs with it).
+fn ended_unseen(
+    o: &Observed<'_>,
+    (before, at): (&[Event], u64),
+    thread: &str,
+    named: Option<&str>,
+) -> bool {
+    let Some(cluster) = o.cluster else {
         return false;
-    }
+    };
+    let finished_by_then = |run: &str| {
+        cluster.log.iter().any(|r| {
+            r.at <= at
+                && matches!(&r.what, ClusterEvent::Wrote { request, run: w, releases: true, .. }
+                    if *request == "finish" && w == run)
+        })
+    };
     let logged_end = |run: &str| {
         o.events
             .iter()
@@ -200,7 +214,7 @@ fn ended_unseen(o: &Observed<'_>, before: &[Event], thread: &str, named: Option<
                 .iter()
                 .any(|e| e.run_id == *r && matches!(e.kind, EventKind::Ended { .. }))
         })
-        .all(|r| !logged_end(r) && stored_over(r))
+        .all(|r| !logged_end(r) && (stored_over(r) || finished_by_then(r)))
 }
 
 /// A cancel that found no run: true only if no run it could reach was open.

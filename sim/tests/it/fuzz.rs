@@ -15,6 +15,7 @@ fn campaign(cases: u64, shard: (u64, u64)) -> Campaign {
         shrink_budget: 200,
         store: StoreKind::Memory,
         differential: 8,
+        swarm: true,
     }
 }
 
