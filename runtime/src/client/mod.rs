@@ -24,7 +24,7 @@ use crate::store::{
     CancelMiss, CancelTarget, RunEnd, RunRecord, RunStatus, Store, StoreError, StoreHandle,
     StoredThread, Submitted,
 };
-use crate::transform::StreamTransform;
+use crate::stream::StreamTransform;
 use crate::worker::WorkerConfig;
 
 /// A runtime that is missing a required part.

@@ -7,9 +7,9 @@ use serde_json::Value;
 
 use crate::clock::IdKind;
 use crate::event::EventKind;
+use crate::facade::{Committer, rewrite_writes};
 use crate::lifecycle::{RewriteFact, RewriteKind};
 use crate::message::Visibility;
-use crate::mutate::{Committer, rewrite_writes};
 use crate::shared::Shared;
 use crate::staged::MutateError;
 use crate::staged::Staged;

@@ -1,5 +1,6 @@
 //! Model context resolution (SPEC M1–M5, L6): the history view resolvers read
-//! through, the resolver's thread facade, and the memoized `next` of the onion.
+//! through, the resolver's thread facade, and the memoized `next` of the onion
+//! (this file); the run's cached default context between steps (`cache.rs`).
 
 use std::fmt;
 
@@ -11,6 +12,8 @@ use crate::future::HookFuture;
 use crate::message::{Message, ModelMessage};
 use crate::model_view::into_model_messages;
 use crate::store::{CachedThrough, HistoryRead, StoreError, StoreHandle};
+
+pub(crate) mod cache;
 
 /// A history read that the fence refused (SPEC M3, H5).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
