@@ -26,6 +26,8 @@ mod delta;
 mod error;
 pub mod event;
 pub mod facade;
+#[cfg(test)]
+mod front_door_tests;
 mod future;
 mod lifecycle;
 mod live;

@@ -2,7 +2,7 @@
 //! Every event serializes as one name and its fields (`kind`), and with the
 //! feature `schema` the event log's JSON Schema is derived from these types.
 //!
-//! The root's [`Event`](crate::Event) and [`EventSink`](crate::EventSink)
+//! The root's [`Event`] and [`EventSink`]
 //! (`sink.rs`) carry an [`EventKind`] (`kind.rs`); a failure names its
 //! [`RunStage`] (`stage.rs`), a run's end its [`Transition`]
 //! (`transition.rs`). What a client watching a thread hears live is a

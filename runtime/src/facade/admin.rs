@@ -178,7 +178,7 @@ impl<C: Send + Sync + 'static> AdminThread<C> {
         drop(attached);
         self.regenerated(&done, patched);
         if start && let Some(me) = sh.me.upgrade() {
-            tokio::spawn(crate::step_loop::drive(me, self.id.clone()));
+            (sh.start_driver)(me, self.id.clone());
         }
         Ok(done)
     }

@@ -1,5 +1,5 @@
-//! Stored messages beyond the root's [`Message`](crate::Message),
-//! [`Part`](crate::Part) and [`Role`](crate::Role): who produced a message
+//! Stored messages beyond the root's [`Message`],
+//! [`Part`] and [`Role`]: who produced a message
 //! and what it is visible to ([`Producer`], [`Visibility`], [`PaiMeta`]),
 //! how a run or a tool call ended ([`Outcome`], [`ToolStatus`],
 //! [`ResultSource`]), and the model-facing shape derived from stored

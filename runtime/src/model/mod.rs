@@ -1,6 +1,6 @@
-//! The model seam beyond the root's [`LanguageModel`](crate::LanguageModel),
-//! [`ModelRequest`](crate::ModelRequest), [`StreamPart`](crate::StreamPart)
-//! and [`ModelError`](crate::ModelError): the stream a call returns
+//! The model seam beyond the root's [`LanguageModel`],
+//! [`ModelRequest`], [`StreamPart`]
+//! and [`ModelError`]: the stream a call returns
 //! ([`PartStream`], [`BoxStream`], [`ReadyStream`], [`PartSink`]), how it
 //! ends ([`FinishReason`], [`StreamedCall`]), providers of named models
 //! ([`ModelProvider`], [`ModelMap`]), and the route and sparse patches a

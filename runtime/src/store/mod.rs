@@ -1,8 +1,8 @@
 //! The store seam (SPEC K2, H7): the runtime reaches durable thread state
-//! only through the root's [`Store`](crate::Store) trait
+//! only through the root's [`Store`] trait
 //! ([`MemoryStore`](crate::MemoryStore) in process; `SqliteStore` and
 //! `PgStore` behind the features `sqlite` and `postgres`; failures a
-//! [`StoreError`](crate::StoreError)). This module holds the protocol: one request per transaction
+//! [`StoreError`]). This module holds the protocol: one request per transaction
 //! (`protocol.rs`; its kinds' names in `kinds.rs`, its answers in
 //! `reply.rs`), applied by `engine.rs`. `memory.rs` is the in-process
 //! store; `thread.rs` the thread record and its invariants, `lease.rs` its lease, `record.rs`

@@ -1,5 +1,5 @@
-//! Tools beyond the root's [`Tool`](crate::Tool), [`ToolCx`](crate::ToolCx),
-//! [`ToolOutcome`](crate::ToolOutcome), [`ToolError`](crate::ToolError) and
+//! Tools beyond the root's [`Tool`], [`ToolCx`],
+//! [`ToolOutcome`], [`ToolError`](crate::ToolError) and
 //! the constructors [`tool_fn`](crate::tool_fn),
 //! [`typed_tool`](crate::typed_tool) and [`client_tool`](crate::client_tool):
 //! what a model is offered ([`ToolSpec`], [`ToolKind`]), the closure tool
