@@ -183,9 +183,9 @@ impl<'a> History<'a> {
 /// The thread as a resolver sees it: read-only. It has no way to change
 /// message visibility, by construction (SPEC M4):
 ///
-/// ```compile_fail
-/// fn hide(thread: &pai_runtime::ResolverThread<'_>) {
-///     thread.update_visibility("msg1", pai_runtime::Visibility::CONTEXT_ONLY);
+/// ```compile_fail,E0599
+/// fn hide(thread: &pai_runtime::context::ResolverThread<'_>) {
+///     thread.update_visibility("msg1", pai_runtime::message::Visibility::CONTEXT_ONLY);
 /// }
 /// ```
 pub struct ResolverThread<'a> {
