@@ -25,7 +25,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
 use pai_runtime::{
-    Composed, HookCx, Lifecycle, ModelMessage, Patch, Route, StepDecision, StepInput,
+    HookCx, Lifecycle,
+    hook::{Composed, StepDecision, StepInput},
+    message::ModelMessage,
+    model::{Patch, Route},
 };
 
 #[path = "../../runtime/tests/it/common.rs"]

@@ -18,10 +18,11 @@ use std::time::Instant;
 use criterion::{Criterion, criterion_group};
 use hdrhistogram::Histogram;
 use pai_pg_server::PgServer;
-use pai_runtime::{AdminOp, AdminReply, ClientOp, RunOp, RunReply};
+use pai_runtime::store::{AdminOp, AdminReply, ClientOp, RunOp, RunReply};
 use pai_runtime::{
-    Durability, MemoryStore, Message, PaiMeta, Part, PgOptions, PgStore, Producer, Role,
-    SqliteConfig, SqliteStore, StoreError, StoreReply, StoreRequest, Visibility,
+    MemoryStore, Message, Part, Role, StoreError,
+    message::{PaiMeta, Producer, Visibility},
+    store::{Durability, PgOptions, PgStore, SqliteConfig, SqliteStore, StoreReply, StoreRequest},
 };
 
 #[path = "support/report.rs"]

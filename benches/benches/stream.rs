@@ -11,7 +11,11 @@
 //! `PAI_BENCH_RESULTS_ONLY=1` stops after it.
 
 use criterion::{Criterion, Throughput, criterion_group};
-use pai_runtime::{Emit, Pattern, StreamPart, redact_text_deltas};
+use pai_runtime::{
+    StreamPart,
+    stream::Emit,
+    text::{Pattern, redact_text_deltas},
+};
 
 #[path = "../../runtime/tests/it/common.rs"]
 mod common;

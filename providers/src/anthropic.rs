@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{FinishReason, StreamPart};
+use pai_runtime::{StreamPart, model::FinishReason};
 use serde_json::Value;
 
 use crate::body::error_message;
@@ -182,7 +182,7 @@ impl Anthropic {
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::{FinishReason, StreamPart};
+    use pai_runtime::{StreamPart, model::FinishReason};
     use serde_json::json;
 
     use crate::{Format, decode};

@@ -24,7 +24,7 @@
 //!
 //! ```
 //! use pai_providers::{Format, decode};
-//! use pai_runtime::{FinishReason, StreamPart};
+//! use pai_runtime::{StreamPart, model::FinishReason};
 //!
 //! let body = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\
 //!              data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n\

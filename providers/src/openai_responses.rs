@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{FinishReason, StreamPart};
+use pai_runtime::{StreamPart, model::FinishReason};
 use serde_json::Value;
 
 use crate::body::error_message;

@@ -26,7 +26,7 @@ pub struct StreamReport {
     pub usage: Option<Usage>,
     /// The provider's own stop reason (`"end_turn"`, `"content_filter"`,
     /// `"max_output_tokens"`, ...), which the runtime's
-    /// [`FinishReason`](pai_runtime::FinishReason) part can only
+    /// [`FinishReason`](pai_runtime::model::FinishReason) part can only
     /// approximate.
     pub stop_reason: Option<String>,
     /// The provider refused: its explanation (OpenAI's `refusal` deltas,

@@ -16,9 +16,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use pai_runtime::{
-    Agent, BoxStream, Clock, FinishReason, HookFuture, IdKind, IdSource, LanguageModel, Millis,
-    ModelError, ModelMap, ModelRequest, Part, ReadyStream, Runtime, SqliteConfig, SqliteStore,
-    StreamPart, ToolError, tool_fn,
+    Agent, Clock, HookFuture, IdKind, IdSource, LanguageModel, Millis, ModelError, ModelRequest,
+    Part, Runtime, StreamPart, ToolError,
+    model::{BoxStream, FinishReason, ModelMap, ReadyStream},
+    store::{SqliteConfig, SqliteStore},
+    tool_fn,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;

@@ -10,7 +10,7 @@ use crate::lifecycle::{Lifecycle, NoLifecycle};
 use crate::metadata::{MetaType, RunMetadata};
 use crate::on_output::OnOutputs;
 use crate::tool::Tool;
-use crate::typed_tool::TypedTool;
+use crate::tool::TypedTool;
 
 /// An agent: a name, a default model, instructions, tools and one lifecycle.
 pub struct Agent<C> {

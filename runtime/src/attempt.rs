@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::task::{Context, Poll};
 
 use crate::clock::{Clock, Millis};
+use crate::context::cache::ContextCache;
 use crate::context::{ContextLink, History};
-use crate::context_cache::ContextCache;
 use crate::error::HookResult;
 use crate::event::EventKind;
 use crate::future::{HookFuture, guarded};

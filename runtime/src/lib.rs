@@ -5,28 +5,37 @@
 //! constructors in [`hook`]). A [`Runtime`] drives runs on threads through
 //! the phases of SPEC §1, with time and ids injected through [`Clock`] and
 //! [`IdSource`], and reports what it does to an [`EventSink`].
+//!
+//! The crate root holds what an agent author needs (at most 40 names, a
+//! test counts them). Everything else lives in one module per concept:
+//! [`hook`] (closure hooks, the phases, inputs and decisions, compaction),
+//! [`model`] (the stream a model returns, providers, routes and patches),
+//! [`message`] (what a stored message carries), [`tool`] (tool specs and
+//! typed tools), [`stream`] (stream transforms), [`text`] (text stages),
+//! [`context`] (model context resolution), [`event`] (event kinds and live
+//! watching), [`store`] (the store protocol and the durable stores) and
+//! [`facade`] (trusted admin writes and staged mutations).
 
 mod agent;
 mod attempt;
 mod client;
 mod clock;
 mod compaction;
-mod context;
-mod context_cache;
+pub mod context;
 mod delta;
-mod emit;
 mod error;
-mod event;
-mod facade;
+pub mod event;
+pub mod facade;
+#[cfg(test)]
+mod front_door_tests;
 mod future;
 mod lifecycle;
 mod live;
-mod message;
+pub mod message;
 mod metadata;
-mod model;
+pub mod model;
 mod model_call;
 mod model_view;
-mod mutate;
 mod on_output;
 mod one_field;
 mod patch;
@@ -36,17 +45,25 @@ mod shared;
 mod staged;
 mod step_loop;
 mod stop;
-mod store;
+pub mod store;
+pub mod stream;
 pub mod text;
-mod tool;
-mod transform;
-mod typed_tool;
+pub mod tool;
 mod worker;
 
-/// Single-phase hooks built from closures, in the spirit of [`tool_fn`]:
+/// Lifecycle hooks beyond the root's [`Lifecycle`], [`compose`] and
+/// [`HookCx`]: the phases ([`Phase`](hook::Phase), [`Phases`](hook::Phases)),
+/// each phase's input and typed decision (SPEC §3), the composed list
+/// ([`Composed`](hook::Composed)), history-rewrite hooks (R1–R3), the
+/// around-model-call onion ([`ModelNext`](hook::ModelNext),
+/// [`AttemptPatch`](hook::AttemptPatch)), typed run metadata
+/// ([`RunMetadata`](hook::RunMetadata)), the compaction helper (C1, C2),
+/// and single-phase hooks built from closures, in the spirit of
+/// [`tool_fn`]:
 ///
 /// ```
-/// use pai_runtime::{AfterStepDecision, HookFuture, compose, hook};
+/// use pai_runtime::hook::{self, AfterStepDecision};
+/// use pai_runtime::{HookFuture, compose};
 ///
 /// let one_more = hook::after_step("one_more", |_cx, input| {
 ///     HookFuture::ready(Ok(if input.step == 0 {
@@ -59,10 +76,19 @@ mod worker;
 /// assert_eq!(lifecycle.len(), 1);
 /// ```
 pub mod hook {
+    pub use crate::compaction::{COMPACTION_KEY, Compaction, CompactionCursor};
     pub use crate::lifecycle::from_fn::{
         FnHook, after_step, after_tool_result, around_model_call, before_tool_call, on,
         prepare_model_step, prepare_run, resolve_model_context, transform_step_stream,
     };
+    pub use crate::lifecycle::{
+        AfterStepDecision, AfterStepInput, Composed, HookNote, NoLifecycle, NoteDecision, Phase,
+        Phases, Response, RewriteFact, RewriteInput, RewriteKind, RewritePatch, RunDecision,
+        RunInput, StepDecision, StepInput, StreamInput, StreamKind, ToolCallDecision,
+        ToolCallInput, ToolResult, ToolResultDecision, ToolResultInput,
+    };
+    pub use crate::metadata::RunMetadata;
+    pub use crate::model_call::{AttemptPatch, ModelNext};
 }
 
 pub use agent::Agent;
@@ -70,48 +96,13 @@ pub use client::{
     BuildError, Client, ClientError, Runtime, RuntimeBuilder, Sent, ThreadHandle, ThreadState,
 };
 pub use clock::{Clock, IdKind, IdSource, Millis};
-pub use compaction::{COMPACTION_KEY, Compaction, CompactionCursor};
-pub use context::{ContextInput, ContextNext, History, HistoryError, HistoryPage, ResolverThread};
-pub use delta::Delta;
 pub use error::{HookError, HookResult};
-pub use event::{Event, EventKind, EventName, EventSink, RunStage, Transition};
-pub use facade::{Admin, AdminThread};
+pub use event::sink::{Event, EventSink};
 pub use future::HookFuture;
-pub use lifecycle::{
-    AfterStepDecision, AfterStepInput, Composed, HookCx, HookNote, Lifecycle, NoLifecycle,
-    NoteDecision, Phase, Phases, Response, RewriteFact, RewriteInput, RewriteKind, RewritePatch,
-    RunDecision, RunInput, StepDecision, StepInput, StreamInput, StreamKind, ToolCallDecision,
-    ToolCallInput, ToolResult, ToolResultDecision, ToolResultInput, compose,
-};
-pub use live::{LiveEvent, Watch};
-pub use message::{
-    Message, ModelContent, ModelMessage, Outcome, PaiMeta, Part, Producer, ResultSource, Role,
-    ToolStatus, Visibility,
-};
-pub use metadata::RunMetadata;
-pub use model::{
-    BoxStream, FinishReason, LanguageModel, ModelError, ModelMap, ModelProvider, ModelRequest,
-    PartSink, PartStream, ReadyStream, StreamPart, StreamedCall,
-};
-pub use model_call::{AttemptPatch, ModelNext};
-pub use patch::{ModelSettings, Patch, ProviderOptions, Route, RoutePatch, ToolChoice};
-pub use staged::{MutateError, Staged};
-pub use store::{
-    AdminOp, AdminReply, Answer, AnswerMiss, Answered, Appended, CachedThrough, CancelMiss,
-    CancelReached, CancelTarget, Claimed, ClientOp, ClientReply, DELETED, Deletion, Expect,
-    FacadeOp, FacadeReply, Finish, HistoryRead, MemoryStore, Mutation, Op, ReadOp, ReadReply,
-    Refusal, Regeneration, RunEnd, RunOp, RunRecord, RunReply, RunStatus, Store, StoreError,
-    StoreFuture, StoreReply, StoreRequest, StoredThread, Submitted, Takeover, VisibilityChange,
-    WaitingCall, Write, Writer,
-};
-#[cfg(feature = "sqlite")]
-pub use store::{Durability, SqliteConfig, SqliteError, SqliteStore};
-#[cfg(feature = "postgres")]
-pub use store::{PgConfig, PgError, PgOptions, PgStore};
-pub use text::{
-    Pattern, PatternError, Verdict, guard_text, inspect_text_deltas, redact_text_deltas,
-};
-pub use tool::{FnTool, Tool, ToolCx, ToolError, ToolKind, ToolOutcome, ToolSpec, tool_fn};
-pub use transform::{Abort, Emit, StreamTransform};
-pub use typed_tool::{TypedTool, client_tool, typed_tool};
+pub use lifecycle::{HookCx, Lifecycle, compose};
+pub use message::types::{Message, Part, Role};
+pub use model::seam::{LanguageModel, ModelError, ModelRequest, StreamPart};
+pub use store::{memory::MemoryStore, protocol::Store, record::StoreError};
+pub use tool::dyn_tool::{Tool, ToolCx, ToolError, ToolOutcome, tool_fn};
+pub use tool::typed::{client_tool, typed_tool};
 pub use worker::WorkerConfig;

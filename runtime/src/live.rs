@@ -14,7 +14,7 @@ use crate::message::Outcome;
 use crate::model::StreamPart;
 use crate::store::RunStatus;
 use crate::store::WaitingCall;
-use crate::transform::{Pipeline, StreamTransform};
+use crate::stream::{Pipeline, StreamTransform};
 
 /// One thing a watcher sees. Every variant but `Part` is plain data that a
 /// store-side change feed can carry between processes (serde); a stream

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::error::HookError;
 use crate::metadata::{MetaType, RunMetadata, decode, encode};
-use crate::typed_tool::TypedTool;
+use crate::tool::TypedTool;
 
 /// Stored metadata in; the new metadata out when the handler changed it.
 type Handler =

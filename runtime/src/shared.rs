@@ -31,6 +31,9 @@ pub(crate) struct Shared<C> {
     pub(crate) rewrites: crate::pending_rewrites::Deliveries,
     /// This value itself, for tasks it starts.
     pub(crate) me: std::sync::Weak<Shared<C>>,
+    /// Starts a thread's driver task (`step_loop::drive`), for the facade,
+    /// which the step loop itself depends on.
+    pub(crate) start_driver: fn(Arc<Shared<C>>, String),
 }
 
 impl<C> Shared<C> {

@@ -1,7 +1,7 @@
 //! Planting faults (SPEC D5): each fault edits what the oracles and the
 //! transcript read of one run, never the runtime, and says what it did.
 
-use pai_runtime::{Event, EventName};
+use pai_runtime::{Event, event::EventName};
 
 use crate::oracle::Observations;
 use crate::scenario::FaultSpec;
@@ -257,7 +257,10 @@ fn edit_result(fault: &FaultSpec, obs: &mut Observations) -> Option<String> {
 /// `after_step`, and its run's end (stored and logged) into completed.
 fn swallow_after_step_error(obs: &mut Observations, nth: usize) -> Option<String> {
     use pai_runtime::{
-        AfterStepDecision, EventKind, Outcome, Phase, RunStage, RunStatus, Transition,
+        event::{EventKind, RunStage, Transition},
+        hook::{AfterStepDecision, Phase},
+        message::Outcome,
+        store::RunStatus,
     };
     let failures = obs.events.iter().enumerate().filter(|(_, e)| {
         matches!(

@@ -4,9 +4,12 @@
 use std::fmt::Write as _;
 
 use pai_runtime::{
-    Answer, AttemptPatch, EventKind, ModelContent, ModelMessage, ModelSettings, Patch,
-    ProviderOptions, Role, Route, RoutePatch, StreamPart, ToolCallDecision, ToolChoice, ToolResult,
-    ToolResultDecision, ToolStatus,
+    Role, StreamPart,
+    event::EventKind,
+    hook::{AttemptPatch, ToolCallDecision, ToolResult, ToolResultDecision},
+    message::{ModelContent, ModelMessage, ToolStatus},
+    model::{ModelSettings, Patch, ProviderOptions, Route, RoutePatch, ToolChoice},
+    store::Answer,
 };
 use serde_json::Value;
 

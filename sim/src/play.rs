@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pai_runtime::{Agent, Clock as _, Runtime, TypedTool, Watch, compose};
+use pai_runtime::{Agent, Clock as _, Runtime, compose, event::Watch, tool::TypedTool};
 
 use crate::hooks::{self, HistoryRead, SimContext, SimMetadata, SummaryLog};
 use crate::scenario::{Action, Scenario};

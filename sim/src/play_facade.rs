@@ -3,7 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{AdminThread, Expect, Role, Runtime, StoredThread, Visibility};
+use pai_runtime::{
+    Role, Runtime,
+    facade::AdminThread,
+    message::Visibility,
+    store::{Expect, StoredThread},
+};
 
 use crate::hooks::SimContext;
 use crate::scenario::{Action, ExpectSpec, MutateSpec};

@@ -1,7 +1,11 @@
 //! What one run reports: the oracles' verdicts and the transcript over its
 //! observations, after the planted faults edit them.
 
-use pai_runtime::{Event, EventKind, LiveEvent, RunStage, StoredThread};
+use pai_runtime::{
+    Event,
+    event::{EventKind, LiveEvent, RunStage},
+    store::StoredThread,
+};
 
 use crate::faults;
 use crate::oracle::{self, ClusterObs, Observations, Violation};
@@ -49,7 +53,7 @@ impl Report {
     pub fn watched_among_workers(&self) -> bool {
         self.cluster.is_some()
             && self.live.iter().any(|(_, e)| {
-                let pai_runtime::LiveEvent::Committed { version, .. } = e else {
+                let pai_runtime::event::LiveEvent::Committed { version, .. } = e else {
                     return false;
                 };
                 self.events.iter().any(|ev| {

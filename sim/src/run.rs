@@ -5,7 +5,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pai_runtime::{Clock as _, LiveEvent, Runtime, StoredThread, Watch};
+use pai_runtime::{
+    Clock as _, Runtime,
+    event::{LiveEvent, Watch},
+    store::StoredThread,
+};
 
 use crate::hooks::{HistoryRead, SimContext, SummaryLog};
 use crate::oracle::Observations;

@@ -2,7 +2,7 @@
 //! the phase-grammar oracle and the HTML timeline, written here on the
 //! simulator's side rather than asked of the runtime it judges.
 
-use pai_runtime::EventKind;
+use pai_runtime::event::EventKind;
 
 /// The step an event is inside, if any.
 pub(crate) fn step_of(kind: &EventKind) -> Option<u32> {

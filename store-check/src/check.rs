@@ -1,7 +1,7 @@
 //! Checking one reply against what the model expects.
 
-use pai_runtime::{AdminReply, RunReply};
-use pai_runtime::{StoreError, StoreReply};
+use pai_runtime::store::{AdminReply, RunReply};
+use pai_runtime::{StoreError, store::StoreReply};
 
 use crate::model::{ClaimExpect, Expected, Model};
 

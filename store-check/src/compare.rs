@@ -2,7 +2,7 @@
 
 use std::fmt::Debug;
 
-use pai_runtime::{RunRecord, RunStatus, StoredThread};
+use pai_runtime::store::{RunRecord, RunStatus, StoredThread};
 
 use crate::model::thread::{Reason, RunModel, ThreadModel};
 
@@ -106,7 +106,7 @@ fn compare_run(want: &RunModel, got: &RunRecord) -> Result<(), Diff> {
     same(&field("status"), status_rule, &want.status, &got.status)?;
     same(&field("outcome"), status_rule, &want.outcome, &got.outcome)?;
     if let Reason::Exact(reason) = &want.reason {
-        let rule = match reason.as_deref() == Some(pai_runtime::DELETED) {
+        let rule = match reason.as_deref() == Some(pai_runtime::store::DELETED) {
             true => "H5",
             false => status_rule,
         };

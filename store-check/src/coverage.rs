@@ -5,8 +5,10 @@
 use std::collections::BTreeSet;
 
 use pai_runtime::{
-    AdminReply, CancelTarget, ClientReply, FacadeReply, Finish, Refusal, RunReply, StoreError,
-    StoreReply,
+    StoreError,
+    store::{
+        AdminReply, CancelTarget, ClientReply, FacadeReply, Finish, Refusal, RunReply, StoreReply,
+    },
 };
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
@@ -42,7 +44,7 @@ fn situation(expect: &Expected) -> Option<&'static str> {
         Expected::Reply(Ok(R::Client(ClientReply::Answered(Ok(_))))) => "T9 answered",
         Expected::Reply(Ok(R::Client(ClientReply::Answered(Err(_))))) => "T9 answer refused",
         Expected::Reply(Ok(R::Client(ClientReply::Cancelled(Ok(
-            pai_runtime::CancelReached {
+            pai_runtime::store::CancelReached {
                 target: CancelTarget::Queued(_),
                 ..
             },
@@ -55,9 +57,9 @@ fn situation(expect: &Expected) -> Option<&'static str> {
             "T9 answerable early or metadata"
         }
         Expected::Reply(Ok(R::Run(RunReply::Finished(Finish::Stored { .. })))) => "run ended",
-        Expected::Reply(Ok(R::Client(ClientReply::Submitted(pai_runtime::Submitted::Steer {
-            ..
-        })))) => "A4 steer",
+        Expected::Reply(Ok(R::Client(ClientReply::Submitted(
+            pai_runtime::store::Submitted::Steer { .. },
+        )))) => "A4 steer",
         _ => return None,
     })
 }

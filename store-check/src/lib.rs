@@ -21,7 +21,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use pai_runtime::{Clock, MemoryStore, Store, StoreFuture, StoreRequest};
+//! use pai_runtime::{Clock, MemoryStore, Store, store::{StoreFuture, StoreRequest}};
 //! use pai_store_check::{Config, check_store};
 //!
 //! /// A user's store: here one that forwards to MemoryStore.

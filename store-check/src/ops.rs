@@ -1,6 +1,6 @@
 //! The operations a generated case is made of. Each names its targets
 //! abstractly (a thread index, "the lease holder", "a stale token"), and
-//! the model turns it into a concrete [`StoreRequest`](pai_runtime::StoreRequest)
+//! the model turns it into a concrete [`StoreRequest`](pai_runtime::store::StoreRequest)
 //! against its current state, so every subsequence of a case is still a
 //! meaningful case and proptest can shrink freely.
 

@@ -4,8 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pai_runtime::{AdminOp, AdminReply};
-use pai_runtime::{Clock, Store, StoreError, StoreReply, StoreRequest};
+use pai_runtime::store::{AdminOp, AdminReply};
+use pai_runtime::{
+    Clock, Store, StoreError,
+    store::{StoreReply, StoreRequest},
+};
 
 use crate::check::check_reply;
 use crate::clock::ManualClock;

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use pai_runtime::text::patterns;
 use pai_runtime::{
-    Agent, BoxStream, FinishReason, HookFuture, LanguageModel, ModelError, ModelMap, ModelRequest,
-    PartSink, PartStream, Pattern, Runtime, StreamPart, compose,
+    Agent, HookFuture, LanguageModel, ModelError, ModelRequest, Runtime, StreamPart, compose,
+    model::{BoxStream, FinishReason, ModelMap, PartSink, PartStream},
+    text::Pattern,
 };
 use sha2::{Digest, Sha256};
 

@@ -23,9 +23,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use pai_runtime::{
-    AfterStepDecision, Agent, BoxStream, FinishReason, HookFuture, LanguageModel, Lifecycle,
-    ModelContent, ModelError, ModelMap, ModelMessage, ModelRequest, Part, Patch, ReadyStream, Role,
-    RunStatus, Runtime, StepDecision, StreamPart, ThreadState, ToolError, compose, hook, tool_fn,
+    Agent, HookFuture, LanguageModel, Lifecycle, ModelError, ModelRequest, Part, Role, Runtime,
+    StreamPart, ThreadState, ToolError, compose, hook,
+    hook::{AfterStepDecision, StepDecision},
+    message::{ModelContent, ModelMessage},
+    model::{BoxStream, FinishReason, ModelMap, Patch, ReadyStream},
+    store::RunStatus,
+    tool_fn,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;

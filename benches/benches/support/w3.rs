@@ -12,9 +12,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pai_runtime::{
-    Agent, BoxStream, Composed, FinishReason, HookFuture, LanguageModel, Lifecycle, ModelError,
-    ModelMap, ModelMessage, ModelRequest, Patch, ReadyStream, Runtime, StepDecision, StreamPart,
-    ToolResultDecision, compose, hook,
+    Agent, HookFuture, LanguageModel, Lifecycle, ModelError, ModelRequest, Runtime, StreamPart,
+    compose, hook,
+    hook::{Composed, StepDecision, ToolResultDecision},
+    message::ModelMessage,
+    model::{BoxStream, FinishReason, ModelMap, Patch, ReadyStream},
 };
 
 use crate::common::{CountingIds, StillClock};

@@ -30,7 +30,7 @@
 //! use std::time::{Duration, SystemTime, UNIX_EPOCH};
 //!
 //! use pai_providers::{Format, HttpConfig, HttpModel};
-//! use pai_runtime::{Agent, Clock, HookFuture, IdKind, IdSource, Millis, ModelMap, Runtime};
+//! use pai_runtime::{Agent, Clock, HookFuture, IdKind, IdSource, Millis, Runtime, model::ModelMap};
 //!
 //! /// Wall-clock time: the runtime's clock is injected (the simulator's is virtual).
 //! struct SystemClock;
@@ -83,7 +83,7 @@ mod error;
 mod request;
 mod stream;
 
-use pai_runtime::{BoxStream, HookFuture, LanguageModel, ModelError, ModelRequest};
+use pai_runtime::{HookFuture, LanguageModel, ModelError, ModelRequest, model::BoxStream};
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 pub use config::HttpConfig;

@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use pai_runtime::{PartStream, StreamPart};
+use pai_runtime::{StreamPart, model::PartStream};
 use reqwest::Response;
 use tokio::time::{Instant, Sleep};
 

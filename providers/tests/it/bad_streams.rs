@@ -290,7 +290,10 @@ fn unknown_events_are_skipped_and_counted() {
         .unwrap();
     let report = decoder.finish().unwrap();
     assert_eq!(report.skipped.get("content_block_flourish"), Some(&2));
-    assert_eq!(parts, [StreamPart::Finish(pai_runtime::FinishReason::Stop)]);
+    assert_eq!(
+        parts,
+        [StreamPart::Finish(pai_runtime::model::FinishReason::Stop)]
+    );
 }
 
 #[test]

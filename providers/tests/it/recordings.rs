@@ -1,7 +1,7 @@
 //! Each recording decodes to the parts and report written here.
 
 use pai_providers::{Format, StreamReport, Usage, decode};
-use pai_runtime::{FinishReason, StreamPart};
+use pai_runtime::{StreamPart, model::FinishReason};
 use serde_json::json;
 
 use crate::common::{recording, recordings};

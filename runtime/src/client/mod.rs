@@ -24,7 +24,7 @@ use crate::store::{
     CancelMiss, CancelTarget, RunEnd, RunRecord, RunStatus, Store, StoreError, StoreHandle,
     StoredThread, Submitted,
 };
-use crate::transform::StreamTransform;
+use crate::stream::StreamTransform;
 use crate::worker::WorkerConfig;
 
 /// A runtime that is missing a required part.
@@ -177,9 +177,15 @@ impl<C: Send + Sync + 'static> RuntimeBuilder<C> {
             process: Process::default(),
             rewrites: crate::pending_rewrites::Deliveries::new(self.rewrite_threads),
             me: me.clone(),
+            start_driver: spawn_driver::<C>,
         });
         Ok(Runtime { shared })
     }
+}
+
+/// Starts a thread's driver task (what `Shared::start_driver` holds).
+fn spawn_driver<C: Send + Sync + 'static>(sh: Arc<Shared<C>>, thread: String) {
+    tokio::spawn(crate::step_loop::drive(sh, thread));
 }
 
 /// An in-process runtime for one agent. Cheap to clone.

@@ -1,8 +1,15 @@
 //! The runtime's own record of what it did. Sinks observe; they never steer.
 //! Every event serializes as one name and its fields (`kind`), and with the
 //! feature `schema` the event log's JSON Schema is derived from these types.
+//!
+//! The root's [`Event`] and [`EventSink`]
+//! (`sink.rs`) carry an [`EventKind`] (`kind.rs`); a failure names its
+//! [`RunStage`] (`stage.rs`), a run's end its [`Transition`]
+//! (`transition.rs`). What a client watching a thread hears live is a
+//! [`LiveEvent`] on its [`Watch`].
 
 mod kind;
+pub(crate) mod sink;
 mod stage;
 mod transition;
 
@@ -10,20 +17,10 @@ pub use kind::{EventKind, EventName};
 pub use stage::RunStage;
 pub use transition::Transition;
 
-use crate::clock::Millis;
-use crate::store::RunEnd;
+pub use crate::live::{LiveEvent, Watch};
+pub(crate) use sink::{Event, EventSink};
 
-/// One thing the runtime did, at a time on its clock.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Event {
-    pub at: Millis,
-    pub thread_id: String,
-    pub run_id: String,
-    /// The worker that did it, when several share a store (`None` in a
-    /// runtime that is the only process).
-    pub worker: Option<String>,
-    pub kind: EventKind,
-}
+use crate::store::RunEnd;
 
 impl EventKind {
     /// The `end` event of a run that ended so, in the commit that made
@@ -36,9 +33,4 @@ impl EventKind {
             version,
         }
     }
-}
-
-/// Receives every event, in order, synchronously.
-pub trait EventSink: Send + Sync + 'static {
-    fn record(&self, event: Event);
 }

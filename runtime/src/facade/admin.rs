@@ -7,9 +7,9 @@ use serde_json::Value;
 
 use crate::clock::IdKind;
 use crate::event::EventKind;
+use crate::facade::{Committer, rewrite_writes};
 use crate::lifecycle::{RewriteFact, RewriteKind};
 use crate::message::Visibility;
-use crate::mutate::{Committer, rewrite_writes};
 use crate::shared::Shared;
 use crate::staged::MutateError;
 use crate::staged::Staged;
@@ -178,7 +178,7 @@ impl<C: Send + Sync + 'static> AdminThread<C> {
         drop(attached);
         self.regenerated(&done, patched);
         if start && let Some(me) = sh.me.upgrade() {
-            tokio::spawn(crate::step_loop::drive(me, self.id.clone()));
+            (sh.start_driver)(me, self.id.clone());
         }
         Ok(done)
     }

@@ -4,8 +4,19 @@
 //! `HookCx::mutate`, under its run's lease token. Every operation is one
 //! store transaction (`store/mutation.rs`); nothing here touches a store
 //! record directly.
+//!
+//! `mutate.rs` is the one path every write takes, `admin.rs` the trusted
+//! API, `hook_cx.rs` the methods a hook calls on its `HookCx`, `deliver.rs`
+//! the delivery of rewrite facts to `history_rewritten`. What a mutation's
+//! closure sees ([`Staged`]) is a leaf outside this folder (`staged.rs`):
+//! hooks name it too.
 
 mod admin;
 mod deliver;
+mod hook_cx;
+mod mutate;
 
+pub use crate::staged::{MutateError, Staged};
 pub use admin::{Admin, AdminThread};
+
+pub(crate) use mutate::{Committer, rewrite_writes};

@@ -26,7 +26,7 @@ use crate::message::ModelMessage;
 use crate::model::{BoxStream, ModelRequest};
 use crate::model_call::{AttemptPatch, ModelNext};
 use crate::patch::Patch;
-use crate::transform::{NoAbort, Pipeline, StreamTransform};
+use crate::stream::{NoAbort, Pipeline, StreamTransform};
 
 /// Hooks composed into one lifecycle (SPEC L5–L10).
 pub struct Composed<C> {

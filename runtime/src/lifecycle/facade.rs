@@ -1,5 +1,5 @@
 //! What the runtime lends a hook for its run's durable writes (SPEC H7);
-//! hooks use it through the methods of `HookCx` in `cx_facade`.
+//! hooks use it through the methods of `HookCx` in `facade/hook_cx.rs`.
 
 use serde_json::Value;
 

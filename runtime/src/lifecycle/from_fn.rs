@@ -19,7 +19,7 @@ use crate::future::HookFuture;
 use crate::message::ModelMessage;
 use crate::model::{BoxStream, ModelRequest};
 use crate::model_call::ModelNext;
-use crate::transform::StreamTransform;
+use crate::stream::StreamTransform;
 
 /// A hook for one phase `P`, made of a name and a closure.
 pub struct FnHook<F, P> {

@@ -14,7 +14,7 @@ use crate::future::HookFuture;
 use crate::message::ModelMessage;
 use crate::model::{BoxStream, ModelRequest};
 use crate::model_call::{AttemptPatch, ModelNext};
-use crate::transform::StreamTransform;
+use crate::stream::StreamTransform;
 
 /// Lifecycle hooks of one agent. Every method has a no-op default, so a hook
 /// implements only the phases it cares about and lists them in [`phases`].

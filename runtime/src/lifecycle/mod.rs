@@ -4,7 +4,6 @@
 
 mod chain;
 mod compose;
-mod cx_facade;
 mod decision;
 mod facade;
 mod fold;

@@ -13,7 +13,7 @@ use super::episode::{EpisodeEnd, Start};
 use super::exec::{Exec, Fail};
 use super::lease::{RunLease, heard, renew, renew_once};
 use crate::clock::IdKind;
-use crate::context_cache::ContextCache;
+use crate::context::cache::ContextCache;
 use crate::event::{EventKind, RunStage};
 use crate::future::{alongside, catch_panic};
 use crate::message::Outcome;

@@ -6,7 +6,7 @@ use tracing::Instrument;
 
 use super::lease::RunLease;
 use crate::attempt::AttemptEvents;
-use crate::context_cache::ContextCache;
+use crate::context::cache::ContextCache;
 use crate::error::{FailureCell, HookResult};
 use crate::event::{EventKind, RunStage};
 use crate::future::{HookFuture, guarded};

@@ -9,12 +9,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use super::exec::{Exec, Fail};
 use crate::clock::IdKind;
 use crate::event::{EventKind, RunStage};
+use crate::facade::Committer;
 use crate::future::HookFuture;
 use crate::future::panic_message;
 use crate::lifecycle::{Progress, RunFacade, StageFn, ToolResult};
 use crate::message::{Message, Part, Producer, Role, Visibility};
 use crate::metadata::MetaType;
-use crate::mutate::Committer;
 use crate::staged::MutateError;
 use crate::store::{Expect, Mutation, StoredThread, Writer};
 

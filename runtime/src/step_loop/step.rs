@@ -20,7 +20,7 @@ use crate::model::{BoxStream, ModelRequest, offered};
 use crate::model_call::{AttemptPatch, ModelLink, ModelNext};
 use crate::model_view::{carries_tools, pair_after, pair_tool_calls};
 use crate::patch::{Overlay, Route};
-use crate::transform::Abort;
+use crate::stream::Abort;
 
 /// How a step ended, for `after_step` and the transition.
 struct StepEnded<'m> {

@@ -9,14 +9,14 @@ use std::task::Poll;
 use super::exec::{Exec, Fail};
 use crate::clock::Clock;
 use crate::delta::Delta;
-use crate::emit::Sink;
 use crate::event::RunStage;
 use crate::future::panic_message;
 use crate::lifecycle::{Phase, StreamInput, StreamKind};
 use crate::live::LiveStep;
 use crate::message::Part;
 use crate::model::{BoxStream, FinishReason, PartSink, StreamPart};
-use crate::transform::{Abort, Assembler, NoAbort, Pipeline, StreamTransform, transform_parts};
+use crate::stream::Sink;
+use crate::stream::{Abort, Assembler, NoAbort, Pipeline, StreamTransform, transform_parts};
 
 /// Parts are handled synchronously inside one poll, as many as are ready (at
 /// most this many, then the task yields), so a ready stream costs one poll,

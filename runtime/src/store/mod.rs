@@ -1,5 +1,8 @@
 //! The store seam (SPEC K2, H7): the runtime reaches durable thread state
-//! only through the [`Store`] trait, one request per transaction
+//! only through the root's [`Store`] trait
+//! ([`MemoryStore`](crate::MemoryStore) in process; `SqliteStore` and
+//! `PgStore` behind the features `sqlite` and `postgres`; failures a
+//! [`StoreError`]). This module holds the protocol: one request per transaction
 //! (`protocol.rs`; its kinds' names in `kinds.rs`, its answers in
 //! `reply.rs`), applied by `engine.rs`. `memory.rs` is the in-process
 //! store; `thread.rs` the thread record and its invariants, `lease.rs` its lease, `record.rs`
@@ -11,13 +14,13 @@
 mod engine;
 pub(crate) mod handle;
 mod kinds;
-mod memory;
+pub(crate) mod memory;
 mod mutation;
 #[cfg(feature = "postgres")]
 mod postgres;
-mod protocol;
+pub(crate) mod protocol;
 mod reads;
-mod record;
+pub(crate) mod record;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod record_cache;
 mod reply;
@@ -29,19 +32,20 @@ mod thread;
 mod waiting;
 
 pub(crate) use handle::StoreHandle;
-pub use memory::MemoryStore;
 pub use mutation::{
     DELETED, Deletion, Expect, Mutation, Refusal, Regeneration, VisibilityChange, Write, Writer,
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{PgConfig, PgError, PgOptions, PgStore};
+pub(crate) use protocol::Store;
 pub use protocol::{
-    AdminOp, CachedThrough, ClientOp, FacadeOp, HistoryRead, Op, ReadOp, RunOp, Store, StoreFuture,
+    AdminOp, CachedThrough, ClientOp, FacadeOp, HistoryRead, Op, ReadOp, RunOp, StoreFuture,
     StoreRequest,
 };
+pub(crate) use record::StoreError;
 pub use record::{
     Answered, Appended, CancelMiss, CancelReached, CancelTarget, Claimed, RunEnd, RunRecord,
-    RunStatus, StoreError, StoredThread, Submitted, Takeover,
+    RunStatus, StoredThread, Submitted, Takeover,
 };
 pub use reply::{AdminReply, ClientReply, FacadeReply, Finish, ReadReply, RunReply, StoreReply};
 #[cfg(feature = "sqlite")]

@@ -1,7 +1,7 @@
 //! A request script shared by the database stores' tests: requests that
 //! touch every way a record changes, to compare a store with MemoryStore.
 
-use crate::Outcome;
+use crate::message::Outcome;
 use crate::message::{Message, PaiMeta, Part, Producer, Role, Visibility};
 use crate::store::{
     AdminOp, ClientOp, Expect, FacadeOp, RunEnd, RunOp, RunStatus, StoreRequest, Write, Writer,
@@ -111,7 +111,7 @@ pub(crate) fn script() -> Vec<StoreRequest> {
 
 /// Thread `t1` after the script's first seven requests: the mutation hid
 /// `m1` in place and wrote metadata `k`.
-pub(crate) fn check_after_edit(t1: &crate::StoredThread) {
+pub(crate) fn check_after_edit(t1: &crate::store::StoredThread) {
     let seen: Vec<(&str, Visibility)> = t1
         .messages
         .iter()
@@ -129,7 +129,7 @@ pub(crate) fn check_after_edit(t1: &crate::StoredThread) {
 }
 
 /// Thread `t1` after the script's eighth request, the regeneration.
-pub(crate) fn check_after_regeneration(t1: &crate::StoredThread) {
+pub(crate) fn check_after_regeneration(t1: &crate::store::StoredThread) {
     let ids: Vec<&str> = t1.messages.iter().map(|m| m.id.as_str()).collect();
     assert_eq!(ids, ["u1"], "the regeneration kept only its user message");
 }

@@ -462,7 +462,7 @@ mod k2_property {
 #[test]
 fn k2_only_the_holder_writes_under_the_newest_token() {
     use crate::store::{AdminOp, AdminReply, ClientOp, RunOp, StoreReply, StoreRequest};
-    let store = crate::store::MemoryStore::default();
+    let store = crate::MemoryStore::default();
     let submit = |id: &str, run: &str| {
         let op = ClientOp::Submit {
             message: message(id),

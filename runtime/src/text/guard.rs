@@ -2,7 +2,7 @@
 //! abort, and a guard that holds everything until the text is judged safe.
 
 use crate::model::StreamPart;
-use crate::transform::{Abort, Emit, StreamTransform};
+use crate::stream::{Abort, Emit, StreamTransform};
 
 /// A stream stage that shows `on_text` the whole text so far after each delta
 /// and passes the delta on at once; `on_text` may return an abort (S4).

@@ -11,7 +11,7 @@ use super::pattern::Pattern;
 use super::scan::{Found, Scanner};
 use crate::delta::Delta;
 use crate::model::StreamPart;
-use crate::transform::{Emit, StreamTransform};
+use crate::stream::{Emit, StreamTransform};
 
 /// A stream stage that redacts `patterns` to `replacement` whatever the chunk
 /// boundaries (SPEC S3). It holds back only a tail that could still become a

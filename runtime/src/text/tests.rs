@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::model::StreamPart;
-use crate::transform::{Emit, Pipeline, StreamTransform};
+use crate::stream::{Emit, Pipeline, StreamTransform};
 
 fn run(stage: Box<dyn StreamTransform>, chunks: &[&str]) -> String {
     let mut p = Pipeline::new(vec![stage]);

@@ -5,9 +5,14 @@
 use std::sync::{Arc, Mutex};
 
 use pai_runtime::{
-    Agent, BoxStream, FinishReason, HookError, HookFuture, LanguageModel, LiveEvent, ModelContent,
-    ModelError, ModelMap, ModelMessage, ModelRequest, Patch, ReadyStream, Role, RunDecision,
-    RunStatus, Runtime, StreamPart, compose, hook,
+    Agent, HookError, HookFuture, LanguageModel, ModelError, ModelRequest, Role, Runtime,
+    StreamPart, compose,
+    event::LiveEvent,
+    hook,
+    hook::RunDecision,
+    message::{ModelContent, ModelMessage},
+    model::{BoxStream, FinishReason, ModelMap, Patch, ReadyStream},
+    store::RunStatus,
 };
 use serde_json::Value;
 
@@ -129,7 +134,7 @@ fn h6_a_step_patch_with_an_unanswered_call_is_paired_before_sending() {
             append_model_messages: vec![call.clone()],
             ..Patch::default()
         };
-        HookFuture::ready(Ok(pai_runtime::StepDecision::Continue(patch)))
+        HookFuture::ready(Ok(pai_runtime::hook::StepDecision::Continue(patch)))
     });
     check_paired(appends);
 }
@@ -173,7 +178,7 @@ fn lifecycles_name_themselves_for_the_log() {
     assert_eq!(pai_runtime::Lifecycle::<()>::name(&named), "judge");
     assert_eq!(pai_runtime::Lifecycle::<()>::name(&Quiet), "hook");
     assert_eq!(
-        pai_runtime::Lifecycle::<()>::name(&pai_runtime::NoLifecycle),
+        pai_runtime::Lifecycle::<()>::name(&pai_runtime::hook::NoLifecycle),
         "none"
     );
     let both = compose::<()>(vec![Box::new(named), Box::new(Quiet)]);
@@ -190,7 +195,7 @@ struct PanicsOnce {
     panicked: std::sync::atomic::AtomicBool,
 }
 
-impl pai_runtime::ModelProvider for PanicsOnce {
+impl pai_runtime::model::ModelProvider for PanicsOnce {
     fn model(&self, _name: &str) -> Option<&dyn LanguageModel> {
         if !self
             .panicked

@@ -4,9 +4,12 @@
 use std::sync::Arc;
 
 use pai_runtime::{
-    Agent, BoxStream, ClientError, FinishReason, HookFuture, LanguageModel, Lifecycle, ModelError,
-    ModelMap, ModelRequest, Part, Producer, ReadyStream, ResultSource, Role, Runtime, StoreError,
-    StreamPart, ToolCallDecision, ToolError, compose, hook, tool_fn,
+    Agent, ClientError, HookFuture, LanguageModel, Lifecycle, ModelError, ModelRequest, Part, Role,
+    Runtime, StoreError, StreamPart, ToolError, compose, hook,
+    hook::ToolCallDecision,
+    message::{Producer, ResultSource},
+    model::{BoxStream, FinishReason, ModelMap, ReadyStream},
+    tool_fn,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -164,9 +167,10 @@ mod steering {
     use std::time::Duration;
 
     use pai_runtime::{
-        Agent, BoxStream, Clock, FinishReason, HookFuture, LanguageModel, Lifecycle, Millis,
-        ModelError, ModelMap, ModelRequest, ReadyStream, Role, RunDecision, Runtime, StreamPart,
-        hook,
+        Agent, Clock, HookFuture, LanguageModel, Lifecycle, Millis, ModelError, ModelRequest, Role,
+        Runtime, StreamPart, hook,
+        hook::RunDecision,
+        model::{BoxStream, FinishReason, ModelMap, ReadyStream},
     };
 
     use crate::common::CountingIds;

@@ -6,8 +6,9 @@
 use std::sync::Mutex;
 
 use pai_runtime::{
-    AfterStepDecision, Clock, HookFuture, IdKind, IdSource, Lifecycle, Millis, Pattern, hook,
-    redact_text_deltas,
+    Clock, HookFuture, IdKind, IdSource, Lifecycle, Millis, hook,
+    hook::AfterStepDecision,
+    text::{Pattern, redact_text_deltas},
 };
 
 /// Time that never passes; nothing driven with it may wait on a timer.

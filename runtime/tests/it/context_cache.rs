@@ -9,9 +9,13 @@
 use std::sync::{Arc, Mutex};
 
 use pai_runtime::{
-    AfterStepDecision, Agent, BoxStream, Expect, FinishReason, HookError, HookFuture,
-    LanguageModel, Lifecycle, ModelError, ModelMap, ModelMessage, ModelRequest, ReadyStream, Role,
-    Runtime, StreamPart, ToolError, Visibility, compose, hook, tool_fn,
+    Agent, HookError, HookFuture, LanguageModel, Lifecycle, ModelError, ModelRequest, Role,
+    Runtime, StreamPart, ToolError, compose, hook,
+    hook::AfterStepDecision,
+    message::{ModelMessage, Visibility},
+    model::{BoxStream, FinishReason, ModelMap, ReadyStream},
+    store::Expect,
+    tool_fn,
 };
 use serde_json::{Value, json};
 

@@ -8,15 +8,24 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pai_runtime::{AdminOp, AdminReply, FacadeOp, FacadeReply, ReadOp, RunOp};
+use pai_runtime::store::{AdminOp, AdminReply, FacadeOp, FacadeReply, ReadOp, RunOp};
 use pai_runtime::{
-    Agent, BoxStream, COMPACTION_KEY, Compaction, CompactionCursor, Event, EventKind, EventSink,
-    Expect, FinishReason, HookError, HookFuture, HookResult, LanguageModel, Lifecycle, LiveEvent,
-    MemoryStore, Message, ModelContent, ModelError, ModelMap, ModelMessage, ModelRequest,
-    MutateError, PaiMeta, Part, Phase, Phases, Producer, ReadyStream, Refusal, RewriteFact,
-    RewriteInput, RewriteKind, RewritePatch, Role, RunDecision, RunStatus, Runtime, StoreError,
-    StoreReply, StoreRequest, StreamPart, ToolError, Visibility, VisibilityChange, Write, Writer,
-    client_tool, compose, hook, typed_tool,
+    Agent, Event, EventSink, HookError, HookFuture, HookResult, LanguageModel, Lifecycle,
+    MemoryStore, Message, ModelError, ModelRequest, Part, Role, Runtime, StoreError, StreamPart,
+    ToolError, client_tool, compose,
+    event::{EventKind, LiveEvent},
+    facade::MutateError,
+    hook,
+    hook::{
+        COMPACTION_KEY, Compaction, CompactionCursor, Phase, Phases, RewriteFact, RewriteInput,
+        RewriteKind, RewritePatch, RunDecision,
+    },
+    message::{ModelContent, ModelMessage, PaiMeta, Producer, Visibility},
+    model::{BoxStream, FinishReason, ModelMap, ReadyStream},
+    store::{
+        Expect, Refusal, RunStatus, StoreReply, StoreRequest, VisibilityChange, Write, Writer,
+    },
+    typed_tool,
 };
 use serde_json::{Map, Value, json};
 
@@ -168,7 +177,7 @@ fn stored_texts(messages: &[Message]) -> Vec<String> {
     messages.iter().map(Message::text).collect()
 }
 
-fn inspect(store: &MemoryStore, thread: &str) -> Option<pai_runtime::StoredThread> {
+fn inspect(store: &MemoryStore, thread: &str) -> Option<pai_runtime::store::StoredThread> {
     match store.apply(StoreRequest::admin(thread, AdminOp::Inspect)) {
         Ok(StoreReply::Admin(AdminReply::Thread(t))) => t,
         other => panic!("inspect answered {other:?}"),
@@ -641,7 +650,7 @@ async fn h5_delete_then_create_is_a_new_incarnation_and_bound_handles_are_refuse
         },
     ));
     assert!(matches!(&mutate, Err(e) if deleted(e)), "{mutate:?}");
-    let read = pai_runtime::HistoryRead::Metadata;
+    let read = pai_runtime::store::HistoryRead::Metadata;
     let (agent, incarnation) = ("a".into(), old.incarnation);
     let history = s.store.apply(StoreRequest::read(
         "t1",

@@ -11,13 +11,16 @@
 //! bumps the version by exactly one (none for an empty write list) and
 //! applies every write; a conflict changes nothing at all.
 
-use pai_runtime::{
+use pai_runtime::store::{
     AdminOp, AdminReply, ClientOp, ClientReply, FacadeOp, FacadeReply, Finish, RunOp, RunReply,
 };
 use pai_runtime::{
-    Expect, MemoryStore, Message, Mutation, Outcome, PaiMeta, Part, Producer, Refusal, Role,
-    RunEnd, RunStatus, StoreReply, StoreRequest, StoredThread, Submitted, Visibility, Write,
-    Writer,
+    MemoryStore, Message, Part, Role,
+    message::{Outcome, PaiMeta, Producer, Visibility},
+    store::{
+        Expect, Mutation, Refusal, RunEnd, RunStatus, StoreReply, StoreRequest, StoredThread,
+        Submitted, Write, Writer,
+    },
 };
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;

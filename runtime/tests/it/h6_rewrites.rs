@@ -11,9 +11,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pai_runtime::{
-    Agent, BoxStream, Compaction, Expect, FinishReason, HookFuture, LanguageModel, ModelContent,
-    ModelError, ModelMap, ModelMessage, ModelRequest, Part, ReadyStream, Role, RunStatus, Runtime,
-    StreamPart, ToolCallDecision, ToolError, ToolKind, Visibility, client_tool, compose, hook,
+    Agent, HookFuture, LanguageModel, ModelError, ModelRequest, Part, Role, Runtime, StreamPart,
+    ToolError, client_tool, compose, hook,
+    hook::{Compaction, ToolCallDecision},
+    message::{ModelContent, ModelMessage, Visibility},
+    model::{BoxStream, FinishReason, ModelMap, ReadyStream},
+    store::{Expect, RunStatus},
+    tool::ToolKind,
     typed_tool,
 };
 use proptest::prelude::*;

@@ -9,9 +9,10 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 use pai_runtime::{
-    AfterStepDecision, AfterStepInput, HookCx, HookFuture, Lifecycle, Message, ModelSettings,
-    PaiMeta, Patch, Producer, Role, Route, RoutePatch, RunDecision, RunInput, ToolChoice,
-    Visibility, compose, hook,
+    HookCx, HookFuture, Lifecycle, Message, Role, compose, hook,
+    hook::{AfterStepDecision, AfterStepInput, RunDecision, RunInput},
+    message::{PaiMeta, Producer, Visibility},
+    model::{ModelSettings, Patch, Route, RoutePatch, ToolChoice},
 };
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
@@ -261,8 +262,9 @@ mod attempts {
     use std::sync::{Arc, Mutex};
 
     use pai_runtime::{
-        Agent, AttemptPatch, BoxStream, FinishReason, LanguageModel, ModelError, ModelMap,
-        ModelRequest, ReadyStream, Runtime, StepDecision, StreamPart,
+        Agent, LanguageModel, ModelError, ModelRequest, Runtime, StreamPart,
+        hook::{AttemptPatch, StepDecision},
+        model::{BoxStream, FinishReason, ModelMap, ReadyStream},
     };
 
     use super::*;

@@ -7,9 +7,12 @@ use std::sync::{Arc, Mutex};
 
 use pai_runtime::text::{matches_any, patterns, redact};
 use pai_runtime::{
-    Agent, BoxStream, FinishReason, HookFuture, LanguageModel, LiveEvent, ModelContent, ModelError,
-    ModelMap, ModelRequest, Pattern, ReadyStream, Role, Runtime, StreamPart, StreamTransform,
-    compose, redact_text_deltas,
+    Agent, HookFuture, LanguageModel, ModelError, ModelRequest, Role, Runtime, StreamPart, compose,
+    event::LiveEvent,
+    message::ModelContent,
+    model::{BoxStream, FinishReason, ModelMap, ReadyStream},
+    stream::StreamTransform,
+    text::{Pattern, redact_text_deltas},
 };
 use proptest::prelude::*;
 
@@ -210,16 +213,16 @@ struct Collect(String);
 
 impl Collect {
     fn feed(&mut self, stage: &mut dyn StreamTransform, part: StreamPart) {
-        let mut e = pai_runtime::Emit::default();
+        let mut e = pai_runtime::stream::Emit::default();
         stage.push(part, &mut e);
         self.take(e);
     }
     fn finish(&mut self, stage: &mut dyn StreamTransform) {
-        let mut e = pai_runtime::Emit::default();
+        let mut e = pai_runtime::stream::Emit::default();
         stage.finish(&mut e);
         self.take(e);
     }
-    fn take(&mut self, e: pai_runtime::Emit) {
+    fn take(&mut self, e: pai_runtime::stream::Emit) {
         for p in e.into_parts() {
             if let StreamPart::TextDelta(t) = p {
                 self.0.push_str(&t);

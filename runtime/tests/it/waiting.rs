@@ -5,10 +5,14 @@
 use std::sync::{Arc, Mutex};
 
 use pai_runtime::{
-    AfterStepDecision, Agent, BoxStream, BuildError, ClientError, FinishReason, HookFuture,
-    LanguageModel, ModelError, ModelMap, ModelRequest, Part, ReadyStream, ResultSource, Role,
-    RunDecision, RunStatus, Runtime, StreamPart, ToolError, ToolResultDecision, ToolStatus,
-    TypedTool, client_tool, compose, hook, typed_tool,
+    Agent, BuildError, ClientError, HookFuture, LanguageModel, ModelError, ModelRequest, Part,
+    Role, Runtime, StreamPart, ToolError, client_tool, compose, hook,
+    hook::{AfterStepDecision, RunDecision, ToolResultDecision},
+    message::{ResultSource, ToolStatus},
+    model::{BoxStream, FinishReason, ModelMap, ReadyStream},
+    store::RunStatus,
+    tool::TypedTool,
+    typed_tool,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -188,13 +192,13 @@ async fn t7_t9_approval_and_client_calls_wait_and_resume() {
     let state = thread.wait_until_idle().await.unwrap();
     let mut told = Vec::new();
     while let Some(e) = watch.try_next() {
-        if let pai_runtime::LiveEvent::RunWaiting { calls, .. } = e {
+        if let pai_runtime::event::LiveEvent::RunWaiting { calls, .. } = e {
             told.extend(calls.into_iter().map(|c| (c.call_id, c.kind)));
         }
     }
     let kinds = [
-        ("c2".to_string(), pai_runtime::ToolKind::Approval),
-        ("c3".to_string(), pai_runtime::ToolKind::Client),
+        ("c2".to_string(), pai_runtime::tool::ToolKind::Approval),
+        ("c3".to_string(), pai_runtime::tool::ToolKind::Client),
     ];
     assert_eq!(told, kinds, "a watcher hears what the run waits on");
     let run = &state.runs[0];
@@ -453,8 +457,8 @@ async fn x2_a_panicking_on_output_fails_the_run() {
 async fn l12_a_response_on_resume_still_ends_every_waiting_call() {
     let guard = hook::prepare_run("guard", |_, i| {
         HookFuture::ready(Ok(match i.resumed {
-            true => RunDecision::Respond(pai_runtime::Response {
-                outcome: pai_runtime::Outcome::Blocked,
+            true => RunDecision::Respond(pai_runtime::hook::Response {
+                outcome: pai_runtime::message::Outcome::Blocked,
                 reason: Some("policy changed".into()),
                 parts: vec![Part::text("Stopped.")],
             }),
@@ -474,7 +478,10 @@ async fn l12_a_response_on_resume_still_ends_every_waiting_call() {
     let run = &state.runs[0];
     assert_eq!(
         (run.status, run.outcome),
-        (RunStatus::Completed, Some(pai_runtime::Outcome::Blocked))
+        (
+            RunStatus::Completed,
+            Some(pai_runtime::message::Outcome::Blocked)
+        )
     );
     let sources: Vec<ResultSource> = results(&state.messages).into_iter().map(|r| r.1).collect();
     assert_eq!(

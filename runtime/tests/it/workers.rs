@@ -9,12 +9,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pai_runtime::{AdminOp, AdminReply, ClientOp, RunOp, RunReply};
+use pai_runtime::store::{AdminOp, AdminReply, ClientOp, RunOp, RunReply};
 use pai_runtime::{
-    Agent, BoxStream, Clock, Event, EventKind, EventSink, FinishReason, HookFuture, LanguageModel,
-    MemoryStore, Millis, ModelError, ModelMap, ModelRequest, Part, ReadyStream, RunStatus, Runtime,
-    Store, StoreError, StoreFuture, StoreReply, StoreRequest, StreamPart, ToolCx, ToolError,
-    WorkerConfig, tool_fn,
+    Agent, Clock, Event, EventSink, HookFuture, LanguageModel, MemoryStore, Millis, ModelError,
+    ModelRequest, Part, Runtime, Store, StoreError, StreamPart, ToolCx, ToolError, WorkerConfig,
+    event::EventKind,
+    model::{BoxStream, FinishReason, ModelMap, ReadyStream},
+    store::{RunStatus, StoreFuture, StoreReply, StoreRequest},
+    tool_fn,
 };
 use serde_json::{Value, json};
 
@@ -189,8 +191,13 @@ async fn k2_a_stale_token_is_refused_through_the_store_seam() {
                 seq: 0,
                 role: pai_runtime::Role::User,
                 parts: vec![Part::text("hi")],
-                visibility: pai_runtime::Visibility::ALL,
-                pai: pai_runtime::PaiMeta::new(pai_runtime::Producer::User, None, None, 0),
+                visibility: pai_runtime::message::Visibility::ALL,
+                pai: pai_runtime::message::PaiMeta::new(
+                    pai_runtime::message::Producer::User,
+                    None,
+                    None,
+                    0,
+                ),
             },
             steer: false,
             new_run: Some("r1".into()),

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeSet;
 
-use pai_runtime::{Event, EventKind};
+use pai_runtime::{Event, event::EventKind};
 
 use crate::scenario::FaultAction;
 use crate::world::{ClusterEvent, ClusterRecord};
@@ -78,7 +78,7 @@ pub fn deleted_runs_driven(events: &[Event], log: &[ClusterRecord]) -> Vec<(Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pai_runtime::{Outcome, RunStatus};
+    use pai_runtime::{message::Outcome, store::RunStatus};
 
     fn ev(worker: &str, run: &str, kind: EventKind) -> Event {
         Event {

@@ -18,8 +18,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pai_runtime::{
-    AdminOp, AdminReply, CancelTarget, ClientReply, Clock as _, Finish, LiveEvent, Op, Outcome,
-    RunOp, RunReply, RunStatus, StoreError, StoreReply, StoreRequest,
+    Clock as _, StoreError,
+    event::LiveEvent,
+    message::Outcome,
+    store::{
+        AdminOp, AdminReply, CancelTarget, ClientReply, Finish, Op, RunOp, RunReply, RunStatus,
+        StoreReply, StoreRequest,
+    },
 };
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;

@@ -4,7 +4,11 @@
 
 use std::sync::Arc;
 
-use pai_runtime::{ClientOp, LiveEvent, Op, StoreError, StoreReply, StoreRequest};
+use pai_runtime::{
+    StoreError,
+    event::LiveEvent,
+    store::{ClientOp, Op, StoreReply, StoreRequest},
+};
 use tokio::sync::mpsc;
 use turmoil::net::{TcpListener, TcpStream};
 

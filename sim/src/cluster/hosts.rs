@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pai_runtime::{
-    ClientOp, Clock as _, RunRecord, RunStatus, Runtime, StoreRequest, WorkerConfig,
+    Clock as _, Runtime, WorkerConfig,
+    store::{ClientOp, RunRecord, RunStatus, StoreRequest},
 };
 
 use super::feed::Feeds;

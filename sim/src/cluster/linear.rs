@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, EventKind};
+use pai_runtime::{Event, event::EventKind};
 
 use crate::world::{ActionRecord, ClientWrite, ClusterEvent, ClusterRecord};
 
@@ -325,7 +325,7 @@ fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize
                 EventKind::AfterStep { transition, .. } => {
                     let from = e.worker.as_deref()?;
                     let marks = match transition {
-                        pai_runtime::Transition::Steer => &takes,
+                        pai_runtime::event::Transition::Steer => &takes,
                         _ => &looks,
                     };
                     let mine = marks.get(&(from, e.run_id.as_str()))?;

@@ -26,7 +26,7 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
-use pai_runtime::{AdminOp, AdminReply, StoreReply, StoreRequest, StoredThread};
+use pai_runtime::store::{AdminOp, AdminReply, StoreReply, StoreRequest, StoredThread};
 
 use crate::oracle::{ClusterObs, Observations};
 use crate::report::{Report, SimError, report};

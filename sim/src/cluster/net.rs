@@ -10,7 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use pai_runtime::{HookFuture, Store, StoreError, StoreFuture, StoreReply, StoreRequest};
+use pai_runtime::{
+    HookFuture, Store, StoreError,
+    store::{StoreFuture, StoreReply, StoreRequest},
+};
 use turmoil::net::{TcpListener, TcpStream};
 
 use super::store_host::StoreHost;

@@ -7,9 +7,12 @@
 use std::sync::Arc;
 
 use pai_runtime::{
-    AdminOp, AdminReply, CancelTarget, ClientOp, ClientReply, Clock, FacadeOp, FacadeReply, Finish,
-    Op, ReadOp, RunOp, RunReply, RunStatus, StoreError, StoreReply, StoreRequest, StoredThread,
-    Write, Writer,
+    Clock, StoreError,
+    store::{
+        AdminOp, AdminReply, CancelTarget, ClientOp, ClientReply, FacadeOp, FacadeReply, Finish,
+        Op, ReadOp, RunOp, RunReply, RunStatus, StoreReply, StoreRequest, StoredThread, Write,
+        Writer,
+    },
 };
 
 use super::feed::{Feeds, Note};
@@ -307,16 +310,16 @@ impl StoreHost {
         let write = FacadeOp::Mutate {
             incarnation: None,
             writer: Writer::Trusted,
-            expect: pai_runtime::Expect::Nothing,
+            expect: pai_runtime::store::Expect::Nothing,
             writes: messages.into_iter().map(Write::Append).collect(),
         };
         match self.store.apply(StoreRequest::facade(thread, write))? {
-            StoreReply::Facade(FacadeReply::Mutated(Ok(done))) => {
-                Ok(StoreReply::Run(RunReply::Appended(pai_runtime::Appended {
+            StoreReply::Facade(FacadeReply::Mutated(Ok(done))) => Ok(StoreReply::Run(
+                RunReply::Appended(pai_runtime::store::Appended {
                     version: done.version,
                     first_seq: last_seq + 1,
-                })))
-            }
+                }),
+            )),
             other => Err(StoreError::Protocol(format!(
                 "a planted append got {other:?}"
             ))),
@@ -324,9 +327,9 @@ impl StoreHost {
     }
 
     /// A run's end as the store recorded it, for the feed.
-    fn run_end(&self, thread: &str, run: &str) -> Option<pai_runtime::LiveEvent> {
+    fn run_end(&self, thread: &str, run: &str) -> Option<pai_runtime::event::LiveEvent> {
         let r = self.head(thread, |t| t.runs.iter().find(|r| r.id == run).cloned())??;
-        Some(pai_runtime::LiveEvent::RunEnded {
+        Some(pai_runtime::event::LiveEvent::RunEnded {
             at: self.clock.now(),
             run_id: r.id,
             status: r.status,

@@ -7,8 +7,11 @@
 use std::collections::BTreeMap;
 
 use pai_runtime::{
-    AfterStepDecision, Event, EventKind, NoteDecision, Part, ResultSource, RunDecision, RunStage,
-    RunStatus, StoredThread, ToolCallDecision, ToolResultDecision, Transition,
+    Event, Part,
+    event::{EventKind, RunStage, Transition},
+    hook::{AfterStepDecision, NoteDecision, RunDecision, ToolCallDecision, ToolResultDecision},
+    message::ResultSource,
+    store::{RunStatus, StoredThread},
 };
 
 use crate::hooks::HookSpec;
@@ -395,7 +398,7 @@ fn phase(kind: &EventKind) -> Option<&'static str> {
         EventKind::ResolveModelContext { .. } => "phase.resolve_model_context",
         EventKind::PrepareModelStep { .. } => "phase.prepare_model_step",
         EventKind::ModelCall { .. } => "phase.around_model_call",
-        EventKind::Hook(n) if n.phase == pai_runtime::Phase::TransformStepStream => {
+        EventKind::Hook(n) if n.phase == pai_runtime::hook::Phase::TransformStepStream => {
             "phase.transform_step_stream"
         }
         EventKind::BeforeToolCall { .. } => "phase.before_tool_call",

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{Event, EventKind, RunStatus};
+use pai_runtime::{Event, event::EventKind, store::RunStatus};
 
 use crate::scenario::{ScenarioSpec, TimelineEntry};
 
@@ -51,7 +51,8 @@ pub fn reached(events: &[Event]) -> BTreeSet<&'static str> {
                 hit.insert("cross.answer_before_wait");
             }
             EventKind::AfterStep { transition, .. }
-                if awaiting.contains(run) && *transition != pai_runtime::Transition::Wait =>
+                if awaiting.contains(run)
+                    && *transition != pai_runtime::event::Transition::Wait =>
             {
                 giving_up.insert(run, e.at);
             }

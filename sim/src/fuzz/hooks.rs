@@ -1,7 +1,10 @@
 //! Generated hooks: any hook of the library, with a random configuration
 //! (SPEC D8). A new hook joins `hook` in the same change that adds it.
 
-use pai_runtime::{ModelSettings, Outcome, ToolChoice};
+use pai_runtime::{
+    message::Outcome,
+    model::{ModelSettings, ToolChoice},
+};
 use serde_json::{Map, Value, json};
 
 use super::draw::{Family, Gen, META_KEYS, MODELS, PATTERNS, WORDS};

@@ -1,6 +1,6 @@
 //! `after_step`: decides the step transition (SPEC A1–A3, L10).
 
-use pai_runtime::{AfterStepDecision, HookFuture, hook};
+use pai_runtime::{HookFuture, hook, hook::AfterStepDecision};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

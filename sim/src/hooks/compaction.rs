@@ -6,8 +6,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pai_runtime::{
-    BoxStream, Compaction, FinishReason, HookFuture, LanguageModel, ModelError, ModelMessage,
-    ModelRequest, ReadyStream, StreamPart,
+    HookFuture, LanguageModel, ModelError, ModelRequest, StreamPart,
+    hook::Compaction,
+    message::ModelMessage,
+    model::{BoxStream, FinishReason, ReadyStream},
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -6,8 +6,11 @@
 use std::time::Duration;
 
 use pai_runtime::{
-    AfterStepDecision, AttemptPatch, HookFuture, RunDecision, StepDecision, ToolCallDecision,
-    ToolResultDecision, hook,
+    HookFuture, hook,
+    hook::{
+        AfterStepDecision, AttemptPatch, RunDecision, StepDecision, ToolCallDecision,
+        ToolResultDecision,
+    },
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

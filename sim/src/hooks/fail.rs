@@ -2,8 +2,11 @@
 //! X2): the run must fail, and nothing its step had not committed is stored.
 
 use pai_runtime::{
-    AfterStepDecision, AttemptPatch, HookError, HookFuture, HookResult, Phase, RunDecision,
-    StepDecision, ToolCallDecision, ToolResultDecision, hook,
+    HookError, HookFuture, HookResult, hook,
+    hook::{
+        AfterStepDecision, AttemptPatch, Phase, RunDecision, StepDecision, ToolCallDecision,
+        ToolResultDecision,
+    },
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

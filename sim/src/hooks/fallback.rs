@@ -1,7 +1,7 @@
 //! `fallback`: when an attempt fails before its stream exists, try once more
 //! on another model, a fresh route (SPEC P1, P6, P7).
 
-use pai_runtime::{AttemptPatch, HookError, HookFuture, ModelError, hook};
+use pai_runtime::{HookError, HookFuture, ModelError, hook, hook::AttemptPatch};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -1,7 +1,11 @@
 //! `guardrail`: the seed's prompt-injection guard. `prepare_run` responds
 //! instead of running (SPEC L12) when the latest user text contains a phrase.
 
-use pai_runtime::{HookFuture, Outcome, Part, Response, RunDecision, hook};
+use pai_runtime::{
+    HookFuture, Part, hook,
+    hook::{Response, RunDecision},
+    message::Outcome,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

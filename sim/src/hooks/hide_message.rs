@@ -4,7 +4,9 @@
 //! way a scenario changes what the next step of the same run must send
 //! (M1): a cached context that missed the change would show here.
 
-use pai_runtime::{AfterStepDecision, Expect, HookError, HookFuture, Role, Visibility, hook};
+use pai_runtime::{
+    HookError, HookFuture, Role, hook, hook::AfterStepDecision, message::Visibility, store::Expect,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -43,7 +45,7 @@ impl HideMessage {
                 if !applies_at(only, step) {
                     return Ok(AfterStepDecision::Natural);
                 }
-                let fail = |e: pai_runtime::MutateError| HookError::new(e.to_string());
+                let fail = |e: pai_runtime::facade::MutateError| HookError::new(e.to_string());
                 let thread = cx.read_thread().await.map_err(fail)?;
                 let target = thread
                     .messages

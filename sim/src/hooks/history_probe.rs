@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use pai_runtime::{ContextInput, HookCx, HookFuture, HookResult, ModelMessage, hook};
+use pai_runtime::{
+    HookCx, HookFuture, HookResult, context::ContextInput, hook, message::ModelMessage,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

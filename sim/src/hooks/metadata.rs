@@ -5,8 +5,9 @@
 //! that shows it lives one episode (SPEC M5, T7).
 
 use pai_runtime::{
-    AfterStepDecision, HookCx, HookFuture, HookResult, Patch, RunDecision, StepDecision,
-    ToolCallDecision, ToolResultDecision, hook,
+    HookCx, HookFuture, HookResult, hook,
+    hook::{AfterStepDecision, RunDecision, StepDecision, ToolCallDecision, ToolResultDecision},
+    model::Patch,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -59,8 +60,8 @@ pub enum MetadataPhase {
 }
 
 impl MetadataPhase {
-    pub fn phase(self) -> pai_runtime::Phase {
-        use pai_runtime::Phase;
+    pub fn phase(self) -> pai_runtime::hook::Phase {
+        use pai_runtime::hook::Phase;
         match self {
             MetadataPhase::PrepareRun => Phase::PrepareRun,
             MetadataPhase::PrepareModelStep => Phase::PrepareModelStep,

@@ -31,7 +31,7 @@ mod system_message;
 mod timeout;
 mod uppercase;
 
-use pai_runtime::Phase;
+use pai_runtime::hook::Phase;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use pai_runtime::{AfterStepDecision, Expect, HookError, HookFuture, hook};
+use pai_runtime::{HookError, HookFuture, hook, hook::AfterStepDecision, store::Expect};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -59,7 +59,7 @@ impl MutateThread {
                 if !applies_at(spec.step, step) {
                     return Ok(AfterStepDecision::Natural);
                 }
-                let fail = |e: pai_runtime::MutateError| HookError::new(e.to_string());
+                let fail = |e: pai_runtime::facade::MutateError| HookError::new(e.to_string());
                 let seen = cx.read_thread().await.map_err(fail)?;
                 if spec.wait_ms > 0 {
                     tokio::time::sleep(Duration::from_millis(spec.wait_ms)).await;

@@ -2,7 +2,7 @@
 //! scenario's `[docs]`) whose key the latest user text mentions become one
 //! model-only system message (`prepare_model_step`).
 
-use pai_runtime::{HookFuture, Patch, StepDecision, hook};
+use pai_runtime::{HookFuture, hook, hook::StepDecision, model::Patch};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -1,7 +1,7 @@
 //! `reject_tool`: rejects every call of one tool (SPEC T3, L8); the model
 //! sees the message as the call's error.
 
-use pai_runtime::{HookFuture, ToolCallDecision, hook};
+use pai_runtime::{HookFuture, hook, hook::ToolCallDecision};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -1,7 +1,11 @@
 //! `replace_messages`: replaces the messages the phase would send (SPEC P4),
 //! at run level (the episode overlay) or step level.
 
-use pai_runtime::{HookFuture, Patch, RunDecision, StepDecision, hook};
+use pai_runtime::{
+    HookFuture, hook,
+    hook::{RunDecision, StepDecision},
+    model::Patch,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

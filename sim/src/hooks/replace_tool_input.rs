@@ -1,6 +1,6 @@
 //! `replace_tool_input`: replaces one tool's input before it runs (SPEC L8).
 
-use pai_runtime::{HookFuture, ToolCallDecision, hook};
+use pai_runtime::{HookFuture, hook, hook::ToolCallDecision};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! `replace_tool_output`: replaces one tool's result before the model sees it
 //! (SPEC T4, T5, L9).
 
-use pai_runtime::{HookFuture, ToolResultDecision, hook};
+use pai_runtime::{HookFuture, hook, hook::ToolResultDecision};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

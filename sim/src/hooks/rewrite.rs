@@ -8,8 +8,8 @@ use std::fmt;
 use std::time::Duration;
 
 use pai_runtime::{
-    HookCx, HookError, HookFuture, HookResult, Lifecycle, Phase, Phases, RewriteFact, RewriteInput,
-    RewritePatch,
+    HookCx, HookError, HookFuture, HookResult, Lifecycle,
+    hook::{Phase, Phases, RewriteFact, RewriteInput, RewritePatch},
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -2,8 +2,9 @@
 //! (one step, P5) or attempt level (one provider attempt, P6).
 
 use pai_runtime::{
-    AttemptPatch, HookFuture, ModelSettings, Patch, ProviderOptions, RoutePatch, RunDecision,
-    StepDecision, ToolChoice, hook,
+    HookFuture, hook,
+    hook::{AttemptPatch, RunDecision, StepDecision},
+    model::{ModelSettings, Patch, ProviderOptions, RoutePatch, ToolChoice},
 };
 use std::collections::BTreeMap;
 

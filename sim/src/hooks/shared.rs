@@ -4,7 +4,10 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use pai_runtime::{Lifecycle, ModelContent, ModelMessage, Role};
+use pai_runtime::{
+    Lifecycle, Role,
+    message::{ModelContent, ModelMessage},
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -2,7 +2,11 @@
 //! redaction with patterns parsed once, when the scenario loads, and an
 //! upper-casing stage.
 
-use pai_runtime::{Emit, Pattern, PatternError, StreamPart, StreamTransform, redact_text_deltas};
+use pai_runtime::{
+    StreamPart,
+    stream::{Emit, StreamTransform},
+    text::{Pattern, PatternError, redact_text_deltas},
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -2,7 +2,12 @@
 //! a replacement, outcome and reason (SPEC S4) once the text so far contains
 //! a phrase; buffering, it releases nothing before it has judged (S5).
 
-use pai_runtime::{Abort, Outcome, Part, Verdict, guard_text, hook, inspect_text_deltas};
+use pai_runtime::{
+    Part, hook,
+    message::Outcome,
+    stream::Abort,
+    text::{Verdict, guard_text, inspect_text_deltas},
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

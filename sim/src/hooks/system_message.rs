@@ -1,7 +1,11 @@
 //! `system_message`: a model-only system message at run level (the episode
 //! overlay, P5, P8) or step level (one step).
 
-use pai_runtime::{HookFuture, Patch, RunDecision, StepDecision, hook};
+use pai_runtime::{
+    HookFuture, hook,
+    hook::{RunDecision, StepDecision},
+    model::Patch,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -1,7 +1,7 @@
 //! `timeout`: gives each provider attempt a deadline on the runtime's clock
 //! (SPEC P6); the run's stop still wins.
 
-use pai_runtime::{AttemptPatch, HookFuture, hook};
+use pai_runtime::{HookFuture, hook, hook::AttemptPatch};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -1,7 +1,7 @@
 //! `uppercase`: a canonical stage that upper-cases text, to show that the
 //! order of stages matters (SPEC L7).
 
-use pai_runtime::{StreamTransform, hook};
+use pai_runtime::{hook, stream::StreamTransform};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

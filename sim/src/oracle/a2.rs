@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::EventKind;
+use pai_runtime::event::EventKind;
 
 use super::observed::{Observed, Violation};
 use crate::scenario::OracleId;

@@ -6,7 +6,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{AfterStepDecision, EventKind, Transition};
+use pai_runtime::{
+    event::{EventKind, Transition},
+    hook::AfterStepDecision,
+};
 
 use super::facts::{anchors, stored};
 use super::observed::{Observed, Violation};
@@ -136,7 +139,7 @@ fn expected(
 ) -> Transition {
     if let Some(reason) = seen.aborted {
         return Transition::Aborted {
-            outcome: pai_runtime::Outcome::Blocked,
+            outcome: pai_runtime::message::Outcome::Blocked,
             reason: reason.to_string(),
         };
     }

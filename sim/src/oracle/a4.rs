@@ -11,7 +11,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{EventKind, Message, Phase, Role, RunStage, RunStatus, Transition};
+use pai_runtime::{
+    Message, Role,
+    event::{EventKind, RunStage, Transition},
+    hook::Phase,
+    store::RunStatus,
+};
 
 use super::facts::{anchors, model_text, reshapes_context, stored};
 use super::observed::{Observed, Violation};

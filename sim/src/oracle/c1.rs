@@ -26,7 +26,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{
-    Event, EventKind, Message, ModelContent, ModelMessage, Part, Producer, Role, StoredThread,
+    Event, Message, Part, Role,
+    event::EventKind,
+    message::{ModelContent, ModelMessage, Producer},
+    store::StoredThread,
 };
 
 use super::facts::model_text;
@@ -385,7 +388,7 @@ fn cursors(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::{PaiMeta, Visibility};
+    use pai_runtime::message::{PaiMeta, Visibility};
 
     use super::*;
     use crate::oracle::facts::{ev, thread_of};

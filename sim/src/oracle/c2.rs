@@ -31,7 +31,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{
-    Event, EventKind, Message, ModelContent, ModelMessage, Part, Role, StoredThread,
+    Event, Message, Part, Role,
+    event::EventKind,
+    message::{ModelContent, ModelMessage},
+    store::StoredThread,
 };
 
 use super::facts::{hook_written, model_text};
@@ -100,7 +103,7 @@ fn bounded(
     // Another resolver that adds messages (a history probe, a second
     // `next`) changes the count; one that only waits or fails does not.
     let other_resolver = s.hooks.iter().any(|h| {
-        h.spec.phase() == pai_runtime::Phase::ResolveModelContext
+        h.spec.phase() == pai_runtime::hook::Phase::ResolveModelContext
             && !matches!(
                 h.spec,
                 HookSpec::Compaction(_)
@@ -390,7 +393,7 @@ fn judge(
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::{PaiMeta, Producer, Visibility};
+    use pai_runtime::message::{PaiMeta, Producer, Visibility};
 
     use super::*;
     use crate::oracle::facts::{ev, thread_of};

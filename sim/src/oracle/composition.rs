@@ -5,8 +5,10 @@
 //! acted on is the one the hooks' decisions make.
 
 use pai_runtime::{
-    AfterStepDecision, EventKind, NoteDecision, Phase, RunDecision, ToolCallDecision,
-    ToolResultDecision,
+    event::EventKind,
+    hook::{
+        AfterStepDecision, NoteDecision, Phase, RunDecision, ToolCallDecision, ToolResultDecision,
+    },
 };
 
 use super::facts::{Invocation, handlers, invocations};

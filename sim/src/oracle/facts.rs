@@ -4,7 +4,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{
-    Event, EventKind, HookNote, Message, ModelContent, ModelMessage, Phase, RunStage, StoredThread,
+    Event, Message,
+    event::{EventKind, RunStage},
+    hook::{HookNote, Phase},
+    message::{ModelContent, ModelMessage},
+    store::StoredThread,
 };
 
 use crate::hooks::HookSpec;
@@ -252,7 +256,7 @@ pub(super) fn ev(kind: EventKind) -> Event {
 /// visibility from `before` to `after`, for tests.
 #[cfg(test)]
 pub(super) fn visibility_change(id: &str, version: u64, before: bool, after: bool) -> Event {
-    use pai_runtime::{Visibility, VisibilityChange};
+    use pai_runtime::{message::Visibility, store::VisibilityChange};
     let vis = |context| Visibility {
         transcript: true,
         context,
@@ -274,7 +278,10 @@ pub(super) fn visibility_change(id: &str, version: u64, before: bool, after: boo
 /// not, for tests.
 #[cfg(test)]
 pub(super) fn user_message(id: &str, context: bool) -> pai_runtime::Message {
-    use pai_runtime::{PaiMeta, Part, Producer, Role, Visibility};
+    use pai_runtime::{
+        Part, Role,
+        message::{PaiMeta, Producer, Visibility},
+    };
     pai_runtime::Message {
         id: id.into(),
         seq: 1,

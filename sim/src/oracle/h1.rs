@@ -3,7 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, EventKind, LiveEvent, StoredThread};
+use pai_runtime::{
+    Event,
+    event::{EventKind, LiveEvent},
+    store::StoredThread,
+};
 
 use super::facts::run_commit_version;
 use super::observed::{Observed, Violation};

@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, EventKind, StoredThread};
+use pai_runtime::{Event, event::EventKind, store::StoredThread};
 
 use super::facts::run_commit_version;
 use super::observed::{Observed, Violation};

@@ -7,7 +7,7 @@
 //! refuse with a conflict when it does not, and a conflict reports the
 //! version it found and whether the private metadata was what failed.
 
-use pai_runtime::Expect;
+use pai_runtime::store::Expect;
 use serde_json::{Map, Value};
 
 use super::observed::{Observed, Violation};

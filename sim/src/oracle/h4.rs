@@ -12,7 +12,7 @@
 
 use std::collections::BTreeSet;
 
-use pai_runtime::StoredThread;
+use pai_runtime::store::StoredThread;
 use serde_json::Value;
 
 use super::observed::{Observed, Violation};

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeSet;
 
-use pai_runtime::{Event, EventKind, RunStatus};
+use pai_runtime::{Event, event::EventKind, store::RunStatus};
 
 use super::facts::run_commit_version;
 use super::observed::{Observed, Violation};
@@ -224,7 +224,7 @@ fn not_deleted(kind: &EventKind) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::{Outcome, RunStage};
+    use pai_runtime::{event::RunStage, message::Outcome};
 
     use super::*;
 

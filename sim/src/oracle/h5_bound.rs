@@ -5,7 +5,7 @@
 //! incarnation must fail; one refused as deleted while its incarnation was
 //! never deleted (by the time it returned) was refused wrongly.
 
-use pai_runtime::{Event, EventKind};
+use pai_runtime::{Event, event::EventKind};
 
 use super::observed::{Observed, Violation};
 use crate::scenario::{Action, OracleId};

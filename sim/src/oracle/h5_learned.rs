@@ -8,7 +8,7 @@
 //! ended before is fine, and so is a write the store took before the
 //! delete but the worker logged after (its version is below a delete's).
 
-use pai_runtime::{Event, EventKind, ResultSource};
+use pai_runtime::{Event, event::EventKind, message::ResultSource};
 
 use super::facts::run_commit_version;
 use super::observed::Violation;
@@ -88,7 +88,7 @@ fn wrong(kind: &EventKind, deletes: &[u64]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::{ToolResult, ToolStatus};
+    use pai_runtime::{hook::ToolResult, message::ToolStatus};
     use serde_json::Value;
 
     use super::*;

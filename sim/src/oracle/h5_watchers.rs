@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::LiveEvent;
+use pai_runtime::event::LiveEvent;
 
 use super::observed::{Observed, Violation};
 use crate::scenario::{Action, OracleId};

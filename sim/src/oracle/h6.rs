@@ -1,7 +1,7 @@
 //! SPEC H6: in every model context sent, each tool call has exactly one
 //! result after it and no result lacks its call.
 
-use pai_runtime::ModelContent;
+use pai_runtime::message::ModelContent;
 
 use super::observed::Violation;
 use crate::scenario::OracleId;

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{Event, EventKind, Role};
+use pai_runtime::{Event, Role, event::EventKind};
 
 use super::facts::{hook_written, model_text, stored};
 

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, EventKind};
+use pai_runtime::{Event, event::EventKind};
 
 use super::facts::run_commit_version;
 use super::observed::{Observed, Violation};
@@ -123,8 +123,8 @@ mod tests {
                 "old",
                 EventKind::Ended {
                     version: None,
-                    status: pai_runtime::RunStatus::Cancelled,
-                    outcome: pai_runtime::Outcome::Cancelled,
+                    status: pai_runtime::store::RunStatus::Cancelled,
+                    outcome: pai_runtime::message::Outcome::Cancelled,
                     reason: Some("deleted".into()),
                 },
             ),

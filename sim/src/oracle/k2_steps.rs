@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Role, StoredThread};
+use pai_runtime::{Role, store::StoredThread};
 
 use super::observed::Violation;
 use crate::scenario::OracleId;
@@ -28,7 +28,10 @@ pub(super) fn check(threads: &[StoredThread]) -> Vec<Violation> {
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::{Message, PaiMeta, Part, Producer, Visibility};
+    use pai_runtime::{
+        Message, Part,
+        message::{PaiMeta, Producer, Visibility},
+    };
 
     use super::*;
 

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, EventKind};
+use pai_runtime::{Event, event::EventKind};
 
 use super::observed::{ClusterObs, Violation};
 use crate::scenario::OracleId;
@@ -56,7 +56,7 @@ fn judge(events: &[Event]) -> Vec<Violation> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pai_runtime::ToolCallDecision;
+    use pai_runtime::hook::ToolCallDecision;
 
     fn ev(at: u64, worker: &str, kind: EventKind) -> Event {
         Event {

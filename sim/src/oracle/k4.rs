@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, EventKind};
+use pai_runtime::{Event, event::EventKind};
 
 use super::observed::{Observed, Violation};
 use crate::scenario::OracleId;
@@ -73,7 +73,7 @@ fn judge(events: &[Event]) -> Vec<Violation> {
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::{Outcome, RunStatus};
+    use pai_runtime::{message::Outcome, store::RunStatus};
 
     use super::*;
 

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{Event, EventKind, Part, Role, StoredThread};
+use pai_runtime::{Event, Part, Role, event::EventKind, store::StoredThread};
 
 use super::facts::stored;
 use super::observed::{Observed, Violation};
@@ -85,7 +85,10 @@ fn result_ids(parts: &[Part]) -> impl Iterator<Item = &str> {
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::{Message, PaiMeta, Producer, ResultSource, ToolStatus, Visibility};
+    use pai_runtime::{
+        Message,
+        message::{PaiMeta, Producer, ResultSource, ToolStatus, Visibility},
+    };
     use serde_json::Value;
 
     use super::*;

@@ -5,7 +5,7 @@
 //! the thread (SPEC H4) is refused and reaches nothing: it must be refused,
 //! and nothing is expected of the thread's runs.
 
-use pai_runtime::{Event, EventKind, RunStatus};
+use pai_runtime::{Event, event::EventKind, store::RunStatus};
 
 use super::observed::{Observed, Violation};
 use crate::scenario::{Action, OracleId};

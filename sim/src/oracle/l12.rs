@@ -1,7 +1,12 @@
 //! SPEC L12: a `prepare_run` respond commits one lifecycle message with its
 //! outcome and reason, through the canonical transforms (S1).
 
-use pai_runtime::{EventKind, NoteDecision, Part, Producer, RunDecision};
+use pai_runtime::{
+    Part,
+    event::EventKind,
+    hook::{NoteDecision, RunDecision},
+    message::Producer,
+};
 
 use super::facts::stored;
 use super::observed::{Observed, Violation};

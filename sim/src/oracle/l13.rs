@@ -2,7 +2,7 @@
 //! transcript-hidden, with producer lifecycle, and stays stored: it
 //! survives waiting and resume.
 
-use pai_runtime::{EventKind, Producer};
+use pai_runtime::{event::EventKind, message::Producer};
 
 use super::observed::{Observed, Violation};
 use super::rewrites::Erasures;

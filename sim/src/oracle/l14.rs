@@ -3,7 +3,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{Event, EventKind, RunStatus, StoredThread, Transition};
+use pai_runtime::{
+    Event,
+    event::{EventKind, Transition},
+    store::{RunStatus, StoredThread},
+};
 
 use super::facts::beside_phases;
 use super::observed::Violation;

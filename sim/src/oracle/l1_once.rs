@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{Event, EventKind, StoredThread};
+use pai_runtime::{Event, event::EventKind, store::StoredThread};
 
 use super::facts::stored;
 use super::observed::{Observed, Violation};
@@ -120,7 +120,10 @@ fn judge<'a>(events: &'a [Event], threads: &'a [StoredThread]) -> Vec<Violation>
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::{Message, PaiMeta, Part, Producer, Role, Visibility};
+    use pai_runtime::{
+        Message, Part, Role,
+        message::{PaiMeta, Producer, Visibility},
+    };
 
     use super::*;
     use crate::oracle::facts::{ev, thread_of};
@@ -148,7 +151,7 @@ mod tests {
             run,
             EventKind::Respond {
                 latest_user: Some(m.into()),
-                outcome: pai_runtime::Outcome::Blocked,
+                outcome: pai_runtime::message::Outcome::Blocked,
                 reason: None,
                 message: "m9".into(),
                 version: 1,

@@ -4,7 +4,12 @@
 
 use std::collections::BTreeSet;
 
-use pai_runtime::{Event, EventKind, NoteDecision, RunDecision, RunStatus, ToolCallDecision};
+use pai_runtime::{
+    Event,
+    event::EventKind,
+    hook::{NoteDecision, RunDecision, ToolCallDecision},
+    store::RunStatus,
+};
 
 use super::facts::{committed_message, handlers, invocations};
 use super::observed::{Observed, Violation};
@@ -158,7 +163,7 @@ fn nothing_uncommitted_stored(o: &Observed<'_>) -> Vec<Violation> {
         .collect();
     // A mutation's messages (SPEC H2) are committed by its one commit.
     for e in o.events {
-        if let pai_runtime::EventKind::Mutated { appended, .. } = &e.kind {
+        if let pai_runtime::event::EventKind::Mutated { appended, .. } = &e.kind {
             committed.extend(appended.iter().map(|m| (e.thread_id.as_str(), m.as_str())));
         }
     }

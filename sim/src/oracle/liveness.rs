@@ -4,7 +4,7 @@
 //! bound. The simulator's safety phase is the faults; this is the
 //! liveness phase after them.
 
-use pai_runtime::{RunRecord, RunStatus, StoredThread};
+use pai_runtime::store::{RunRecord, RunStatus, StoredThread};
 
 use super::observed::{ClusterObs, Violation};
 use crate::scenario::OracleId;

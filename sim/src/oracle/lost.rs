@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use pai_runtime::{Event, StoredThread};
+use pai_runtime::{Event, store::StoredThread};
 
 use super::facts::committed_messages;
 use super::observed::{Observed, Violation};
@@ -52,7 +52,11 @@ fn judge(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::{EventKind, Message, PaiMeta, Part, Producer, Role, Visibility};
+    use pai_runtime::{
+        Message, Part, Role,
+        event::EventKind,
+        message::{PaiMeta, Producer, Visibility},
+    };
 
     use super::*;
     use crate::oracle::facts::{ev, thread_of};

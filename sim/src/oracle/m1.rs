@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{EventKind, Role};
+use pai_runtime::{Role, event::EventKind};
 
 use super::facts::{hook_written, model_text};
 use super::observed::{Observed, Violation};

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, EventKind};
+use pai_runtime::{Event, event::EventKind};
 
 use super::rewrites::Erasures;
 

@@ -22,7 +22,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{Event, EventKind, Message};
+use pai_runtime::{Event, Message, event::EventKind};
 
 use super::facts::run_commit_version;
 use super::m1_begun::Begun;

@@ -22,7 +22,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, EventKind, ModelRequest, Role, StoredThread};
+use pai_runtime::{Event, ModelRequest, Role, event::EventKind, store::StoredThread};
 
 use super::facts::{hook_written, model_text};
 use super::m1_begun::steps;
@@ -163,7 +163,7 @@ struct Sent<'t> {
 impl<'t> Sent<'t> {
     fn of(
         thread: &'t StoredThread,
-        messages: &[pai_runtime::ModelMessage],
+        messages: &[pai_runtime::message::ModelMessage],
         written: &[&str],
     ) -> Sent<'t> {
         let mut places: BTreeMap<(Role, String), Vec<usize>> = BTreeMap::new();

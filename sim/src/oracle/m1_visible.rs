@@ -10,7 +10,9 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, EventKind, Message, ModelMessage, Role, StoredThread};
+use pai_runtime::{
+    Event, Message, Role, event::EventKind, message::ModelMessage, store::StoredThread,
+};
 
 use super::facts::{hook_written, model_text, reshapes_context};
 use super::m1_begun::{Begun, steps};

@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, EventKind, Phase};
+use pai_runtime::{Event, event::EventKind, hook::Phase};
 
 use super::observed::{Observed, Violation};
 use crate::hooks::HookSpec;
@@ -134,7 +134,7 @@ fn step_chain(run: &str, step: u32, chain: &Chain<'_>, r: &Resolvers<'_>) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pai_runtime::{HookNote, NoteDecision};
+    use pai_runtime::hook::{HookNote, NoteDecision};
 
     fn ev(kind: EventKind) -> Event {
         super::super::facts::ev(kind)
@@ -218,7 +218,7 @@ mod tests {
     fn a_failed_step_is_not_carried_over() {
         let r = chain(&[("inner", 1)], &[]);
         let failed = ev(EventKind::Failed {
-            phase: pai_runtime::RunStage::Phase(Phase::ResolveModelContext),
+            phase: pai_runtime::event::RunStage::Phase(Phase::ResolveModelContext),
             message: "x".into(),
         });
         let events = [

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{Event, EventKind, StoredThread};
+use pai_runtime::{Event, event::EventKind, store::StoredThread};
 
 use super::observed::{Observed, Violation};
 use crate::hooks::HistoryRead;

@@ -1,6 +1,6 @@
 //! What the oracles observe of one run, and what they report.
 
-use pai_runtime::{Event, LiveEvent, StoredThread};
+use pai_runtime::{Event, event::LiveEvent, store::StoredThread};
 
 use crate::hooks::{HistoryRead, SummaryCall};
 use crate::scenario::{OracleId, Scenario};

@@ -8,7 +8,10 @@
 use std::collections::BTreeMap;
 
 use pai_runtime::{
-    Event, EventKind, HookNote, NoteDecision, Patch, Phase, RunDecision, StepDecision,
+    Event,
+    event::EventKind,
+    hook::{HookNote, NoteDecision, Phase, RunDecision, StepDecision},
+    model::Patch,
 };
 
 use super::observed::{Observed, Violation};
@@ -103,7 +106,7 @@ fn check_events(events: &[Event]) -> Vec<Violation> {
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::{ModelMessage, Route};
+    use pai_runtime::{message::ModelMessage, model::Route};
 
     use super::*;
     use crate::oracle::facts::ev;

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Route, RoutePatch};
+use pai_runtime::model::{Route, RoutePatch};
 use regex::Regex;
 use serde_json::{Value, json};
 

@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{ModelContent, ModelMessage, ModelRequest};
+use pai_runtime::{
+    ModelRequest,
+    message::{ModelContent, ModelMessage},
+};
 
 use super::observed::{Observed, Violation};
 use crate::format::{diff, model_message};

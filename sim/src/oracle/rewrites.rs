@@ -3,7 +3,7 @@
 //! to stay stored excuse exactly what a later rewrite says it removed, or
 //! a later deletion of its thread's incarnation took.
 
-use pai_runtime::{Event, EventKind};
+use pai_runtime::{Event, event::EventKind};
 
 /// The log's rewrites and deletions, by position.
 #[derive(Debug, Clone, Copy)]

@@ -8,8 +8,10 @@
 use std::collections::BTreeMap;
 
 use pai_runtime::{
-    AttemptPatch, Event, EventKind, NoteDecision, Phase, Route, RoutePatch, RunDecision,
-    StepDecision,
+    Event,
+    event::EventKind,
+    hook::{AttemptPatch, NoteDecision, Phase, RunDecision, StepDecision},
+    model::{Route, RoutePatch},
 };
 
 use super::facts::handlers;

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{LiveEvent, ModelContent, Part, Role, StreamPart};
+use pai_runtime::{Part, Role, StreamPart, event::LiveEvent, message::ModelContent};
 
 use super::facts::hook_written;
 use super::observed::{Observed, Violation};

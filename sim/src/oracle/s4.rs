@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{EventKind, Part, Producer};
+use pai_runtime::{Part, event::EventKind, message::Producer};
 
 use super::facts::stored;
 use super::observed::{Observed, Violation};

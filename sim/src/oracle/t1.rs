@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, EventKind};
+use pai_runtime::{Event, event::EventKind};
 
 use super::observed::Violation;
 use crate::scenario::OracleId;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Part, Role, StoredThread};
+use pai_runtime::{Part, Role, store::StoredThread};
 
 use super::observed::{Observed, Violation};
 use crate::scenario::OracleId;

@@ -12,7 +12,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{EventKind, ModelContent, Part, ResultSource, ToolResultDecision};
+use pai_runtime::{
+    Part,
+    event::EventKind,
+    hook::ToolResultDecision,
+    message::{ModelContent, ResultSource},
+};
 use serde_json::Value;
 
 use super::observed::{Observed, Violation};

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{EventKind, ToolStatus};
+use pai_runtime::{event::EventKind, message::ToolStatus};
 
 use super::observed::{Observed, Violation};
 use crate::scenario::OracleId;

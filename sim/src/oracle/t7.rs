@@ -5,7 +5,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{Event, EventKind, RunStatus, StoredThread};
+use pai_runtime::{
+    Event,
+    event::EventKind,
+    store::{RunStatus, StoredThread},
+};
 
 use super::observed::{Observed, Violation};
 use crate::scenario::OracleId;
@@ -116,7 +120,7 @@ fn stored(
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::Answer;
+    use pai_runtime::store::Answer;
 
     use super::*;
 
@@ -187,7 +191,7 @@ mod tests {
         let v = stored(std::slice::from_ref(&thread), &left, false);
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].message.contains("not stored"), "{v:?}");
-        let run = pai_runtime::RunRecord {
+        let run = pai_runtime::store::RunRecord {
             id: "r".into(),
             status: RunStatus::Waiting,
             outcome: None,

@@ -13,7 +13,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{Event, EventKind, Part, RunStage, RunStatus, StoredThread};
+use pai_runtime::{
+    Event, Part,
+    event::{EventKind, RunStage},
+    store::{RunStatus, StoredThread},
+};
 
 use super::observed::{Observed, Violation};
 use crate::scenario::OracleId;
@@ -90,7 +94,10 @@ fn judge(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::{Message, PaiMeta, Producer, Role, Visibility};
+    use pai_runtime::{
+        Message, Role,
+        message::{PaiMeta, Producer, Visibility},
+    };
     use serde_json::json;
 
     use super::*;
@@ -120,8 +127,8 @@ mod tests {
         let part = Part::ToolResult {
             call_id: "c1".into(),
             tool: "t".into(),
-            status: pai_runtime::ToolStatus::Output,
-            source: pai_runtime::ResultSource::Tool,
+            status: pai_runtime::message::ToolStatus::Output,
+            source: pai_runtime::message::ResultSource::Tool,
             output: json!(1),
         };
         with(seq, Role::Tool, part)
@@ -130,7 +137,7 @@ mod tests {
     fn end() -> Event {
         ev(EventKind::Ended {
             status: RunStatus::Cancelled,
-            outcome: pai_runtime::Outcome::Cancelled,
+            outcome: pai_runtime::message::Outcome::Cancelled,
             reason: None,
             version: None,
         })

@@ -7,8 +7,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{
-    Answer, Event, EventKind, Part, ResultSource, Role, RunStage, RunStatus, StoredThread,
-    ToolResultDecision,
+    Event, Part, Role,
+    event::{EventKind, RunStage},
+    hook::ToolResultDecision,
+    message::ResultSource,
+    store::{Answer, RunStatus, StoredThread},
 };
 use serde_json::Value;
 
@@ -418,7 +421,7 @@ mod tests {
             ev(EventKind::Ended {
                 version: None,
                 status: RunStatus::Completed,
-                outcome: pai_runtime::Outcome::Completed,
+                outcome: pai_runtime::message::Outcome::Completed,
                 reason: None,
             }),
             ev(answer("b")),
@@ -441,10 +444,10 @@ mod tests {
     fn tool_end(call: &str) -> EventKind {
         EventKind::ToolEnd {
             step: 0,
-            result: pai_runtime::ToolResult {
+            result: pai_runtime::hook::ToolResult {
                 call_id: call.into(),
                 tool: "x".into(),
-                status: pai_runtime::ToolStatus::Error,
+                status: pai_runtime::message::ToolStatus::Error,
                 source: ResultSource::Denied,
                 output: Value::Null,
             },
@@ -469,8 +472,8 @@ mod tests {
         };
         let after_step = EventKind::AfterStep {
             step: 0,
-            decision: pai_runtime::AfterStepDecision::Natural,
-            transition: pai_runtime::Transition::Complete { reason: None },
+            decision: pai_runtime::hook::AfterStepDecision::Natural,
+            transition: pai_runtime::event::Transition::Complete { reason: None },
         };
         let events = [
             ev(awaiting),

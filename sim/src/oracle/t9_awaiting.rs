@@ -8,7 +8,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{EventKind, ToolCallDecision, ToolResult};
+use pai_runtime::{
+    event::EventKind,
+    hook::{ToolCallDecision, ToolResult},
+};
 
 use super::observed::{Observed, Violation};
 use crate::scenario::{Behaviour, OracleId};

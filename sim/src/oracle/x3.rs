@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, StoredThread};
+use pai_runtime::{Event, store::StoredThread};
 
 use super::facts::committed_message;
 use super::observed::Violation;
@@ -65,17 +65,17 @@ fn rewritten_away(later: &[Event], e: &Event, id: &str) -> bool {
         .iter()
         .filter(|l| l.thread_id == e.thread_id)
         .any(|l| match &l.kind {
-            pai_runtime::EventKind::HistoryRewritten { removed, .. } => {
+            pai_runtime::event::EventKind::HistoryRewritten { removed, .. } => {
                 removed.iter().any(|r| r == id)
             }
-            pai_runtime::EventKind::ThreadDeleted { .. } => true,
+            pai_runtime::event::EventKind::ThreadDeleted { .. } => true,
             _ => false,
         })
 }
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::{Event, EventKind, StoredThread};
+    use pai_runtime::{Event, event::EventKind, store::StoredThread};
 
     use super::*;
 

@@ -336,7 +336,7 @@ impl<'a> WorkerFault<'a> {
 
 /// The store's name for a request kind (one of the runtime's list).
 fn kind(name: &str) -> Option<&'static str> {
-    pai_runtime::StoreRequest::KINDS
+    pai_runtime::store::StoreRequest::KINDS
         .iter()
         .copied()
         .find(|k| *k == name)
@@ -355,7 +355,7 @@ fn request_at(r: &RequestAt, names: &[String], at: &[Segment]) -> Result<(), Che
         return fail(&field("worker"), format!("no worker is named {w:?}"));
     }
     if kind(&r.request).is_none() {
-        let kinds = pai_runtime::StoreRequest::KINDS.join(", ");
+        let kinds = pai_runtime::store::StoreRequest::KINDS.join(", ");
         let message = format!(
             "no store request is of kind {:?}; the kinds: {kinds}",
             r.request

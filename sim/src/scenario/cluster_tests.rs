@@ -76,7 +76,7 @@ fn a_request_kind_that_does_not_exist_is_refused_with_the_kinds() {
         ),
         "{e}"
     );
-    for k in pai_runtime::StoreRequest::KINDS {
+    for k in pai_runtime::store::StoreRequest::KINDS {
         assert!(e.contains(k), "{e} lacks {k}");
     }
 }

@@ -1,6 +1,6 @@
 //! Names a scenario file uses for things the simulator defines: oracles (in
 //! `oracle = "..."`). Runtime events are named by the runtime's own
-//! `pai_runtime::EventName`.
+//! `pai_runtime::event::EventName`.
 
 use std::fmt;
 

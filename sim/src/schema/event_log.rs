@@ -1,5 +1,5 @@
 //! The event log as data: one JSON object a line, each the runtime's own
-//! event (`pai_runtime::EventKind` serializes itself as its name in the
+//! event (`pai_runtime::event::EventKind` serializes itself as its name in the
 //! phase grammar and its fields) with its time, thread and run, and a
 //! published schema (`pai-sim schema events`) derived from the runtime's
 //! types, so another implementation's log can be checked against it.
@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
-use pai_runtime::{Event, EventKind};
+use pai_runtime::{Event, event::EventKind};
 
 /// The event log as JSON lines: one [`EventRecord`] object a line, fields
 /// in a fixed order, each line ending with a newline.
@@ -66,7 +66,11 @@ impl<'a> From<&'a Event> for EventRecord<'a> {
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::{EventName, Phase, RunStage, RunStatus};
+    use pai_runtime::{
+        event::{EventName, RunStage},
+        hook::Phase,
+        store::RunStatus,
+    };
 
     use super::*;
 
@@ -80,7 +84,7 @@ mod tests {
             EventKind::ModelCall {
                 step: 1,
                 attempt: 1,
-                route: pai_runtime::Route::new("m"),
+                route: pai_runtime::model::Route::new("m"),
                 context: 0,
                 overlay: 0,
                 messages: 0,
@@ -89,7 +93,7 @@ mod tests {
             },
             EventKind::Ended {
                 status: RunStatus::Completed,
-                outcome: pai_runtime::Outcome::Completed,
+                outcome: pai_runtime::message::Outcome::Completed,
                 reason: None,
                 version: None,
             },

@@ -1,10 +1,10 @@
-//! The schema of a redaction pattern: the grammar `pai_runtime::Pattern`
+//! The schema of a redaction pattern: the grammar `pai_runtime::text::Pattern`
 //! parses, as a regular expression the schema checks.
 
 use schemars::Schema;
 use serde_json::json;
 
-/// The grammar `pai_runtime::Pattern::parse` accepts: a literal prefix
+/// The grammar `pai_runtime::text::Pattern::parse` accepts: a literal prefix
 /// (other characters than `\ [ + * ? ( ) | . { } ^ $`, or any character
 /// escaped with `\`), then at most one class of ASCII characters and ranges,
 /// followed by `+`, as the last item. The ranges must ascend, which only
@@ -43,13 +43,19 @@ mod tests {
             "\\[x\\]",
             "[\\]]+",
         ] {
-            assert!(pai_runtime::Pattern::parse(source).is_ok(), "{source}");
+            assert!(
+                pai_runtime::text::Pattern::parse(source).is_ok(),
+                "{source}"
+            );
             assert!(re.is_match(source), "the schema refuses {source:?}");
         }
         for source in [
             "sk-(a|b)", "a.b", "a+", "[a-z]", "[a-z]+x", "[é]+", "\\", "[a-z", "^a", "a{2}",
         ] {
-            assert!(pai_runtime::Pattern::parse(source).is_err(), "{source}");
+            assert!(
+                pai_runtime::text::Pattern::parse(source).is_err(),
+                "{source}"
+            );
             assert!(!re.is_match(source), "the schema accepts {source:?}");
         }
     }

@@ -1,7 +1,7 @@
 //! Watcher lanes from what each watcher received: text deltas joined into
 //! readable stretches (one per run and step), and marks for everything else.
 
-use pai_runtime::{LiveEvent, StreamPart};
+use pai_runtime::{StreamPart, event::LiveEvent};
 
 use super::axis::{Pos, Ranker};
 use super::model::{Item, Kind, Row, Segment, WatcherLane};

@@ -3,7 +3,7 @@
 //! thread, lanes of watchers, each a few rows of marks and spans placed at
 //! axis positions. Pure data; `html` renders it.
 
-use pai_runtime::StoredThread;
+use pai_runtime::store::StoredThread;
 
 use super::axis::{Axis, Pos};
 

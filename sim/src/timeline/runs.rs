@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::StoredThread;
+use pai_runtime::store::StoredThread;
 
 use super::builder::Builder;
 use super::model::{ThreadLanes, thread_summary};

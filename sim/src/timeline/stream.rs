@@ -80,7 +80,7 @@ pub(super) fn fault_label(action: FaultAction, at: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pai_runtime::EventKind;
+    use pai_runtime::event::EventKind;
 
     fn event(at: u64) -> Event {
         Event {

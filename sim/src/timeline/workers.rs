@@ -253,7 +253,7 @@ fn refused(r: &ClusterRecord, ranker: &mut Ranker) -> Option<Item> {
 
 #[cfg(test)]
 mod tests {
-    use pai_runtime::EventKind;
+    use pai_runtime::event::EventKind;
 
     use super::*;
 

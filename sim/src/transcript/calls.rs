@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 
-use pai_runtime::{ModelContent, ModelMessage, ModelRequest};
+use pai_runtime::{
+    ModelRequest,
+    message::{ModelContent, ModelMessage},
+};
 use similar::{Algorithm, DiffOp};
 
 use crate::format::{model_message, quoted, route};
@@ -231,7 +234,7 @@ fn changed_within(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pai_runtime::ModelMessage as M;
+    use pai_runtime::message::ModelMessage as M;
 
     fn changes(now: (&str, &[M]), before: Option<(&str, &[M])>) -> String {
         let mut out = String::new();

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use pai_runtime::EventKind;
+use pai_runtime::event::EventKind;
 
 use crate::oracle::ClusterObs;
 use crate::world::{ClientWrite, ClusterEvent, ClusterRecord};

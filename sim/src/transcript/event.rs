@@ -6,8 +6,10 @@
 use std::fmt::Write as _;
 
 use pai_runtime::{
-    Event, EventKind, FinishReason, HookNote, Millis, NoteDecision, Route, RunDecision,
-    StepDecision, ToolResult, Transition,
+    Event, Millis,
+    event::{EventKind, Transition},
+    hook::{HookNote, NoteDecision, RunDecision, StepDecision, ToolResult},
+    model::{FinishReason, Route},
 };
 
 use crate::format::{

@@ -1,6 +1,6 @@
 //! Transcript lines of the thread facade's events (SPEC H2–H5, R1–R3, C1).
 
-use pai_runtime::{EventKind, Visibility, VisibilityChange};
+use pai_runtime::{event::EventKind, message::Visibility, store::VisibilityChange};
 
 use crate::format::{opt, quoted};
 

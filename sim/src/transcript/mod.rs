@@ -9,7 +9,7 @@ mod facade;
 
 use std::fmt::Write as _;
 
-use pai_runtime::{LiveEvent, Message, Part, ToolResult};
+use pai_runtime::{Message, Part, event::LiveEvent, hook::ToolResult};
 
 use crate::format::{json, opt, quoted, result, role, stream_part};
 use crate::oracle::{Observed, Verdicts};
@@ -80,7 +80,7 @@ fn message(out: &mut String, m: &Message) {
 }
 
 /// A run's metadata and waiting calls, when it has them (SPEC T6, T7).
-fn run_details(out: &mut String, r: &pai_runtime::RunRecord) {
+fn run_details(out: &mut String, r: &pai_runtime::store::RunRecord) {
     if let Some(m) = &r.metadata {
         let _ = writeln!(out, "        metadata {}", crate::format::json(m));
     }

@@ -4,7 +4,10 @@
 //! denied or given a client's output; and the check that a thread waits on
 //! exactly the calls a scenario names.
 
-use pai_runtime::{Part, Runtime, StoredThread, ThreadHandle, WaitingCall};
+use pai_runtime::{
+    Part, Runtime, ThreadHandle,
+    store::{StoredThread, WaitingCall},
+};
 use serde_json::Value;
 
 use crate::hooks::SimContext;

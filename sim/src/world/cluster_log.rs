@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use pai_runtime::Takeover;
+use pai_runtime::store::Takeover;
 
 use super::recorder::Recorder;
 use crate::scenario::FaultAction;

@@ -5,7 +5,8 @@
 //! store code. It only records; the H1 oracle judges.
 
 use pai_runtime::{
-    AdminReply, ClientReply, FacadeReply, Finish, RunReply, StoreError, StoreReply, Submitted,
+    StoreError,
+    store::{AdminReply, ClientReply, FacadeReply, Finish, RunReply, StoreReply, Submitted},
 };
 
 /// One commit a store reported.

@@ -9,8 +9,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use pai_runtime::{
-    BoxStream, Clock, FinishReason, HookFuture, IdKind, IdSource, LanguageModel, Millis,
-    ModelError, ModelProvider, ModelRequest, PartStream, StreamPart,
+    Clock, HookFuture, IdKind, IdSource, LanguageModel, Millis, ModelError, ModelRequest,
+    StreamPart,
+    model::{BoxStream, FinishReason, ModelProvider, PartStream},
 };
 
 use super::clock::VirtualClock;

@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use pai_providers::Decoder;
-use pai_runtime::{IdKind, IdSource, PartStream, StreamPart};
+use pai_runtime::{IdKind, IdSource, StreamPart, model::PartStream};
 
 use super::seeded::SimIds;
 use crate::scenario::Recording;
@@ -123,7 +123,7 @@ mod tests {
     use std::sync::Mutex;
     use std::task::Waker;
 
-    use pai_runtime::FinishReason;
+    use pai_runtime::model::FinishReason;
 
     use super::*;
     use crate::scenario::{RecordingKind, ReplayFormat};

@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use pai_runtime::{
-    Clock, Durability, MemoryStore, SqliteConfig, SqliteError, SqliteStore, StoreError, StoreReply,
-    StoreRequest,
+    Clock, MemoryStore, StoreError,
+    store::{Durability, SqliteConfig, SqliteError, SqliteStore, StoreReply, StoreRequest},
 };
 
 /// Which store a simulated run uses.
@@ -91,7 +91,8 @@ pub(crate) mod plant {
     use std::cell::Cell;
 
     use pai_runtime::{
-        Op, ReadOp, ReadReply, RunOp, SqliteStore, StoreError, StoreReply, StoreRequest,
+        StoreError,
+        store::{Op, ReadOp, ReadReply, RunOp, SqliteStore, StoreReply, StoreRequest},
     };
 
     thread_local! {

@@ -10,8 +10,11 @@
 use std::sync::{Arc, Mutex};
 
 use pai_runtime::{
-    AdminOp, AdminReply, Expect, FacadeOp, FacadeReply, Op, Refusal, Store, StoreFuture,
-    StoreReply, StoreRequest, Write,
+    Store,
+    store::{
+        AdminOp, AdminReply, Expect, FacadeOp, FacadeReply, Op, Refusal, StoreFuture, StoreReply,
+        StoreRequest, Write,
+    },
 };
 use serde_json::{Map, Value};
 

@@ -2,7 +2,10 @@
 
 use std::time::Duration;
 
-use pai_runtime::{HookError, HookFuture, Tool, ToolCx, ToolKind, ToolOutcome, ToolSpec};
+use pai_runtime::{
+    HookError, HookFuture, Tool, ToolCx, ToolOutcome,
+    tool::{ToolKind, ToolSpec},
+};
 use serde_json::Value;
 
 use crate::hooks::SimMetadata;

@@ -2,7 +2,7 @@
 //! campaign; shards split it without overlap or gap; a failure shrinks into
 //! a file that replays it with the same oracle (SPEC D8, D2).
 
-use pai_runtime::EventName;
+use pai_runtime::event::EventName;
 use pai_sim::fuzz::{Campaign, Failure, case, evaluate, in_shard, shrink, write_find};
 use pai_sim::{FaultSpec, OracleId, Scenario, ScenarioSpec, StoreKind};
 

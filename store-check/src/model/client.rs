@@ -1,10 +1,14 @@
 //! Client requests and reads (SPEC H4, H5, K1, K6, T9, A4): opening,
 //! user messages, answers, cancels, deletes.
 
-use pai_runtime::{AdminOp, AdminReply, ClientOp, ClientReply, ReadOp, ReadReply};
+use pai_runtime::store::{AdminOp, AdminReply, ClientOp, ClientReply, ReadOp, ReadReply};
 use pai_runtime::{
-    Answer, AnswerMiss, Answered, CancelMiss, CancelReached, CancelTarget, DELETED, Deletion,
-    Outcome, Producer, Role, RunStatus, StoreReply, StoreRequest, Submitted,
+    Role,
+    message::{Outcome, Producer},
+    store::{
+        Answer, AnswerMiss, Answered, CancelMiss, CancelReached, CancelTarget, DELETED, Deletion,
+        RunStatus, StoreReply, StoreRequest, Submitted,
+    },
 };
 
 use super::thread::{AGENT, INTRUDER, OWNER, Reason, ThreadModel};
@@ -324,8 +328,10 @@ fn answer_on(th: &mut ThreadModel, call_id: &str, answer: Answer) -> Result<Answ
         return Err(AnswerMiss::AlreadyAnswered);
     }
     let fits = match answer {
-        Answer::Approved | Answer::Denied { .. } => call.kind == pai_runtime::ToolKind::Approval,
-        Answer::Submitted { .. } => call.kind == pai_runtime::ToolKind::Client,
+        Answer::Approved | Answer::Denied { .. } => {
+            call.kind == pai_runtime::tool::ToolKind::Approval
+        }
+        Answer::Submitted { .. } => call.kind == pai_runtime::tool::ToolKind::Client,
     };
     if !fits {
         return Err(AnswerMiss::WrongKind(call.kind));

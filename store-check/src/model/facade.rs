@@ -1,11 +1,15 @@
 //! The thread facade (SPEC H2, H3, H5, K2, K4, R1): mutations of staged
 //! writes under an expectation, and regeneration.
 
+use pai_runtime::store::{FacadeOp, FacadeReply};
 use pai_runtime::{
-    Expect, Mutation, Refusal, Regeneration, Role, RunStatus, StoreError, StoreReply, StoreRequest,
-    Visibility, VisibilityChange, Write, Writer,
+    Role, StoreError,
+    message::Visibility,
+    store::{
+        Expect, Mutation, Refusal, Regeneration, RunStatus, StoreReply, StoreRequest,
+        VisibilityChange, Write, Writer,
+    },
 };
-use pai_runtime::{FacadeOp, FacadeReply};
 use serde_json::{Map, Value, json};
 
 use super::thread::ThreadModel;
@@ -55,7 +59,7 @@ impl Model {
         match pick {
             WritePick::Append => Write::Append(self.message(
                 Role::Assistant,
-                pai_runtime::Producer::Lifecycle,
+                pai_runtime::message::Producer::Lifecycle,
                 run,
                 None,
             )),

@@ -13,7 +13,9 @@ mod runs;
 pub(crate) mod thread;
 
 use pai_runtime::{
-    Message, PaiMeta, Part, Producer, Role, StoreError, StoreReply, StoreRequest, Visibility,
+    Message, Part, Role, StoreError,
+    message::{PaiMeta, Producer, Visibility},
+    store::{StoreReply, StoreRequest},
 };
 
 use crate::ops::{Op, RunPick, THREADS, TokenPick};

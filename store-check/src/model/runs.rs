@@ -1,10 +1,12 @@
 //! Leases and a run's writes (SPEC K1, K2, K3, K6, T7, T9): claims,
 //! takeovers, renewals, and every write a run makes under its token.
 
-use pai_runtime::{AdminReply, RunOp, RunReply};
+use pai_runtime::store::{AdminReply, RunOp, RunReply};
 use pai_runtime::{
-    Finish, Outcome, Producer, Role, RunEnd, RunStatus, StoreError, StoreReply, StoreRequest,
-    ToolKind, WaitingCall,
+    Role, StoreError,
+    message::{Outcome, Producer},
+    store::{Finish, RunEnd, RunStatus, StoreReply, StoreRequest, WaitingCall},
+    tool::ToolKind,
 };
 use serde_json::Value;
 
@@ -144,7 +146,7 @@ impl Model {
             r.steps += 1;
         }
         th.touch(now);
-        let reply = StoreReply::Run(RunReply::Appended(pai_runtime::Appended {
+        let reply = StoreReply::Run(RunReply::Appended(pai_runtime::store::Appended {
             version,
             first_seq,
         }));
@@ -360,7 +362,7 @@ impl Model {
             r.waiting.clear();
         }
         th.touch(now);
-        let reply = StoreReply::Run(RunReply::Appended(pai_runtime::Appended {
+        let reply = StoreReply::Run(RunReply::Appended(pai_runtime::store::Appended {
             version,
             first_seq,
         }));

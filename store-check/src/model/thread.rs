@@ -6,7 +6,11 @@
 
 use std::collections::VecDeque;
 
-use pai_runtime::{Message, Outcome, RunStatus, StoreError, WaitingCall};
+use pai_runtime::{
+    Message, StoreError,
+    message::Outcome,
+    store::{RunStatus, WaitingCall},
+};
 use serde_json::{Map, Value};
 
 pub(crate) const AGENT: &str = "agent";

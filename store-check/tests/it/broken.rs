@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use pai_runtime::AdminOp;
+use pai_runtime::store::AdminOp;
 use pai_runtime::{
-    AdminReply, Clock, Expect, FacadeOp, HookFuture, MemoryStore, RunOp, Store, StoreFuture,
-    StoreReply, StoreRequest,
+    Clock, HookFuture, MemoryStore, Store,
+    store::{AdminReply, Expect, FacadeOp, RunOp, StoreFuture, StoreReply, StoreRequest},
 };
 use pai_store_check::{
     Config, ExpectPick, Failure, IncarnationPick, Op, RunPick, TokenPick, WritePick, WriterPick,
@@ -23,7 +23,7 @@ impl Store for DropsAppendTokens {
             StoreRequest::On {
                 thread,
                 op:
-                    pai_runtime::Op::Run {
+                    pai_runtime::store::Op::Run {
                         run,
                         op: op @ RunOp::Append { .. },
                         ..
@@ -48,7 +48,7 @@ struct IgnoresVersions(MemoryStore);
 impl Store for IgnoresVersions {
     fn call(&self, mut request: StoreRequest) -> StoreFuture<'_> {
         if let StoreRequest::On {
-            op: pai_runtime::Op::Facade(FacadeOp::Mutate { expect, .. }),
+            op: pai_runtime::store::Op::Facade(FacadeOp::Mutate { expect, .. }),
             ..
         } = &mut request
             && matches!(expect, Expect::Version { .. })

@@ -11,10 +11,14 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use pai_runtime::{AdminOp, AdminReply, ClientOp, FacadeOp, FacadeReply};
+use pai_runtime::store::{AdminOp, AdminReply, ClientOp, FacadeOp, FacadeReply};
 use pai_runtime::{
-    Durability, Expect, Message, PaiMeta, Part, Producer, Role, SqliteConfig, SqliteStore,
-    StoreReply, StoreRequest, StoredThread, Visibility, Write, Writer,
+    Message, Part, Role,
+    message::{PaiMeta, Producer, Visibility},
+    store::{
+        Durability, Expect, SqliteConfig, SqliteStore, StoreReply, StoreRequest, StoredThread,
+        Write, Writer,
+    },
 };
 use serde_json::json;
 

@@ -4,10 +4,12 @@
 //! leaves these requests out (a run's status writes by a run that is not
 //! the driven one) or follows MemoryStore (version bumps), see README.
 
-use pai_runtime::{AdminOp, AdminReply, ClientOp, FacadeOp, FacadeReply, RunOp};
+use pai_runtime::store::{AdminOp, AdminReply, ClientOp, FacadeOp, FacadeReply, RunOp};
 use pai_runtime::{
-    Expect, MemoryStore, Message, Outcome, PaiMeta, Part, Producer, Role, RunEnd, RunStatus,
-    StoreError, StoreReply, StoreRequest, ToolKind, Visibility, WaitingCall, Write, Writer,
+    MemoryStore, Message, Part, Role, StoreError,
+    message::{Outcome, PaiMeta, Producer, Visibility},
+    store::{Expect, RunEnd, RunStatus, StoreReply, StoreRequest, WaitingCall, Write, Writer},
+    tool::ToolKind,
 };
 
 fn message(id: &str, role: Role) -> Message {

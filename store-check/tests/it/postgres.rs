@@ -9,7 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use pai_pg_server::PgServer;
-use pai_runtime::{Clock, PgConfig, PgOptions, PgStore};
+use pai_runtime::{
+    Clock,
+    store::{PgConfig, PgOptions, PgStore},
+};
 use pai_store_check::{Config, Op, assert_store, replay};
 
 #[derive(serde::Deserialize)]

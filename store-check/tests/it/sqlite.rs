@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use pai_runtime::{Clock, Durability, SqliteConfig, SqliteStore};
+use pai_runtime::{
+    Clock,
+    store::{Durability, SqliteConfig, SqliteStore},
+};
 use pai_store_check::{Config, Op, assert_store, replay};
 
 fn uncached(clock: Arc<dyn Clock>) -> SqliteStore {

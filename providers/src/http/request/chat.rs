@@ -4,7 +4,11 @@
 
 use serde_json::{Map, Value, json};
 
-use pai_runtime::{ModelContent, ModelMessage, ModelRequest, Role, ToolChoice};
+use pai_runtime::{
+    ModelRequest, Role,
+    message::{ModelContent, ModelMessage},
+    model::ToolChoice,
+};
 
 use super::{openai_settings, output_text, schema};
 use crate::http::HttpConfig;

@@ -10,7 +10,7 @@ mod responses;
 
 use serde_json::{Map, Value, json};
 
-use pai_runtime::{ModelRequest, ToolSpec};
+use pai_runtime::{ModelRequest, tool::ToolSpec};
 
 use super::HttpConfig;
 use crate::decoder::Format;
@@ -73,7 +73,7 @@ fn openai_settings(body: &mut Map<String, Value>, request: &ModelRequest, max_ke
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pai_runtime::Route;
+    use pai_runtime::model::Route;
 
     #[test]
     fn provider_options_of_the_models_key_win() {

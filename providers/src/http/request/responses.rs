@@ -3,7 +3,11 @@
 
 use serde_json::{Map, Value, json};
 
-use pai_runtime::{ModelContent, ModelMessage, ModelRequest, Role, ToolChoice};
+use pai_runtime::{
+    ModelRequest, Role,
+    message::{ModelContent, ModelMessage},
+    model::ToolChoice,
+};
 
 use super::{chat::result_text, openai_settings, schema};
 use crate::http::HttpConfig;

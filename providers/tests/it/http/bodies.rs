@@ -3,7 +3,12 @@
 //! schemas, settings, `stream: true`.
 
 use pai_providers::{Format, HttpModel};
-use pai_runtime::{ModelContent, ModelMessage, ModelRequest, Role, Route, ToolChoice, ToolSpec};
+use pai_runtime::{
+    ModelRequest, Role,
+    message::{ModelContent, ModelMessage},
+    model::{Route, ToolChoice},
+    tool::ToolSpec,
+};
 use serde_json::{Value, json};
 
 use super::server::{End, Reply, Server};

@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use pai_providers::{Format, HttpConfig, HttpError, HttpModel, StreamReport, decode};
 use pai_runtime::{
-    BoxStream, LanguageModel, ModelError, ModelMessage, ModelRequest, Route, StreamPart,
+    LanguageModel, ModelError, ModelRequest, StreamPart,
+    message::ModelMessage,
+    model::{BoxStream, Route},
 };
 
 use crate::common::recording;

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use pai_providers::{Format, HttpConfig, HttpModel, decode};
 use pai_runtime::{
-    Agent, Clock, HookFuture, IdKind, IdSource, Millis, ModelMap, Role, Runtime, StreamPart,
+    Agent, Clock, HookFuture, IdKind, IdSource, Millis, Role, Runtime, StreamPart, model::ModelMap,
 };
 
 use super::server::{End, Reply, Server};

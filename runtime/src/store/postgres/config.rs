@@ -1,6 +1,6 @@
 //! How a Postgres store keeps its tables.
 
-/// How a [`PgStore`] keeps its tables.
+/// How a [`PgStore`](crate::store::PgStore) keeps its tables.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PgOptions {

@@ -14,8 +14,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use pai_pg_server::PgServer;
 
 use super::*;
-use crate::StoredThread;
-use crate::store::{Expect, MemoryStore, Write, Writer};
+use crate::MemoryStore;
+use crate::store::StoredThread;
+use crate::store::{Expect, Write, Writer};
 
 use crate::store::test_script::{
     append, check_after_edit, check_after_regeneration, claim, script, submit,

@@ -14,7 +14,7 @@ pub enum Durability {
     Off,
 }
 
-/// How a [`SqliteStore`] keeps its database.
+/// How a [`SqliteStore`](crate::store::SqliteStore) keeps its database.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SqliteConfig {

@@ -4,8 +4,8 @@
 //! database is closed and opened again.
 
 use super::*;
-use crate::StoredThread;
-use crate::store::MemoryStore;
+use crate::MemoryStore;
+use crate::store::StoredThread;
 use crate::store::test_script::{
     append, check_after_edit, check_after_regeneration, claim, script, submit,
 };

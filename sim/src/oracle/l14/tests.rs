@@ -1,7 +1,10 @@
 //! Unit tests of the L14 oracle's grammar.
 
 use pai_runtime::{
-    AfterStepDecision, Answer, ResultSource, Route, ToolResult, ToolResultDecision, ToolStatus,
+    hook::{AfterStepDecision, ToolResult, ToolResultDecision},
+    message::{ResultSource, ToolStatus},
+    model::Route,
+    store::Answer,
 };
 use serde_json::Value;
 
@@ -116,7 +119,7 @@ fn waiting_run() -> Vec<EventKind> {
         step: 0,
         call_id: "c".into(),
         tool: "x".into(),
-        decision: pai_runtime::ToolCallDecision::Continue,
+        decision: pai_runtime::hook::ToolCallDecision::Continue,
     });
     k.push(after_step(0, Transition::Wait));
     k.push(EventKind::Waiting {
@@ -139,7 +142,7 @@ fn waiting_run() -> Vec<EventKind> {
     k.push(EventKind::Ended {
         version: None,
         status: RunStatus::Completed,
-        outcome: pai_runtime::Outcome::Completed,
+        outcome: pai_runtime::message::Outcome::Completed,
         reason: None,
     });
     k
@@ -207,7 +210,7 @@ fn ended_deleted() -> EventKind {
     EventKind::Ended {
         version: None,
         status: RunStatus::Cancelled,
-        outcome: pai_runtime::Outcome::Cancelled,
+        outcome: pai_runtime::message::Outcome::Cancelled,
         reason: Some("deleted".into()),
     }
 }
@@ -277,7 +280,7 @@ fn l14_accepts_runs_ended_by_a_deletion() {
     let tool = k.iter().position(|e| e.name() == "before_tool_call");
     k.truncate(tool.unwrap_or(0) + 1);
     let cancelled = EventKind::Cancelled {
-        phase: pai_runtime::RunStage::EpisodeEnd,
+        phase: pai_runtime::event::RunStage::EpisodeEnd,
     };
     let mut events: Vec<Event> = k.iter().cloned().map(ev).collect();
     events.push(deleted());
@@ -303,7 +306,7 @@ fn l14_accepts_pending_calls_given_up_after_after_step() {
     k.push(EventKind::Ended {
         version: None,
         status: RunStatus::Completed,
-        outcome: pai_runtime::Outcome::Completed,
+        outcome: pai_runtime::message::Outcome::Completed,
         reason: None,
     });
     assert_eq!(judge(k), vec![]);
@@ -334,7 +337,7 @@ fn early_answered_run() -> Vec<EventKind> {
         step: 0,
         call_id: call.into(),
         tool: "x".into(),
-        decision: pai_runtime::ToolCallDecision::Continue,
+        decision: pai_runtime::hook::ToolCallDecision::Continue,
     };
     let mut k = vec![
         EventKind::Admitted {
@@ -353,7 +356,7 @@ fn early_answered_run() -> Vec<EventKind> {
     k.push(EventKind::Ended {
         version: None,
         status: RunStatus::Completed,
-        outcome: pai_runtime::Outcome::Completed,
+        outcome: pai_runtime::message::Outcome::Completed,
         reason: None,
     });
     k
@@ -393,13 +396,13 @@ fn cancel_closed_run() -> Vec<EventKind> {
     k.extend(result(0, "c"));
     k.push(commit_results(0));
     k.push(EventKind::Cancelled {
-        phase: pai_runtime::RunStage::Resume,
+        phase: pai_runtime::event::RunStage::Resume,
     });
     k.push(EventKind::LeaseReleased { episode: 2 });
     k.push(EventKind::Ended {
         version: None,
         status: RunStatus::Cancelled,
-        outcome: pai_runtime::Outcome::Cancelled,
+        outcome: pai_runtime::message::Outcome::Cancelled,
         reason: None,
     });
     k
@@ -423,7 +426,7 @@ fn l14_a_cancel_close_runs_no_other_phase() {
     // A failure in place of the cancel.
     let mut k = closed.clone();
     k[cancelled] = EventKind::Failed {
-        phase: pai_runtime::RunStage::Resume,
+        phase: pai_runtime::event::RunStage::Resume,
         message: "x".into(),
     };
     assert_eq!(judge(k).len(), 1, "a failure after the closing commit");

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::hooks::MessageSpec;
-use pai_runtime::EventName;
+use pai_runtime::event::EventName;
 
 /// A fault. Most are planted (SPEC D5): a lie told to the oracles about one
 /// run, so a scenario can prove an oracle fires; they change only what the
@@ -286,7 +286,7 @@ pub struct RequestAt {
     #[schemars(length(min = 1))]
     pub worker: Option<String>,
     /// The request's kind, in snake_case (`claim`, `renew`, `wait`, ...).
-    #[schemars(extend("enum" = pai_runtime::StoreRequest::KINDS))]
+    #[schemars(extend("enum" = pai_runtime::store::StoreRequest::KINDS))]
     pub request: String,
     /// Which request of that kind from that worker, counted from 1.
     #[serde(default = "crate::defaults::first")]
@@ -326,8 +326,8 @@ pub enum SourceName {
 
 impl SourceName {
     /// The runtime's source of this name.
-    pub fn source(self) -> pai_runtime::ResultSource {
-        use pai_runtime::ResultSource as R;
+    pub fn source(self) -> pai_runtime::message::ResultSource {
+        use pai_runtime::message::ResultSource as R;
         match self {
             SourceName::Tool => R::Tool,
             SourceName::Fail => R::Fail,

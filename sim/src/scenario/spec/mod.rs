@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use pai_runtime::{ModelSettings, ProviderOptions};
+use pai_runtime::model::{ModelSettings, ProviderOptions};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

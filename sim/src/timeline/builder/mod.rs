@@ -11,7 +11,12 @@
 
 use std::collections::BTreeMap;
 
-use pai_runtime::{Event, EventKind, ResultSource, ToolCallDecision, ToolStatus, Transition};
+use pai_runtime::{
+    Event,
+    event::{EventKind, Transition},
+    hook::ToolCallDecision,
+    message::{ResultSource, ToolStatus},
+};
 
 use super::axis::Pos;
 use super::model::{Holder, Item, Kind, RunLane};

@@ -1,7 +1,12 @@
 //! The lane builder's tests: stories fed event by event, and the spans
 //! and marks they must leave.
 
-use pai_runtime::{Event, EventKind, ResultSource, ToolResult, ToolStatus};
+use pai_runtime::{
+    Event,
+    event::EventKind,
+    hook::ToolResult,
+    message::{ResultSource, ToolStatus},
+};
 use serde_json::json;
 
 use super::*;

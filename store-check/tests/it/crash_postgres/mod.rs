@@ -29,12 +29,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use pai_pg_server::PgServer;
-use pai_runtime::{AdminOp, AdminReply};
+use pai_runtime::store::{AdminOp, AdminReply};
 use pai_runtime::{
-    Agent, BoxStream, Clock, FinishReason, HookFuture, IdKind, IdSource, LanguageModel, Message,
-    Millis, ModelError, ModelMap, ModelRequest, Part, PgConfig, PgOptions, PgStore, Producer,
-    ReadyStream, Role, RunRecord, RunStatus, Runtime, StoreReply, StoreRequest, StoredThread,
-    StreamPart, ToolCx, ToolError, WorkerConfig, tool_fn,
+    Agent, Clock, HookFuture, IdKind, IdSource, LanguageModel, Message, Millis, ModelError,
+    ModelRequest, Part, Role, Runtime, StreamPart, ToolCx, ToolError, WorkerConfig,
+    message::Producer,
+    model::{BoxStream, FinishReason, ModelMap, ReadyStream},
+    store::{
+        PgConfig, PgOptions, PgStore, RunRecord, RunStatus, StoreReply, StoreRequest, StoredThread,
+    },
+    tool_fn,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;

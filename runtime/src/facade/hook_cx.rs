@@ -3,9 +3,8 @@
 //! write is one commit under the run's lease token (K2) that bumps the
 //! thread's version and tells its watchers (H1); no hook touches the store.
 
-use super::facade::RunFacade;
-use super::input::HookCx;
 use crate::error::{HookError, HookResult};
+use crate::lifecycle::{HookCx, RunFacade};
 use crate::metadata::{RunMetadata, decode, encode};
 use crate::staged::{MutateError, Staged};
 use crate::store::{Expect, Mutation, StoredThread};

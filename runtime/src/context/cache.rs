@@ -150,5 +150,5 @@ fn closed_prefix(messages: &[ModelMessage]) -> usize {
 }
 
 #[cfg(test)]
-#[path = "context_cache_tests.rs"]
+#[path = "cache_tests.rs"]
 mod tests;

@@ -1,5 +1,6 @@
 //! Model context resolution (SPEC M1–M5, L6): the history view resolvers read
-//! through, the resolver's thread facade, and the memoized `next` of the onion.
+//! through, the resolver's thread facade, and the memoized `next` of the onion
+//! (this file); the run's cached default context between steps (`cache.rs`).
 
 use std::fmt;
 
@@ -11,6 +12,8 @@ use crate::future::HookFuture;
 use crate::message::{Message, ModelMessage};
 use crate::model_view::into_model_messages;
 use crate::store::{CachedThrough, HistoryRead, StoreError, StoreHandle};
+
+pub(crate) mod cache;
 
 /// A history read that the fence refused (SPEC M3, H5).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -180,9 +183,9 @@ impl<'a> History<'a> {
 /// The thread as a resolver sees it: read-only. It has no way to change
 /// message visibility, by construction (SPEC M4):
 ///
-/// ```compile_fail
-/// fn hide(thread: &pai_runtime::ResolverThread<'_>) {
-///     thread.update_visibility("msg1", pai_runtime::Visibility::CONTEXT_ONLY);
+/// ```compile_fail,E0599
+/// fn hide(thread: &pai_runtime::context::ResolverThread<'_>) {
+///     thread.update_visibility("msg1", pai_runtime::message::Visibility::CONTEXT_ONLY);
 /// }
 /// ```
 pub struct ResolverThread<'a> {

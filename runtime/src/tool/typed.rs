@@ -11,8 +11,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::dyn_tool::{FnTool, Tool, ToolCx, ToolError, ToolKind, ToolOutcome, ToolSpec};
 use crate::future::HookFuture;
-use crate::tool::{FnTool, Tool, ToolCx, ToolError, ToolKind, ToolOutcome, ToolSpec};
 
 /// A tool with its input type `I` and output type `O`. Register it with
 /// [`crate::Agent::typed_tool`]; attach an output handler with

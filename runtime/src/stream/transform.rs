@@ -8,9 +8,8 @@
 
 use std::fmt;
 
+use super::emit::{Abort, Emit, Sink};
 use crate::delta::Delta;
-use crate::emit::Sink;
-pub use crate::emit::{Abort, Emit};
 use crate::message::Part;
 use crate::model::{StreamPart, StreamedCall};
 

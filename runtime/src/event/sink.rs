@@ -1,0 +1,22 @@
+//! What the runtime reports to ([`EventSink`]) and what it reports: one
+//! [`Event`] per thing it did, at a time on its clock.
+
+use super::kind::EventKind;
+use crate::clock::Millis;
+
+/// One thing the runtime did, at a time on its clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub at: Millis,
+    pub thread_id: String,
+    pub run_id: String,
+    /// The worker that did it, when several share a store (`None` in a
+    /// runtime that is the only process).
+    pub worker: Option<String>,
+    pub kind: EventKind,
+}
+
+/// Receives every event, in order, synchronously.
+pub trait EventSink: Send + Sync + 'static {
+    fn record(&self, event: Event);
+}
