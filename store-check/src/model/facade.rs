@@ -278,10 +278,8 @@ fn expectation(th: &ThreadModel, expect: &Expect) -> Result<(), Refusal> {
 /// K4: a trusted rewrite is refused while a run is running or waiting
 /// (and, for a regeneration, while one is queued).
 fn idle_for_rewrite(th: &ThreadModel, queued_too: bool) -> Result<(), Refusal> {
-    let busy = th
-        .current
-        .clone()
-        .or_else(|| queued_too.then(|| th.queue.front().cloned()).flatten());
+    let first_queued = || th.queued().into_iter().next().filter(|_| queued_too);
+    let busy = th.current().or_else(first_queued);
     let Some(run) = busy else { return Ok(()) };
     let status = th.run(&run).map_or(RunStatus::Queued, |r| r.status);
     Err(Refusal::Busy { run, status })
@@ -342,11 +340,8 @@ fn mutate_on(
 
 fn apply_write(th: &mut ThreadModel, write: Write, done: &mut Mutation) {
     match write {
-        Write::Append(mut m) => {
-            m.seq = th.next_seq;
-            th.next_seq += 1;
-            done.appended.push(m.id.clone());
-            th.messages.push(m);
+        Write::Append(m) => {
+            done.appended.push(th.store(m));
         }
         Write::Metadata { key, value } => set_key(&mut th.metadata, key, value),
         Write::PrivateMetadata { key, value } => set_key(&mut th.private_metadata, key, value),

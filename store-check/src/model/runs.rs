@@ -248,7 +248,7 @@ impl Model {
             return true;
         }
         let status = th.run(run).map(|r| r.status);
-        th.current.as_deref() == Some(run) && (!running || status == Some(RunStatus::Running))
+        th.current().as_deref() == Some(run) && (!running || status == Some(RunStatus::Running))
     }
 
     /// `Wait`, or with `early`, `Await` (T9): the calls become answerable
@@ -484,7 +484,7 @@ fn claim_on(
     if !th.live() {
         return None;
     }
-    let (run, takeover) = match th.current.clone() {
+    let (run, takeover) = match th.current() {
         Some(current) => {
             let r = th.run(&current)?;
             let expired = match (&th.lease.holder, th.lease.expires) {
@@ -498,11 +498,8 @@ fn claim_on(
                 _ => return None,
             }
         }
-        None => {
-            let run = th.queue.pop_front()?;
-            th.current = Some(run.clone());
-            (run, None)
-        }
+        // The oldest queued run becomes current (its status, below).
+        None => (th.queued().into_iter().next()?, None),
     };
     let floor = th.lease.token;
     // H1: a claim is a run status change and a lease revision: one commit.
