@@ -1,7 +1,17 @@
-//! A clock and an id source for driving the runtime outside the simulator
-//! (shared by the runtime's integration tests and the benches).
+//! What the runtime's integration tests share: a clock and an id source
+//! for driving the runtime outside the simulator (also used by the
+//! benches), a scripted model, a recording event sink, and [`setup`], a
+//! runtime over a store of the test's own with sensible defaults.
 
 #![allow(dead_code)]
+
+mod scripted;
+mod setup;
+mod sink;
+
+pub use scripted::{ScriptedModel, Turn, last_user_text, texts};
+pub use setup::{Setup, SetupBuilder, setup};
+pub use sink::RecordingSink;
 
 use std::sync::Mutex;
 
