@@ -10,4 +10,5 @@ mod crash_sqlite;
 mod findings;
 mod memory;
 mod postgres;
+mod retired;
 mod sqlite;

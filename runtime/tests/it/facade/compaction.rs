@@ -76,21 +76,16 @@ async fn c1_compaction_summarizes_and_moves_its_cursor() {
         ]
     );
     // One summary record, and the cursor through `re: two`.
-    let summaries_stored: Vec<&Message> = stored
-        .messages
-        .iter()
-        .filter(|m| m.pai.producer == Producer::Compaction)
-        .collect();
+    let compaction = |m: &&Message| m.pai.producer == Producer::Compaction;
+    let summaries_stored: Vec<&Message> = stored.messages.iter().filter(compaction).collect();
     assert_eq!(summaries_stored.len(), 1);
     let summary = summaries_stored[0];
     assert_eq!(summary.text(), "S1");
-    assert_eq!(
-        summary.visibility,
-        Visibility {
-            transcript: true,
-            context: false
-        }
-    );
+    let transcript_only = Visibility {
+        transcript: true,
+        context: false,
+    };
+    assert_eq!(summary.visibility, transcript_only);
     assert_eq!(summary.pai.run_id.as_deref(), Some(third.run_id.as_str()));
     let re_two = stored
         .messages
@@ -107,7 +102,23 @@ async fn c1_compaction_summarizes_and_moves_its_cursor() {
         }
     );
     assert!(stored.private_metadata.contains_key(COMPACTION_KEY));
-    // Summary and cursor: one mutation of the run; progress events.
+    // The client sees the summary in its transcript, never the cursor.
+    let state = s.thread("t1").state().await.unwrap();
+    assert!(state.messages.iter().any(|m| m.id == summary.id));
+    assert!(!format!("{state:?}").contains(COMPACTION_KEY));
+}
+
+/// SPEC C1: the summary and the cursor are one mutation of the run that
+/// compacts, between its progress events.
+#[tokio::test(start_paused = true)]
+async fn c1_summary_and_cursor_are_one_mutation_with_progress_events() {
+    let (s, _) = compacting(Arc::new(MemoryStore::default()), || {});
+    let third = converse(&s, &["one", "two", "three"]).await.remove(2);
+    let stored = s.rt.inspect("t1").await.unwrap().unwrap();
+    let by = |p: Producer| stored.messages.iter().find(|m| m.pai.producer == p);
+    let summary = by(Producer::Compaction).unwrap();
+    let re_two = stored.messages.iter().find(|m| m.text() == "re: two");
+    let re_two = re_two.unwrap();
     let of_run = s.events.of(&third.run_id);
     let mutations: Vec<&EventKind> = of_run
         .iter()
@@ -130,10 +141,6 @@ async fn c1_compaction_summarizes_and_moves_its_cursor() {
             .iter()
             .any(|k| matches!(k, EventKind::Compacted { summary: id, .. } if *id == summary.id))
     );
-    // The client sees the summary in its transcript, never the cursor.
-    let state = s.thread("t1").state().await.unwrap();
-    assert!(state.messages.iter().any(|m| m.id == summary.id));
-    assert!(!format!("{state:?}").contains(COMPACTION_KEY));
 }
 
 /// SPEC C1: a later compaction builds on the previous summary: the summary

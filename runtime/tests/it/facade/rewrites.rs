@@ -1,8 +1,91 @@
-//! History rewrites through the facade (SPEC R1–R3, L11): regeneration,
-//! `prepare_history_rewrite` patches in the rewrite's own version, and
-//! `history_rewritten` after the commit, coalesced and bounded.
+//! History rewrites through the facade (SPEC K4, R1–R3, L11): refused
+//! while a run is busy, regeneration, `prepare_history_rewrite` patches in
+//! the rewrite's own version, `history_rewritten` after the commit,
+//! coalesced and bounded.
 
 use super::*;
+
+/// SPEC K4: while a run waits (a client tool call pending), visibility
+/// rewrites and regeneration are refused and change nothing; once it has
+/// ended, the same rewrite commits.
+#[tokio::test(start_paused = true)]
+async fn k4_rewrite_refused_while_a_run_waits() {
+    let s = setup(vec![]);
+    let th = s.rt.client("alice").thread("t1");
+    let t = s.rt.admin().thread("t1");
+    let sent = th.send("wait").await.unwrap();
+    th.wait_until_idle().await.unwrap();
+    let before = t.read().await.unwrap();
+    assert_eq!(before.runs[0].status, RunStatus::Waiting);
+    let busy = MutateError::Refused(Refusal::Busy {
+        run: sent.run_id.clone(),
+        status: RunStatus::Waiting,
+    });
+    // Hiding the assistant message that carries the pending call.
+    let call_msg = before
+        .messages
+        .iter()
+        .find(|m| m.parts.iter().any(|p| matches!(p, Part::ToolCall { .. })))
+        .unwrap()
+        .id
+        .clone();
+    let err = t
+        .set_visibility(vec![(call_msg.clone(), HIDDEN)], Expect::Nothing)
+        .await
+        .unwrap_err();
+    assert_eq!(err, busy);
+    let err = t
+        .set_visibility(vec![(sent.message_id.clone(), HIDDEN)], Expect::Nothing)
+        .await
+        .unwrap_err();
+    assert_eq!(err, busy);
+    let err = t.regenerate(&sent.message_id).await.unwrap_err();
+    assert_eq!(err, busy);
+    assert_eq!(t.read().await.unwrap(), before, "refusals change nothing");
+    // A plain mutation (no rewrite) is not refused.
+    t.set_metadata("k", json!(1)).await.unwrap();
+    // Once the run ended, the rewrite commits.
+    th.submit_tool_result(&format!("{}-pick", sent.run_id), json!("x"))
+        .await
+        .unwrap();
+    th.wait_until_idle().await.unwrap();
+    let done = t
+        .set_visibility(vec![(call_msg.clone(), HIDDEN)], Expect::Nothing)
+        .await
+        .unwrap();
+    assert_eq!(
+        done.changed,
+        [VisibilityChange {
+            message: call_msg,
+            before: Visibility::ALL,
+            after: HIDDEN
+        }]
+    );
+}
+
+/// SPEC K4: a running run refuses rewrites too.
+#[tokio::test(start_paused = true)]
+async fn k4_rewrite_refused_while_a_run_runs() {
+    let s = setup(vec![]);
+    let th = s.rt.client("alice").thread("t1");
+    let t = s.rt.admin().thread("t1");
+    let sent = th.send("slow").await.unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = t.read().await.unwrap();
+    let busy = MutateError::Refused(Refusal::Busy {
+        run: sent.run_id.clone(),
+        status: RunStatus::Running,
+    });
+    let err = t
+        .set_visibility(vec![(sent.message_id.clone(), HIDDEN)], Expect::Nothing)
+        .await
+        .unwrap_err();
+    assert_eq!(err, busy);
+    assert_eq!(t.regenerate(&sent.message_id).await.unwrap_err(), busy);
+    assert_eq!(t.read().await.unwrap(), before);
+    th.wait_until_idle().await.unwrap();
+    t.regenerate(&sent.message_id).await.unwrap();
+}
 
 /// Two full runs on `t1`: messages `one`, `re: one`, `two`, `re: two`.
 /// Returns the two sends.
@@ -45,19 +128,13 @@ async fn r1_regenerate_truncates_and_starts_a_run_from_the_message() {
 
     let regen = t.regenerate(&one.message_id).await.unwrap();
     assert_eq!(regen.from, one.message_id);
-    let th = s.rt.client("alice").thread("t1");
-    th.wait_until_idle().await.unwrap();
+    s.thread("t1").wait_until_idle().await.unwrap();
     let after = t.read().await.unwrap();
     assert_eq!(stored_texts(&after.messages), ["one", "re: one"]);
-    assert_eq!(
-        after.messages[0], before.messages[0],
-        "the message kept as is"
-    );
-    assert!(after.messages[1].id != before.messages[1].id, "a new reply");
-    assert_eq!(
-        after.messages[1].pai.run_id.as_deref(),
-        Some(regen.run.as_str())
-    );
+    let (kept, reply) = (&after.messages[0], &after.messages[1]);
+    assert_eq!(*kept, before.messages[0], "the message kept as is");
+    assert!(reply.id != before.messages[1].id, "a new reply");
+    assert_eq!(reply.pai.run_id.as_deref(), Some(regen.run.as_str()));
     let run = after.runs.iter().find(|r| r.id == regen.run).unwrap();
     assert_eq!(
         (run.status, run.trigger.as_str()),
@@ -65,9 +142,9 @@ async fn r1_regenerate_truncates_and_starts_a_run_from_the_message() {
     );
     let request = s.model.seen().last().cloned().unwrap();
     assert_eq!(request.run_id, regen.run);
+    let one_only = [ModelMessage::user("one")];
     assert_eq!(
-        request.messages,
-        [ModelMessage::user("one")],
+        request.messages, one_only,
         "no removed message reaches the model"
     );
     let rewritten: Vec<_> = s.events.pick(|k| match k {
@@ -292,25 +369,14 @@ async fn r3_history_rewritten_runs_after_commit_and_coalesces() {
     let s = facade_setup(vec![Box::new(r)]).store(store).build();
     let (one, two) = two_runs(&s).await;
     let t = s.rt.admin().thread("t1");
-    let hide = |id: &str, v: Visibility| vec![(id.to_string(), v)];
-    let a = t
-        .set_visibility(hide(&one.message_id, HIDDEN), Expect::Nothing)
-        .await
-        .unwrap();
+    let set = |id: &str, v: Visibility| t.set_visibility(vec![(id.into(), v)], Expect::Nothing);
+    let a = set(&one.message_id, HIDDEN).await.unwrap();
     // Let the first delivery start its slow call.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert!(
-        delivered.lock().unwrap().is_empty(),
-        "the first call is still running"
-    );
-    let b = t
-        .set_visibility(hide(&two.message_id, HIDDEN), Expect::Nothing)
-        .await
-        .unwrap();
-    let c = t
-        .set_visibility(hide(&one.message_id, Visibility::ALL), Expect::Nothing)
-        .await
-        .unwrap();
+    let running = delivered.lock().unwrap().is_empty();
+    assert!(running, "the first call is still running");
+    let b = set(&two.message_id, HIDDEN).await.unwrap();
+    let c = set(&one.message_id, Visibility::ALL).await.unwrap();
     tokio::time::sleep(Duration::from_secs(60)).await;
     let got: Vec<(Vec<u64>, u64)> = delivered
         .lock()
@@ -326,11 +392,8 @@ async fn r3_history_rewritten_runs_after_commit_and_coalesces() {
         ],
         "one call for A (after its commit), one for B and C together"
     );
-    assert_eq!(
-        max_in_flight.load(Ordering::SeqCst),
-        1,
-        "serialized per thread"
-    );
+    let in_flight = max_in_flight.load(Ordering::SeqCst);
+    assert_eq!(in_flight, 1, "serialized per thread");
     let facts = delivered.lock().unwrap()[1].0.clone();
     assert_eq!(
         facts[1].kind,
