@@ -21,7 +21,7 @@ use proptest::test_runner::FileFailurePersistence;
 use serde_json::{Value, json};
 
 use crate::common;
-use common::{CountingIds, StillClock};
+use common::{CountingIds, ScriptedModel, StillClock};
 
 /// The tools a scripted step may call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,19 +145,6 @@ impl LanguageModel for Main {
     }
 }
 
-/// The summary model (its requests are not checked: it is no step's model).
-struct Summarizer;
-
-impl LanguageModel for Summarizer {
-    fn stream<'a>(&'a self, _: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
-        let parts = vec![
-            StreamPart::TextDelta("summary".into()),
-            StreamPart::Finish(FinishReason::Stop),
-        ];
-        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
-    }
-}
-
 fn runtime(main: Arc<Main>) -> Runtime<()> {
     let ok = typed_tool("ok", "answers", false, |_cx, _i: Value| async move {
         Ok::<_, ToolError>(json!({"ok": true}))
@@ -189,7 +176,8 @@ fn runtime(main: Arc<Main>) -> Runtime<()> {
             false => ToolCallDecision::Continue,
         }))
     });
-    let compaction = Compaction::new(4, 1, Arc::new(Summarizer));
+    // The summary model (its requests are not checked: it is no step's model).
+    let compaction = Compaction::new(4, 1, ScriptedModel::text("summary"));
     let agent = Agent::new("a", "m")
         .typed_tool(&ok)
         .typed_tool(&fail)

@@ -5,44 +5,30 @@
 use std::sync::{Arc, Mutex};
 
 use pai_runtime::{
-    AfterStepDecision, Agent, BoxStream, BuildError, ClientError, FinishReason, HookFuture,
-    LanguageModel, ModelError, ModelMap, ModelRequest, Part, ReadyStream, ResultSource, Role,
-    RunDecision, RunStatus, Runtime, StreamPart, ToolError, ToolResultDecision, ToolStatus,
-    TypedTool, client_tool, compose, hook, typed_tool,
+    AfterStepDecision, Agent, BuildError, ClientError, FinishReason, HookFuture, LanguageModel,
+    ModelMap, Part, ResultSource, Role, RunDecision, RunStatus, Runtime, StreamPart, ToolError,
+    ToolResultDecision, ToolStatus, TypedTool, client_tool, compose, hook, typed_tool,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::common;
-use common::{CountingIds, StillClock};
+use common::{CountingIds, ScriptedModel, StillClock, Turn};
 
 /// Step 0 calls `add` (backend), `send` (approval) and `pick` (client);
-/// later steps answer with the text of every model message they were sent.
-struct Model;
-impl LanguageModel for Model {
-    fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
-        let parts = if r.step == 0 {
-            let call = |id: &str, tool: &str, input: Value| StreamPart::tool_call(id, tool, input);
-            vec![
-                call("c1", "add", json!({"a": 2, "b": 3})),
-                call("c2", "send", json!({"to": "bob"})),
-                call("c3", "pick", json!({"options": ["x", "y"]})),
-                StreamPart::Finish(FinishReason::ToolCalls),
-            ]
-        } else {
-            let seen: Vec<String> = r
-                .messages
-                .iter()
-                .filter(|m| m.role == Role::System)
-                .map(|m| format!("{:?}", m.content))
-                .collect();
-            vec![
-                StreamPart::TextDelta(format!("done; system: {}", seen.len()).into()),
-                StreamPart::Finish(FinishReason::Stop),
-            ]
-        };
-        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
-    }
+/// later steps answer with how many system messages they were sent.
+fn model() -> Arc<ScriptedModel> {
+    ScriptedModel::by(|r, _| match r.step {
+        0 => Turn::calls([
+            ("c1", "add", json!({"a": 2, "b": 3})),
+            ("c2", "send", json!({"to": "bob"})),
+            ("c3", "pick", json!({"options": ["x", "y"]})),
+        ]),
+        _ => {
+            let system = r.messages.iter().filter(|m| m.role == Role::System);
+            Turn::text(format!("done; system: {}", system.count()))
+        }
+    })
 }
 
 #[derive(Deserialize)]
@@ -153,7 +139,7 @@ fn runtime(seen: Seen, complete: bool) -> Runtime<()> {
             Box::new(remember),
             Box::new(finish),
         ]));
-    build(agent, Arc::new(Model))
+    build(agent, model())
 }
 
 fn results(messages: &[pai_runtime::Message]) -> Vec<(String, ResultSource, Value)> {
@@ -426,7 +412,7 @@ fn runtime_with(hooks: Vec<Box<dyn pai_runtime::Lifecycle<()>>>, panics: bool) -
             Ok(())
         })
         .lifecycle(compose(hooks));
-    build(agent, Arc::new(Model))
+    build(agent, model())
 }
 
 /// SPEC X2, T6: a panic in an on_output handler fails the run.
@@ -493,19 +479,15 @@ async fn l12_a_response_on_resume_still_ends_every_waiting_call() {
 }
 
 /// A model whose step 0 calls a slow backend tool beside an approval call.
-struct SlowModel;
-impl LanguageModel for SlowModel {
-    fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
-        let parts = match r.step {
-            0 => vec![
-                StreamPart::tool_call("c1", "slow", json!({})),
-                StreamPart::tool_call("c2", "send", json!({"to": "bob"})),
-                StreamPart::Finish(FinishReason::ToolCalls),
-            ],
-            _ => vec![StreamPart::Finish(FinishReason::Stop)],
-        };
-        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
-    }
+fn slow_model() -> Arc<ScriptedModel> {
+    let calls = [
+        ("c1", "slow", json!({})),
+        ("c2", "send", json!({"to": "bob"})),
+    ];
+    ScriptedModel::by(move |r, _| match r.step {
+        0 => Turn::calls(calls.clone()),
+        _ => Turn::Parts(vec![StreamPart::Finish(FinishReason::Stop)]),
+    })
 }
 
 /// SPEC T8, K5: a cancel while a backend tool runs beside a pending
@@ -525,7 +507,7 @@ async fn t8_a_cancel_beside_a_pending_call_gives_each_call_one_result() {
     let agent = Agent::<()>::new("a", "m")
         .typed_tool(&slow)
         .typed_tool(&send);
-    let rt = build(agent, Arc::new(SlowModel));
+    let rt = build(agent, slow_model());
     let thread = rt.client("alice").thread("t1");
     thread.send("go").await.unwrap();
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;

@@ -11,15 +11,14 @@ use std::time::Duration;
 
 use pai_runtime::{AdminOp, AdminReply, ClientOp, RunOp, RunReply};
 use pai_runtime::{
-    Agent, BoxStream, Clock, Event, EventKind, EventSink, FinishReason, HookFuture, LanguageModel,
-    MemoryStore, Millis, ModelError, ModelMap, ModelRequest, Part, ReadyStream, RunStatus, Runtime,
-    Store, StoreError, StoreFuture, StoreReply, StoreRequest, StreamPart, ToolCx, ToolError,
-    WorkerConfig, tool_fn,
+    Agent, Clock, EventKind, HookFuture, MemoryStore, Millis, ModelMap, Part, RunStatus, Runtime,
+    Store, StoreError, StoreFuture, StoreReply, StoreRequest, ToolCx, ToolError, WorkerConfig,
+    tool_fn,
 };
 use serde_json::{Value, json};
 
 use crate::common;
-use common::CountingIds;
+use common::{CountingIds, RecordingSink, ScriptedModel, Turn};
 
 /// Tokio's paused time, from the test's start.
 struct TokioClock(tokio::time::Instant);
@@ -50,29 +49,11 @@ impl Store for Link {
 }
 
 /// Step 0 asks for `charge`; step 1 answers.
-struct Model;
-impl LanguageModel for Model {
-    fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
-        let parts = match r.step {
-            0 => vec![
-                StreamPart::tool_call("c1", "charge", json!({"amount": 3})),
-                StreamPart::Finish(FinishReason::ToolCalls),
-            ],
-            _ => vec![
-                StreamPart::TextDelta("charged".into()),
-                StreamPart::Finish(FinishReason::Stop),
-            ],
-        };
-        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
-    }
-}
-
-#[derive(Default)]
-struct Log(Mutex<Vec<Event>>);
-impl EventSink for Log {
-    fn record(&self, e: Event) {
-        self.0.lock().unwrap().push(e);
-    }
+fn model() -> Arc<ScriptedModel> {
+    ScriptedModel::by(|r, _| match r.step {
+        0 => Turn::call("c1", "charge", json!({"amount": 3})),
+        _ => Turn::text("charged"),
+    })
 }
 
 /// Each start of `charge`: the idempotency key it was given.
@@ -81,7 +62,12 @@ type Starts = Arc<Mutex<Vec<String>>>;
 fn runtime(
     worker: WorkerConfig,
     link: Link,
-    (clock, ids, log, starts): (&Arc<TokioClock>, &Arc<CountingIds>, &Arc<Log>, &Starts),
+    (clock, ids, log, starts): (
+        &Arc<TokioClock>,
+        &Arc<CountingIds>,
+        &Arc<RecordingSink>,
+        &Starts,
+    ),
 ) -> Runtime<()> {
     let starts = starts.clone();
     let charge = tool_fn(
@@ -97,7 +83,7 @@ fn runtime(
     );
     let agent = Agent::new("agent", "m").tool(charge);
     Runtime::builder(agent, ())
-        .models(ModelMap::new().with("m", Arc::new(Model)))
+        .models(ModelMap::new().with("m", model()))
         .clock(clock.clone())
         .ids(ids.clone())
         .events(log.clone())
@@ -153,7 +139,7 @@ async fn k3_a_cut_off_worker_is_taken_over_and_the_call_runs_again_under_its_key
         .filter(|p| matches!(p, Part::ToolResult { call_id, .. } if call_id == "c1"))
         .count();
     assert_eq!(results, 1, "the call's result is committed once");
-    let events = log.0.lock().unwrap();
+    let events = log.events();
     let by = |w: &str, f: fn(&EventKind) -> bool| {
         events
             .iter()
