@@ -158,19 +158,17 @@ fn results(messages: &[pai_runtime::Message]) -> Vec<(String, ResultSource, Valu
         .collect()
 }
 
-/// SPEC T7, T9, K5, T6, L1, L13: a step with a backend, an approval and a
-/// client call commits the backend result and waits; answers are checked;
-/// the last answer resumes the run in a new episode where the approved
-/// call runs once with its idempotency key, every result passes
-/// after_tool_result, metadata and the hidden message survive the wait.
+/// SPEC T7, T9: a step with a backend, an approval and a client call
+/// commits the backend result and waits (a watcher hears on what, the run
+/// holds no lease, a later send queues); wrong answers change nothing, an
+/// answer is taken once, and the run waits until the last one.
 #[tokio::test]
-async fn t7_t9_approval_and_client_calls_wait_and_resume() {
-    let seen = Seen::default();
-    let rt = runtime(seen.clone(), false);
+async fn t7_t9_approval_and_client_calls_wait_and_answers_are_checked() {
+    let rt = runtime(Seen::default(), false);
     let client = rt.client("alice");
     let thread = client.thread("t1");
     let mut watch = thread.watch(vec![]).await.unwrap();
-    let first = thread.send("mail bob").await.unwrap();
+    thread.send("mail bob").await.unwrap();
     let state = thread.wait_until_idle().await.unwrap();
     let mut told = Vec::new();
     while let Some(e) = watch.try_next() {
@@ -198,7 +196,7 @@ async fn t7_t9_approval_and_client_calls_wait_and_resume() {
         "the backend result is committed"
     );
     // T9: a later send queues behind the waiting run.
-    let second = thread.send("and then?").await.unwrap();
+    thread.send("and then?").await.unwrap();
     assert_eq!(
         thread.state().await.unwrap().runs[1].status,
         RunStatus::Queued
@@ -228,10 +226,23 @@ async fn t7_t9_approval_and_client_calls_wait_and_resume() {
         thread.state().await.unwrap().runs[0].status,
         RunStatus::Waiting
     );
-    thread
-        .submit_tool_result("c3", json!({"choice": "x"}))
-        .await
-        .unwrap();
+}
+
+/// SPEC T9, K5, T6, L1, L13: the last answer resumes the run in a new
+/// episode where the approved call runs once with its idempotency key,
+/// every result passes after_tool_result, metadata and the hidden message
+/// survive the wait, and the queued run runs after it.
+#[tokio::test]
+async fn t9_the_last_answer_resumes_the_run() {
+    let seen = Seen::default();
+    let rt = runtime(seen.clone(), false);
+    let thread = rt.client("alice").thread("t1");
+    let first = thread.send("mail bob").await.unwrap();
+    thread.wait_until_idle().await.unwrap();
+    let second = thread.send("and then?").await.unwrap();
+    thread.approve("c2").await.unwrap();
+    let answer = json!({"choice": "x"});
+    thread.submit_tool_result("c3", answer).await.unwrap();
     let state = thread.wait_until_idle().await.unwrap();
 
     let stored = rt.inspect("t1").await.unwrap().unwrap();
