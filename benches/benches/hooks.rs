@@ -28,7 +28,7 @@ use pai_runtime::{
     Composed, HookCx, Lifecycle, ModelMessage, Patch, Route, StepDecision, StepInput,
 };
 
-#[path = "../../runtime/tests/it/common/mod.rs"]
+#[path = "../../runtime/tests/it/common/drive.rs"]
 mod common;
 #[path = "support/report.rs"]
 mod report;

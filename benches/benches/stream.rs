@@ -13,7 +13,7 @@
 use criterion::{Criterion, Throughput, criterion_group};
 use pai_runtime::{Emit, Pattern, StreamPart, redact_text_deltas};
 
-#[path = "../../runtime/tests/it/common/mod.rs"]
+#[path = "../../runtime/tests/it/common/drive.rs"]
 mod common;
 #[path = "support/report.rs"]
 mod report;
