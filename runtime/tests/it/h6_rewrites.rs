@@ -222,6 +222,56 @@ fn unpaired(messages: &[ModelMessage]) -> Option<String> {
     None
 }
 
+/// Answers every waiting call (approving or denying the approvals);
+/// `false` when the thread could not be read.
+async fn answer_waiting(th: &pai_runtime::ThreadHandle<()>, approve: bool) -> bool {
+    let Ok(state) = th.state().await else {
+        return false;
+    };
+    let waiting = state
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Waiting)
+        .flat_map(|r| r.waiting.clone());
+    for call in waiting {
+        let _ = match (call.kind, approve) {
+            (ToolKind::Client, _) => th.submit_tool_result(&call.call_id, json!("picked")).await,
+            (_, true) => th.approve(&call.call_id).await,
+            (_, false) => th.deny(&call.call_id, "no").await,
+        };
+    }
+    true
+}
+
+/// Regenerates from the `k`-th user message (modulo their number);
+/// `false` when the thread could not be read.
+async fn regenerate_one(admin: &pai_runtime::AdminThread<()>, k: usize) -> bool {
+    let Ok(stored) = admin.read().await else {
+        return false;
+    };
+    let users: Vec<String> = stored
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| m.id.clone())
+        .collect();
+    if !users.is_empty() {
+        let _ = admin.regenerate(&users[k % users.len()]).await;
+    }
+    true
+}
+
+/// Sets the `k`-th stored message's visibility (modulo their number).
+async fn set_visibility_of(admin: &pai_runtime::AdminThread<()>, k: usize, v: Visibility) {
+    let Ok(stored) = admin.read().await else {
+        return;
+    };
+    if !stored.messages.is_empty() {
+        let id = stored.messages[k % stored.messages.len()].id.clone();
+        let _ = admin.set_visibility(vec![(id, v)], Expect::Nothing).await;
+    }
+}
+
 /// Runs `ops` on one thread and checks every context the main model got.
 async fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let main = Arc::new(Main::default());
@@ -250,56 +300,29 @@ async fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 pass().await;
             }
             Op::Answer { approve } => {
-                let Ok(state) = th.state().await else {
-                    continue;
-                };
-                let waiting = state
-                    .runs
-                    .iter()
-                    .filter(|r| r.status == RunStatus::Waiting)
-                    .flat_map(|r| r.waiting.clone());
-                for call in waiting {
-                    let _ = match (call.kind, approve) {
-                        (ToolKind::Client, _) => {
-                            th.submit_tool_result(&call.call_id, json!("picked")).await
-                        }
-                        (_, true) => th.approve(&call.call_id).await,
-                        (_, false) => th.deny(&call.call_id, "no").await,
-                    };
+                if answer_waiting(&th, approve).await {
+                    pass().await;
                 }
-                pass().await;
             }
             Op::Regenerate(k) => {
-                let Ok(stored) = admin.read().await else {
-                    continue;
-                };
-                let users: Vec<String> = stored
-                    .messages
-                    .iter()
-                    .filter(|m| m.role == Role::User)
-                    .map(|m| m.id.clone())
-                    .collect();
-                if !users.is_empty() {
-                    let _ = admin.regenerate(&users[k % users.len()]).await;
+                if regenerate_one(&admin, k).await {
+                    pass().await;
                 }
-                pass().await;
             }
             Op::Visibility {
                 k,
                 transcript,
                 context,
             } => {
-                let Ok(stored) = admin.read().await else {
-                    continue;
-                };
-                if !stored.messages.is_empty() {
-                    let id = stored.messages[k % stored.messages.len()].id.clone();
-                    let v = Visibility {
+                set_visibility_of(
+                    &admin,
+                    k,
+                    Visibility {
                         transcript,
                         context,
-                    };
-                    let _ = admin.set_visibility(vec![(id, v)], Expect::Nothing).await;
-                }
+                    },
+                )
+                .await
             }
             Op::Settle => {
                 if sends > 0 {
