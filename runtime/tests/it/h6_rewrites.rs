@@ -11,17 +11,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pai_runtime::{
-    Agent, BoxStream, Compaction, Expect, FinishReason, HookFuture, LanguageModel, ModelContent,
-    ModelError, ModelMap, ModelMessage, ModelRequest, Part, ReadyStream, Role, RunStatus, Runtime,
-    StreamPart, ToolCallDecision, ToolError, ToolKind, Visibility, client_tool, compose, hook,
-    typed_tool,
+    Agent, Compaction, Expect, HookFuture, ModelContent, ModelMap, ModelMessage, Part, Role,
+    RunStatus, Runtime, ToolCallDecision, ToolError, ToolKind, Visibility, client_tool, compose,
+    hook, typed_tool,
 };
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use serde_json::{Value, json};
 
 use crate::common;
-use common::{CountingIds, ScriptedModel, StillClock};
+use common::{CountingIds, ScriptedModel, StillClock, Turn};
 
 /// The tools a scripted step may call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,42 +109,36 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// The plans of the main model's next calls, oldest first.
+type Plans = Arc<Mutex<VecDeque<Plan>>>;
+
 /// The main model: each call takes the next queued plan (a text answer
-/// when none is left) and records the request it was sent.
-#[derive(Default)]
-struct Main {
-    plans: Mutex<VecDeque<Plan>>,
-    calls: Mutex<u64>,
-    seen: Mutex<Vec<ModelRequest>>,
-}
-
-impl LanguageModel for Main {
-    fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
-        self.seen.lock().unwrap().push(r.clone());
-        let plan = self.plans.lock().unwrap().pop_front().unwrap_or_default();
-        let mut parts: Vec<StreamPart> = Vec::new();
-        for (tool, reject) in &plan {
-            let mut n = self.calls.lock().unwrap();
-            *n += 1;
-            parts.push(StreamPart::tool_call(
-                format!("c{n}"),
-                tool.name(),
-                json!({ "reject": reject }),
-            ));
+/// when none is left); call ids count up over the whole test.
+fn main_model(plans: Plans) -> Arc<ScriptedModel> {
+    let calls = Mutex::new(0u64);
+    ScriptedModel::by(move |_, _| {
+        let plan = plans.lock().unwrap().pop_front().unwrap_or_default();
+        if plan.is_empty() {
+            return Turn::text("done");
         }
-        let finish = match plan.is_empty() {
-            true => {
-                parts.push(StreamPart::TextDelta("done".into()));
-                FinishReason::Stop
-            }
-            false => FinishReason::ToolCalls,
-        };
-        parts.push(StreamPart::Finish(finish));
-        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
-    }
+        let mut n = calls.lock().unwrap();
+        let ids: Vec<String> = plan
+            .iter()
+            .map(|_| {
+                *n += 1;
+                format!("c{n}")
+            })
+            .collect();
+        let calls = plan.iter().zip(&ids);
+        Turn::calls(
+            calls.map(|((tool, reject), id)| {
+                (id.as_str(), tool.name(), json!({ "reject": reject }))
+            }),
+        )
+    })
 }
 
-fn runtime(main: Arc<Main>) -> Runtime<()> {
+fn runtime(main: Arc<ScriptedModel>) -> Runtime<()> {
     let ok = typed_tool("ok", "answers", false, |_cx, _i: Value| async move {
         Ok::<_, ToolError>(json!({"ok": true}))
     });
@@ -274,7 +267,8 @@ async fn set_visibility_of(admin: &pai_runtime::AdminThread<()>, k: usize, v: Vi
 
 /// Runs `ops` on one thread and checks every context the main model got.
 async fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let main = Arc::new(Main::default());
+    let plans_queue = Plans::default();
+    let main = main_model(plans_queue.clone());
     let rt = runtime(main.clone());
     let th = rt.client("alice").thread("t1");
     let admin = rt.admin().thread("t1");
@@ -287,7 +281,7 @@ async fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
     for op in ops {
         match op {
             Op::Send { plans, settle: s } => {
-                main.plans.lock().unwrap().extend(plans);
+                plans_queue.lock().unwrap().extend(plans);
                 sends += 1;
                 th.send(format!("message {sends}")).await.unwrap();
                 match s {
@@ -331,7 +325,7 @@ async fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
         }
     }
-    let seen = main.seen.lock().unwrap().clone();
+    let seen = main.seen();
     for r in &seen {
         if let Some(wrong) = unpaired(&r.messages) {
             return Err(TestCaseError::fail(format!(
@@ -408,11 +402,8 @@ fn h6_checker_catches_unpaired_contexts() {
 fn h6_hiding_a_call_or_its_result_keeps_contexts_paired() {
     block_on(async {
         for hide_call in [false, true] {
-            let main = Arc::new(Main::default());
-            main.plans
-                .lock()
-                .unwrap()
-                .push_back(vec![(Tool::Ok, false)]);
+            let plans = Plans::new(Mutex::new(VecDeque::from([vec![(Tool::Ok, false)]])));
+            let main = main_model(plans);
             let rt = runtime(main.clone());
             let th = rt.client("alice").thread("t1");
             th.send("first").await.unwrap();
@@ -441,7 +432,7 @@ fn h6_hiding_a_call_or_its_result_keeps_contexts_paired() {
                 .unwrap();
             th.send("second").await.unwrap();
             th.wait_until_idle().await.unwrap();
-            let last = main.seen.lock().unwrap().last().cloned().unwrap();
+            let last = main.seen().last().cloned().unwrap();
             assert_eq!(unpaired(&last.messages), None, "{:#?}", last.messages);
             let calls = last
                 .messages
