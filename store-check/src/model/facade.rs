@@ -333,8 +333,7 @@ fn mutate_on(
     for w in writes {
         apply_write(th, w, &mut done);
     }
-    th.version += 1;
-    done.version = th.version;
+    done.version = th.commit();
     Ok(done)
 }
 
@@ -402,7 +401,7 @@ fn regenerate_on(
         apply_write(th, w, &mut done);
     }
     th.admit(new_run, from);
-    th.version += 1;
+    th.commit();
     Ok(Regeneration {
         version: th.version,
         incarnation: th.incarnation,

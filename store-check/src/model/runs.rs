@@ -63,8 +63,7 @@ impl Model {
         let th = &mut self.threads[t];
         th.touch(now);
         // H1: a renewal and a new episode are lease revisions: one commit each.
-        th.version += 1;
-        let version = th.version;
+        let version = th.commit();
         if !next {
             let cancel_requested = th.cancel_requested(&run);
             let reply = StoreReply::Run(RunReply::Renewed {
@@ -179,7 +178,7 @@ impl Model {
             r.metadata = Some(value);
         }
         // MemoryStore counts a run-metadata write as a commit (H1).
-        th.version += 1;
+        th.commit();
         th.touch(now);
         Step::call(
             request,
@@ -308,9 +307,8 @@ impl Model {
         if early {
             r.waiting = calls;
             r.calls_closed = false;
-            th.version += 1;
+            let version = th.commit();
             th.touch(now);
-            let version = th.version;
             return Step::call(
                 request,
                 Ok(StoreReply::Run(RunReply::Awaited { version })),
@@ -328,7 +326,7 @@ impl Model {
         r.waiting = calls.clone();
         r.calls_closed = false;
         th.release(&run);
-        th.version += 1;
+        th.commit();
         let reply = StoreReply::Run(RunReply::Waited(Some((calls, th.version))));
         Step::call(request, Ok(reply), rule)
     }
@@ -436,7 +434,7 @@ fn finish_on(
     th.finish_run(run, status, outcome, Reason::Exact(reason));
     // H1: a run's end is one commit. MemoryStore queues the run the newest
     // leftover steer starts behind any queued runs.
-    th.version += 1;
+    th.commit();
     let steers = std::mem::take(&mut th.steers);
     let admitted = steers.last().cloned().zip(next_run).map(|(steer, next)| {
         th.admit(&next, &steer);
@@ -503,8 +501,7 @@ fn claim_on(
     };
     let floor = th.lease.token;
     // H1: a claim is a run status change and a lease revision: one commit.
-    th.version += 1;
-    let version = th.version;
+    let version = th.commit();
     th.lease.holder = Some(run.clone());
     th.lease.worker = Some(worker.to_string());
     th.lease.token_known = false;
