@@ -31,7 +31,7 @@ use pai_runtime::{
     model::{Patch, Route},
 };
 
-#[path = "../../runtime/tests/it/common.rs"]
+#[path = "../../runtime/tests/it/common/drive.rs"]
 mod common;
 #[path = "support/report.rs"]
 mod report;

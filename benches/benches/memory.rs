@@ -17,7 +17,7 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-#[path = "../../runtime/tests/it/common.rs"]
+#[path = "../../runtime/tests/it/common/drive.rs"]
 mod common;
 #[path = "support/report.rs"]
 mod report;

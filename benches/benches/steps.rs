@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group};
 
-#[path = "../../runtime/tests/it/common.rs"]
+#[path = "../../runtime/tests/it/common/drive.rs"]
 mod common;
 #[path = "support/report.rs"]
 mod report;

@@ -17,7 +17,7 @@ use pai_runtime::{
     text::{Pattern, redact_text_deltas},
 };
 
-#[path = "../../runtime/tests/it/common.rs"]
+#[path = "../../runtime/tests/it/common/drive.rs"]
 mod common;
 #[path = "support/report.rs"]
 mod report;

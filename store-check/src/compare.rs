@@ -54,7 +54,12 @@ pub(crate) fn compare_thread(
         return same("exists (incarnation)", "H5", &None, &exists(Some(got)));
     }
     same("id", "H4", &model.id, &got.id)?;
-    same("agent", "H4", &model.agent, &got.agent)?;
+    same(
+        "agent",
+        "H4",
+        &crate::model::thread::AGENT.to_string(),
+        &got.agent,
+    )?;
     same("owner", "H4", &model.owner, &got.owner)?;
     same("incarnation", "H5", &model.incarnation, &got.incarnation)?;
     same("version", "H1", &model.version, &got.version)?;

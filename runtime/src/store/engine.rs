@@ -23,7 +23,10 @@ pub(crate) fn claim_first(
     ttl: Option<Millis>,
     now: Millis,
 ) -> Option<Claimed> {
-    rec.claim(id, worker, ttl, now)
+    let mark = rec.commit_mark();
+    let claimed = rec.claim(id, worker, ttl, now);
+    rec.debug_check_commit(mark);
+    claimed
 }
 
 /// Applies an operation on thread `thread` as one transaction. `slot`
@@ -55,18 +58,18 @@ pub(crate) fn apply_existing(
     op: Op,
     now: Millis,
 ) -> Result<StoreReply, StoreError> {
-    match op {
+    let mark = rec.commit_mark();
+    let reply = match op {
         Op::Admin(op) => admin_op(rec, thread, op, now).map(StoreReply::Admin),
         Op::Client {
             agent,
             owner,
             op: op @ (ClientOp::Open | ClientOp::Submit { .. }),
         } => open(rec, (thread, &agent, &owner), op).map(StoreReply::Client),
-        op => {
-            live_incarnation(rec, thread, op.run())?;
-            on_live(rec, thread, op, now)
-        }
-    }
+        op => live_incarnation(rec, thread, op.run()).and_then(|()| on_live(rec, thread, op, now)),
+    };
+    rec.debug_check_commit(mark);
+    reply
 }
 
 /// An operation on a live thread, by its group.
@@ -109,7 +112,9 @@ pub(crate) fn apply_missing(
             op: op @ (ClientOp::Open | ClientOp::Submit { .. }),
         } => {
             let mut rec = ThreadRec::new(&agent, &owner);
+            let mark = rec.commit_mark();
             let reply = open(&mut rec, (thread, &agent, &owner), op).map(StoreReply::Client);
+            rec.debug_check_commit(mark);
             (reply, Some(rec))
         }
         _ => (Err(StoreError::NoThread(thread.to_string())), None),

@@ -77,6 +77,13 @@ pub(crate) struct ThreadRec {
     retired: BTreeMap<String, u64>,
 }
 
+/// A record's version and next sequence number, taken before a request.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CommitMark {
+    version: u64,
+    next_seq: u64,
+}
+
 impl ThreadRec {
     pub(super) fn new(agent: &str, owner: &str) -> ThreadRec {
         ThreadRec {
@@ -125,6 +132,43 @@ impl ThreadRec {
         Appended {
             version: self.version,
             first_seq,
+        }
+    }
+
+    /// The version and next sequence number before a request: what
+    /// [`ThreadRec::debug_check_commit`] compares the record with after it.
+    pub(crate) fn commit_mark(&self) -> CommitMark {
+        CommitMark {
+            version: self.version,
+            next_seq: self.next_seq,
+        }
+    }
+
+    /// Post-conditions of one request (SPEC H1), checked in debug builds:
+    /// it is at most one commit (the version goes up by 0 or exactly 1,
+    /// and by 1 when it stored a message), and the messages it appended
+    /// carry the consecutive sequence numbers from the mark's on, in order.
+    /// Cheap: it reads only the newly appended tail.
+    pub(crate) fn debug_check_commit(&self, mark: CommitMark) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        let grew = self.version.wrapping_sub(mark.version);
+        debug_assert!(grew <= 1, "one request, {grew} commits (H1)");
+        debug_assert!(self.next_seq >= mark.next_seq, "sequence numbers reused");
+        let appended = (self.next_seq - mark.next_seq) as usize;
+        debug_assert!(
+            appended == 0 || grew == 1,
+            "messages stored without a commit"
+        );
+        debug_assert!(appended <= self.messages.len(), "appended messages missing");
+        let tail = &self.messages[self.messages.len().saturating_sub(appended)..];
+        for (k, m) in tail.iter().enumerate() {
+            debug_assert_eq!(m.seq, mark.next_seq + k as u64, "seqs not consecutive");
+        }
+        let before = self.messages.len() - tail.len();
+        if before > 0 {
+            debug_assert!(self.messages[before - 1].seq < mark.next_seq, "seq order");
         }
     }
 

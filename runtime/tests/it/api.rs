@@ -5,36 +5,21 @@
 use std::sync::{Arc, Mutex};
 
 use pai_runtime::{
-    Agent, HookError, HookFuture, LanguageModel, ModelError, ModelRequest, Role, Runtime,
-    StreamPart, compose,
+    Agent, HookError, HookFuture, LanguageModel, Role, Runtime, compose,
     event::LiveEvent,
     hook,
     hook::RunDecision,
     message::{ModelContent, ModelMessage},
-    model::{BoxStream, FinishReason, ModelMap, Patch, ReadyStream},
+    model::{ModelMap, Patch},
     store::RunStatus,
 };
 use serde_json::Value;
 
 use crate::common;
-use common::{CountingIds, StillClock};
+use common::{CountingIds, ScriptedModel, StillClock};
 
-/// Answers "ok" and keeps every request.
-#[derive(Default)]
-struct Recording(Mutex<Vec<ModelRequest>>);
-
-impl LanguageModel for Recording {
-    fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
-        self.0.lock().unwrap().push(r.clone());
-        let parts = vec![
-            StreamPart::TextDelta("ok".into()),
-            StreamPart::Finish(FinishReason::Stop),
-        ];
-        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
-    }
-}
-
-fn runtime(agent: Agent<()>, model: Arc<Recording>) -> Runtime<()> {
+/// A runtime without an event sink or a store of the test's own.
+fn runtime(agent: Agent<()>, model: Arc<ScriptedModel>) -> Runtime<()> {
     Runtime::builder(agent, ())
         .models(ModelMap::new().with("m", model))
         .clock(Arc::new(StillClock))
@@ -54,7 +39,7 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
 fn names_and_ids_come_from_the_agent_and_the_id_source() {
     let agent: Agent<()> = Agent::new("calc", "m");
     assert_eq!(agent.name(), "calc");
-    let rt = runtime(agent, Arc::default());
+    let rt = runtime(agent, ScriptedModel::text("ok"));
     let client = rt.client("alice");
     assert_eq!(client.new_thread_id(), "thr1");
     assert_eq!(client.thread("t9").id(), "t9");
@@ -63,7 +48,7 @@ fn names_and_ids_come_from_the_agent_and_the_id_source() {
 /// SPEC S2, H1: a watcher awaiting `next` hears the run's parts and commits.
 #[test]
 fn s2_a_watch_can_be_awaited() {
-    let rt = runtime(Agent::new("a", "m"), Arc::default());
+    let rt = runtime(Agent::new("a", "m"), ScriptedModel::text("ok"));
     block_on(async {
         let t = rt.client("u").thread("t");
         let mut watch = t.watch(Vec::new()).await.unwrap();
@@ -95,7 +80,7 @@ fn l4_a_failure_deep_in_nested_compositions_still_fails_the_run() {
     let inner = compose::<()>(vec![Box::new(failing)]);
     let agent =
         Agent::new("a", "m").lifecycle(compose(vec![Box::new(swallowing), Box::new(inner)]));
-    let model = Arc::new(Recording::default());
+    let model = ScriptedModel::text("ok");
     let rt = runtime(agent, model.clone());
     let state = block_on(async {
         let t = rt.client("u").thread("t");
@@ -104,10 +89,7 @@ fn l4_a_failure_deep_in_nested_compositions_still_fails_the_run() {
     });
     assert_eq!(state.runs[0].status, RunStatus::Failed);
     assert_eq!(state.runs[0].reason.as_deref(), Some("index unavailable"));
-    assert!(
-        model.0.lock().unwrap().is_empty(),
-        "no model call after the failure"
-    );
+    assert!(model.calls() == 0, "no model call after the failure");
 }
 
 /// SPEC H6, P4: a run patch may append any model-only message, even an
@@ -153,14 +135,15 @@ fn unanswered_call() -> ModelMessage {
 /// Runs one send with `hook` and checks the call it added got a result.
 fn check_paired(hook: impl pai_runtime::Lifecycle<()>) {
     let agent = Agent::new("a", "m").lifecycle(compose(vec![Box::new(hook)]));
-    let model = Arc::new(Recording::default());
+    let model = ScriptedModel::text("ok");
     let rt = runtime(agent, model.clone());
     block_on(async {
         let t = rt.client("u").thread("t");
         t.send("hi").await.unwrap();
         t.wait_until_idle().await.unwrap();
     });
-    let sent = &model.0.lock().unwrap()[0].messages;
+    let seen = model.seen();
+    let sent = &seen[0].messages;
     let last = sent.last().expect("messages");
     assert!(
         matches!(&last.content[0], ModelContent::ToolResult { call_id, is_error: true, .. } if call_id == "c1"),
@@ -191,7 +174,7 @@ fn lifecycles_name_themselves_for_the_log() {
 /// A provider registry that panics on its first lookup: a panic the step
 /// loop does not guard (the registry is the runtime's own seam).
 struct PanicsOnce {
-    model: Arc<Recording>,
+    model: Arc<ScriptedModel>,
     panicked: std::sync::atomic::AtomicBool,
 }
 
@@ -213,7 +196,7 @@ impl pai_runtime::model::ModelProvider for PanicsOnce {
 #[test]
 fn x2_a_panic_in_the_step_loop_fails_the_run_and_the_thread_goes_on() {
     let provider = PanicsOnce {
-        model: Arc::new(Recording::default()),
+        model: ScriptedModel::text("ok"),
         panicked: Default::default(),
     };
     let rt = Runtime::builder(Agent::new("a", "m"), ())
@@ -259,7 +242,7 @@ fn a1_after_step_sees_the_committed_message() {
         ),
         (Agent::new("a", "m"), false),
     ] {
-        let rt = runtime(agent, Arc::default());
+        let rt = runtime(agent, ScriptedModel::text("ok"));
         let stored = block_on(async {
             let t = rt.client("u").thread("t");
             t.send("hi").await.unwrap();

@@ -4,41 +4,31 @@
 use std::sync::Arc;
 
 use pai_runtime::{
-    Agent, ClientError, HookFuture, LanguageModel, Lifecycle, ModelError, ModelRequest, Part, Role,
-    Runtime, StoreError, StreamPart, ToolError, compose, hook,
+    Agent, ClientError, HookFuture, Lifecycle, Part, Role, Runtime, StoreError, ToolError, compose,
+    hook,
     hook::ToolCallDecision,
     message::{Producer, ResultSource},
-    model::{BoxStream, FinishReason, ModelMap, ReadyStream},
+    model::ModelMap,
     tool_fn,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::common;
-use common::{CountingIds, StillClock};
+use common::{CountingIds, ScriptedModel, StillClock, Turn};
 
-/// Calls `add` on its first call and answers with text on the second.
-struct MockModel;
-impl LanguageModel for MockModel {
-    fn stream<'a>(
-        &'a self,
-        request: &'a ModelRequest,
-    ) -> HookFuture<'a, Result<BoxStream, ModelError>> {
-        let parts = if request.step == 0 {
-            vec![
-                StreamPart::TextDelta("Adding.".into()),
-                StreamPart::tool_call("c1", "add", json!({"a": 2, "b": 3})),
-                StreamPart::tool_call("c2", "wipe", json!({})),
-                StreamPart::Finish(FinishReason::ToolCalls),
-            ]
-        } else {
-            vec![
-                StreamPart::TextDelta("The sum is 5.".into()),
-                StreamPart::Finish(FinishReason::Stop),
-            ]
-        };
-        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
-    }
+/// Calls `add` (and `wipe`) at step 0 and answers with text after.
+fn mock_model() -> Arc<ScriptedModel> {
+    ScriptedModel::by(|r, _| match r.step {
+        0 => {
+            let calls = [
+                ("c1", "add", json!({"a": 2, "b": 3})),
+                ("c2", "wipe", json!({})),
+            ];
+            Turn::calls(calls).after_text("Adding.")
+        }
+        _ => Turn::text("The sum is 5."),
+    })
 }
 
 #[derive(Deserialize)]
@@ -80,7 +70,7 @@ fn runtime() -> Runtime<()> {
         ))
         .lifecycle(compose(vec![Box::new(no_wipe())]));
     Runtime::builder(agent, ())
-        .models(ModelMap::new().with("mock", Arc::new(MockModel)))
+        .models(ModelMap::new().with("mock", mock_model()))
         .clock(Arc::new(StillClock))
         .ids(Arc::new(CountingIds::default()))
         .build()
@@ -162,18 +152,16 @@ fn a2_a_limit_of_zero_steps_is_refused_at_build() {
 }
 
 mod steering {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::{Arc, Mutex};
+
+    use std::sync::Arc;
     use std::time::Duration;
 
     use pai_runtime::{
-        Agent, Clock, HookFuture, LanguageModel, Lifecycle, Millis, ModelError, ModelRequest, Role,
-        Runtime, StreamPart, hook,
-        hook::RunDecision,
-        model::{BoxStream, FinishReason, ModelMap, ReadyStream},
+        Agent, Clock, HookFuture, Lifecycle, Millis, Role, Runtime, hook, hook::RunDecision,
+        model::ModelMap,
     };
 
-    use crate::common::CountingIds;
+    use crate::common::{CountingIds, ScriptedModel};
 
     /// Tokio's (paused) time as the runtime's clock.
     struct TokioClock(tokio::time::Instant);
@@ -196,32 +184,11 @@ mod steering {
         })
     }
 
-    #[derive(Default)]
-    struct Counting {
-        calls: AtomicUsize,
-        last_users: Mutex<usize>,
-    }
-    impl LanguageModel for Counting {
-        fn stream<'a>(
-            &'a self,
-            r: &'a ModelRequest,
-        ) -> HookFuture<'a, Result<BoxStream, ModelError>> {
-            self.calls.fetch_add(1, Ordering::Relaxed);
-            *self.last_users.lock().unwrap() =
-                r.messages.iter().filter(|m| m.role == Role::User).count();
-            let parts = vec![
-                StreamPart::TextDelta("ok".into()),
-                StreamPart::Finish(FinishReason::Stop),
-            ];
-            HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
-        }
-    }
-
     /// SPEC A4: a steer stored before a step's anchor is taken by that step,
     /// once; it does not also make the step hand over to another episode.
     #[tokio::test(start_paused = true)]
     async fn a4_a_steer_before_the_anchor_is_taken_once() {
-        let model = Arc::new(Counting::default());
+        let model = ScriptedModel::text("ok");
         let agent =
             Agent::new("a", "m").lifecycle(pai_runtime::compose(vec![Box::new(slow_prepare())]));
         let rt = Runtime::builder(agent, ())
@@ -235,12 +202,10 @@ mod steering {
         tokio::time::sleep(Duration::from_millis(5)).await;
         t.steer("Answer in French.").await.unwrap();
         let state = t.wait_until_idle().await.unwrap();
-        assert_eq!(model.calls.load(Ordering::Relaxed), 1, "one model step");
-        assert_eq!(
-            *model.last_users.lock().unwrap(),
-            2,
-            "the step saw the steer"
-        );
+        assert_eq!(model.calls(), 1, "one model step");
+        let seen = model.seen();
+        let users = seen[0].messages.iter().filter(|m| m.role == Role::User);
+        assert_eq!(users.count(), 2, "the step saw the steer");
         assert_eq!(state.runs.len(), 1, "no second run");
         assert_eq!(state.messages.len(), 3);
     }

@@ -6,43 +6,32 @@
 //! messages mid-run (a change the cache must notice) and tool calls keep
 //! results pending across steps.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use pai_runtime::{
-    Agent, HookError, HookFuture, LanguageModel, Lifecycle, ModelError, ModelRequest, Role,
-    Runtime, StreamPart, ToolError, compose, hook,
+    Agent, HookError, HookFuture, Lifecycle, Role, Runtime, ToolError, compose, hook,
     hook::AfterStepDecision,
     message::{ModelMessage, Visibility},
-    model::{BoxStream, FinishReason, ModelMap, ReadyStream},
+    model::ModelMap,
     store::Expect,
     tool_fn,
 };
 use serde_json::{Value, json};
 
 use crate::common;
-use common::{CountingIds, StillClock};
+use common::{CountingIds, ScriptedModel, StillClock, Turn};
 
 const STEPS: u32 = 8;
 
-/// Calls `echo` until the last step, keeping every request it saw.
-struct Looping(Arc<Mutex<Vec<Vec<ModelMessage>>>>);
-
-impl LanguageModel for Looping {
-    fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
-        self.0.lock().unwrap().push(r.messages.clone());
-        let parts = match r.step + 1 < STEPS {
-            true => vec![
-                StreamPart::TextDelta(format!("step {}", r.step).into()),
-                StreamPart::tool_call(format!("c{}", r.step), "echo", json!({"n": r.step})),
-                StreamPart::Finish(FinishReason::ToolCalls),
-            ],
-            false => vec![
-                StreamPart::TextDelta("done".into()),
-                StreamPart::Finish(FinishReason::Stop),
-            ],
-        };
-        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
-    }
+/// Calls `echo` until the last step.
+fn looping() -> Arc<ScriptedModel> {
+    ScriptedModel::by(|r, _| match r.step + 1 < STEPS {
+        true => {
+            let (id, input) = (format!("c{}", r.step), json!({"n": r.step}));
+            Turn::call(&id, "echo", input).after_text(format!("step {}", r.step))
+        }
+        false => Turn::text("done"),
+    })
 }
 
 /// After steps 1 and 4, hides a stored message from the context through
@@ -96,7 +85,7 @@ fn whole_thread() -> impl Lifecycle<()> {
 
 /// Every step's request messages of one run, with or without the resolver.
 async fn requests(with_resolver: bool) -> Vec<Vec<ModelMessage>> {
-    let seen = Arc::new(Mutex::new(Vec::new()));
+    let model = looping();
     let echo = tool_fn("echo", "Echo.", |_cx, input: Value| async move {
         Ok::<_, ToolError>(input)
     });
@@ -109,7 +98,7 @@ async fn requests(with_resolver: bool) -> Vec<Vec<ModelMessage>> {
         .max_steps(STEPS)
         .lifecycle(compose(hooks));
     let runtime = Runtime::builder(agent, ())
-        .models(ModelMap::new().with("mock", Arc::new(Looping(seen.clone()))))
+        .models(ModelMap::new().with("mock", model.clone()))
         .clock(Arc::new(StillClock))
         .ids(Arc::new(CountingIds::default()))
         .build()
@@ -118,7 +107,7 @@ async fn requests(with_resolver: bool) -> Vec<Vec<ModelMessage>> {
     t.send("question").await.unwrap();
     let state = t.wait_until_idle().await.unwrap();
     assert_eq!(state.runs[0].steps, STEPS, "every step ran");
-    seen.lock().unwrap().clone()
+    model.seen().into_iter().map(|r| r.messages).collect()
 }
 
 /// SPEC M1, H6: the cached context equals the whole-thread derivation at

@@ -11,11 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pai_runtime::{
-    Agent, HookFuture, LanguageModel, ModelError, ModelRequest, Part, Role, Runtime, StreamPart,
-    ToolError, client_tool, compose, hook,
+    Agent, HookFuture, Part, Role, Runtime, ToolError, client_tool, compose, hook,
     hook::{Compaction, ToolCallDecision},
     message::{ModelContent, ModelMessage, Visibility},
-    model::{BoxStream, FinishReason, ModelMap, ReadyStream},
+    model::ModelMap,
     store::{Expect, RunStatus},
     tool::ToolKind,
     typed_tool,
@@ -25,7 +24,7 @@ use proptest::test_runner::FileFailurePersistence;
 use serde_json::{Value, json};
 
 use crate::common;
-use common::{CountingIds, StillClock};
+use common::{CountingIds, ScriptedModel, StillClock, Turn};
 
 /// The tools a scripted step may call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,55 +113,36 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// The plans of the main model's next calls, oldest first.
+type Plans = Arc<Mutex<VecDeque<Plan>>>;
+
 /// The main model: each call takes the next queued plan (a text answer
-/// when none is left) and records the request it was sent.
-#[derive(Default)]
-struct Main {
-    plans: Mutex<VecDeque<Plan>>,
-    calls: Mutex<u64>,
-    seen: Mutex<Vec<ModelRequest>>,
-}
-
-impl LanguageModel for Main {
-    fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
-        self.seen.lock().unwrap().push(r.clone());
-        let plan = self.plans.lock().unwrap().pop_front().unwrap_or_default();
-        let mut parts: Vec<StreamPart> = Vec::new();
-        for (tool, reject) in &plan {
-            let mut n = self.calls.lock().unwrap();
-            *n += 1;
-            parts.push(StreamPart::tool_call(
-                format!("c{n}"),
-                tool.name(),
-                json!({ "reject": reject }),
-            ));
+/// when none is left); call ids count up over the whole test.
+fn main_model(plans: Plans) -> Arc<ScriptedModel> {
+    let calls = Mutex::new(0u64);
+    ScriptedModel::by(move |_, _| {
+        let plan = plans.lock().unwrap().pop_front().unwrap_or_default();
+        if plan.is_empty() {
+            return Turn::text("done");
         }
-        let finish = match plan.is_empty() {
-            true => {
-                parts.push(StreamPart::TextDelta("done".into()));
-                FinishReason::Stop
-            }
-            false => FinishReason::ToolCalls,
-        };
-        parts.push(StreamPart::Finish(finish));
-        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
-    }
+        let mut n = calls.lock().unwrap();
+        let ids: Vec<String> = plan
+            .iter()
+            .map(|_| {
+                *n += 1;
+                format!("c{n}")
+            })
+            .collect();
+        let calls = plan.iter().zip(&ids);
+        Turn::calls(
+            calls.map(|((tool, reject), id)| {
+                (id.as_str(), tool.name(), json!({ "reject": reject }))
+            }),
+        )
+    })
 }
 
-/// The summary model (its requests are not checked: it is no step's model).
-struct Summarizer;
-
-impl LanguageModel for Summarizer {
-    fn stream<'a>(&'a self, _: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
-        let parts = vec![
-            StreamPart::TextDelta("summary".into()),
-            StreamPart::Finish(FinishReason::Stop),
-        ];
-        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
-    }
-}
-
-fn runtime(main: Arc<Main>) -> Runtime<()> {
+fn runtime(main: Arc<ScriptedModel>) -> Runtime<()> {
     let ok = typed_tool("ok", "answers", false, |_cx, _i: Value| async move {
         Ok::<_, ToolError>(json!({"ok": true}))
     });
@@ -193,7 +173,8 @@ fn runtime(main: Arc<Main>) -> Runtime<()> {
             false => ToolCallDecision::Continue,
         }))
     });
-    let compaction = Compaction::new(4, 1, Arc::new(Summarizer));
+    // The summary model (its requests are not checked: it is no step's model).
+    let compaction = Compaction::new(4, 1, ScriptedModel::text("summary"));
     let agent = Agent::new("a", "m")
         .typed_tool(&ok)
         .typed_tool(&fail)
@@ -238,9 +219,60 @@ fn unpaired(messages: &[ModelMessage]) -> Option<String> {
     None
 }
 
+/// Answers every waiting call (approving or denying the approvals);
+/// `false` when the thread could not be read.
+async fn answer_waiting(th: &pai_runtime::ThreadHandle<()>, approve: bool) -> bool {
+    let Ok(state) = th.state().await else {
+        return false;
+    };
+    let waiting = state
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Waiting)
+        .flat_map(|r| r.waiting.clone());
+    for call in waiting {
+        let _ = match (call.kind, approve) {
+            (ToolKind::Client, _) => th.submit_tool_result(&call.call_id, json!("picked")).await,
+            (_, true) => th.approve(&call.call_id).await,
+            (_, false) => th.deny(&call.call_id, "no").await,
+        };
+    }
+    true
+}
+
+/// Regenerates from the `k`-th user message (modulo their number);
+/// `false` when the thread could not be read.
+async fn regenerate_one(admin: &pai_runtime::facade::AdminThread<()>, k: usize) -> bool {
+    let Ok(stored) = admin.read().await else {
+        return false;
+    };
+    let users: Vec<String> = stored
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| m.id.clone())
+        .collect();
+    if !users.is_empty() {
+        let _ = admin.regenerate(&users[k % users.len()]).await;
+    }
+    true
+}
+
+/// Sets the `k`-th stored message's visibility (modulo their number).
+async fn set_visibility_of(admin: &pai_runtime::facade::AdminThread<()>, k: usize, v: Visibility) {
+    let Ok(stored) = admin.read().await else {
+        return;
+    };
+    if !stored.messages.is_empty() {
+        let id = stored.messages[k % stored.messages.len()].id.clone();
+        let _ = admin.set_visibility(vec![(id, v)], Expect::Nothing).await;
+    }
+}
+
 /// Runs `ops` on one thread and checks every context the main model got.
 async fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let main = Arc::new(Main::default());
+    let plans_queue = Plans::default();
+    let main = main_model(plans_queue.clone());
     let rt = runtime(main.clone());
     let th = rt.client("alice").thread("t1");
     let admin = rt.admin().thread("t1");
@@ -253,7 +285,7 @@ async fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
     for op in ops {
         match op {
             Op::Send { plans, settle: s } => {
-                main.plans.lock().unwrap().extend(plans);
+                plans_queue.lock().unwrap().extend(plans);
                 sends += 1;
                 th.send(format!("message {sends}")).await.unwrap();
                 match s {
@@ -266,56 +298,29 @@ async fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 pass().await;
             }
             Op::Answer { approve } => {
-                let Ok(state) = th.state().await else {
-                    continue;
-                };
-                let waiting = state
-                    .runs
-                    .iter()
-                    .filter(|r| r.status == RunStatus::Waiting)
-                    .flat_map(|r| r.waiting.clone());
-                for call in waiting {
-                    let _ = match (call.kind, approve) {
-                        (ToolKind::Client, _) => {
-                            th.submit_tool_result(&call.call_id, json!("picked")).await
-                        }
-                        (_, true) => th.approve(&call.call_id).await,
-                        (_, false) => th.deny(&call.call_id, "no").await,
-                    };
+                if answer_waiting(&th, approve).await {
+                    pass().await;
                 }
-                pass().await;
             }
             Op::Regenerate(k) => {
-                let Ok(stored) = admin.read().await else {
-                    continue;
-                };
-                let users: Vec<String> = stored
-                    .messages
-                    .iter()
-                    .filter(|m| m.role == Role::User)
-                    .map(|m| m.id.clone())
-                    .collect();
-                if !users.is_empty() {
-                    let _ = admin.regenerate(&users[k % users.len()]).await;
+                if regenerate_one(&admin, k).await {
+                    pass().await;
                 }
-                pass().await;
             }
             Op::Visibility {
                 k,
                 transcript,
                 context,
             } => {
-                let Ok(stored) = admin.read().await else {
-                    continue;
-                };
-                if !stored.messages.is_empty() {
-                    let id = stored.messages[k % stored.messages.len()].id.clone();
-                    let v = Visibility {
+                set_visibility_of(
+                    &admin,
+                    k,
+                    Visibility {
                         transcript,
                         context,
-                    };
-                    let _ = admin.set_visibility(vec![(id, v)], Expect::Nothing).await;
-                }
+                    },
+                )
+                .await
             }
             Op::Settle => {
                 if sends > 0 {
@@ -324,7 +329,7 @@ async fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
         }
     }
-    let seen = main.seen.lock().unwrap().clone();
+    let seen = main.seen();
     for r in &seen {
         if let Some(wrong) = unpaired(&r.messages) {
             return Err(TestCaseError::fail(format!(
@@ -401,11 +406,8 @@ fn h6_checker_catches_unpaired_contexts() {
 fn h6_hiding_a_call_or_its_result_keeps_contexts_paired() {
     block_on(async {
         for hide_call in [false, true] {
-            let main = Arc::new(Main::default());
-            main.plans
-                .lock()
-                .unwrap()
-                .push_back(vec![(Tool::Ok, false)]);
+            let plans = Plans::new(Mutex::new(VecDeque::from([vec![(Tool::Ok, false)]])));
+            let main = main_model(plans);
             let rt = runtime(main.clone());
             let th = rt.client("alice").thread("t1");
             th.send("first").await.unwrap();
@@ -434,7 +436,7 @@ fn h6_hiding_a_call_or_its_result_keeps_contexts_paired() {
                 .unwrap();
             th.send("second").await.unwrap();
             th.wait_until_idle().await.unwrap();
-            let last = main.seen.lock().unwrap().last().cloned().unwrap();
+            let last = main.seen().last().cloned().unwrap();
             assert_eq!(unpaired(&last.messages), None, "{:#?}", last.messages);
             let calls = last
                 .messages

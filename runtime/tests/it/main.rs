@@ -7,7 +7,6 @@ mod client;
 mod common;
 mod context_cache;
 mod facade;
-mod h3_model;
 mod h6_rewrites;
 mod module_graph;
 mod props;

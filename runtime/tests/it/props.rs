@@ -259,33 +259,16 @@ proptest! {
 /// reference applied to run patches, then step patches (step 0 only), then
 /// `around_model_call` patches from the outermost hook in (step 0 only).
 mod attempts {
-    use std::sync::{Arc, Mutex};
+    use std::sync::Arc;
 
     use pai_runtime::{
-        Agent, LanguageModel, ModelError, ModelRequest, Runtime, StreamPart,
+        Agent, Runtime,
         hook::{AttemptPatch, StepDecision},
-        model::{BoxStream, FinishReason, ModelMap, ReadyStream},
+        model::ModelMap,
     };
 
     use super::*;
-    use crate::common::{CountingIds, StillClock, one_more_step};
-
-    /// Records the route of every attempt and answers with text.
-    #[derive(Default)]
-    struct Recorder(Mutex<Vec<(u32, Route)>>);
-    impl LanguageModel for Recorder {
-        fn stream<'a>(
-            &'a self,
-            r: &'a ModelRequest,
-        ) -> HookFuture<'a, Result<BoxStream, ModelError>> {
-            self.0.lock().unwrap().push((r.step, r.route.clone()));
-            let parts = vec![
-                StreamPart::TextDelta("ok".into()),
-                StreamPart::Finish(FinishReason::Stop),
-            ];
-            HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
-        }
-    }
+    use crate::common::{CountingIds, ScriptedModel, StillClock, one_more_step};
 
     /// A `prepare_model_step` hook that patches step 0 only.
     fn step_patch(p: RoutePatch) -> Box<dyn Lifecycle<()>> {
@@ -319,7 +302,7 @@ mod attempts {
         step: &[RoutePatch],
         attempt: &[RoutePatch],
     ) -> Vec<(u32, Route)> {
-        let model = Arc::new(Recorder::default());
+        let model = ScriptedModel::text("ok");
         let mut hooks: Vec<Box<dyn Lifecycle<()>>> = Vec::new();
         hooks.extend(run.iter().cloned().map(patch_hook));
         hooks.extend(step.iter().cloned().map(step_patch));
@@ -343,7 +326,8 @@ mod attempts {
                 t.send("go").await.unwrap();
                 t.wait_until_idle().await.unwrap();
             });
-        model.0.lock().unwrap().clone()
+        let seen = model.seen().into_iter();
+        seen.map(|r| (r.step, r.route)).collect()
     }
 
     proptest! {

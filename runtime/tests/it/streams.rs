@@ -3,21 +3,20 @@
 //! redaction of the whole text; no stored text, live text after the redactor,
 //! or later model context matches a pattern; and redaction is idempotent.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use pai_runtime::text::{matches_any, patterns, redact};
 use pai_runtime::{
-    Agent, HookFuture, LanguageModel, ModelError, ModelRequest, Role, Runtime, StreamPart, compose,
+    Agent, Role, Runtime, StreamPart, compose,
     event::LiveEvent,
-    message::ModelContent,
-    model::{BoxStream, FinishReason, ModelMap, ReadyStream},
+    model::{FinishReason, ModelMap},
     stream::StreamTransform,
     text::{Pattern, redact_text_deltas},
 };
 use proptest::prelude::*;
 
 use crate::common;
-use common::{CountingIds, StillClock, one_more_step};
+use common::{CountingIds, ScriptedModel, StillClock, Turn, one_more_step, texts};
 use proptest::test_runner::FileFailurePersistence;
 
 const FAMILY: &[&str] = &[
@@ -29,34 +28,29 @@ const FAMILY: &[&str] = &[
 ];
 const REPLACEMENT: &str = "[REDACTED]";
 
-/// Streams the chunks at step 0 and "ok" at step 1; records step 1's context.
-struct Chunks {
-    chunks: Vec<String>,
-    later_context: Mutex<Vec<String>>,
-}
-
-impl LanguageModel for Chunks {
-    fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
-        let mut parts: Vec<StreamPart> = if r.step == 0 {
-            self.chunks
+/// Streams the chunks at step 0 and "ok" at step 1.
+fn chunks_model(chunks: Vec<String>) -> Arc<ScriptedModel> {
+    ScriptedModel::by(move |r, _| {
+        let mut parts: Vec<StreamPart> = match r.step {
+            0 => chunks
                 .iter()
-                .cloned()
-                .map(|c| StreamPart::TextDelta(c.into()))
-                .collect()
-        } else {
-            let mut seen = self.later_context.lock().unwrap();
-            for m in r.messages.iter().filter(|m| m.role == Role::Assistant) {
-                for c in &m.content {
-                    if let ModelContent::Text { text } = c {
-                        seen.push(text.clone());
-                    }
-                }
-            }
-            vec![StreamPart::TextDelta("ok".into())]
+                .map(|c| StreamPart::TextDelta(c.clone().into()))
+                .collect(),
+            _ => vec![StreamPart::TextDelta("ok".into())],
         };
         parts.push(StreamPart::Finish(FinishReason::Stop));
-        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
-    }
+        Turn::Parts(parts)
+    })
+}
+
+/// The assistant texts of the contexts after step 0.
+fn later_context(model: &ScriptedModel) -> Vec<String> {
+    let seen = model.seen();
+    let later = seen.iter().filter(|r| r.step > 0).flat_map(|r| &r.messages);
+    later
+        .filter(|m| m.role == Role::Assistant)
+        .flat_map(texts)
+        .collect()
 }
 
 /// What one run shows: the stored step-0 text, the live text, and the
@@ -68,10 +62,7 @@ struct Seen {
 }
 
 fn run(pats: &[Pattern], chunks: Vec<String>) -> Seen {
-    let model = Arc::new(Chunks {
-        chunks,
-        later_context: Mutex::new(Vec::new()),
-    });
+    let model = chunks_model(chunks);
     let agent = Agent::new("a", "m").lifecycle(compose(vec![
         Box::new(common::redact(pats.to_vec(), REPLACEMENT)),
         Box::new(one_more_step()),
@@ -104,7 +95,7 @@ fn run(pats: &[Pattern], chunks: Vec<String>) -> Seen {
             }
             (stored, live)
         });
-    let later = model.later_context.lock().unwrap().clone();
+    let later = later_context(&model);
     Seen {
         stored,
         live,

@@ -5,11 +5,11 @@
 use std::sync::{Arc, Mutex};
 
 use pai_runtime::{
-    Agent, BuildError, ClientError, HookFuture, LanguageModel, ModelError, ModelRequest, Part,
-    Role, Runtime, StreamPart, ToolError, client_tool, compose, hook,
+    Agent, BuildError, ClientError, HookFuture, LanguageModel, Part, Role, Runtime, StreamPart,
+    ToolError, client_tool, compose, hook,
     hook::{AfterStepDecision, RunDecision, ToolResultDecision},
     message::{ResultSource, ToolStatus},
-    model::{BoxStream, FinishReason, ModelMap, ReadyStream},
+    model::{FinishReason, ModelMap},
     store::RunStatus,
     tool::TypedTool,
     typed_tool,
@@ -18,35 +18,22 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::common;
-use common::{CountingIds, StillClock};
+use common::{CountingIds, ScriptedModel, StillClock, Turn};
 
 /// Step 0 calls `add` (backend), `send` (approval) and `pick` (client);
-/// later steps answer with the text of every model message they were sent.
-struct Model;
-impl LanguageModel for Model {
-    fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
-        let parts = if r.step == 0 {
-            let call = |id: &str, tool: &str, input: Value| StreamPart::tool_call(id, tool, input);
-            vec![
-                call("c1", "add", json!({"a": 2, "b": 3})),
-                call("c2", "send", json!({"to": "bob"})),
-                call("c3", "pick", json!({"options": ["x", "y"]})),
-                StreamPart::Finish(FinishReason::ToolCalls),
-            ]
-        } else {
-            let seen: Vec<String> = r
-                .messages
-                .iter()
-                .filter(|m| m.role == Role::System)
-                .map(|m| format!("{:?}", m.content))
-                .collect();
-            vec![
-                StreamPart::TextDelta(format!("done; system: {}", seen.len()).into()),
-                StreamPart::Finish(FinishReason::Stop),
-            ]
-        };
-        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
-    }
+/// later steps answer with how many system messages they were sent.
+fn model() -> Arc<ScriptedModel> {
+    ScriptedModel::by(|r, _| match r.step {
+        0 => Turn::calls([
+            ("c1", "add", json!({"a": 2, "b": 3})),
+            ("c2", "send", json!({"to": "bob"})),
+            ("c3", "pick", json!({"options": ["x", "y"]})),
+        ]),
+        _ => {
+            let system = r.messages.iter().filter(|m| m.role == Role::System);
+            Turn::text(format!("done; system: {}", system.count()))
+        }
+    })
 }
 
 #[derive(Deserialize)]
@@ -157,7 +144,7 @@ fn runtime(seen: Seen, complete: bool) -> Runtime<()> {
             Box::new(remember),
             Box::new(finish),
         ]));
-    build(agent, Arc::new(Model))
+    build(agent, model())
 }
 
 fn results(messages: &[pai_runtime::Message]) -> Vec<(String, ResultSource, Value)> {
@@ -176,19 +163,17 @@ fn results(messages: &[pai_runtime::Message]) -> Vec<(String, ResultSource, Valu
         .collect()
 }
 
-/// SPEC T7, T9, K5, T6, L1, L13: a step with a backend, an approval and a
-/// client call commits the backend result and waits; answers are checked;
-/// the last answer resumes the run in a new episode where the approved
-/// call runs once with its idempotency key, every result passes
-/// after_tool_result, metadata and the hidden message survive the wait.
+/// SPEC T7, T9: a step with a backend, an approval and a client call
+/// commits the backend result and waits (a watcher hears on what, the run
+/// holds no lease, a later send queues); wrong answers change nothing, an
+/// answer is taken once, and the run waits until the last one.
 #[tokio::test]
-async fn t7_t9_approval_and_client_calls_wait_and_resume() {
-    let seen = Seen::default();
-    let rt = runtime(seen.clone(), false);
+async fn t7_t9_approval_and_client_calls_wait_and_answers_are_checked() {
+    let rt = runtime(Seen::default(), false);
     let client = rt.client("alice");
     let thread = client.thread("t1");
     let mut watch = thread.watch(vec![]).await.unwrap();
-    let first = thread.send("mail bob").await.unwrap();
+    thread.send("mail bob").await.unwrap();
     let state = thread.wait_until_idle().await.unwrap();
     let mut told = Vec::new();
     while let Some(e) = watch.try_next() {
@@ -216,7 +201,7 @@ async fn t7_t9_approval_and_client_calls_wait_and_resume() {
         "the backend result is committed"
     );
     // T9: a later send queues behind the waiting run.
-    let second = thread.send("and then?").await.unwrap();
+    thread.send("and then?").await.unwrap();
     assert_eq!(
         thread.state().await.unwrap().runs[1].status,
         RunStatus::Queued
@@ -246,10 +231,23 @@ async fn t7_t9_approval_and_client_calls_wait_and_resume() {
         thread.state().await.unwrap().runs[0].status,
         RunStatus::Waiting
     );
-    thread
-        .submit_tool_result("c3", json!({"choice": "x"}))
-        .await
-        .unwrap();
+}
+
+/// SPEC T9, K5, T6, L1, L13: the last answer resumes the run in a new
+/// episode where the approved call runs once with its idempotency key,
+/// every result passes after_tool_result, metadata and the hidden message
+/// survive the wait, and the queued run runs after it.
+#[tokio::test]
+async fn t9_the_last_answer_resumes_the_run() {
+    let seen = Seen::default();
+    let rt = runtime(seen.clone(), false);
+    let thread = rt.client("alice").thread("t1");
+    let first = thread.send("mail bob").await.unwrap();
+    thread.wait_until_idle().await.unwrap();
+    let second = thread.send("and then?").await.unwrap();
+    thread.approve("c2").await.unwrap();
+    let answer = json!({"choice": "x"});
+    thread.submit_tool_result("c3", answer).await.unwrap();
     let state = thread.wait_until_idle().await.unwrap();
 
     let stored = rt.inspect("t1").await.unwrap().unwrap();
@@ -430,7 +428,7 @@ fn runtime_with(hooks: Vec<Box<dyn pai_runtime::Lifecycle<()>>>, panics: bool) -
             Ok(())
         })
         .lifecycle(compose(hooks));
-    build(agent, Arc::new(Model))
+    build(agent, model())
 }
 
 /// SPEC X2, T6: a panic in an on_output handler fails the run.
@@ -500,19 +498,15 @@ async fn l12_a_response_on_resume_still_ends_every_waiting_call() {
 }
 
 /// A model whose step 0 calls a slow backend tool beside an approval call.
-struct SlowModel;
-impl LanguageModel for SlowModel {
-    fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
-        let parts = match r.step {
-            0 => vec![
-                StreamPart::tool_call("c1", "slow", json!({})),
-                StreamPart::tool_call("c2", "send", json!({"to": "bob"})),
-                StreamPart::Finish(FinishReason::ToolCalls),
-            ],
-            _ => vec![StreamPart::Finish(FinishReason::Stop)],
-        };
-        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
-    }
+fn slow_model() -> Arc<ScriptedModel> {
+    let calls = [
+        ("c1", "slow", json!({})),
+        ("c2", "send", json!({"to": "bob"})),
+    ];
+    ScriptedModel::by(move |r, _| match r.step {
+        0 => Turn::calls(calls.clone()),
+        _ => Turn::Parts(vec![StreamPart::Finish(FinishReason::Stop)]),
+    })
 }
 
 /// SPEC T8, K5: a cancel while a backend tool runs beside a pending
@@ -532,7 +526,7 @@ async fn t8_a_cancel_beside_a_pending_call_gives_each_call_one_result() {
     let agent = Agent::<()>::new("a", "m")
         .typed_tool(&slow)
         .typed_tool(&send);
-    let rt = build(agent, Arc::new(SlowModel));
+    let rt = build(agent, slow_model());
     let thread = rt.client("alice").thread("t1");
     thread.send("go").await.unwrap();
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;

@@ -11,17 +11,17 @@ use std::time::Duration;
 
 use pai_runtime::store::{AdminOp, AdminReply, ClientOp, RunOp, RunReply};
 use pai_runtime::{
-    Agent, Clock, Event, EventSink, HookFuture, LanguageModel, MemoryStore, Millis, ModelError,
-    ModelRequest, Part, Runtime, Store, StoreError, StreamPart, ToolCx, ToolError, WorkerConfig,
+    Agent, Clock, HookFuture, MemoryStore, Millis, Part, Runtime, Store, StoreError, ToolCx,
+    ToolError, WorkerConfig,
     event::EventKind,
-    model::{BoxStream, FinishReason, ModelMap, ReadyStream},
+    model::ModelMap,
     store::{RunStatus, StoreFuture, StoreReply, StoreRequest},
     tool_fn,
 };
 use serde_json::{Value, json};
 
 use crate::common;
-use common::CountingIds;
+use common::{CountingIds, RecordingSink, ScriptedModel, Turn};
 
 /// Tokio's paused time, from the test's start.
 struct TokioClock(tokio::time::Instant);
@@ -52,29 +52,11 @@ impl Store for Link {
 }
 
 /// Step 0 asks for `charge`; step 1 answers.
-struct Model;
-impl LanguageModel for Model {
-    fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
-        let parts = match r.step {
-            0 => vec![
-                StreamPart::tool_call("c1", "charge", json!({"amount": 3})),
-                StreamPart::Finish(FinishReason::ToolCalls),
-            ],
-            _ => vec![
-                StreamPart::TextDelta("charged".into()),
-                StreamPart::Finish(FinishReason::Stop),
-            ],
-        };
-        HookFuture::ready(Ok(Box::new(ReadyStream::new(parts)) as BoxStream))
-    }
-}
-
-#[derive(Default)]
-struct Log(Mutex<Vec<Event>>);
-impl EventSink for Log {
-    fn record(&self, e: Event) {
-        self.0.lock().unwrap().push(e);
-    }
+fn model() -> Arc<ScriptedModel> {
+    ScriptedModel::by(|r, _| match r.step {
+        0 => Turn::call("c1", "charge", json!({"amount": 3})),
+        _ => Turn::text("charged"),
+    })
 }
 
 /// Each start of `charge`: the idempotency key it was given.
@@ -83,7 +65,12 @@ type Starts = Arc<Mutex<Vec<String>>>;
 fn runtime(
     worker: WorkerConfig,
     link: Link,
-    (clock, ids, log, starts): (&Arc<TokioClock>, &Arc<CountingIds>, &Arc<Log>, &Starts),
+    (clock, ids, log, starts): (
+        &Arc<TokioClock>,
+        &Arc<CountingIds>,
+        &Arc<RecordingSink>,
+        &Starts,
+    ),
 ) -> Runtime<()> {
     let starts = starts.clone();
     let charge = tool_fn(
@@ -99,7 +86,7 @@ fn runtime(
     );
     let agent = Agent::new("agent", "m").tool(charge);
     Runtime::builder(agent, ())
-        .models(ModelMap::new().with("m", Arc::new(Model)))
+        .models(ModelMap::new().with("m", model()))
         .clock(clock.clone())
         .ids(ids.clone())
         .events(log.clone())
@@ -155,7 +142,7 @@ async fn k3_a_cut_off_worker_is_taken_over_and_the_call_runs_again_under_its_key
         .filter(|p| matches!(p, Part::ToolResult { call_id, .. } if call_id == "c1"))
         .count();
     assert_eq!(results, 1, "the call's result is committed once");
-    let events = log.0.lock().unwrap();
+    let events = log.events();
     let by = |w: &str, f: fn(&EventKind) -> bool| {
         events
             .iter()

@@ -11,7 +11,7 @@ use pai_runtime::{
     },
 };
 
-use super::thread::{AGENT, INTRUDER, OWNER, Reason, ThreadModel};
+use super::thread::{AGENT, INTRUDER, Life, OWNER, Reason, ThreadModel};
 use super::{Model, Step};
 use crate::ops::{AnswerPick, CancelPick, ReadPick, RunPick};
 
@@ -54,7 +54,7 @@ impl Model {
         if let Err(e) = th.scope(owner(foreign)) {
             return Step::call(request, Err(e), "H4");
         }
-        let steered = th.current.clone().filter(|_| steer);
+        let steered = th.current().filter(|_| steer);
         let (run, is_steer) = match (steered, new_run) {
             (Some(run), _) => (run, true),
             (None, Some(run)) => (run, false),
@@ -92,11 +92,11 @@ impl Model {
         let th = &mut self.threads[t];
         let run = match target {
             CancelPick::Unnamed => None,
-            CancelPick::Current => th.current.clone(),
-            CancelPick::Queued(n) if !th.queue.is_empty() => {
-                Some(th.queue[n as usize % th.queue.len()].clone())
+            CancelPick::Current => th.current(),
+            CancelPick::Queued(n) => {
+                let queued = th.queued();
+                (!queued.is_empty()).then(|| queued[n as usize % queued.len()].clone())
             }
-            CancelPick::Queued(_) => None,
             CancelPick::Ended => Some(
                 th.runs
                     .iter()
@@ -128,9 +128,8 @@ impl Model {
     pub(super) fn answer(&mut self, t: usize, call: u8, pick: AnswerPick, foreign: bool) -> Step {
         let th = &self.threads[t];
         let calls = th
-            .current
-            .as_deref()
-            .and_then(|c| th.run(c))
+            .current()
+            .and_then(|c| th.run(&c))
             .map(|r| r.waiting.clone())
             .unwrap_or_default();
         let call_id = match calls.is_empty() {
@@ -196,8 +195,6 @@ impl Model {
         th.messages.clear();
         th.metadata.clear();
         th.private_metadata.clear();
-        th.queue.clear();
-        th.current = None;
         th.steers.clear();
         th.lease.holder = None;
         th.lease.worker = None;
@@ -206,12 +203,12 @@ impl Model {
         th.lease.token_known = false;
         // MemoryStore counts the delete as a commit (H1) and keeps counting
         // versions and sequence numbers in the next incarnation.
-        th.version += 1;
-        th.deleted = true;
+        let version = th.commit();
+        th.life = Life::Deleted;
         let deletion = Deletion {
             incarnation,
             cancelled: open,
-            version: th.version,
+            version,
         };
         Step::call(
             request,
@@ -260,63 +257,46 @@ impl Model {
     }
 }
 
-/// K6: the named run, else the current one, else the oldest queued. A
-/// queued run ends cancelled at once and never starts; the current run is
-/// asked to stop. Either is one commit (H1: a run status change).
+/// K6: the named run, else the current one, else the oldest queued; what
+/// happens to it follows from its status alone. A running or waiting run
+/// is asked to stop; a queued one ends cancelled at once and never starts;
+/// an ended one is out of reach. Reaching a run is one commit (H1).
 fn cancel_on(th: &mut ThreadModel, run: Option<String>) -> Result<CancelReached, CancelMiss> {
-    let target = cancel_target(th, run)?;
-    th.version += 1;
-    Ok(CancelReached {
-        target,
-        version: th.version,
-    })
-}
-
-fn cancel_target(th: &mut ThreadModel, run: Option<String>) -> Result<CancelTarget, CancelMiss> {
-    let target = match run {
-        Some(r) => r,
-        None => th
-            .current
-            .clone()
-            .or_else(|| th.queue.front().cloned())
-            .ok_or(CancelMiss::NoRun)?,
+    let first_queued = || th.queued().into_iter().next();
+    let target = run
+        .or_else(|| th.current())
+        .or_else(first_queued)
+        .ok_or(CancelMiss::NoRun)?;
+    let Some(r) = th.run_mut(&target) else {
+        return Err(CancelMiss::Unknown(target));
     };
-    if th.current.as_deref() == Some(target.as_str()) {
-        let r = th
-            .run_mut(&target)
-            .ok_or(CancelMiss::Unknown(target.clone()))?;
-        r.cancel_requested = true;
-        return Ok(match r.status {
-            RunStatus::Waiting => CancelTarget::Waiting(target),
-            _ => CancelTarget::Active(target),
-        });
-    }
-    if let Some(k) = th.queue.iter().position(|q| *q == target) {
-        th.queue.remove(k);
-        th.finish_run(
-            &target,
-            RunStatus::Cancelled,
-            Outcome::Cancelled,
-            Reason::Any,
-        );
-        return Ok(CancelTarget::Queued(target));
-    }
-    match th.run(&target).is_some() {
-        true => Err(CancelMiss::Ended(target)),
-        false => Err(CancelMiss::Unknown(target)),
-    }
+    let reached = match r.status {
+        RunStatus::Running => CancelTarget::Active(target),
+        RunStatus::Waiting => CancelTarget::Waiting(target),
+        RunStatus::Queued => {
+            let (done, why) = (RunStatus::Cancelled, Reason::Any);
+            th.finish_run(&target, done, Outcome::Cancelled, why);
+            return Ok(CancelReached {
+                target: CancelTarget::Queued(target),
+                version: th.commit(),
+            });
+        }
+        _ => return Err(CancelMiss::Ended(target)),
+    };
+    r.cancel_requested = true;
+    Ok(CancelReached {
+        target: reached,
+        version: th.commit(),
+    })
 }
 
 /// T9: an answer to an answerable call of the current run (waiting, or
 /// made answerable while the run still works), once, of the right kind;
 /// it is one commit (H1).
 fn answer_on(th: &mut ThreadModel, call_id: &str, answer: Answer) -> Result<Answered, AnswerMiss> {
-    let current = th.current.clone().ok_or(AnswerMiss::NotWaiting)?;
+    let current = th.current().ok_or(AnswerMiss::NotWaiting)?;
     let r = th.run_mut(&current).ok_or(AnswerMiss::NotWaiting)?;
-    if !matches!(r.status, RunStatus::Waiting | RunStatus::Running)
-        || r.cancel_requested
-        || r.calls_closed
-    {
+    if r.cancel_requested || r.calls_closed {
         return Err(AnswerMiss::NotWaiting);
     }
     let call = r
@@ -338,10 +318,9 @@ fn answer_on(th: &mut ThreadModel, call_id: &str, answer: Answer) -> Result<Answ
     }
     call.answer = Some(answer);
     let ready = r.resumable();
-    th.version += 1;
     Ok(Answered {
         run: current,
         ready,
-        version: th.version,
+        version: th.commit(),
     })
 }

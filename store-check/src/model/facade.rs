@@ -282,10 +282,8 @@ fn expectation(th: &ThreadModel, expect: &Expect) -> Result<(), Refusal> {
 /// K4: a trusted rewrite is refused while a run is running or waiting
 /// (and, for a regeneration, while one is queued).
 fn idle_for_rewrite(th: &ThreadModel, queued_too: bool) -> Result<(), Refusal> {
-    let busy = th
-        .current
-        .clone()
-        .or_else(|| queued_too.then(|| th.queue.front().cloned()).flatten());
+    let first_queued = || th.queued().into_iter().next().filter(|_| queued_too);
+    let busy = th.current().or_else(first_queued);
     let Some(run) = busy else { return Ok(()) };
     let status = th.run(&run).map_or(RunStatus::Queued, |r| r.status);
     Err(Refusal::Busy { run, status })
@@ -339,18 +337,14 @@ fn mutate_on(
     for w in writes {
         apply_write(th, w, &mut done);
     }
-    th.version += 1;
-    done.version = th.version;
+    done.version = th.commit();
     Ok(done)
 }
 
 fn apply_write(th: &mut ThreadModel, write: Write, done: &mut Mutation) {
     match write {
-        Write::Append(mut m) => {
-            m.seq = th.next_seq;
-            th.next_seq += 1;
-            done.appended.push(m.id.clone());
-            th.messages.push(m);
+        Write::Append(m) => {
+            done.appended.push(th.store(m));
         }
         Write::Metadata { key, value } => set_key(&mut th.metadata, key, value),
         Write::PrivateMetadata { key, value } => set_key(&mut th.private_metadata, key, value),
@@ -411,7 +405,7 @@ fn regenerate_on(
         apply_write(th, w, &mut done);
     }
     th.admit(new_run, from);
-    th.version += 1;
+    th.commit();
     Ok(Regeneration {
         version: th.version,
         incarnation: th.incarnation,

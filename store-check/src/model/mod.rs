@@ -147,7 +147,7 @@ impl Model {
         let th = &self.threads[t];
         match pick {
             RunPick::Retired => th.retired.first().map(|(r, _)| r.clone()),
-            RunPick::Queued => th.queue.front().cloned(),
+            RunPick::Queued => th.queued().into_iter().next(),
             RunPick::Ended => th.runs.iter().find(|r| r.ended()).map(|r| r.id.clone()),
             RunPick::Holder => None,
         }
@@ -179,7 +179,7 @@ impl Model {
     /// request with `Deleted` before it looks whether the thread is live.
     fn reach(&self, t: usize, run: Option<&str>) -> Result<(), StoreError> {
         let th = &self.threads[t];
-        if !th.exists {
+        if th.life == thread::Life::Never {
             return Err(StoreError::NoThread(th.id.clone()));
         }
         if let Some(incarnation) = run.and_then(|r| th.retired(r)) {
@@ -188,7 +188,7 @@ impl Model {
                 incarnation,
             });
         }
-        match th.deleted {
+        match th.life == thread::Life::Deleted {
             true => Err(StoreError::NoThread(th.id.clone())),
             false => Ok(()),
         }

@@ -65,8 +65,7 @@ impl Model {
         let th = &mut self.threads[t];
         th.touch(now);
         // H1: a renewal and a new episode are lease revisions: one commit each.
-        th.version += 1;
-        let version = th.version;
+        let version = th.commit();
         if !next {
             let cancel_requested = th.cancel_requested(&run);
             let reply = StoreReply::Run(RunReply::Renewed {
@@ -181,7 +180,7 @@ impl Model {
             r.metadata = Some(value);
         }
         // MemoryStore counts a run-metadata write as a commit (H1).
-        th.version += 1;
+        th.commit();
         th.touch(now);
         Step::call(
             request,
@@ -250,7 +249,7 @@ impl Model {
             return true;
         }
         let status = th.run(run).map(|r| r.status);
-        th.current.as_deref() == Some(run) && (!running || status == Some(RunStatus::Running))
+        th.current().as_deref() == Some(run) && (!running || status == Some(RunStatus::Running))
     }
 
     /// `Wait`, or with `early`, `Await` (T9): the calls become answerable
@@ -310,9 +309,8 @@ impl Model {
         if early {
             r.waiting = calls;
             r.calls_closed = false;
-            th.version += 1;
+            let version = th.commit();
             th.touch(now);
-            let version = th.version;
             return Step::call(
                 request,
                 Ok(StoreReply::Run(RunReply::Awaited { version })),
@@ -330,7 +328,7 @@ impl Model {
         r.waiting = calls.clone();
         r.calls_closed = false;
         th.release(&run);
-        th.version += 1;
+        th.commit();
         let reply = StoreReply::Run(RunReply::Waited(Some((calls, th.version))));
         Step::call(request, Ok(reply), rule)
     }
@@ -438,7 +436,7 @@ fn finish_on(
     th.finish_run(run, status, outcome, Reason::Exact(reason));
     // H1: a run's end is one commit. MemoryStore queues the run the newest
     // leftover steer starts behind any queued runs.
-    th.version += 1;
+    th.commit();
     let steers = std::mem::take(&mut th.steers);
     let admitted = steers.last().cloned().zip(next_run).map(|(steer, next)| {
         th.admit(&next, &steer);
@@ -486,7 +484,7 @@ fn claim_on(
     if !th.live() {
         return None;
     }
-    let (run, takeover) = match th.current.clone() {
+    let (run, takeover) = match th.current() {
         Some(current) => {
             let r = th.run(&current)?;
             let expired = match (&th.lease.holder, th.lease.expires) {
@@ -500,16 +498,12 @@ fn claim_on(
                 _ => return None,
             }
         }
-        None => {
-            let run = th.queue.pop_front()?;
-            th.current = Some(run.clone());
-            (run, None)
-        }
+        // The oldest queued run becomes current (its status, below).
+        None => (th.queued().into_iter().next()?, None),
     };
     let floor = th.lease.token;
     // H1: a claim is a run status change and a lease revision: one commit.
-    th.version += 1;
-    let version = th.version;
+    let version = th.commit();
     th.lease.holder = Some(run.clone());
     th.lease.worker = Some(worker.to_string());
     th.lease.token_known = false;

@@ -1,10 +1,9 @@
 //! The model's record of one thread, written from the SPEC (§0, §9), not
-//! from any store's code. Fields hold what the SPEC says a thread has;
-//! helpers keep its invariants: versions +1 per commit (H1), sequence
-//! numbers consecutive and never reused, tokens only growing (K2), the
-//! run queue in arrival order (K1).
-
-use std::collections::VecDeque;
+//! from any store's code, and deliberately not shaped like one: a list of
+//! committed messages and a list of runs, with the queue and the current
+//! run read off the runs' statuses instead of kept beside them. Helpers
+//! keep its invariants: versions +1 per commit (H1), sequence numbers
+//! consecutive and never reused, tokens only growing (K2).
 
 use pai_runtime::{
     Message, StoreError,
@@ -90,23 +89,34 @@ pub(crate) struct LeaseModel {
     pub(crate) issued: Vec<u64>,
 }
 
+/// Where a thread is in its life (H5): never created, live, or deleted
+/// (its incarnation ended, no new one yet).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Life {
+    Never,
+    Live,
+    Deleted,
+}
+
+/// One thread as the SPEC describes it: committed messages, metadata, and
+/// its runs in admission order. Nothing else is kept that a run's status
+/// already says: the queue is the runs whose status is `Queued` (K1), the
+/// current run the one `Running` or `Waiting` (a claim makes a run
+/// current, its end makes it not).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ThreadModel {
     pub(crate) id: String,
-    /// Created once (and not necessarily live: see `deleted`).
-    pub(crate) exists: bool,
-    pub(crate) deleted: bool,
-    pub(crate) agent: String,
+    pub(crate) life: Life,
     pub(crate) owner: String,
     pub(crate) incarnation: u64,
+    /// How many commits the thread has had (H1).
     pub(crate) version: u64,
-    pub(crate) next_seq: u64,
+    /// The newest sequence number handed out, in any incarnation.
+    pub(crate) last_seq: u64,
     pub(crate) messages: Vec<Message>,
     pub(crate) metadata: Map<String, Value>,
     pub(crate) private_metadata: Map<String, Value>,
     pub(crate) runs: Vec<RunModel>,
-    pub(crate) queue: VecDeque<String>,
-    pub(crate) current: Option<String>,
     pub(crate) lease: LeaseModel,
     /// Steering messages no step or `prepare_run` took yet, oldest first (A4).
     pub(crate) steers: Vec<String>,
@@ -118,19 +128,15 @@ impl ThreadModel {
     pub(crate) fn new(id: String) -> ThreadModel {
         ThreadModel {
             id,
-            exists: false,
-            deleted: false,
-            agent: AGENT.to_string(),
+            life: Life::Never,
             owner: OWNER.to_string(),
             incarnation: 1,
             version: 0,
-            next_seq: 1,
+            last_seq: 0,
             messages: Vec::new(),
             metadata: Map::new(),
             private_metadata: Map::new(),
             runs: Vec::new(),
-            queue: VecDeque::new(),
-            current: None,
             lease: LeaseModel {
                 token_known: true,
                 ..LeaseModel::default()
@@ -142,23 +148,23 @@ impl ThreadModel {
 
     /// Whether the thread can be read and written now.
     pub(crate) fn live(&self) -> bool {
-        self.exists && !self.deleted
+        self.life == Life::Live
     }
 
     /// Creates the thread, or a new incarnation of a deleted one (H5).
     pub(crate) fn open(&mut self, owner: &str) {
-        if !self.exists {
-            self.exists = true;
-            self.owner = owner.to_string();
-        } else if self.deleted {
-            self.deleted = false;
-            self.incarnation += 1;
-            self.owner = owner.to_string();
+        match self.life {
+            Life::Live => return,
+            Life::Never => {}
+            Life::Deleted => self.incarnation += 1,
         }
+        self.life = Life::Live;
+        self.owner = owner.to_string();
     }
 
+    /// H4: every thread here is the agent's; only its owner reaches it.
     pub(crate) fn scope(&self, owner: &str) -> Result<(), StoreError> {
-        match self.owner == owner && self.agent == AGENT {
+        match self.owner == owner {
             true => Ok(()),
             false => Err(StoreError::Forbidden {
                 thread: self.id.clone(),
@@ -177,22 +183,48 @@ impl ThreadModel {
         }
     }
 
-    /// Appends messages in one commit (H1): consecutive sequence numbers, +1 version.
-    pub(crate) fn append(&mut self, messages: Vec<Message>) -> (u64, u64) {
-        let first = self.next_seq;
-        for mut m in messages {
-            m.seq = self.next_seq;
-            self.next_seq += 1;
-            self.messages.push(m);
-        }
+    /// One commit (H1): the new version.
+    pub(crate) fn commit(&mut self) -> u64 {
         self.version += 1;
-        (self.version, first)
+        self.version
+    }
+
+    /// Stores a message under the next sequence number (never reused).
+    pub(crate) fn store(&mut self, mut message: Message) -> String {
+        self.last_seq += 1;
+        message.seq = self.last_seq;
+        let id = message.id.clone();
+        self.messages.push(message);
+        id
+    }
+
+    /// Appends messages in one commit (H1): the new version and the first
+    /// sequence number.
+    pub(crate) fn append(&mut self, messages: Vec<Message>) -> (u64, u64) {
+        let first = self.last_seq + 1;
+        for m in messages {
+            self.store(m);
+        }
+        (self.commit(), first)
     }
 
     /// K1: a new run queues behind the others.
     pub(crate) fn admit(&mut self, run: &str, trigger: &str) {
         self.runs.push(RunModel::queued(run, trigger));
-        self.queue.push_back(run.to_string());
+    }
+
+    /// The run being driven now: running or waiting.
+    pub(crate) fn current(&self) -> Option<String> {
+        let driven = |r: &&RunModel| matches!(r.status, RunStatus::Running | RunStatus::Waiting);
+        self.runs.iter().find(driven).map(|r| r.id.clone())
+    }
+
+    /// The queued runs, oldest first (K1).
+    pub(crate) fn queued(&self) -> Vec<String> {
+        let runs = self.runs.iter();
+        runs.filter(|r| r.status == RunStatus::Queued)
+            .map(|r| r.id.clone())
+            .collect()
     }
 
     pub(crate) fn run(&self, id: &str) -> Option<&RunModel> {
@@ -210,7 +242,8 @@ impl ThreadModel {
         }
     }
 
-    /// A run ends: it is no longer current, holds no lease, waits on nothing.
+    /// A run ends: it holds no lease and waits on nothing (and, ended, is
+    /// neither current nor queued).
     pub(crate) fn finish_run(
         &mut self,
         run: &str,
@@ -224,9 +257,6 @@ impl ThreadModel {
             r.outcome = Some(outcome);
             r.reason = reason;
             r.waiting.clear();
-        }
-        if self.current.as_deref() == Some(run) {
-            self.current = None;
         }
     }
 
@@ -248,7 +278,7 @@ impl ThreadModel {
         self.lease
             .holder
             .clone()
-            .or_else(|| self.current.clone())
+            .or_else(|| self.current())
             .or_else(|| self.runs.last().map(|r| r.id.clone()))
             .unwrap_or_else(|| "r-none".to_string())
     }

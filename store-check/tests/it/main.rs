@@ -8,6 +8,8 @@ mod broken;
 mod crash_postgres;
 mod crash_sqlite;
 mod findings;
+mod h3_model;
 mod memory;
 mod postgres;
+mod retired;
 mod sqlite;

@@ -1,5 +1,6 @@
-//! A clock and an id source for driving the runtime outside the simulator
-//! (shared by the runtime's integration tests and the benches).
+//! A clock and an id source for driving the runtime outside the simulator,
+//! and two small lifecycles (shared by the runtime's integration tests and
+//! the benches, which include this file alone).
 
 #![allow(dead_code)]
 

@@ -320,31 +320,75 @@ fn mutate(
     Ok(())
 }
 
+/// A client's message starting a run: one commit (H1).
+fn submit(store: &MemoryStore, model: &mut Model) -> Result<(), TestCaseError> {
+    let run = model.next_id("run");
+    let message = model.message(Role::User, None);
+    let (steer, new_run) = (false, Some(run.clone()));
+    let submit = ClientOp::Submit {
+        message,
+        steer,
+        new_run,
+    };
+    let reply = store.apply(StoreRequest::client(THREAD, "a", "o", submit));
+    let expected = Submitted::Run {
+        run,
+        version: model.version + 1,
+    };
+    let expected = StoreReply::Client(ClientReply::Submitted(expected));
+    prop_assert_eq!(reply, Ok(expected));
+    model.version += 1;
+    model.messages += 1;
+    Ok(())
+}
+
+/// The lease holder appends a message: one commit (H1).
+fn run_append(store: &MemoryStore, model: &mut Model) -> Result<(), TestCaseError> {
+    if let Some((run, token)) = model.lease.clone() {
+        let message = model.message(Role::Assistant, Some(&run));
+        let (messages, step) = (vec![message], Some(0));
+        let append = RunOp::Append { messages, step };
+        let reply = store.apply(StoreRequest::run(THREAD, run, token, append));
+        let version = match reply {
+            Ok(StoreReply::Run(RunReply::Appended(a))) => a.version,
+            other => return Err(TestCaseError::fail(format!("append answered {other:?}"))),
+        };
+        prop_assert_eq!(version, model.version + 1);
+        model.version += 1;
+        model.messages += 1;
+    }
+    Ok(())
+}
+
+/// The lease holder's run ends.
+fn finish(store: &MemoryStore, model: &mut Model) -> Result<(), TestCaseError> {
+    if let Some((run, token)) = model.lease.take() {
+        let end = RunEnd {
+            status: RunStatus::Completed,
+            outcome: Outcome::Completed,
+            reason: None,
+        };
+        let finish = RunOp::Finish {
+            end,
+            next_run: None,
+        };
+        let reply = store.apply(StoreRequest::run(THREAD, run, token, finish));
+        let stored = matches!(
+            reply,
+            Ok(StoreReply::Run(RunReply::Finished(Finish::Stored { .. })))
+        );
+        prop_assert!(stored, "{:?}", reply);
+    }
+    Ok(())
+}
+
 /// A change that is not private metadata: private and client metadata stay
 /// as they were; the version follows the store (a commit there is H1's
 /// business, checked where predicted).
 fn other(store: &MemoryStore, model: &mut Model, op: &Op) -> Result<(), TestCaseError> {
     agrees(store, model)?;
     match op {
-        Op::Submit => {
-            let run = model.next_id("run");
-            let message = model.message(Role::User, None);
-            let (steer, new_run) = (false, Some(run.clone()));
-            let submit = ClientOp::Submit {
-                message,
-                steer,
-                new_run,
-            };
-            let reply = store.apply(StoreRequest::client(THREAD, "a", "o", submit));
-            let expected = Submitted::Run {
-                run,
-                version: model.version + 1,
-            };
-            let expected = StoreReply::Client(ClientReply::Submitted(expected));
-            prop_assert_eq!(reply, Ok(expected));
-            model.version += 1;
-            model.messages += 1;
-        }
+        Op::Submit => submit(store, model)?,
         Op::Claim => {
             let reply = store.apply(StoreRequest::claim(Some(THREAD.into()), "w", None));
             match reply {
@@ -365,40 +409,8 @@ fn other(store: &MemoryStore, model: &mut Model, op: &Op) -> Result<(), TestCase
                 );
             }
         }
-        Op::RunAppend => {
-            if let Some((run, token)) = model.lease.clone() {
-                let message = model.message(Role::Assistant, Some(&run));
-                let (messages, step) = (vec![message], Some(0));
-                let append = RunOp::Append { messages, step };
-                let reply = store.apply(StoreRequest::run(THREAD, run, token, append));
-                let version = match reply {
-                    Ok(StoreReply::Run(RunReply::Appended(a))) => a.version,
-                    other => return Err(TestCaseError::fail(format!("append answered {other:?}"))),
-                };
-                prop_assert_eq!(version, model.version + 1);
-                model.version += 1;
-                model.messages += 1;
-            }
-        }
-        Op::Finish => {
-            if let Some((run, token)) = model.lease.take() {
-                let end = RunEnd {
-                    status: RunStatus::Completed,
-                    outcome: Outcome::Completed,
-                    reason: None,
-                };
-                let finish = RunOp::Finish {
-                    end,
-                    next_run: None,
-                };
-                let reply = store.apply(StoreRequest::run(THREAD, run, token, finish));
-                let stored = matches!(
-                    reply,
-                    Ok(StoreReply::Run(RunReply::Finished(Finish::Stored { .. })))
-                );
-                prop_assert!(stored, "{:?}", reply);
-            }
-        }
+        Op::RunAppend => run_append(store, model)?,
+        Op::Finish => finish(store, model)?,
         Op::Mutate { .. } => unreachable!(),
     }
     let t = inspect(store);
@@ -412,7 +424,7 @@ proptest! {
     #![proptest_config(ProptestConfig {
         cases: 256,
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
-            concat!(env!("CARGO_MANIFEST_DIR"), "/proptest-regressions/h3_model.txt"),
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/h3_model.proptest-regressions"),
         ))),
         ..ProptestConfig::default()
     })]
