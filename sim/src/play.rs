@@ -193,16 +193,22 @@ impl<'a> Player<'a> {
             )
             .await),
         };
-        let outcome = match outcome {
-            Ok(Ok(done)) => Ok(done),
-            Ok(Err(e)) => Err(e),
-            Err(e) => Err(e.to_string()),
-        };
         Done {
-            outcome,
+            outcome: flat(outcome),
             waiting_check,
             reached,
         }
+    }
+}
+
+/// An action's answer as one result: the runtime's refusal as text.
+fn flat(
+    outcome: Result<Result<Option<String>, String>, impl std::fmt::Display>,
+) -> Result<Option<String>, String> {
+    match outcome {
+        Ok(Ok(done)) => Ok(done),
+        Ok(Err(e)) => Err(e),
+        Err(e) => Err(e.to_string()),
     }
 }
 
