@@ -169,9 +169,8 @@ pub(super) fn check(
     out
 }
 
-/// Walks each run through the grammar, event by event; `among_workers`
-/// when the store's final threads are known. The first violation of a run
-/// breaks it.
+/// Walks each run through the grammar, event by event (`among_workers`:
+/// the store's final threads are known); a run's first violation breaks it.
 fn walk<'a>(
     events: &'a [Event],
     among_workers: bool,
@@ -241,8 +240,7 @@ fn walk<'a>(
     out
 }
 
-/// The runs that never ended, where the scenario ran to its end and
-/// nothing excuses them.
+/// The runs that never ended, with nothing to excuse it.
 fn never_ended(
     events: &[Event],
     runs: BTreeMap<(&str, &str), Run>,
