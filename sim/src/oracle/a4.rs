@@ -106,7 +106,6 @@ fn triggers(events: &[Event]) -> Vec<(&str, &str)> {
 type Steers<'a> = (Vec<(&'a str, &'a str, u64)>, BTreeMap<&'a str, usize>);
 
 /// The steers of the log that the store still holds ([`Steers`]).
-
 fn steers<'a>(events: &'a [Event], messages: &BTreeMap<(&str, &str), &Message>) -> Steers<'a> {
     let mut steers: Vec<(&str, &str, u64)> = Vec::new();
     let mut stored_at: BTreeMap<&str, usize> = BTreeMap::new();
