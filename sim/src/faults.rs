@@ -10,6 +10,48 @@ use crate::scenario::FaultSpec;
 /// the fault found nothing to change.
 pub(crate) fn plant(fault: &FaultSpec, obs: &mut Observations) -> Result<String, String> {
     let done = match fault {
+        FaultSpec::Drop { .. }
+        | FaultSpec::SwapWithPrevious { .. }
+        | FaultSpec::Duplicate { .. }
+        | FaultSpec::Swap { .. }
+        | FaultSpec::SwapPayloads { .. } => edit_events(fault, obs),
+        FaultSpec::EditMessage { .. } => edit_message(fault, obs),
+        // Faults acting on workers are carried out by the simulator, not here.
+        FaultSpec::Crash { .. }
+        | FaultSpec::Partition { .. }
+        | FaultSpec::Hold { .. }
+        | FaultSpec::Pause { .. }
+        | FaultSpec::AcceptStale
+        | FaultSpec::RefuseTakeover => return Ok("acts on the workers".to_string()),
+        // Planted in the store tap before the run, not here.
+        FaultSpec::IgnoreExpectations => {
+            return Ok("planted store bug: mutations commit whatever they expect".to_string());
+        }
+        FaultSpec::LeakPrivate { thread } => leak_private(obs, thread),
+        FaultSpec::EditRequest { .. } | FaultSpec::DropLive { .. } => edit_sent(fault, obs),
+        FaultSpec::GrowRead { nth } => grow_read(obs, *nth),
+        FaultSpec::UnfencedRead { nth } => unfenced_read(obs, *nth),
+        FaultSpec::EditResult { .. } => edit_result(fault, obs),
+        FaultSpec::SwallowAfterStepError { nth } => swallow_after_step_error(obs, *nth),
+        FaultSpec::EditSummaryRequest { call, drop_message } => obs
+            .summaries
+            .get_mut(call.wrapping_sub(1))
+            .filter(|c| (1..=c.messages.len()).contains(drop_message))
+            .map(|c| {
+                c.messages.remove(drop_message - 1);
+                format!("removed message {drop_message} from summary request {call}")
+            }),
+    };
+    match done {
+        Some(did) => Ok(format!("planted fault: {did}")),
+        None => Err(format!("planted fault: {fault:?} found nothing to change")),
+    }
+}
+
+/// A fault that edits the event log: drops, repeats or moves an event, or
+/// swaps two events' places or payloads.
+fn edit_events(fault: &FaultSpec, obs: &mut Observations) -> Option<String> {
+    match fault {
         FaultSpec::Drop { event, nth } => nth_of(&obs.events, *event, *nth).map(|i| {
             let gone = obs.events.remove(i);
             drop_raw(obs, &gone);
@@ -37,19 +79,14 @@ pub(crate) fn plant(fault: &FaultSpec, obs: &mut Observations) -> Result<String,
                 format!("swapped what {event} #{a} and #{b} say")
             })
         }
-        FaultSpec::EditMessage { .. } => edit_message(fault, obs),
-        // Faults acting on workers are carried out by the simulator, not here.
-        FaultSpec::Crash { .. }
-        | FaultSpec::Partition { .. }
-        | FaultSpec::Hold { .. }
-        | FaultSpec::Pause { .. }
-        | FaultSpec::AcceptStale
-        | FaultSpec::RefuseTakeover => return Ok("acts on the workers".to_string()),
-        // Planted in the store tap before the run, not here.
-        FaultSpec::IgnoreExpectations => {
-            return Ok("planted store bug: mutations commit whatever they expect".to_string());
-        }
-        FaultSpec::LeakPrivate { thread } => leak_private(obs, thread),
+        _ => None,
+    }
+}
+
+/// A fault that edits what was sent: a model call's request, or what a
+/// watcher received live.
+fn edit_sent(fault: &FaultSpec, obs: &mut Observations) -> Option<String> {
+    match fault {
         FaultSpec::EditRequest {
             call,
             append,
@@ -75,22 +112,7 @@ pub(crate) fn plant(fault: &FaultSpec, obs: &mut Observations) -> Result<String,
                 format!("dropped live event #{nth} of watcher {watcher}")
             })
         }
-        FaultSpec::GrowRead { nth } => grow_read(obs, *nth),
-        FaultSpec::UnfencedRead { nth } => unfenced_read(obs, *nth),
-        FaultSpec::EditResult { .. } => edit_result(fault, obs),
-        FaultSpec::SwallowAfterStepError { nth } => swallow_after_step_error(obs, *nth),
-        FaultSpec::EditSummaryRequest { call, drop_message } => obs
-            .summaries
-            .get_mut(call.wrapping_sub(1))
-            .filter(|c| (1..=c.messages.len()).contains(drop_message))
-            .map(|c| {
-                c.messages.remove(drop_message - 1);
-                format!("removed message {drop_message} from summary request {call}")
-            }),
-    };
-    match done {
-        Some(did) => Ok(format!("planted fault: {did}")),
-        None => Err(format!("planted fault: {fault:?} found nothing to change")),
+        _ => None,
     }
 }
 

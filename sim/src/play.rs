@@ -7,10 +7,12 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pai_runtime::{Agent, Clock as _, Runtime, compose, event::Watch, tool::TypedTool};
+use pai_runtime::{
+    Agent, Clock as _, Runtime, ThreadHandle, compose, event::Watch, tool::TypedTool,
+};
 
 use crate::hooks::{self, HistoryRead, SimContext, SimMetadata, SummaryLog};
-use crate::scenario::{Action, Scenario};
+use crate::scenario::{Action, Moment, Scenario};
 use crate::world::{self, ActionRecord, Answering, Recorder, ScriptedTool, VirtualClock};
 
 /// The scenario's agent (scripted tools, the composed hook library) and
@@ -79,13 +81,14 @@ pub(crate) async fn play(
     let clock = VirtualClock::turmoil();
     let in_turmoil = turmoil::sim_elapsed().is_some();
     let start = tokio::time::Instant::now();
-    // Run ids of each thread's sends, in order, for `cancel = { run = N }`.
-    let mut sends: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    let mut snapshots = crate::play_facade::Snapshots::default();
-    // Each thread's calls as the timeline saw them, for `call = "#N"`:
-    // sampled only by a timeline that names a call so (a store read).
-    let by_id = s.timeline.iter().any(|m| m.action.names_call_by_id());
-    let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut player = Player {
+        runtime,
+        feed,
+        sends: BTreeMap::new(),
+        snapshots: crate::play_facade::Snapshots::default(),
+        by_id: s.timeline.iter().any(|m| m.action.names_call_by_id()),
+        seen: BTreeMap::new(),
+    };
     for (i, m) in s.timeline.iter().enumerate() {
         match in_turmoil {
             true => {
@@ -95,16 +98,53 @@ pub(crate) async fn play(
             false => tokio::time::sleep_until(start + Duration::from_millis(m.at)).await,
         }
         let thread = runtime.client(m.client.clone()).thread(m.thread.clone());
-        let seen = seen.entry(m.thread.clone()).or_default();
-        if by_id {
+        let seen = player.seen.entry(m.thread.clone()).or_default();
+        if player.by_id {
             world::saw_calls(runtime, &m.thread, seen).await;
         }
         let before_event = recorder.len();
+        let done = player.act(m, &thread, &mut played.watches).await;
+        record(played, (i, m), (before_event, recorder.len()), done);
+    }
+}
+
+/// What the timeline's playing keeps from one action to the next.
+struct Player<'a> {
+    runtime: &'a Runtime<SimContext>,
+    feed: Option<&'a dyn WatchFeed>,
+    /// Run ids of each thread's sends, in order, for `cancel = { run = N }`.
+    sends: BTreeMap<&'a str, Vec<String>>,
+    snapshots: crate::play_facade::Snapshots,
+    /// Whether the timeline names a call by id (`call = "#N"`): only then
+    /// are each thread's calls sampled (a store read).
+    by_id: bool,
+    /// Each thread's calls as the timeline saw them, for `call = "#N"`.
+    seen: BTreeMap<String, Vec<String>>,
+}
+
+/// What one action came to: the runtime's answer (or the error), the
+/// check of an `expect_waiting`, and whether it reached the runtime.
+struct Done {
+    outcome: Result<Option<String>, String>,
+    waiting_check: Option<String>,
+    reached: bool,
+}
+
+impl<'a> Player<'a> {
+    /// Performs moment `m`'s action on `thread`.
+    async fn act(
+        &mut self,
+        m: &'a Moment,
+        thread: &ThreadHandle<SimContext>,
+        watches: &mut Vec<(String, Watch)>,
+    ) -> Done {
+        let runtime = self.runtime;
+        let seen = self.seen.entry(m.thread.clone()).or_default();
         let mut waiting_check = None;
         let mut reached = true;
         let outcome = match &m.action {
             Action::Send(text) => thread.send(text).await.map(|sent| {
-                sends
+                self.sends
                     .entry(&m.thread)
                     .or_default()
                     .push(sent.run_id.clone());
@@ -113,7 +153,7 @@ pub(crate) async fn play(
             Action::Steer(text) => thread.steer(text).await.map(|sent| Ok(Some(sent.run_id))),
             Action::Cancel(None) => thread.cancel().await.map(|r| Ok(Some(r))),
             Action::Cancel(Some(n)) => {
-                match sends.get(m.thread.as_str()).and_then(|r| r.get(n - 1)) {
+                match self.sends.get(m.thread.as_str()).and_then(|r| r.get(n - 1)) {
                     Some(run) => thread.cancel_run(run).await.map(|r| Ok(Some(r))),
                     None => {
                         reached = false;
@@ -123,26 +163,26 @@ pub(crate) async fn play(
                     }
                 }
             }
-            Action::Watch { name, .. } if let Some(feed) = feed => Ok(feed
+            Action::Watch { name, .. } if let Some(feed) = self.feed => Ok(feed
                 .subscribe(name, &m.client, &m.thread)
                 .await
                 .map(|()| None)),
             Action::Watch { name, live } => thread
                 .watch(hooks::live_stages(live))
                 .await
-                .map(|w| played.watches.push((name.clone(), w)))
+                .map(|w| watches.push((name.clone(), w)))
                 .map(|()| Ok(None)),
             Action::Approve(c) => {
-                Ok(world::answer(runtime, &thread, c, Answering::Approve, seen).await)
+                Ok(world::answer(runtime, thread, c, Answering::Approve, seen).await)
             }
             Action::Deny(c, reason) => {
-                Ok(world::answer(runtime, &thread, c, Answering::Deny(reason), seen).await)
+                Ok(world::answer(runtime, thread, c, Answering::Deny(reason), seen).await)
             }
             Action::Submit(c, output) => {
-                Ok(world::answer(runtime, &thread, c, Answering::Submit(output), seen).await)
+                Ok(world::answer(runtime, thread, c, Answering::Submit(output), seen).await)
             }
             Action::ExpectWaiting(calls) => {
-                waiting_check = world::check_waiting(runtime, &thread, calls, seen).await;
+                waiting_check = world::check_waiting(runtime, thread, calls, seen).await;
                 Ok(Ok(None))
             }
             facade => Ok(crate::play_facade::facade(
@@ -151,44 +191,71 @@ pub(crate) async fn play(
                 &m.thread,
                 facade,
                 m.handle.as_deref(),
-                &mut snapshots,
+                &mut self.snapshots,
             )
             .await),
         };
-        let outcome = match outcome {
-            Ok(Ok(done)) => Ok(done),
-            Ok(Err(e)) => Err(e),
-            Err(e) => Err(e.to_string()),
-        };
-        let check = waiting_check.take().or_else(|| error_check(m, &outcome));
-        if let Err(e) = &outcome {
-            let expected = if m.expect_error.is_some() {
-                " (expected)"
-            } else {
-                ""
-            };
-            let note = format!(
-                "at {}ms {} could not {} on {}{expected}: {e}",
-                m.at,
-                m.client,
-                m.action.name(),
-                m.thread
-            );
-            played.notes.push(note);
-        }
-        played.actions.push(ActionRecord {
-            moment: i,
-            at: m.at,
-            after_event: recorder.len(),
-            before_event,
+        Done {
+            outcome: flat(outcome),
+            waiting_check,
             reached,
-            outcome,
-            check,
-        });
-        let key = (m.client.clone(), m.thread.clone());
-        if !played.touched.contains(&key) {
-            played.touched.push(key);
         }
+    }
+}
+
+/// An action's answer as one result: the runtime's refusal as text.
+fn flat(
+    outcome: Result<Result<Option<String>, String>, impl std::fmt::Display>,
+) -> Result<Option<String>, String> {
+    match outcome {
+        Ok(Ok(done)) => Ok(done),
+        Ok(Err(e)) => Err(e),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Records the `i`th moment's action and what it came to: the events
+/// recorded before and after it, a note when it could not be done, the
+/// (client, thread) it touched.
+fn record(
+    played: &mut Played,
+    (i, m): (usize, &Moment),
+    (before_event, after_event): (usize, usize),
+    done: Done,
+) {
+    let Done {
+        outcome,
+        waiting_check,
+        reached,
+    } = done;
+    let check = waiting_check.or_else(|| error_check(m, &outcome));
+    if let Err(e) = &outcome {
+        let expected = if m.expect_error.is_some() {
+            " (expected)"
+        } else {
+            ""
+        };
+        let note = format!(
+            "at {}ms {} could not {} on {}{expected}: {e}",
+            m.at,
+            m.client,
+            m.action.name(),
+            m.thread
+        );
+        played.notes.push(note);
+    }
+    played.actions.push(ActionRecord {
+        moment: i,
+        at: m.at,
+        after_event,
+        before_event,
+        reached,
+        outcome,
+        check,
+    });
+    let key = (m.client.clone(), m.thread.clone());
+    if !played.touched.contains(&key) {
+        played.touched.push(key);
     }
 }
 

@@ -11,7 +11,7 @@ use pai_runtime::{
 };
 
 use crate::hooks::SimContext;
-use crate::scenario::{Action, ExpectSpec, MutateSpec};
+use crate::scenario::{Action, ExpectSpec, MutateSpec, VisibilitySpec};
 
 /// What trusted writers last read of each thread (`read_thread`), and the
 /// handles `bind_thread` bound, by name (SPEC H5).
@@ -73,38 +73,53 @@ pub(crate) async fn facade(
             let i = admin.create(client).await.map_err(|e| e.to_string())?;
             Ok(Some(format!("incarnation {i}")))
         }
-        Action::Regenerate(n) => {
-            let t = admin.read().await.map_err(|e| e.to_string())?;
-            let users: Vec<&str> = t
-                .messages
-                .iter()
-                .filter(|m| m.role == Role::User)
-                .map(|m| m.id.as_str())
-                .collect();
-            let from = users
-                .get(n - 1)
-                .ok_or_else(|| format!("thread {thread} has no user message #{n}"))?;
-            let r = admin.regenerate(from).await.map_err(|e| e.to_string())?;
-            Ok(Some(r.run))
-        }
-        Action::SetVisibility(v) => {
-            let t = admin.read().await.map_err(|e| e.to_string())?;
-            let m = t
-                .messages
-                .get(v.message - 1)
-                .ok_or_else(|| format!("thread {thread} has no message #{}", v.message))?;
-            let vis = Visibility {
-                transcript: v.transcript,
-                context: v.context,
-            };
-            let done = admin
-                .set_visibility(vec![(m.id.clone(), vis)], Expect::Nothing)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(Some(format!("version {}", done.version)))
-        }
+        Action::Regenerate(n) => regenerate(admin, thread, *n).await,
+        Action::SetVisibility(v) => set_visibility(admin, thread, v).await,
         _ => Err(format!("{} is not a facade action", action.name())),
     }
+}
+
+/// Regenerates from the thread's `n`th user message (SPEC R1); names the
+/// run it started.
+async fn regenerate(
+    admin: &AdminThread<SimContext>,
+    thread: &str,
+    n: usize,
+) -> Result<Option<String>, String> {
+    let t = admin.read().await.map_err(|e| e.to_string())?;
+    let users: Vec<&str> = t
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| m.id.as_str())
+        .collect();
+    let from = users
+        .get(n - 1)
+        .ok_or_else(|| format!("thread {thread} has no user message #{n}"))?;
+    let r = admin.regenerate(from).await.map_err(|e| e.to_string())?;
+    Ok(Some(r.run))
+}
+
+/// Sets one message's visibility (SPEC R1); names the version it committed.
+async fn set_visibility(
+    admin: &AdminThread<SimContext>,
+    thread: &str,
+    v: &VisibilitySpec,
+) -> Result<Option<String>, String> {
+    let t = admin.read().await.map_err(|e| e.to_string())?;
+    let m = t
+        .messages
+        .get(v.message - 1)
+        .ok_or_else(|| format!("thread {thread} has no message #{}", v.message))?;
+    let vis = Visibility {
+        transcript: v.transcript,
+        context: v.context,
+    };
+    let done = admin
+        .set_visibility(vec![(m.id.clone(), vis)], Expect::Nothing)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(Some(format!("version {}", done.version)))
 }
 
 /// A trusted writer's mutation with the expectation the scenario names.

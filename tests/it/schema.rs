@@ -223,7 +223,30 @@ fn schema_and_loader_agree_on_small_edits() {
         "timeline": [{ "send": "hi" }],
     });
     assert_eq!(schema.check(&base), Ok(()));
-    let edits: Vec<(&str, Value)> = vec![
+    let edits = [scenario_edits(), agent_edits(), hook_edits(), fault_edits()].concat();
+    let mut wrong = Vec::new();
+    for (what, edit) in edits {
+        let mut v = base.clone();
+        for (k, x) in edit.as_object().expect("an object") {
+            v[k] = x.clone();
+        }
+        if schema.check(&v).is_ok() {
+            wrong.push(format!("{what}: the schema accepts {v}"));
+        }
+        let path = Path::new("edit.json");
+        let loaded = pai_sim::ScenarioSpec::parse(path, &v.to_string())
+            .ok()
+            .map(pai_sim::Scenario::from_spec);
+        if matches!(loaded, Some(Ok(_))) {
+            wrong.push(format!("{what}: the loader accepts {v}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Edits of the scenario's own fields and its timeline.
+fn scenario_edits() -> Vec<(&'static str, Value)> {
+    vec![
         ("blank name", serde_json::json!({ "name": "  " })),
         ("no rules", serde_json::json!({ "rules": [] })),
         ("empty timeline", serde_json::json!({ "timeline": [] })),
@@ -252,6 +275,12 @@ fn schema_and_loader_agree_on_small_edits() {
             "empty watcher name",
             serde_json::json!({ "timeline": [{ "watch": "" }] }),
         ),
+    ]
+}
+
+/// Edits of the agent, its tools and the model scripts.
+fn agent_edits() -> Vec<(&'static str, Value)> {
+    vec![
         (
             "tool without behaviour",
             serde_json::json!({ "agent": { "tools": [{ "name": "t" }] } }),
@@ -272,6 +301,12 @@ fn schema_and_loader_agree_on_small_edits() {
             "error with tool calls",
             serde_json::json!({ "model": { "turns": [{ "error": "503", "tool_calls": [{ "tool": "t" }] }] } }),
         ),
+    ]
+}
+
+/// Edits of the lifecycle's hooks.
+fn hook_edits() -> Vec<(&'static str, Value)> {
+    vec![
         (
             "blank hook name",
             serde_json::json!({ "lifecycle": [{ "hook": "rag", "name": " " }] }),
@@ -296,6 +331,12 @@ fn schema_and_loader_agree_on_small_edits() {
             "unknown setting",
             serde_json::json!({ "lifecycle": [{ "hook": "route", "at": "run", "settings": { "temp": 1 } }] }),
         ),
+    ]
+}
+
+/// Edits of planted faults.
+fn fault_edits() -> Vec<(&'static str, Value)> {
+    vec![
         (
             "edit_message doing two things",
             serde_json::json!({ "faults": [{ "kind": "edit_message", "seq": 1, "text": "x", "delete": true }] }),
@@ -312,25 +353,7 @@ fn schema_and_loader_agree_on_small_edits() {
             "unknown event",
             serde_json::json!({ "faults": [{ "kind": "drop", "event": "lunch" }] }),
         ),
-    ];
-    let mut wrong = Vec::new();
-    for (what, edit) in edits {
-        let mut v = base.clone();
-        for (k, x) in edit.as_object().expect("an object") {
-            v[k] = x.clone();
-        }
-        if schema.check(&v).is_ok() {
-            wrong.push(format!("{what}: the schema accepts {v}"));
-        }
-        let path = Path::new("edit.json");
-        let loaded = pai_sim::ScenarioSpec::parse(path, &v.to_string())
-            .ok()
-            .map(pai_sim::Scenario::from_spec);
-        if matches!(loaded, Some(Ok(_))) {
-            wrong.push(format!("{what}: the loader accepts {v}"));
-        }
-    }
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    ]
 }
 
 /// (d) The event log of every scenario is valid under the events schema,

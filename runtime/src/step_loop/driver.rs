@@ -19,7 +19,7 @@ use crate::future::{alongside, catch_panic};
 use crate::message::Outcome;
 use crate::shared::Shared;
 use crate::stop::StopSignal;
-use crate::store::{Claimed, Finish, RunEnd, RunStatus};
+use crate::store::{Claimed, Finish, RunEnd, RunStatus, WaitingCall};
 
 /// Drains a thread's run queue, one run at a time, then lets the thread go idle.
 pub(crate) async fn drive<C: Send + Sync + 'static>(sh: Arc<Shared<C>>, thread: String) {
@@ -100,14 +100,7 @@ async fn run_one<C: Send + Sync + 'static>(
     let (thread, run) = (claimed.thread.as_str(), claimed.run.as_str());
     let mut next_step = claimed.steps;
     let mut start = Start::of(claimed);
-    if let Some(t) = &claimed.takeover {
-        sh.emit(thread, run, || EventKind::TakenOver {
-            from: t.from.clone(),
-            stale_token: t.token,
-            expired_at: t.expired_at,
-            next_step: claimed.steps,
-        });
-    }
+    taken_over(sh, claimed);
     let mut episode = claimed.episode;
     let mut version = claimed.version;
     // Valid across episodes: every read checks the store's history epoch.
@@ -141,13 +134,7 @@ async fn run_one<C: Send + Sync + 'static>(
         let (ended, says) = settle(stop, lease, ended);
         match ended {
             EpisodeEnd::Wait(calls, version) => {
-                // The store released the lease when it recorded the wait.
-                sh.emit(thread, run, || EventKind::Waiting {
-                    calls: calls.iter().map(|c| c.call_id.clone()).collect(),
-                    version,
-                });
-                sh.run_waits(thread, run, calls).await;
-                return;
+                return waits(sh, (thread, run), calls, version).await;
             }
             EpisodeEnd::Lost(reason) => return lost(sh, thread, run, lease, reason).await,
             EpisodeEnd::Steer => match next_episode(sh, thread, run, token).await {
@@ -166,6 +153,34 @@ async fn run_one<C: Send + Sync + 'static>(
         }
     };
     finish(sh, thread, run, lease, end).await;
+}
+
+/// Tells the thread's watchers that the claim took the run over from a
+/// holder whose lease expired (K3), if it did.
+fn taken_over<C>(sh: &Shared<C>, claimed: &Claimed) {
+    if let Some(t) = &claimed.takeover {
+        sh.emit(&claimed.thread, &claimed.run, || EventKind::TakenOver {
+            from: t.from.clone(),
+            stale_token: t.token,
+            expired_at: t.expired_at,
+            next_step: claimed.steps,
+        });
+    }
+}
+
+/// The run waits for a client on `calls` (T9); the store released the
+/// lease when it recorded the wait at `version`.
+async fn waits<C>(
+    sh: &Shared<C>,
+    (thread, run): (&str, &str),
+    calls: Vec<WaitingCall>,
+    version: u64,
+) {
+    sh.emit(thread, run, || EventKind::Waiting {
+        calls: calls.iter().map(|c| c.call_id.clone()).collect(),
+        version,
+    });
+    sh.run_waits(thread, run, calls).await;
 }
 
 /// The holder's lease moves to a new episode (A4): one commit, told to

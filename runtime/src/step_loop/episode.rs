@@ -93,24 +93,8 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             // Cancelled while prepare_run ran: no approved call starts now.
             return self.close_cancelled(start).await;
         }
-        if resumed {
-            // A taken-over run's answerable calls (T9) are its orphans:
-            // they are registered again with the answers they have.
-            if start == Start::Resumed {
-                self.resume(Resolution::Answered).await?;
-            }
-            if start == Start::TakenOver
-                && let Some(end) = self.rerun_orphans(&route).await?
-            {
-                return Ok(end);
-            }
-            if *next_step >= self.sh.agent.max_steps {
-                return Ok(EpisodeEnd::Run(RunEnd {
-                    status: RunStatus::Completed,
-                    outcome: Outcome::Completed,
-                    reason: Some("max_steps".to_string()),
-                }));
-            }
+        if resumed && let Some(end) = self.pick_up(start, *next_step, &route).await? {
+            return Ok(end);
         }
         loop {
             if self.stop.is_set() {
@@ -129,6 +113,35 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 return Ok(end);
             }
         }
+    }
+
+    /// A resumed run before its next step `next_step`: its answered calls
+    /// are registered again, a taken-over run's orphans run again; a run at
+    /// its step limit ends there.
+    async fn pick_up(
+        &self,
+        start: Start,
+        next_step: u32,
+        route: &Route,
+    ) -> Result<Option<EpisodeEnd>, Fail> {
+        // A taken-over run's answerable calls (T9) are its orphans:
+        // they are registered again with the answers they have.
+        if start == Start::Resumed {
+            self.resume(Resolution::Answered).await?;
+        }
+        if start == Start::TakenOver
+            && let Some(end) = self.rerun_orphans(route).await?
+        {
+            return Ok(Some(end));
+        }
+        if next_step >= self.sh.agent.max_steps {
+            return Ok(Some(EpisodeEnd::Run(RunEnd {
+                status: RunStatus::Completed,
+                outcome: Outcome::Completed,
+                reason: Some("max_steps".to_string()),
+            })));
+        }
+        Ok(None)
     }
 
     /// A resumed or taken-over run that was cancelled (T8, K3): every call

@@ -264,16 +264,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             route: step_route.clone(),
             messages: messages.len(),
         });
-        let request = ModelRequest {
-            run_id: self.run.to_string(),
-            step,
-            tools: offered(&self.sh.tool_specs, &step_route),
-            route: step_route,
-            instructions: self.sh.agent.instructions.clone(),
-            messages,
-            timeout_ms: None,
-            registered: self.sh.tool_specs.clone(),
-        };
+        let request = self.request(step, step_route, messages);
         let counts = SentCounts {
             context: if replaced { 0 } else { context_len },
         };
@@ -283,6 +274,21 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             settled,
             spare,
         })
+    }
+
+    /// The request step `step` sends on `route`: the tools the route
+    /// offers, the agent's instructions, `messages`.
+    fn request(&self, step: u32, route: Route, messages: Vec<ModelMessage>) -> ModelRequest {
+        ModelRequest {
+            run_id: self.run.to_string(),
+            step,
+            tools: offered(&self.sh.tool_specs, &route),
+            route,
+            instructions: self.sh.agent.instructions.clone(),
+            messages,
+            timeout_ms: None,
+            registered: self.sh.tool_specs.clone(),
+        }
     }
 
     /// `around_model_call`: the composed onion over provider attempts (L6,

@@ -121,21 +121,21 @@ mod tests {
         }
     }
 
-    /// One request of every kind, in [`KINDS`] order.
-    fn every_kind() -> Vec<StoreRequest> {
-        let message = Message {
+    /// A user message to submit.
+    fn message() -> Message {
+        Message {
             id: "m".into(),
             seq: 1,
             role: Role::User,
             parts: vec![],
             visibility: Visibility::ALL,
             pai: PaiMeta::new(Producer::User, None, None, 0),
-        };
-        let client = |op| StoreRequest::client("t", "a", "o", op);
-        let run = |op| StoreRequest::run("t", "r", 1, op);
-        let read = |op| StoreRequest::read("t", op);
-        let admin = |op| StoreRequest::admin("t", op);
-        let (mutate, regenerate) = (
+        }
+    }
+
+    /// A trusted mutation and a regeneration, expecting nothing.
+    fn facade_ops() -> (FacadeOp, FacadeOp) {
+        (
             FacadeOp::Mutate {
                 incarnation: None,
                 writer: Writer::Trusted,
@@ -149,7 +149,17 @@ mod tests {
                 expect: Expect::Nothing,
                 writes: vec![],
             },
-        );
+        )
+    }
+
+    /// One request of every kind, in [`KINDS`] order.
+    fn every_kind() -> Vec<StoreRequest> {
+        let message = message();
+        let client = |op| StoreRequest::client("t", "a", "o", op);
+        let run = |op| StoreRequest::run("t", "r", 1, op);
+        let read = |op| StoreRequest::read("t", op);
+        let admin = |op| StoreRequest::admin("t", op);
+        let (mutate, regenerate) = facade_ops();
         let history = ReadOp::History {
             agent: "a".into(),
             incarnation: 1,

@@ -228,127 +228,175 @@ enum Key<'a> {
 /// the store applied it (the number of events recorded then) and the
 /// transaction's place in the store's log.
 fn client_writes(raw: &[Event], log: &[ClusterRecord]) -> BTreeMap<usize, (usize, usize)> {
-    let mut stored: BTreeMap<(&str, Key<'_>), (usize, usize)> = BTreeMap::new();
-    // Each worker's looks for a run's steer, and its takes of one:
-    // (place, log index), in order.
-    let mut looks: BTreeMap<(&str, &str), Vec<(usize, usize)>> = BTreeMap::new();
-    let mut takes: BTreeMap<(&str, &str), Vec<(usize, usize)>> = BTreeMap::new();
-    for (seq, r) in log.iter().enumerate() {
-        let (thread, key) = match &r.what {
-            ClusterEvent::Wrote {
-                from,
-                thread,
-                run,
-                request: "take_steer",
-                ..
-            } => {
-                takes
-                    .entry((from, run))
-                    .or_default()
-                    .push((r.after_event, seq));
-                (thread, Key::Decide(from, run, seq))
-            }
-            ClusterEvent::Stored {
-                thread,
-                from,
-                write: ClientWrite::SteerLook(run),
-            } => {
-                looks
-                    .entry((from, run))
-                    .or_default()
-                    .push((r.after_event, seq));
-                (thread, Key::Decide(from, run, seq))
-            }
-            ClusterEvent::Stored {
-                thread,
-                write: ClientWrite::Message(key) | ClientWrite::Answer(key),
-                ..
-            } => (thread, Key::Write(key)),
-            ClusterEvent::Stored {
-                thread,
-                write: ClientWrite::Cancel(Some(run)),
-                ..
-            } => (thread, Key::Cancel(run)),
-            ClusterEvent::Claimed {
-                thread,
-                token,
-                takeover,
-                ..
-            } => {
-                // A takeover's event comes before the lease it took.
-                if let Some(t) = takeover {
-                    stored.insert((thread, Key::Stale(t.token)), (r.after_event, 2 * seq));
-                }
-                (thread, Key::Lease(*token))
-            }
-            ClusterEvent::Wrote {
-                thread,
-                run,
-                request: "finish",
-                releases: true,
-                admitted,
-                ..
-            } => {
-                // The run a leftover steer started is admitted in the same write.
-                if let Some((next, _)) = admitted {
-                    stored.insert((thread, Key::Admit(next)), (r.after_event, 2 * seq + 1));
-                }
-                (thread, Key::Finish(run))
-            }
-            ClusterEvent::Wrote {
-                thread,
-                run,
-                request: "wait",
-                releases: true,
-                version,
-                ..
-            } => (thread, Key::Wait(run, version.unwrap_or_default())),
-            _ => continue,
-        };
-        stored
-            .entry((thread, key))
-            .or_insert((r.after_event, 2 * seq + 1));
-    }
+    let mut places = Places::of(log);
     let ends = run_ends(raw);
     raw.iter()
         .enumerate()
         .filter_map(|(i, e)| {
             let thread = e.thread_id.as_str();
             if ends.contains(&i) {
-                let (pos, seq) = *stored.get(&(thread, Key::Finish(&e.run_id)))?;
+                let (pos, seq) = *places.stored.get(&(thread, Key::Finish(&e.run_id)))?;
                 return Some((i, (pos.min(i), seq)));
             }
-            let key = match &e.kind {
-                // The decision was made at the worker's last look before
-                // it; a hand-over to a steer took the steer a moment later
-                // (A4), at its last take.
-                EventKind::AfterStep { transition, .. } => {
-                    let from = e.worker.as_deref()?;
-                    let marks = match transition {
-                        pai_runtime::event::Transition::Steer => &takes,
-                        _ => &looks,
-                    };
-                    let mine = marks.get(&(from, e.run_id.as_str()))?;
-                    let last = mine.iter().rev().find(|(pos, _)| *pos <= i)?;
-                    Key::Decide(from, &e.run_id, last.1)
-                }
-                // A wait is known by the version it committed: a worker
-                // may never hear of one wait and log the next.
-                EventKind::Waiting { version, .. } => Key::Wait(&e.run_id, *version),
-                EventKind::LeaseAcquired { token, .. } => Key::Lease(*token),
-                EventKind::CancelRequested { .. } => Key::Cancel(&e.run_id),
-                EventKind::TakenOver { stale_token, .. } => Key::Stale(*stale_token),
-                EventKind::Admitted { trigger }
-                    if !stored.contains_key(&(thread, Key::Write(trigger))) =>
-                {
-                    Key::Admit(&e.run_id)
-                }
-                kind => Key::Write(client_write(kind)?),
-            };
-            let (pos, seq) = stored.remove(&(thread, key))?;
+            let key = places.key_of(i, e)?;
+            let (pos, seq) = places.stored.remove(&(thread, key))?;
             Some((i, (pos.min(i), seq)))
         })
         .collect()
+}
+
+/// Where the store applied each transaction the events can report.
+#[derive(Default)]
+struct Places<'a> {
+    /// For each (thread, key): the place the store applied it (events
+    /// recorded then) and its rank in the store's log.
+    stored: BTreeMap<(&'a str, Key<'a>), (usize, usize)>,
+    // Each worker's looks for a run's steer, and its takes of one:
+    // (place, log index), in order.
+    looks: BTreeMap<(&'a str, &'a str), Vec<(usize, usize)>>,
+    takes: BTreeMap<(&'a str, &'a str), Vec<(usize, usize)>>,
+}
+
+impl<'a> Places<'a> {
+    fn of(log: &'a [ClusterRecord]) -> Places<'a> {
+        let mut p = Places::default();
+        for (seq, r) in log.iter().enumerate() {
+            p.mark(seq, r);
+            if let Some((thread, key)) = record_key(seq, &r.what) {
+                p.stored
+                    .entry((thread, key))
+                    .or_insert((r.after_event, 2 * seq + 1));
+            }
+        }
+        p
+    }
+
+    /// What the `seq`th record tells besides its own key: a worker's look
+    /// for a steer or take of one, a takeover's stale lease, the run a
+    /// run's end admitted.
+    fn mark(&mut self, seq: usize, r: &'a ClusterRecord) {
+        match &r.what {
+            ClusterEvent::Wrote {
+                from,
+                run,
+                request: "take_steer",
+                ..
+            } => self
+                .takes
+                .entry((from, run))
+                .or_default()
+                .push((r.after_event, seq)),
+            ClusterEvent::Stored {
+                from,
+                write: ClientWrite::SteerLook(run),
+                ..
+            } => self
+                .looks
+                .entry((from, run))
+                .or_default()
+                .push((r.after_event, seq)),
+            // A takeover's event comes before the lease it took.
+            ClusterEvent::Claimed {
+                thread,
+                takeover: Some(t),
+                ..
+            } => {
+                let key = (thread.as_str(), Key::Stale(t.token));
+                self.stored.insert(key, (r.after_event, 2 * seq));
+            }
+            // The run a leftover steer started is admitted in the same write.
+            ClusterEvent::Wrote {
+                thread,
+                request: "finish",
+                releases: true,
+                admitted: Some((next, _)),
+                ..
+            } => {
+                let key = (thread.as_str(), Key::Admit(next));
+                self.stored.insert(key, (r.after_event, 2 * seq + 1));
+            }
+            _ => {}
+        }
+    }
+
+    /// The key the store applied the transaction event `e` (the `i`th)
+    /// reports under, if it reports one.
+    fn key_of(&self, i: usize, e: &'a Event) -> Option<Key<'a>> {
+        let thread = e.thread_id.as_str();
+        Some(match &e.kind {
+            // The decision was made at the worker's last look before
+            // it; a hand-over to a steer took the steer a moment later
+            // (A4), at its last take.
+            EventKind::AfterStep { transition, .. } => {
+                let from = e.worker.as_deref()?;
+                let marks = match transition {
+                    pai_runtime::event::Transition::Steer => &self.takes,
+                    _ => &self.looks,
+                };
+                let mine = marks.get(&(from, e.run_id.as_str()))?;
+                let last = mine.iter().rev().find(|(pos, _)| *pos <= i)?;
+                Key::Decide(from, &e.run_id, last.1)
+            }
+            // A wait is known by the version it committed: a worker
+            // may never hear of one wait and log the next.
+            EventKind::Waiting { version, .. } => Key::Wait(&e.run_id, *version),
+            EventKind::LeaseAcquired { token, .. } => Key::Lease(*token),
+            EventKind::CancelRequested { .. } => Key::Cancel(&e.run_id),
+            EventKind::TakenOver { stale_token, .. } => Key::Stale(*stale_token),
+            EventKind::Admitted { trigger }
+                if !self.stored.contains_key(&(thread, Key::Write(trigger))) =>
+            {
+                Key::Admit(&e.run_id)
+            }
+            kind => Key::Write(client_write(kind)?),
+        })
+    }
+}
+
+/// The thread and key of the `seq`th store log record, if it is a
+/// transaction an event reports.
+fn record_key(seq: usize, what: &ClusterEvent) -> Option<(&str, Key<'_>)> {
+    Some(match what {
+        ClusterEvent::Wrote {
+            from,
+            thread,
+            run,
+            request: "take_steer",
+            ..
+        }
+        | ClusterEvent::Stored {
+            thread,
+            from,
+            write: ClientWrite::SteerLook(run),
+        } => (thread, Key::Decide(from, run, seq)),
+        ClusterEvent::Stored {
+            thread,
+            write: ClientWrite::Message(key) | ClientWrite::Answer(key),
+            ..
+        } => (thread, Key::Write(key)),
+        ClusterEvent::Stored {
+            thread,
+            write: ClientWrite::Cancel(Some(run)),
+            ..
+        } => (thread, Key::Cancel(run)),
+        ClusterEvent::Claimed { thread, token, .. } => (thread, Key::Lease(*token)),
+        ClusterEvent::Wrote {
+            thread,
+            run,
+            request: "finish",
+            releases: true,
+            ..
+        } => (thread, Key::Finish(run)),
+        ClusterEvent::Wrote {
+            thread,
+            run,
+            request: "wait",
+            releases: true,
+            version,
+            ..
+        } => (thread, Key::Wait(run, version.unwrap_or_default())),
+        _ => return None,
+    })
 }
 
 /// The events that report runs' ends: each `end`, and the `failed`,

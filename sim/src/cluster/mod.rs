@@ -73,24 +73,7 @@ pub fn simulate(s: &Scenario, seed: u64, kind: StoreKind) -> Result<Report, SimE
         triggers.clone(),
         (kind, env.feeds.clone()),
     )?);
-    let mut builder = turmoil::Builder::new();
-    // Hosts run in an order drawn from the seed at every tick, so who
-    // wins a tie (two claims in one tick) is the seed's choice, never the
-    // order the workers were declared in (unless the scenario pins it).
-    if cluster.settings.host_order == HostOrder::Seeded {
-        builder.enable_random_order();
-    }
-    let mut sim = builder
-        .rng_seed(seed)
-        .epoch(UNIX_EPOCH)
-        .tick_duration(Duration::from_millis(TICK_MS))
-        .simulation_duration(Duration::from_millis(s.time_limit_ms.saturating_mul(2)))
-        .min_message_latency(Duration::ZERO)
-        .max_message_latency(Duration::from_millis(cluster.settings.max_latency_ms))
-        // Messages held for long (a pause, a hold) arrive at once when
-        // released, every timed-out request's reconnect among them.
-        .tcp_capacity(1 << 16)
-        .build();
+    let mut sim = turmoil_sim(s, seed, &cluster);
     let host = store.clone();
     let up = env.store_up.clone();
     sim.host(STORE_HOST, move || net::serve(host.clone(), up.clone()));
@@ -111,12 +94,10 @@ pub fn simulate(s: &Scenario, seed: u64, kind: StoreKind) -> Result<Report, SimE
     let cut_short = match driven {
         Ok(done) => done?,
         Err(p) => {
-            let why = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            return Err(SimError::Setup(format!("turmoil panicked: {why}")));
+            return Err(SimError::Setup(format!(
+                "turmoil panicked: {}",
+                panic_text(&*p)
+            )));
         }
     };
     let virtual_ms = millis(sim.elapsed());
@@ -132,6 +113,37 @@ pub fn simulate(s: &Scenario, seed: u64, kind: StoreKind) -> Result<Report, SimE
         virtual_ms,
         &provider,
     )
+}
+
+/// The turmoil simulation `s` runs in with `seed`: its tick, its time
+/// (twice the scenario's limit), the network's latencies.
+fn turmoil_sim<'a>(s: &Scenario, seed: u64, cluster: &Cluster) -> turmoil::Sim<'a> {
+    let mut builder = turmoil::Builder::new();
+    // Hosts run in an order drawn from the seed at every tick, so who
+    // wins a tie (two claims in one tick) is the seed's choice, never the
+    // order the workers were declared in (unless the scenario pins it).
+    if cluster.settings.host_order == HostOrder::Seeded {
+        builder.enable_random_order();
+    }
+    builder
+        .rng_seed(seed)
+        .epoch(UNIX_EPOCH)
+        .tick_duration(Duration::from_millis(TICK_MS))
+        .simulation_duration(Duration::from_millis(s.time_limit_ms.saturating_mul(2)))
+        .min_message_latency(Duration::ZERO)
+        .max_message_latency(Duration::from_millis(cluster.settings.max_latency_ms))
+        // Messages held for long (a pause, a hold) arrive at once when
+        // released, every timed-out request's reconnect among them.
+        .tcp_capacity(1 << 16)
+        .build()
+}
+
+/// What a panic said, when it said it as text.
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
 }
 
 /// Steps turmoil until the client is done, carrying out faults as their

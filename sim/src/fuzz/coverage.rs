@@ -147,6 +147,13 @@ impl Coverage {
                 }
             }
         }
+        self.events(events);
+        self.crossings(spec, events);
+    }
+
+    /// What each event reached: phases, hook decisions, queues, steers,
+    /// failed attempts and fallbacks, stream ends, hand-overs, run ends.
+    fn events(&mut self, events: &[Event]) {
         let mut active: BTreeMap<&str, &str> = BTreeMap::new();
         let mut last_failed_attempt: Option<(&str, u32)> = None;
         for e in events {
@@ -203,6 +210,10 @@ impl Coverage {
                 _ => {}
             }
         }
+    }
+
+    /// The crossings of features the case reached (issue 25).
+    fn crossings(&mut self, spec: &ScenarioSpec, events: &[Event]) {
         self.steer_runs(events);
         let on_resume = spec.lifecycle.iter().any(|h| match h {
             HookSpec::Fail(f) => f.on_resume,

@@ -10,117 +10,149 @@ use crate::scenario::{ScenarioSpec, TimelineEntry};
 
 /// The crossings one case reached (each at most once per case).
 pub fn reached(events: &[Event]) -> BTreeSet<&'static str> {
-    let mut hit = BTreeSet::new();
-    // thread → its run that waits now (from `wait` to its next lease or end)
-    let mut waiting: BTreeMap<&str, &str> = BTreeMap::new();
-    // runs that registered answerable calls and have not waited since
-    let mut awaiting: BTreeSet<&str> = BTreeSet::new();
-    // runs a cancel reached, and runs admitted behind a waiting run
-    let mut cancelled: BTreeSet<&str> = BTreeSet::new();
-    let mut behind_waiting: BTreeSet<&str> = BTreeSet::new();
-    let mut claimed: BTreeSet<&str> = BTreeSet::new();
-    let mut deleted: BTreeSet<&str> = BTreeSet::new();
-    let mut queued: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    // runs giving answerable calls up (A3), from their after_step's time
-    let mut giving_up: BTreeMap<&str, u64> = BTreeMap::new();
-    // runs whose own mutation just conflicted (before its hook's decision)
-    let mut conflicted: BTreeSet<&str> = BTreeSet::new();
-    // thread → its run whose compaction's summary is being produced
-    let mut summarizing: BTreeMap<&str, &str> = BTreeMap::new();
-    let workers = events.iter().any(|e| e.worker.is_some());
+    let mut c = Crossings {
+        workers: events.iter().any(|e| e.worker.is_some()),
+        ..Crossings::default()
+    };
     for e in events {
+        c.run_event(e);
+        c.thread_event(e);
+        track_queue(&mut c.queued, e);
+        track_summaries(&mut c.summarizing, e);
+        let (thread, run) = (e.thread_id.as_str(), e.run_id.as_str());
+        if let EventKind::Ended { .. } = e.kind
+            && c.waiting.get(thread) == Some(&run)
+        {
+            c.waiting.remove(thread);
+        }
+    }
+    c.hit
+}
+
+/// What the walk through a case's log remembers, and the crossings hit.
+#[derive(Default)]
+struct Crossings<'a> {
+    hit: BTreeSet<&'static str>,
+    /// Whether several workers drove the case.
+    workers: bool,
+    // thread → its run that waits now (from `wait` to its next lease or end)
+    waiting: BTreeMap<&'a str, &'a str>,
+    // runs that registered answerable calls and have not waited since
+    awaiting: BTreeSet<&'a str>,
+    // runs a cancel reached, and runs admitted behind a waiting run
+    cancelled: BTreeSet<&'a str>,
+    behind_waiting: BTreeSet<&'a str>,
+    claimed: BTreeSet<&'a str>,
+    deleted: BTreeSet<&'a str>,
+    queued: BTreeMap<&'a str, BTreeSet<&'a str>>,
+    // runs giving answerable calls up (A3), from their after_step's time
+    giving_up: BTreeMap<&'a str, u64>,
+    // runs whose own mutation just conflicted (before its hook's decision)
+    conflicted: BTreeSet<&'a str>,
+    // thread → its run whose compaction's summary is being produced
+    summarizing: BTreeMap<&'a str, &'a str>,
+}
+
+impl<'a> Crossings<'a> {
+    /// A run's own events: waits, answers, leases, cancels and hand-overs.
+    fn run_event(&mut self, e: &'a Event) {
         let (thread, run) = (e.thread_id.as_str(), e.run_id.as_str());
         match &e.kind {
             EventKind::Waiting { .. } => {
-                waiting.insert(thread, run);
-                awaiting.remove(run);
+                self.waiting.insert(thread, run);
+                self.awaiting.remove(run);
             }
             EventKind::Awaiting { .. } => {
-                awaiting.insert(run);
+                self.awaiting.insert(run);
             }
             EventKind::LeaseAcquired { .. } => {
-                claimed.insert(run);
-                if waiting.get(thread) == Some(&run) {
-                    waiting.remove(thread);
+                self.claimed.insert(run);
+                if self.waiting.get(thread) == Some(&run) {
+                    self.waiting.remove(thread);
                 }
             }
-            EventKind::Steered { .. } if waiting.get(thread) == Some(&run) => {
-                hit.insert("cross.steer_while_waiting");
+            EventKind::Steered { .. } if self.waiting.get(thread) == Some(&run) => {
+                self.hit.insert("cross.steer_while_waiting");
             }
-            EventKind::Answered { .. } if awaiting.contains(run) => {
-                hit.insert("cross.answer_before_wait");
+            EventKind::Answered { .. } if self.awaiting.contains(run) => {
+                self.hit.insert("cross.answer_before_wait");
             }
             EventKind::AfterStep { transition, .. }
-                if awaiting.contains(run)
+                if self.awaiting.contains(run)
                     && *transition != pai_runtime::event::Transition::Wait =>
             {
-                giving_up.insert(run, e.at);
+                self.giving_up.insert(run, e.at);
             }
             EventKind::CommitToolResults { .. }
-                if giving_up.remove(run).is_some_and(|from| e.at > from) =>
+                if self.giving_up.remove(run).is_some_and(|from| e.at > from) =>
             {
-                hit.insert("cross.give_up_window");
+                self.hit.insert("cross.give_up_window");
             }
-            EventKind::Admitted { .. } if waiting.contains_key(thread) => {
-                behind_waiting.insert(run);
+            EventKind::Admitted { .. } if self.waiting.contains_key(thread) => {
+                self.behind_waiting.insert(run);
             }
             EventKind::CancelRequested { .. } => {
-                cancelled.insert(run);
+                self.cancelled.insert(run);
             }
-            EventKind::TakenOver { .. } if cancelled.contains(run) => {
-                hit.insert("cross.cancel_while_cut_off");
-            }
-            EventKind::ThreadDeleted {
-                cancelled: runs, ..
-            } => {
-                deleted.insert(thread);
-                if workers && !runs.is_empty() {
-                    hit.insert("cross.delete_among_workers");
-                }
-            }
-            EventKind::Mutated { .. } if run.is_empty() && summarizing.contains_key(thread) => {
-                hit.insert("cross.slow_summary");
-            }
-            EventKind::MutationRefused { conflict: true, .. } if !run.is_empty() => {
-                conflicted.insert(run);
-            }
-            EventKind::Hook(n) if conflicted.remove(run) && n.hook.starts_with("mutate_thread") => {
-                hit.insert("cross.hook_expectation");
-            }
-            EventKind::MutationRefused { reason, .. }
-                if run.is_empty() && reason.ends_with("was deleted") =>
-            {
-                hit.insert("cross.bound_handle_after_delete");
-            }
-            EventKind::Mutated { .. } | EventKind::MutationRefused { .. }
-                if run.is_empty() && deleted.contains(thread) =>
-            {
-                hit.insert("cross.expect_across_incarnation");
+            EventKind::TakenOver { .. } if self.cancelled.contains(run) => {
+                self.hit.insert("cross.cancel_while_cut_off");
             }
             EventKind::Ended {
                 status: RunStatus::Cancelled,
                 ..
-            } if behind_waiting.contains(run) && !claimed.contains(run) => {
-                hit.insert("cross.queued_cancel_behind_waiting");
-            }
-            EventKind::CompactionStarted { .. }
-                if queued
-                    .get(thread)
-                    .is_some_and(|q| q.iter().any(|r| *r != run)) =>
-            {
-                hit.insert("cross.compaction_behind_queue");
+            } if self.behind_waiting.contains(run) && !self.claimed.contains(run) => {
+                self.hit.insert("cross.queued_cancel_behind_waiting");
             }
             _ => {}
         }
-        track_queue(&mut queued, e);
-        track_summaries(&mut summarizing, e);
-        if let EventKind::Ended { .. } = e.kind
-            && waiting.get(thread) == Some(&run)
-        {
-            waiting.remove(thread);
+    }
+
+    /// The thread's events: deletions, mutations and their hooks, compaction.
+    fn thread_event(&mut self, e: &'a Event) {
+        let (thread, run) = (e.thread_id.as_str(), e.run_id.as_str());
+        match &e.kind {
+            EventKind::ThreadDeleted {
+                cancelled: runs, ..
+            } => {
+                self.deleted.insert(thread);
+                if self.workers && !runs.is_empty() {
+                    self.hit.insert("cross.delete_among_workers");
+                }
+            }
+            EventKind::Mutated { .. }
+                if run.is_empty() && self.summarizing.contains_key(thread) =>
+            {
+                self.hit.insert("cross.slow_summary");
+            }
+            EventKind::MutationRefused { conflict: true, .. } if !run.is_empty() => {
+                self.conflicted.insert(run);
+            }
+            EventKind::Hook(n)
+                if self.conflicted.remove(run) && n.hook.starts_with("mutate_thread") =>
+            {
+                self.hit.insert("cross.hook_expectation");
+            }
+            EventKind::MutationRefused { reason, .. }
+                if run.is_empty() && reason.ends_with("was deleted") =>
+            {
+                self.hit.insert("cross.bound_handle_after_delete");
+            }
+            EventKind::Mutated { .. } | EventKind::MutationRefused { .. }
+                if run.is_empty() && self.deleted.contains(thread) =>
+            {
+                self.hit.insert("cross.expect_across_incarnation");
+            }
+            EventKind::CompactionStarted { .. }
+                if self
+                    .queued
+                    .get(thread)
+                    .is_some_and(|q| q.iter().any(|r| *r != run)) =>
+            {
+                self.hit.insert("cross.compaction_behind_queue");
+            }
+            _ => {}
         }
     }
-    hit
 }
 
 /// Each thread's run whose compaction summary is being produced: from

@@ -102,6 +102,14 @@ pub enum HookSpec {
     MutateThread(MutateThread),
 }
 
+/// `value` must not be empty, for the reason `why`.
+fn nonempty(field: &'static str, value: &str, why: &str) -> Result<(), (&'static str, String)> {
+    match value.is_empty() {
+        true => Err((field, format!("must not be empty: {why}"))),
+        false => Ok(()),
+    }
+}
+
 impl HookSpec {
     /// The hook's kind, as `hook = "..."` names it.
     pub fn kind(&self) -> &'static str {
@@ -183,27 +191,18 @@ impl HookSpec {
                 "must not be empty (leave it out for a generated name)".into(),
             ));
         }
-        let nonempty = |field: &'static str, value: &str, why: &str| match value.is_empty() {
-            true => Err((field, format!("must not be empty: {why}"))),
-            false => Ok(()),
-        };
+        self.check_names()?;
+        self.check_counts()
+    }
+
+    /// The texts a hook matches or names (a model, a tool): none empty.
+    fn check_names(&self) -> Result<(), (&'static str, String)> {
         match self {
             HookSpec::Guardrail(h) => {
                 nonempty("contains", &h.contains, "it would match every message")
             }
             HookSpec::StreamGuard(h) => {
                 nonempty("contains", &h.contains, "it would match every stream")
-            }
-            HookSpec::RecentWindow(h) if h.last == 0 => Err((
-                "last",
-                "must be at least 1: a window of 0 sends the model nothing".into(),
-            )),
-            HookSpec::HistoryProbe(h) if h.page == 0 => Err((
-                "page",
-                "must be at least 1: pages of 0 messages read nothing".into(),
-            )),
-            HookSpec::Redact(h) if h.patterns.is_empty() => {
-                Err(("patterns", "needs at least one pattern".into()))
             }
             HookSpec::Fallback(h) => nonempty("to", &h.to, "it names the model to fall back to"),
             HookSpec::Route(h) => nonempty(
@@ -224,6 +223,25 @@ impl HookSpec {
                 &h.tool,
                 "it names the tool whose output is replaced",
             ),
+            _ => Ok(()),
+        }
+    }
+
+    /// The sizes and counts a hook works with, and the keys it changes: a
+    /// hook that would do nothing, or everything, is refused.
+    fn check_counts(&self) -> Result<(), (&'static str, String)> {
+        match self {
+            HookSpec::RecentWindow(h) if h.last == 0 => Err((
+                "last",
+                "must be at least 1: a window of 0 sends the model nothing".into(),
+            )),
+            HookSpec::HistoryProbe(h) if h.page == 0 => Err((
+                "page",
+                "must be at least 1: pages of 0 messages read nothing".into(),
+            )),
+            HookSpec::Redact(h) if h.patterns.is_empty() => {
+                Err(("patterns", "needs at least one pattern".into()))
+            }
             HookSpec::PatchMetadata(h) if h.count.is_none() && h.set.is_empty() => Err((
                 "phase",
                 "patch_metadata needs count or set: it would change nothing".into(),

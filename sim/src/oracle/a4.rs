@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{
-    Message, Role,
+    Event, Message, Role,
     event::{EventKind, RunStage, Transition},
     hook::Phase,
     store::RunStatus,
@@ -24,20 +24,78 @@ use super::rewrites::Erasures;
 use crate::scenario::OracleId;
 
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
-    let messages = stored(o.threads);
-    let anchor = anchors(o.events);
-    // Runs a regeneration started from a message already stored (R1).
-    let regenerated: BTreeSet<&str> = o
-        .events
+    let f = Facts::of(o);
+    let mut out = Vec::new();
+    for &(run, id, seq) in &f.steers {
+        if let Some(p) = problem(o, &f, (run, id, seq)) {
+            let message = format!("steer #{seq} {p}");
+            out.push(Violation::new(OracleId::A4, Some(run), message));
+        }
+    }
+    out.extend(hand_overs_need_a_steer(o, &f.steers, &f.anchor, &f.unknown));
+    out
+}
+
+/// What the log and the store say about the scenario's steers, gathered
+/// once before each steer is judged.
+struct Facts<'a> {
+    messages: BTreeMap<(&'a str, &'a str), &'a Message>,
+    anchor: BTreeMap<(&'a str, u32), u64>,
+    /// (trigger, run) of every run admitted.
+    triggers: Vec<(&'a str, &'a str)>,
+    /// Each run's steers: (run, message, sequence number).
+    steers: Vec<(&'a str, &'a str, u64)>,
+    /// Where the log stored each steer.
+    stored_at: BTreeMap<&'a str, usize>,
+    /// Runs with a steer a rewrite or a deletion took away (R1, H5): which
+    /// steers they had left, and which run those started, is not known.
+    unknown: BTreeSet<&'a str>,
+    waiting: BTreeSet<&'a str>,
+    erased: Erasures<'a>,
+    /// Among workers, a step more than one worker resolved (a stale holder
+    /// and the one that took over): the calls do not say whose read they
+    /// came from, so whether the taker's context held the steer is not told.
+    ambiguous: BTreeSet<(&'a str, u32)>,
+}
+
+impl<'a> Facts<'a> {
+    fn of(o: &Observed<'a>) -> Facts<'a> {
+        let messages = stored(o.threads);
+        let (steers, stored_at) = steers(o.events, &messages);
+        Facts {
+            anchor: anchors(o.events),
+            triggers: triggers(o.events),
+            unknown: lost_steers(o.events, &messages),
+            messages,
+            steers,
+            stored_at,
+            waiting: o
+                .threads
+                .iter()
+                .flat_map(|t| &t.runs)
+                .filter(|r| r.status == RunStatus::Waiting)
+                .map(|r| r.id.as_str())
+                .collect(),
+            erased: Erasures::of(o.events),
+            ambiguous: o
+                .cluster
+                .map(|c| super::m1_cluster::ambiguous(&c.raw_events))
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// (trigger, run) of every run admitted, but for the runs a regeneration
+/// started from a message already stored (R1).
+fn triggers(events: &[Event]) -> Vec<(&str, &str)> {
+    let regenerated: BTreeSet<&str> = events
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::HistoryRewritten { started, .. } => started.as_deref(),
             _ => None,
         })
         .collect();
-    // (trigger, run) of every run admitted.
-    let triggers: Vec<(&str, &str)> = o
-        .events
+    events
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::Admitted { trigger } if !regenerated.contains(e.run_id.as_str()) => {
@@ -45,11 +103,18 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             }
             _ => None,
         })
-        .collect();
-    // Each run's steers, by sequence number, and where the log stored them.
+        .collect()
+}
+
+/// Each run's steers still stored, by sequence number, and where the log
+/// stored them.
+type Steers<'a> = (Vec<(&'a str, &'a str, u64)>, BTreeMap<&'a str, usize>);
+
+/// The steers of the log that the store still holds ([`Steers`]).
+fn steers<'a>(events: &'a [Event], messages: &BTreeMap<(&str, &str), &Message>) -> Steers<'a> {
     let mut steers: Vec<(&str, &str, u64)> = Vec::new();
     let mut stored_at: BTreeMap<&str, usize> = BTreeMap::new();
-    for (i, e) in o.events.iter().enumerate() {
+    for (i, e) in events.iter().enumerate() {
         if let EventKind::Steered { message } = &e.kind
             && let Some(m) = messages.get(&(e.thread_id.as_str(), message.as_str()))
         {
@@ -57,10 +122,15 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             stored_at.insert(message, i);
         }
     }
-    // Runs with a steer a rewrite or a deletion took away (R1, H5): which
-    // steers they had left, and which run those started, is not known.
-    let unknown: BTreeSet<&str> = o
-        .events
+    (steers, stored_at)
+}
+
+/// Runs with a steer a rewrite or a deletion took away (R1, H5).
+fn lost_steers<'a>(
+    events: &'a [Event],
+    messages: &BTreeMap<(&str, &str), &Message>,
+) -> BTreeSet<&'a str> {
+    events
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::Steered { message }
@@ -70,104 +140,92 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             }
             _ => None,
         })
-        .collect();
-    let waiting: BTreeSet<&str> = o
-        .threads
+        .collect()
+}
+
+/// What is wrong with the steer `id` (sequence number `seq`) of `run`, if
+/// anything.
+fn problem(o: &Observed<'_>, f: &Facts<'_>, (run, id, seq): (&str, &str, u64)) -> Option<String> {
+    let found = f.messages.iter().find(|((_, i), _)| *i == id);
+    let text = found.map(|(_, m)| m.text()).unwrap_or_default();
+    let restarted = f.triggers.iter().filter(|(t, _)| *t == id).count();
+    // The run a later steer of the same run started, if any.
+    let leftover = f
+        .steers
         .iter()
-        .flat_map(|t| &t.runs)
-        .filter(|r| r.status == RunStatus::Waiting)
-        .map(|r| r.id.as_str())
-        .collect();
-    let erased = Erasures::of(o.events);
-    // Among workers, a step more than one worker resolved (a stale holder
-    // and the one that took over): the calls do not say whose read they
-    // came from, so whether the taker's context held the steer is not told.
-    let ambiguous = o
-        .cluster
-        .map(|c| super::m1_cluster::ambiguous(&c.raw_events))
-        .unwrap_or_default();
-    let mut out = Vec::new();
-    for &(run, id, seq) in &steers {
-        let found = messages.iter().find(|((_, i), _)| *i == id);
-        let text = found.map(|(_, m)| m.text()).unwrap_or_default();
-        let restarted = triggers.iter().filter(|(t, _)| *t == id).count();
-        // The run a later steer of the same run started, if any.
-        let leftover = steers
-            .iter()
-            .filter(|(r, _, s)| *r == run && *s >= seq)
-            .find_map(|(_, t, _)| triggers.iter().find(|(x, _)| x == t).map(|(_, l)| *l));
-        // The run handed over to a new episode for it (the episode may then
-        // have failed before its first step anchored).
-        let from = stored_at.get(id).copied().unwrap_or(0);
-        // A rewrite may have hidden it from the context before it was sent.
-        let rewritten =
-            found.is_some_and(|((t, _), _)| erased.visibility_changed_after(t, id, from));
-        let handed_over = o.events[from..].iter().any(|e| {
-            e.run_id == run
-                && matches!(
-                    e.kind,
-                    EventKind::AfterStep {
-                        transition: Transition::Steer,
-                        ..
-                    }
-                )
-        });
-        // Or a step began, took it, and failed (or was cancelled) before its
-        // context was resolved: the run took it and ended.
-        // Or its prepare_run read the thread (taking every pending steer,
-        // L1) and then failed or was cancelled: the log names no message it
-        // judged, so the steer may be the run's for good.
-        let failed_in_step = o.events[from..].iter().any(|e| {
-            e.run_id == run
-                && (in_step_end(&e.kind)
-                    || matches!(
-                        e.kind,
-                        EventKind::Failed {
-                            phase: RunStage::Phase(Phase::PrepareRun),
-                            ..
-                        } | EventKind::Cancelled {
-                            phase: RunStage::Phase(Phase::PrepareRun)
-                        }
-                    ))
-        });
-        let judged = judged_latest(o, &messages, run).is_some_and(|s| s >= seq);
-        let taker = first_step_after(&anchor, run, seq);
-        let problem = match (taker, leftover) {
-            _ if restarted > 1 => Some(format!("started {restarted} runs")),
-            _ if (taker.is_some() || handed_over || judged) && restarted > 0 => {
-                Some("was taken by its run and also started a run".to_string())
-            }
-            (Some(step), _)
-                if !rewritten
-                    && !ambiguous.contains(&(run, step))
-                    && !sent(o, run, step, &text) =>
-            {
-                Some(format!(
-                    "was not in the context of step {step}, the first after it"
-                ))
-            }
-            // A run still waiting for a client takes it when it resumes (T9).
-            (None, None)
-                if !handed_over
-                    && !judged
-                    && !failed_in_step
-                    && !waiting.contains(run)
-                    && !unknown.contains(run) =>
-            {
-                Some("was never taken: no step after it, and no run started".to_string())
-            }
-            (None, Some(l)) if !rewritten && !sent(o, l, 0, &text) => Some(format!(
-                "was not in the context of {l}, the run its run's steers started"
-            )),
-            _ => None,
-        };
-        if let Some(p) = problem {
-            let message = format!("steer #{seq} {p}");
-            out.push(Violation::new(OracleId::A4, Some(run), message));
+        .filter(|(r, _, s)| *r == run && *s >= seq)
+        .find_map(|(_, t, _)| f.triggers.iter().find(|(x, _)| x == t).map(|(_, l)| *l));
+    let from = f.stored_at.get(id).copied().unwrap_or(0);
+    // A rewrite may have hidden it from the context before it was sent.
+    let rewritten = found.is_some_and(|((t, _), _)| f.erased.visibility_changed_after(t, id, from));
+    let handed_over = handed_over(&o.events[from..], run);
+    let failed_in_step = failed_in_step(&o.events[from..], run);
+    let judged = judged_latest(o, &f.messages, run).is_some_and(|s| s >= seq);
+    let taker = first_step_after(&f.anchor, run, seq);
+    match (taker, leftover) {
+        _ if restarted > 1 => Some(format!("started {restarted} runs")),
+        _ if (taker.is_some() || handed_over || judged) && restarted > 0 => {
+            Some("was taken by its run and also started a run".to_string())
         }
+        (Some(step), _)
+            if !rewritten && !f.ambiguous.contains(&(run, step)) && !sent(o, run, step, &text) =>
+        {
+            Some(format!(
+                "was not in the context of step {step}, the first after it"
+            ))
+        }
+        // A run still waiting for a client takes it when it resumes (T9).
+        (None, None)
+            if !handed_over
+                && !judged
+                && !failed_in_step
+                && !f.waiting.contains(run)
+                && !f.unknown.contains(run) =>
+        {
+            Some("was never taken: no step after it, and no run started".to_string())
+        }
+        (None, Some(l)) if !rewritten && !sent(o, l, 0, &text) => Some(format!(
+            "was not in the context of {l}, the run its run's steers started"
+        )),
+        _ => None,
     }
-    out.extend(hand_overs_need_a_steer(o, &steers, &anchor, &unknown));
-    out
+}
+
+/// Whether `run` handed over to a new episode for a steer stored at the
+/// start of `events` (the episode may then have failed before its first
+/// step anchored).
+fn handed_over(events: &[Event], run: &str) -> bool {
+    events.iter().any(|e| {
+        e.run_id == run
+            && matches!(
+                e.kind,
+                EventKind::AfterStep {
+                    transition: Transition::Steer,
+                    ..
+                }
+            )
+    })
+}
+
+/// Whether, after a steer stored at the start of `events`, a step of `run`
+/// began, took it, and failed (or was cancelled) before its context was
+/// resolved: the run took it and ended. Or its prepare_run read the thread
+/// (taking every pending steer, L1) and then failed or was cancelled: the
+/// log names no message it judged, so the steer may be the run's for good.
+fn failed_in_step(events: &[Event], run: &str) -> bool {
+    events.iter().any(|e| {
+        e.run_id == run
+            && (in_step_end(&e.kind)
+                || matches!(
+                    e.kind,
+                    EventKind::Failed {
+                        phase: RunStage::Phase(Phase::PrepareRun),
+                        ..
+                    } | EventKind::Cancelled {
+                        phase: RunStage::Phase(Phase::PrepareRun)
+                    }
+                ))
+    })
 }
 
 /// A step hands over to a new episode only for a steer it did not take: one

@@ -126,88 +126,114 @@ fn covered(
         let Some(t) = threads.iter().find(|t| t.id == c.thread) else {
             continue;
         };
-        // A record a rewrite removed since: any answered request of the
-        // step may have made it.
-        let text = t
-            .messages
-            .iter()
-            .find(|m| m.id == c.summary)
-            .map(Message::text);
-        let asked: Vec<&SummaryCall> = calls
-            .iter()
-            .filter(|s| s.run_id == c.run && s.step == c.step)
-            .filter(|s| match &text {
-                Some(t) => s.answer.as_deref() == Ok(t.as_str()),
-                None => s.answer.is_ok(),
-            })
-            .collect();
-        let mut flag = |message: String| {
+        for message in judge(events, t, (calls, requests), (&all, k)) {
             out.push(Violation::new(OracleId::C1, Some(c.run), message));
-        };
-        if asked.is_empty() {
-            if let Some(text) = &text {
-                flag(format!(
-                    "step {}'s summary record {} holds {text:?}, which no summary request of the step answered",
-                    c.step, c.summary
-                ));
-            }
-            continue;
-        }
-        let previous = all[..k].iter().rev().find(|p| p.thread == c.thread);
-        let since = previous.map_or(0, |p| p.through);
-        let prior = previous
-            .filter(|p| !moved(events, c.thread, p.at, c.at))
-            .and_then(|p| t.messages.iter().find(|m| m.id == p.summary))
-            .map(Message::text);
-        let due = due(events, t, c, since);
-        // A message stored before the cursor may follow it in context
-        // order (it entered the context later, M1): the step sends it
-        // after the summary. Without the step's request, it is not judged.
-        // A message numbered after the previous cursor may also precede it
-        // in context order: an earlier summary request of the thread then
-        // carried it already.
-        let first = calls
-            .iter()
-            .position(|s| s.run_id == c.run && s.step == c.step)
-            .unwrap_or(calls.len());
-        let earlier = &calls[..first];
-        let kept = |m: &Message| {
-            earlier.iter().any(|s| s.answer.is_ok() && sent(s, m))
-                || requests
-                    .and_then(|r| r.get(&(c.run, c.step)))
-                    .is_none_or(|r| r.iter().any(|x| carried(x, m)))
-        };
-        let left_out = |s: &SummaryCall| {
-            let missing = due.iter().find(|m| !sent(s, m) && !kept(m)).copied();
-            let chained = prior.as_ref().is_none_or(|p| {
-                s.messages
-                    .iter()
-                    .any(|m| m.role == Role::System && model_text(m) == *p)
-            });
-            (missing, chained)
-        };
-        let judged: Vec<_> = asked.iter().map(|s| left_out(s)).collect();
-        if judged.iter().any(|(m, chained)| m.is_none() && *chained) {
-            continue;
-        }
-        let (missing, chained) = judged[0];
-        if let Some(m) = missing {
-            flag(format!(
-                "step {}'s compaction through #{} left message #{} ({}) out of its summary request",
-                c.step,
-                c.through,
-                m.seq,
-                shown(m)
-            ));
-        }
-        if !chained {
-            flag(format!(
-                "step {}'s compaction through #{} did not give the summary model the previous summary (through #{since})",
-                c.step, c.through
-            ));
         }
     }
     out
+}
+
+/// What is wrong with the `k`th compaction of `all`, on thread `t`: its
+/// summary record no request answered, or every request of its step left
+/// a due message out or did not chain the previous summary.
+fn judge(
+    events: &[Event],
+    t: &StoredThread,
+    (calls, requests): (&[SummaryCall], Option<&Requests<'_>>),
+    (all, k): (&[Compaction<'_>], usize),
+) -> Vec<String> {
+    let c = &all[k];
+    // A record a rewrite removed since: any answered request of the
+    // step may have made it.
+    let text = t
+        .messages
+        .iter()
+        .find(|m| m.id == c.summary)
+        .map(Message::text);
+    let asked: Vec<&SummaryCall> = calls
+        .iter()
+        .filter(|s| s.run_id == c.run && s.step == c.step)
+        .filter(|s| match &text {
+            Some(t) => s.answer.as_deref() == Ok(t.as_str()),
+            None => s.answer.is_ok(),
+        })
+        .collect();
+    if asked.is_empty() {
+        let Some(text) = text else {
+            return Vec::new();
+        };
+        return vec![format!(
+            "step {}'s summary record {} holds {text:?}, which no summary request of the step answered",
+            c.step, c.summary
+        )];
+    }
+    let previous = all[..k].iter().rev().find(|p| p.thread == c.thread);
+    let since = previous.map_or(0, |p| p.through);
+    let prior = previous
+        .filter(|p| !moved(events, c.thread, p.at, c.at))
+        .and_then(|p| t.messages.iter().find(|m| m.id == p.summary))
+        .map(Message::text);
+    let due = due(events, t, c, since);
+    let judged = left_out(c, (calls, requests), (&due, prior.as_deref()), &asked);
+    let mut out = Vec::new();
+    if judged.iter().any(|(m, chained)| m.is_none() && *chained) {
+        return out;
+    }
+    let (missing, chained) = judged[0];
+    if let Some(m) = missing {
+        out.push(format!(
+            "step {}'s compaction through #{} left message #{} ({}) out of its summary request",
+            c.step,
+            c.through,
+            m.seq,
+            shown(m)
+        ));
+    }
+    if !chained {
+        out.push(format!(
+            "step {}'s compaction through #{} did not give the summary model the previous summary (through #{since})",
+            c.step, c.through
+        ));
+    }
+    out
+}
+
+/// For each request `asked` of compaction `c`'s step: a `due` message it
+/// left out (and no earlier request carried), and whether it gave the
+/// summary model the `prior` summary.
+fn left_out<'a>(
+    c: &Compaction<'_>,
+    (calls, requests): (&[SummaryCall], Option<&Requests<'_>>),
+    (due, prior): (&[&'a Message], Option<&str>),
+    asked: &[&SummaryCall],
+) -> Vec<(Option<&'a Message>, bool)> {
+    // A message stored before the cursor may follow it in context
+    // order (it entered the context later, M1): the step sends it
+    // after the summary. Without the step's request, it is not judged.
+    // A message numbered after the previous cursor may also precede it
+    // in context order: an earlier summary request of the thread then
+    // carried it already.
+    let first = calls
+        .iter()
+        .position(|s| s.run_id == c.run && s.step == c.step)
+        .unwrap_or(calls.len());
+    let earlier = &calls[..first];
+    let kept = |m: &Message| {
+        earlier.iter().any(|s| s.answer.is_ok() && sent(s, m))
+            || requests
+                .and_then(|r| r.get(&(c.run, c.step)))
+                .is_none_or(|r| r.iter().any(|x| carried(x, m)))
+    };
+    let left_out = |s: &SummaryCall| {
+        let missing = due.iter().find(|m| !sent(s, m) && !kept(m)).copied();
+        let chained = prior.is_none_or(|p| {
+            s.messages
+                .iter()
+                .any(|m| m.role == Role::System && model_text(m) == p)
+        });
+        (missing, chained)
+    };
+    asked.iter().map(|s| left_out(s)).collect()
 }
 
 /// The stored messages a compaction's summary must be sent: context-

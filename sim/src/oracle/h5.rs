@@ -45,9 +45,37 @@ fn judge(
         let EventKind::ThreadDeleted { cancelled, .. } = &e.kind else {
             continue;
         };
-        let thread = e.thread_id.as_str();
-        let (before, after) = (&events[..i], &events[i + 1..]);
-        let mut bound: BTreeSet<&str> = before
+        let d = Deletion {
+            thread: e.thread_id.as_str(),
+            cancelled,
+            before: &events[..i],
+            after: &events[i + 1..],
+        };
+        for run in d.bound() {
+            for message in d.judge_run(run, (cut_short, workers), commits) {
+                out.push(Violation::new(OracleId::H5, Some(run), message));
+            }
+        }
+    }
+    out
+}
+
+/// One `thread_deleted`: its thread, the runs it says it cancelled, and
+/// the log before and after it.
+struct Deletion<'a> {
+    thread: &'a str,
+    cancelled: &'a [String],
+    before: &'a [Event],
+    after: &'a [Event],
+}
+
+impl<'a> Deletion<'a> {
+    /// The runs bound to the deleted incarnation: admitted on the thread
+    /// before the deletion, and those it cancelled.
+    fn bound(&self) -> BTreeSet<&'a str> {
+        let thread = self.thread;
+        let mut bound: BTreeSet<&str> = self
+            .before
             .iter()
             .filter(|x| x.thread_id == thread && !x.run_id.is_empty())
             .filter(|x| matches!(x.kind, EventKind::Admitted { .. }))
@@ -55,74 +83,78 @@ fn judge(
             .collect();
         // Runs an earlier deletion of this thread cancelled belong to an
         // earlier incarnation: that deletion judges them.
-        for x in before.iter().filter(|x| x.thread_id == thread) {
+        for x in self.before.iter().filter(|x| x.thread_id == thread) {
             if let EventKind::ThreadDeleted { cancelled, .. } = &x.kind {
                 for c in cancelled {
                     bound.remove(c.as_str());
                 }
             }
         }
-        bound.extend(cancelled.iter().map(String::as_str));
-        for run in bound {
-            let of_run = |x: &&Event| x.run_id == run;
-            // Among workers the run's worker may log its end (reason
-            // `deleted`) before the client logs the delete.
-            let ended_before = before.iter().filter(of_run).any(|x| match &x.kind {
-                EventKind::Ended { reason, .. } => !workers || reason.as_deref() != Some(DELETED),
-                _ => false,
-            });
-            let listed = cancelled.iter().any(|c| c == run);
-            let mut flag = |message: String| {
-                out.push(Violation::new(OracleId::H5, Some(run), message));
-            };
-            // In one process the log's order is the store's.
-            let commits = if workers { commits } else { &[] };
-            let late = late_write((before, after), run, thread, commits);
-            if let Some(x) = late {
-                flag(format!(
-                    "{} after its thread {thread} was deleted",
-                    x.kind.name()
-                ));
-            } else if let Some(x) = started_after(after, run, workers) {
-                flag(format!(
-                    "{} started after its worker knew thread {thread} was deleted",
-                    x.kind.name()
-                ));
-            }
-            let ends: Vec<&Event> = after
-                .iter()
-                .filter(of_run)
-                .filter(|x| matches!(x.kind, EventKind::Ended { .. }))
-                .collect();
-            match (ended_before, listed) {
-                (true, true) => flag(format!(
-                    "had ended before thread {thread} was deleted, yet the deletion says it cancelled it"
-                )),
-                (true, false) if !ends.is_empty() => {
-                    flag("ended again after its thread was deleted".to_string());
-                }
-                (true, false) => {}
-                (false, false) if workers => {}
-                (false, false) => flag(format!(
-                    "was still open when thread {thread} was deleted, but the deletion did not cancel it"
-                )),
-                (false, true) => match ends.as_slice() {
-                    [] if cut_short || workers => {}
-                    [] => flag(format!("never ended after thread {thread} was deleted")),
-                    [end] => {
-                        if let Some(p) = not_deleted(&end.kind) {
-                            flag(p);
-                        }
-                    }
-                    more => flag(format!(
-                        "ended {} times after its thread was deleted",
-                        more.len()
-                    )),
-                },
-            }
-        }
+        bound.extend(self.cancelled.iter().map(String::as_str));
+        bound
     }
-    out
+
+    /// What bound `run` did wrong around the deletion.
+    fn judge_run(
+        &self,
+        run: &str,
+        (cut_short, workers): (bool, bool),
+        commits: &[CommitRecord],
+    ) -> Vec<String> {
+        let (thread, before, after) = (self.thread, self.before, self.after);
+        let mut out = Vec::new();
+        let of_run = |x: &&Event| x.run_id == run;
+        // Among workers the run's worker may log its end (reason
+        // `deleted`) before the client logs the delete.
+        let ended_before = before.iter().filter(of_run).any(|x| match &x.kind {
+            EventKind::Ended { reason, .. } => !workers || reason.as_deref() != Some(DELETED),
+            _ => false,
+        });
+        let listed = self.cancelled.iter().any(|c| c == run);
+        // In one process the log's order is the store's.
+        let commits = if workers { commits } else { &[] };
+        let late = late_write((before, after), run, thread, commits);
+        if let Some(x) = late {
+            out.push(format!(
+                "{} after its thread {thread} was deleted",
+                x.kind.name()
+            ));
+        } else if let Some(x) = started_after(after, run, workers) {
+            out.push(format!(
+                "{} started after its worker knew thread {thread} was deleted",
+                x.kind.name()
+            ));
+        }
+        let ends: Vec<&Event> = after
+            .iter()
+            .filter(of_run)
+            .filter(|x| matches!(x.kind, EventKind::Ended { .. }))
+            .collect();
+        let ending = match (ended_before, listed) {
+            (true, true) => Some(format!(
+                "had ended before thread {thread} was deleted, yet the deletion says it cancelled it"
+            )),
+            (true, false) if !ends.is_empty() => {
+                Some("ended again after its thread was deleted".to_string())
+            }
+            (true, false) => None,
+            (false, false) if workers => None,
+            (false, false) => Some(format!(
+                "was still open when thread {thread} was deleted, but the deletion did not cancel it"
+            )),
+            (false, true) => match ends.as_slice() {
+                [] if cut_short || workers => None,
+                [] => Some(format!("never ended after thread {thread} was deleted")),
+                [end] => not_deleted(&end.kind),
+                more => Some(format!(
+                    "ended {} times after its thread was deleted",
+                    more.len()
+                )),
+            },
+        };
+        out.extend(ending);
+        out
+    }
 }
 
 /// Events that write to the thread, or act for the run as if it went on:

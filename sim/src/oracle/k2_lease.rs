@@ -49,30 +49,7 @@ pub(super) fn check(c: &ClusterObs) -> Vec<Violation> {
                 ..
             } => {
                 let l = leases.entry(thread).or_default();
-                if *token <= l.token {
-                    let message = format!("token {token} handed out after token {}", l.token);
-                    out.push(Violation::new(OracleId::K2, Some(run), message));
-                }
-                if let Some((held_by, _)) = l.holder
-                    && r.at < l.expires
-                {
-                    let message = format!(
-                        "{from} was given the lease at {}ms while {held_by} held it until {}ms",
-                        r.at, l.expires
-                    );
-                    out.push(Violation::new(OracleId::K2, Some(run), message));
-                }
-                if let Some(other) = l.current.filter(|cur| *cur != run.as_str()) {
-                    let message = format!("{from} claimed {run} while {other} had not ended");
-                    out.push(Violation::new(OracleId::K1, Some(run), message));
-                }
-                *l = Lease {
-                    token: *token,
-                    holder: Some((from, run)),
-                    expires: r.at + c.lease_ms,
-                    current: Some(run),
-                    deleted: None,
-                };
+                out.extend(l.claim((r.at, c.lease_ms), (from, run, *token)));
             }
             ClusterEvent::Wrote {
                 from,
@@ -86,18 +63,7 @@ pub(super) fn check(c: &ClusterObs) -> Vec<Violation> {
                 ..
             } => {
                 let l = leases.entry(thread).or_default();
-                if let Some(incarnation) = l.deleted {
-                    let message = format!(
-                        "{request} from {from} landed under token {token} after incarnation {incarnation} was deleted"
-                    );
-                    out.push(Violation::new(OracleId::K2, Some(run), message));
-                    continue;
-                }
-                if *token != l.token {
-                    let message = format!(
-                        "{request} from {from} landed under stale token {token} (newest {})",
-                        l.token
-                    );
+                if let Some(message) = l.refusal(from, request, *token) {
                     out.push(Violation::new(OracleId::K2, Some(run), message));
                     continue;
                 }
@@ -131,6 +97,60 @@ pub(super) fn check(c: &ClusterObs) -> Vec<Violation> {
         }
     }
     out
+}
+
+impl<'a> Lease<'a> {
+    /// `from` claims `run` with `token` at `at`, for `lease_ms`: what that
+    /// breaks (K2, K1). The lease is then `from`'s.
+    fn claim(
+        &mut self,
+        (at, lease_ms): (u64, u64),
+        (from, run, token): (&'a str, &'a str, u64),
+    ) -> Vec<Violation> {
+        let mut out = Vec::new();
+        if token <= self.token {
+            let message = format!("token {token} handed out after token {}", self.token);
+            out.push(Violation::new(OracleId::K2, Some(run), message));
+        }
+        if let Some((held_by, _)) = self.holder
+            && at < self.expires
+        {
+            let message = format!(
+                "{from} was given the lease at {at}ms while {held_by} held it until {}ms",
+                self.expires
+            );
+            out.push(Violation::new(OracleId::K2, Some(run), message));
+        }
+        if let Some(other) = self.current.filter(|cur| *cur != run) {
+            let message = format!("{from} claimed {run} while {other} had not ended");
+            out.push(Violation::new(OracleId::K1, Some(run), message));
+        }
+        *self = Lease {
+            token,
+            holder: Some((from, run)),
+            expires: at + lease_ms,
+            current: Some(run),
+            deleted: None,
+        };
+        out
+    }
+
+    /// Why a write `request` from `from` under `token` must not have
+    /// landed, if it must not: its incarnation was deleted (H5), or its
+    /// token is not the newest (K2).
+    fn refusal(&self, from: &str, request: &str, token: u64) -> Option<String> {
+        if let Some(incarnation) = self.deleted {
+            return Some(format!(
+                "{request} from {from} landed under token {token} after incarnation {incarnation} was deleted"
+            ));
+        }
+        (token != self.token).then(|| {
+            format!(
+                "{request} from {from} landed under stale token {token} (newest {})",
+                self.token
+            )
+        })
+    }
 }
 
 #[cfg(test)]

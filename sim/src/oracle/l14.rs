@@ -155,18 +155,6 @@ pub(super) fn check(
     stored: Option<&[StoredThread]>,
 ) -> Vec<Violation> {
     let mut runs: BTreeMap<(&str, &str), Run> = BTreeMap::new();
-    let mut out = Vec::new();
-    let answerable_at = answerable_versions(events);
-    let lost: BTreeSet<(&str, &str)> = events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e.kind,
-                EventKind::LeaseLost { .. } | EventKind::TakenOver { .. }
-            )
-        })
-        .map(|e| (e.thread_id.as_str(), e.run_id.as_str()))
-        .collect();
     // Among workers a worker may log a deleted run's end before the
     // client logs the delete (each logs when it hears the store): the
     // runs a delete cancelled may stop anywhere from the start.
@@ -180,6 +168,30 @@ pub(super) fn check(
             }
         }
     }
+    let mut out = walk(events, stored.is_some(), &mut runs);
+    out.extend(never_ended(events, runs, cut_short, stored));
+    out
+}
+
+/// Walks each run through the grammar, event by event (`among_workers`:
+/// the store's final threads are known); a run's first violation breaks it.
+fn walk<'a>(
+    events: &'a [Event],
+    among_workers: bool,
+    runs: &mut BTreeMap<(&'a str, &'a str), Run>,
+) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let answerable_at = answerable_versions(events);
+    let lost: BTreeSet<(&str, &str)> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::LeaseLost { .. } | EventKind::TakenOver { .. }
+            )
+        })
+        .map(|e| (e.thread_id.as_str(), e.run_id.as_str()))
+        .collect();
     for e in events {
         // Trusted code's events (admin writes, rewrites, deletions) belong
         // to no run; a deletion marks the runs it cancelled.
@@ -190,7 +202,7 @@ pub(super) fn check(
                         .entry((e.thread_id.as_str(), run.as_str()))
                         .or_default();
                     r.deleted = true;
-                    r.deleted_here = stored.is_none();
+                    r.deleted_here = !among_workers;
                 }
             }
             continue;
@@ -209,7 +221,7 @@ pub(super) fn check(
             e.kind,
             EventKind::LeaseAcquired { .. } | EventKind::TakenOver { .. }
         );
-        if stored.is_some() && claim && run.state == State::Start {
+        if among_workers && claim && run.state == State::Start {
             run.state = State::Admitted;
         }
         // Among workers the client may log its answer before the worker
@@ -229,6 +241,17 @@ pub(super) fn check(
             run.state = State::Broken;
         }
     }
+    out
+}
+
+/// The runs that never ended, with nothing to excuse it.
+fn never_ended(
+    events: &[Event],
+    runs: BTreeMap<(&str, &str), Run>,
+    cut_short: bool,
+    stored: Option<&[StoredThread]>,
+) -> Vec<Violation> {
+    let mut out = Vec::new();
     // Threads whose current run still waits: runs queued behind it never started.
     let held: BTreeSet<&str> = runs
         .iter()

@@ -99,6 +99,12 @@ fn judge<'a>(events: &'a [Event], threads: &'a [StoredThread]) -> Vec<Violation>
             _ => {}
         }
     }
+    answered_twice(owners)
+}
+
+/// A violation for each message more than one run owns, naming each run
+/// and why it owns it.
+fn answered_twice(owners: BTreeMap<&str, BTreeMap<&str, Claim>>) -> Vec<Violation> {
     owners
         .into_iter()
         .filter(|(_, runs)| runs.len() > 1)

@@ -67,6 +67,17 @@ pub use observed::{ClusterObs, Observations, Observed, Verdicts, Violation};
 /// Runs every oracle over one run.
 pub fn check_all(o: &Observed<'_>) -> Verdicts {
     let mismatches = request::mismatches(o);
+    let mut violations = run_oracles(o, &mismatches);
+    violations.extend(lease_and_thread_oracles(o));
+    Verdicts {
+        violations,
+        mismatches,
+    }
+}
+
+/// The oracles of a run's grammar, its requests and context, its hooks,
+/// waits and steers.
+fn run_oracles(o: &Observed<'_>, mismatches: &[(usize, String)]) -> Vec<Violation> {
     let stored = o.cluster.map(|_| o.threads);
     let mut violations = l14::check(o.events, o.cut_short, stored);
     violations.extend(t1::check(o.events));
@@ -79,7 +90,7 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     violations.extend(m1_order::check(o));
     violations.extend(h6::check(o.calls));
     violations.extend(x3::check(o.events, o.threads));
-    violations.extend(request::violations(o, &mismatches));
+    violations.extend(request::violations(o, mismatches));
     violations.extend(s3::check(o));
     violations.extend(h1::watchers(o));
     violations.extend(l1::check(o));
@@ -97,6 +108,13 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     violations.extend(a2::check(o));
     violations.extend(a3::check(o));
     violations.extend(a4::check(o));
+    violations
+}
+
+/// The oracles of leases and workers, the store's versions, the thread
+/// facade, compaction and liveness.
+fn lease_and_thread_oracles(o: &Observed<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
     match o.cluster {
         // Among workers, processes' logs interleave out of the store's
         // order: K1 and K2 are judged from the store's own log instead.
@@ -132,8 +150,5 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     if let Some(c) = o.cluster {
         violations.extend(liveness::check(c, o.threads));
     }
-    Verdicts {
-        violations,
-        mismatches,
-    }
+    violations
 }

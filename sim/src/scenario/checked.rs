@@ -427,63 +427,70 @@ fn tools(specs: Vec<ToolSpec>) -> Result<Vec<ToolDef>, CheckError> {
             );
             return fail(&at, message);
         }
-        let behaviour = match (t.output, t.echo, t.fail, t.throw, t.panic, t.client) {
-            (Some(v), false, None, None, None, false) => Behaviour::Output(v),
-            (None, true, None, None, None, false) => Behaviour::Echo,
-            (None, false, Some(v), None, None, false) => Behaviour::Fail(v),
-            (None, false, None, Some(m), None, false) => Behaviour::Throw(m),
-            (None, false, None, None, Some(m), false) => Behaviour::Panic(m),
-            (None, false, None, None, None, true) => Behaviour::Client,
-            _ => {
-                let message = format!(
-                    "tool {:?} needs exactly one of output, echo, fail, throw, panic, client",
-                    t.name
-                );
-                return fail(&at, message);
-            }
-        };
-        if t.approval && behaviour == Behaviour::Client {
-            let message = "a client tool is run by the client: it waits for a submitted output, not an approval";
-            return fail(&at, message);
-        }
-        if !t.output_requires.is_empty() && behaviour != Behaviour::Client {
-            return fail(
-                &at,
-                "output_requires checks submitted outputs: it goes with client = true",
-            );
-        }
-        if t.on_output
-            .as_ref()
-            .is_some_and(|o| o.count.is_none() && o.keep.is_none())
-        {
-            let mut at = at.to_vec();
-            at.push(Segment::Key("on_output"));
-            return fail(&at, "on_output needs count or keep");
-        }
-        if let Some(key) = t
-            .on_output
-            .iter()
-            .flat_map(|o| [&o.count, &o.keep])
-            .flatten()
-            .find(|k| k.is_empty())
-        {
-            let mut at = at.to_vec();
-            at.push(Segment::Key("on_output"));
-            return fail(
-                &at,
-                format!("a metadata key must not be empty (got {key:?})"),
-            );
-        }
-        out.push(ToolDef {
-            name: t.name,
-            description: t.description,
-            latency_ms: t.latency_ms,
-            requires: t.requires,
-            behaviour,
-            approval: t.approval,
-            output_requires: t.output_requires,
-            on_output: t.on_output,
-        });
+        out.push(tool(&at, t)?);
     }
     Ok(out)
+}
+
+/// One named tool (at `at`): exactly one behaviour, approval and
+/// `output_requires` only where they make sense, a sound `on_output`.
+fn tool(at: &[Segment], t: ToolSpec) -> Result<ToolDef, CheckError> {
+    let behaviour = match (t.output, t.echo, t.fail, t.throw, t.panic, t.client) {
+        (Some(v), false, None, None, None, false) => Behaviour::Output(v),
+        (None, true, None, None, None, false) => Behaviour::Echo,
+        (None, false, Some(v), None, None, false) => Behaviour::Fail(v),
+        (None, false, None, Some(m), None, false) => Behaviour::Throw(m),
+        (None, false, None, None, Some(m), false) => Behaviour::Panic(m),
+        (None, false, None, None, None, true) => Behaviour::Client,
+        _ => {
+            let message = format!(
+                "tool {:?} needs exactly one of output, echo, fail, throw, panic, client",
+                t.name
+            );
+            return fail(at, message);
+        }
+    };
+    if t.approval && behaviour == Behaviour::Client {
+        let message =
+            "a client tool is run by the client: it waits for a submitted output, not an approval";
+        return fail(at, message);
+    }
+    if !t.output_requires.is_empty() && behaviour != Behaviour::Client {
+        return fail(
+            at,
+            "output_requires checks submitted outputs: it goes with client = true",
+        );
+    }
+    if t.on_output
+        .as_ref()
+        .is_some_and(|o| o.count.is_none() && o.keep.is_none())
+    {
+        let mut at = at.to_vec();
+        at.push(Segment::Key("on_output"));
+        return fail(&at, "on_output needs count or keep");
+    }
+    if let Some(key) = t
+        .on_output
+        .iter()
+        .flat_map(|o| [&o.count, &o.keep])
+        .flatten()
+        .find(|k| k.is_empty())
+    {
+        let mut at = at.to_vec();
+        at.push(Segment::Key("on_output"));
+        return fail(
+            &at,
+            format!("a metadata key must not be empty (got {key:?})"),
+        );
+    }
+    Ok(ToolDef {
+        name: t.name,
+        description: t.description,
+        latency_ms: t.latency_ms,
+        requires: t.requires,
+        behaviour,
+        approval: t.approval,
+        output_requires: t.output_requires,
+        on_output: t.on_output,
+    })
 }

@@ -132,72 +132,89 @@ pub(super) fn timeline(
     let mut out = Vec::with_capacity(entries.len());
     let mut watchers = BTreeMap::new();
     for (i, t) in entries.into_iter().enumerate() {
-        let at = [Segment::Key("timeline"), Segment::Index(i)];
-        if !t.live.is_empty() && t.watch.is_none() {
-            return fail(&at, "`live` goes with `watch`");
-        }
-        if t.at >= limit_ms {
-            let at = [
-                Segment::Key("timeline"),
-                Segment::Index(i),
-                Segment::Key("at"),
-            ];
-            let message = format!(
-                "{}ms is past the scenario's virtual-time limit of {limit_ms}ms (time_limit_ms), so it would never happen",
-                t.at
-            );
-            return fail(&at, message);
-        }
-        for (field, value) in [("client", &t.client), ("thread", &t.thread)] {
-            if value.is_empty() {
-                let at = [
-                    Segment::Key("timeline"),
-                    Segment::Index(i),
-                    Segment::Key(field),
-                ];
-                return fail(&at, "must not be empty");
-            }
-        }
-        let facade = facade_action(i, &t)?;
-        let no_answers = answers_none(&t);
-        let action = action(i, t.send, t.steer, t.cancel, t.watch, t.live, &mut watchers);
-        let action = match (facade, action) {
-            (Some(f), Err(Ok(false))) if no_answers => Ok(f),
-            (Some(_), _) => {
-                let at = [Segment::Key("timeline"), Segment::Index(i)];
-                return fail(&at, "expected exactly one action in a timeline entry");
-            }
-            (None, a) => a,
-        };
-        let action = action.or_else(|none| {
-            answer(
-                i,
-                none,
-                t.approve,
-                t.deny,
-                t.submit_result,
-                t.expect_waiting,
-            )
-        })?;
-        if t.expect_error.as_ref().is_some_and(String::is_empty) {
-            let at = [
-                Segment::Key("timeline"),
-                Segment::Index(i),
-                Segment::Key("expect_error"),
-            ];
-            return fail(&at, "must not be empty: it would match every error");
-        }
-        out.push(Moment {
-            at: t.at,
-            client: t.client,
-            thread: t.thread,
-            action,
-            handle: t.handle,
-            expect_error: t.expect_error,
-        });
+        check_fields(i, &t, limit_ms)?;
+        out.push(moment(i, t, &mut watchers)?);
     }
     out.sort_by_key(|m| m.at);
     Ok(out)
+}
+
+/// The `i`th entry's own fields: `live` only with `watch`, a time before
+/// the scenario's limit, a client and a thread.
+fn check_fields(i: usize, t: &TimelineEntry, limit_ms: u64) -> Result<(), CheckError> {
+    let at = [Segment::Key("timeline"), Segment::Index(i)];
+    if !t.live.is_empty() && t.watch.is_none() {
+        return fail(&at, "`live` goes with `watch`");
+    }
+    if t.at >= limit_ms {
+        let at = [
+            Segment::Key("timeline"),
+            Segment::Index(i),
+            Segment::Key("at"),
+        ];
+        let message = format!(
+            "{}ms is past the scenario's virtual-time limit of {limit_ms}ms (time_limit_ms), so it would never happen",
+            t.at
+        );
+        return fail(&at, message);
+    }
+    for (field, value) in [("client", &t.client), ("thread", &t.thread)] {
+        if value.is_empty() {
+            let at = [
+                Segment::Key("timeline"),
+                Segment::Index(i),
+                Segment::Key(field),
+            ];
+            return fail(&at, "must not be empty");
+        }
+    }
+    Ok(())
+}
+
+/// The `i`th entry as a moment: its one action (a trusted writer's, a
+/// client's, or an answer) and what error it expects, if any.
+fn moment(
+    i: usize,
+    t: TimelineEntry,
+    watchers: &mut BTreeMap<String, usize>,
+) -> Result<Moment, CheckError> {
+    let facade = facade_action(i, &t)?;
+    let no_answers = answers_none(&t);
+    let action = action(i, t.send, t.steer, t.cancel, t.watch, t.live, watchers);
+    let action = match (facade, action) {
+        (Some(f), Err(Ok(false))) if no_answers => Ok(f),
+        (Some(_), _) => {
+            let at = [Segment::Key("timeline"), Segment::Index(i)];
+            return fail(&at, "expected exactly one action in a timeline entry");
+        }
+        (None, a) => a,
+    };
+    let action = action.or_else(|none| {
+        answer(
+            i,
+            none,
+            t.approve,
+            t.deny,
+            t.submit_result,
+            t.expect_waiting,
+        )
+    })?;
+    if t.expect_error.as_ref().is_some_and(String::is_empty) {
+        let at = [
+            Segment::Key("timeline"),
+            Segment::Index(i),
+            Segment::Key("expect_error"),
+        ];
+        return fail(&at, "must not be empty: it would match every error");
+    }
+    Ok(Moment {
+        at: t.at,
+        client: t.client,
+        thread: t.thread,
+        action,
+        handle: t.handle,
+        expect_error: t.expect_error,
+    })
 }
 
 /// Whether an entry names none of the answer actions.

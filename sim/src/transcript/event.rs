@@ -1,7 +1,8 @@
 //! One runtime event as one line of text: the transcript's line (without
 //! its time and run) and the HTML timeline's hover text are this one
-//! rendering. One exhaustive match, so a new event kind cannot go
-//! unrendered; each arm is one line or one helper.
+//! rendering. One exhaustive match sends each kind to its family's helper
+//! (run, step, tool, lease), so a new event kind cannot go unrendered; in
+//! the helper each arm is one line or one helper.
 
 use std::fmt::Write as _;
 
@@ -34,11 +35,64 @@ pub(super) fn event_line(e: &Event) -> String {
     }
 }
 
-/// The event as one line of text, without time, run or indentation.
+/// The event as one line of text, without time, run or indentation: each
+/// kind goes to the helper of its family, whose one arm renders it.
 pub(crate) fn describe(kind: &EventKind) -> String {
     if let Some(line) = super::facade::facade_event(kind) {
         return line;
     }
+    match kind {
+        EventKind::Admitted { .. }
+        | EventKind::Steered { .. }
+        | EventKind::ContextLeaf { .. }
+        | EventKind::Hook(_)
+        | EventKind::PrepareRun { .. }
+        | EventKind::Respond { .. }
+        | EventKind::Failed { .. }
+        | EventKind::Cancelled { .. }
+        | EventKind::Ended { .. } => run_event(kind),
+        EventKind::ResolveModelContext { .. }
+        | EventKind::PrepareModelStep { .. }
+        | EventKind::ModelCall { .. }
+        | EventKind::Stream { .. }
+        | EventKind::AttemptFailed { .. }
+        | EventKind::CommitStep { .. }
+        | EventKind::AfterStep { .. } => step_event(kind),
+        EventKind::BeforeToolCall { .. }
+        | EventKind::ToolStart { .. }
+        | EventKind::ToolEnd { .. }
+        | EventKind::AfterToolResult { .. }
+        | EventKind::CommitToolResults { .. } => tool_event(kind),
+        EventKind::LeaseAcquired { .. }
+        | EventKind::LeaseRenewed { .. }
+        | EventKind::LeaseLost { .. }
+        | EventKind::LeaseReleased { .. }
+        | EventKind::TakenOver { .. }
+        | EventKind::DeleteLearned { .. } => lease_event(kind),
+        EventKind::OnOutput { .. }
+        | EventKind::RunMetadata { .. }
+        | EventKind::ContextMessage { .. }
+        | EventKind::Waiting { .. }
+        | EventKind::Awaiting { .. }
+        | EventKind::CancelRequested { .. }
+        | EventKind::Answered { .. } => crate::format::waiting_event(kind),
+        EventKind::Mutated { .. }
+        | EventKind::MutationRefused { .. }
+        | EventKind::HistoryRewritten { .. }
+        | EventKind::RewriteDelivered { .. }
+        | EventKind::ThreadRead { .. }
+        | EventKind::ThreadDeleted { .. }
+        | EventKind::ThreadCreated { .. }
+        | EventKind::CompactionStarted { .. }
+        | EventKind::Compacted { .. }
+        | EventKind::CompactionSkipped { .. } => String::new(),
+    }
+}
+
+/// A run's own events: admission, steering, its context leaf, the
+/// composed hooks' decisions, the run-level phases and its end.
+/// Any other kind shows as its name.
+fn run_event(kind: &EventKind) -> String {
     match kind {
         EventKind::Admitted { trigger } => format!("admit trigger={trigger}"),
         EventKind::Steered { message } => format!("steered by {message} (taken at the next step)"),
@@ -50,33 +104,6 @@ pub(crate) fn describe(kind: &EventKind) -> String {
             };
             format!("context leaf: {leaf} ({messages} messages)")
         }
-        EventKind::AttemptFailed { attempt, error, .. } => {
-            format!("attempt_failed attempt={attempt} error={}", quoted(error))
-        }
-        EventKind::LeaseAcquired {
-            episode,
-            token,
-            version,
-        } => format!("lease_acquired episode={episode} token={token} v{version}"),
-        EventKind::LeaseRenewed { token, version } => {
-            format!("lease_renewed token={token} v{version}")
-        }
-        EventKind::LeaseLost { token, reason } => {
-            format!("lease_lost token={token} reason={}", quoted(reason))
-        }
-        EventKind::DeleteLearned {
-            request,
-            incarnation,
-        } => format!("{request} refused: thread deleted (incarnation {incarnation})"),
-        EventKind::TakenOver {
-            from,
-            stale_token,
-            expired_at,
-            next_step,
-        } => format!(
-            "taken_over from={} stale_token={stale_token} expired_at={expired_at}ms next_step={next_step}",
-            opt(from)
-        ),
         EventKind::Hook(n) => note(n),
         EventKind::PrepareRun {
             route: r,
@@ -101,6 +128,27 @@ pub(crate) fn describe(kind: &EventKind) -> String {
             let (o, r, u) = (outcome.as_str(), opt(reason), opt(latest_user));
             format!("respond to {u} outcome={o} reason={r} commit {message} v{version}")
         }
+        EventKind::Failed { phase, message } => format!("failed in {phase}: {}", quoted(message)),
+        EventKind::Cancelled { phase } => format!("cancelled in {phase}"),
+        EventKind::Ended {
+            status,
+            outcome,
+            reason,
+            version,
+        } => {
+            let (s, o, r) = (status.as_str(), outcome.as_str(), opt(reason));
+            let v = version.map(|v| format!(" v{v}")).unwrap_or_default();
+            format!("end status={s} outcome={o} reason={r}{v}")
+        }
+        other => other.name().to_string(),
+    }
+}
+
+/// A step's model side: its context, the provider attempts and their
+/// streams, its commit and how it hands over.
+/// Any other kind shows as its name.
+fn step_event(kind: &EventKind) -> String {
+    match kind {
         EventKind::ResolveModelContext {
             step,
             anchor,
@@ -146,11 +194,32 @@ pub(crate) fn describe(kind: &EventKind) -> String {
             error,
             aborted,
         ),
+        EventKind::AttemptFailed { attempt, error, .. } => {
+            format!("attempt_failed attempt={attempt} error={}", quoted(error))
+        }
         EventKind::CommitStep {
             step,
             message,
             version,
         } => format!("commit_step step={step} commit {message} v{version}"),
+        EventKind::AfterStep {
+            step,
+            decision,
+            transition: t,
+        } => format!(
+            "after_step step={step} decision={} -> {}",
+            decision.as_str(),
+            transition(t)
+        ),
+        other => other.name().to_string(),
+    }
+}
+
+/// A step's tool side: the hooks around each call, the call and the
+/// commit of the results.
+/// Any other kind shows as its name.
+fn tool_event(kind: &EventKind) -> String {
+    match kind {
         EventKind::BeforeToolCall {
             call_id,
             tool,
@@ -180,45 +249,41 @@ pub(crate) fn describe(kind: &EventKind) -> String {
             message,
             version,
         } => format!("commit_tool_results step={step} commit {message} v{version}"),
-        EventKind::AfterStep {
-            step,
-            decision,
-            transition: t,
-        } => format!(
-            "after_step step={step} decision={} -> {}",
-            decision.as_str(),
-            transition(t)
-        ),
-        EventKind::OnOutput { .. }
-        | EventKind::RunMetadata { .. }
-        | EventKind::ContextMessage { .. }
-        | EventKind::Waiting { .. }
-        | EventKind::Awaiting { .. }
-        | EventKind::CancelRequested { .. }
-        | EventKind::Answered { .. } => crate::format::waiting_event(kind),
-        EventKind::Failed { phase, message } => format!("failed in {phase}: {}", quoted(message)),
-        EventKind::Cancelled { phase } => format!("cancelled in {phase}"),
-        EventKind::LeaseReleased { episode } => format!("lease_released episode={episode}"),
-        EventKind::Ended {
-            status,
-            outcome,
-            reason,
+        other => other.name().to_string(),
+    }
+}
+
+/// The lease and the workers (SPEC K1–K5): acquiring, renewing, losing
+/// and releasing it, a takeover, and a refusal learned from a deleted thread.
+/// Any other kind shows as its name.
+fn lease_event(kind: &EventKind) -> String {
+    match kind {
+        EventKind::LeaseAcquired {
+            episode,
+            token,
             version,
-        } => {
-            let (s, o, r) = (status.as_str(), outcome.as_str(), opt(reason));
-            let v = version.map(|v| format!(" v{v}")).unwrap_or_default();
-            format!("end status={s} outcome={o} reason={r}{v}")
+        } => format!("lease_acquired episode={episode} token={token} v{version}"),
+        EventKind::LeaseRenewed { token, version } => {
+            format!("lease_renewed token={token} v{version}")
         }
-        EventKind::Mutated { .. }
-        | EventKind::MutationRefused { .. }
-        | EventKind::HistoryRewritten { .. }
-        | EventKind::RewriteDelivered { .. }
-        | EventKind::ThreadRead { .. }
-        | EventKind::ThreadDeleted { .. }
-        | EventKind::ThreadCreated { .. }
-        | EventKind::CompactionStarted { .. }
-        | EventKind::Compacted { .. }
-        | EventKind::CompactionSkipped { .. } => String::new(),
+        EventKind::LeaseLost { token, reason } => {
+            format!("lease_lost token={token} reason={}", quoted(reason))
+        }
+        EventKind::LeaseReleased { episode } => format!("lease_released episode={episode}"),
+        EventKind::TakenOver {
+            from,
+            stale_token,
+            expired_at,
+            next_step,
+        } => format!(
+            "taken_over from={} stale_token={stale_token} expired_at={expired_at}ms next_step={next_step}",
+            opt(from)
+        ),
+        EventKind::DeleteLearned {
+            request,
+            incarnation,
+        } => format!("{request} refused: thread deleted (incarnation {incarnation})"),
+        other => other.name().to_string(),
     }
 }
 

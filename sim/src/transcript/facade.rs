@@ -85,6 +85,13 @@ pub(super) fn facade_event(kind: &EventKind) -> Option<String> {
         EventKind::ThreadCreated { incarnation } => {
             format!("thread_created incarnation={incarnation}")
         }
+        _ => return compaction_event(kind),
+    })
+}
+
+/// The line of a compaction event (SPEC C1); `None` for any other event.
+fn compaction_event(kind: &EventKind) -> Option<String> {
+    Some(match kind {
         EventKind::CompactionStarted {
             step,
             through,
