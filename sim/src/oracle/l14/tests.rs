@@ -1,6 +1,7 @@
 //! Unit tests of the L14 oracle's grammar.
 
 use pai_runtime::{
+    event::Transition,
     hook::{AfterStepDecision, ToolResult, ToolResultDecision},
     message::{ResultSource, ToolStatus},
     model::Route,

@@ -1,0 +1,152 @@
+//! The phase grammar's moves (SPEC §1): which event may follow which
+//! state, in a step, among a step's results, between episodes, after a
+//! takeover and in `cancel_close`.
+
+use pai_runtime::event::{EventKind, Transition};
+use pai_runtime::store::RunStatus;
+
+use super::{State, given_result, result_event};
+
+/// The grammar as a transition table: the state after `kind`, or `None` if
+/// the grammar does not allow `kind` here. `resumed`: the episode resumes
+/// a run that waited.
+pub(super) fn next(state: State, resumed: bool, kind: &EventKind) -> Option<State> {
+    use State::*;
+    let in_episode = !matches!(
+        state,
+        Start
+            | Admitted
+            | Released
+            | Closing
+            | Ended
+            | Failed
+            | Waiting
+            | Broken
+            | Lost
+            | TakenOver
+    );
+    if let Some(closing) = cancel_close(state, resumed, kind) {
+        return closing;
+    }
+    if in_episode && matches!(kind, EventKind::Failed { .. } | EventKind::Cancelled { .. }) {
+        return Some(Failed);
+    }
+    in_step(state, kind)
+        .or_else(|| in_results(state, resumed, kind))
+        .or_else(|| between_episodes(state, resumed, kind))
+}
+
+/// SPEC §1 `cancel_close := lease_acquired after_tool_result*
+/// commit_tool_results lease_released`, only after a wait (or, K3, a
+/// takeover): a resumed episode that gives its open calls cancelled
+/// results (`Dropping`, `Dropped`) is cancelled then and runs no other
+/// phase; with no open call it is cancelled at once. `None`: the event is
+/// not this production's business.
+fn cancel_close(state: State, resumed: bool, kind: &EventKind) -> Option<Option<State>> {
+    use State::*;
+    let cancelled = matches!(kind, EventKind::Cancelled { .. });
+    Some(match (state, kind) {
+        (Dropped | Leased, _) if cancelled && (state == Dropped || resumed) => Some(Closed),
+        // After the closing commit only `cancelled` (or, for a resumed
+        // run that responds, `respond`) may come.
+        (Dropped, EventKind::Failed { .. }) => None,
+        (Closed, EventKind::LeaseReleased { .. }) => Some(Closing),
+        (Closed, _) => None,
+        (Closing, EventKind::Ended { .. }) => Some(Ended),
+        (Closing, _) => None,
+        _ => return None,
+    })
+}
+
+/// What a takeover's episode may do beyond a resumed one's: begin a step
+/// at once, run the last step's calls that have no committed result, end
+/// at the step limit, or respond without waiting calls to give up.
+pub(super) fn after_takeover(state: State, kind: &EventKind) -> Option<State> {
+    use State::*;
+    Some(match (state, kind) {
+        (Resuming, EventKind::ResolveModelContext { .. }) => Resolved,
+        (Resuming, EventKind::LeaseReleased { .. }) => Released,
+        (Leased, EventKind::Respond { .. }) => Responded,
+        (Resuming | OrphanPolicy, EventKind::BeforeToolCall { .. }) => OrphanPolicy,
+        (OrphanPolicy, EventKind::Awaiting { .. }) => OrphanAwaited,
+        (OrphanPolicy | OrphanAwaited | OrphanTools, k) if result_event(k) => OrphanTools,
+        (OrphanTools, EventKind::CommitToolResults { .. }) => OrphansDone,
+        (OrphansDone, EventKind::ResolveModelContext { .. }) => Resolved,
+        (OrphansDone, EventKind::LeaseReleased { .. }) => Released,
+        (OrphanPolicy | OrphanAwaited | OrphansDone, EventKind::Waiting { .. }) => Waiting,
+        _ => return None,
+    })
+}
+
+/// A step's own events, up to its after_step.
+fn in_step(state: State, kind: &EventKind) -> Option<State> {
+    use State::*;
+    Some(match (state, kind) {
+        (Ready | Stepped { waits: false }, EventKind::ResolveModelContext { .. }) => Resolved,
+        (Resolved, EventKind::PrepareModelStep { .. }) => Prepared,
+        (Prepared | Called | AttemptFailed, EventKind::ModelCall { .. }) => Called,
+        (Called, EventKind::AttemptFailed { .. }) => AttemptFailed,
+        (Called, EventKind::Stream { .. }) => Streamed,
+        (Streamed, EventKind::CommitStep { .. }) => Committed,
+        (Committed | Policy, EventKind::BeforeToolCall { .. }) => Policy,
+        (Policy, EventKind::Awaiting { .. }) => Awaited,
+        (Policy | Awaited | Tools, k) if result_event(k) => Tools,
+        (Tools, EventKind::CommitToolResults { .. }) => ToolsCommitted,
+        (ToolsCommitted | Stopping, k) if given_result(k) => Stopping,
+        (Stopping, EventKind::CommitToolResults { .. }) => Stopped,
+        // Policy, Awaited: every call of the step waits, so no result came.
+        (
+            Committed | Policy | Awaited | ToolsCommitted,
+            EventKind::AfterStep { transition, .. },
+        ) => Stepped {
+            waits: *transition == Transition::Wait,
+        },
+        _ => return None,
+    })
+}
+
+/// Results given outside a step's tools block: to pending calls after
+/// after_step, and to a resumed run's waiting calls.
+fn in_results(state: State, resumed: bool, kind: &EventKind) -> Option<State> {
+    use State::*;
+    Some(match (state, kind) {
+        (Stepped { .. } | GivingUp, k) if given_result(k) => GivingUp,
+        (GivingUp, EventKind::CommitToolResults { .. }) => GaveUp,
+        (Resuming | ResumeTools, k) if result_event(k) => ResumeTools,
+        (ResumeTools, EventKind::CommitToolResults { .. }) => Ready,
+        (Leased | Dropping, k) if resumed && given_result(k) => Dropping,
+        (Dropping, EventKind::CommitToolResults { .. }) => Dropped,
+        _ => return None,
+    })
+}
+
+/// Episode boundaries: leases, prepare_run, respond, wait, answers, the end.
+fn between_episodes(state: State, resumed: bool, kind: &EventKind) -> Option<State> {
+    use State::*;
+    Some(match (state, kind) {
+        (Start, EventKind::Admitted { .. }) => Admitted,
+        (Admitted | Released | Waiting | TakenOver, EventKind::LeaseAcquired { .. }) => Leased,
+        (Leased, EventKind::PrepareRun { .. }) if resumed => Resuming,
+        (Leased, EventKind::PrepareRun { .. }) => Ready,
+        (Leased, EventKind::Respond { .. }) if !resumed => Responded,
+        (Dropped, EventKind::Respond { .. }) => Responded,
+        (Stepped { waits: true }, EventKind::Waiting { .. }) => Waiting,
+        // Among workers: a wait whose answer never came back (the worker
+        // gave the lease up) may still land while nobody took the run over.
+        (Lost, EventKind::Waiting { .. }) => Waiting,
+        (
+            Ready | Stepped { waits: false } | GaveUp | Responded | Failed,
+            EventKind::LeaseReleased { .. },
+        ) => Released,
+        (Released, EventKind::Ended { .. }) => Ended,
+        // A run cancelled while queued ends without an episode (K6).
+        (
+            Admitted,
+            EventKind::Ended {
+                status: RunStatus::Cancelled,
+                ..
+            },
+        ) => Ended,
+        _ => return None,
+    })
+}
