@@ -151,6 +151,7 @@ pub(super) fn check(
     events: &[Event],
     cut_short: bool,
     stored: Option<&[StoredThread]>,
+    raw: &[Event],
 ) -> Vec<Violation> {
     let mut runs: BTreeMap<(&str, &str), Run> = BTreeMap::new();
     // Among workers a worker may log a deleted run's end before the
@@ -166,7 +167,7 @@ pub(super) fn check(
             }
         }
     }
-    let mut out = walk(events, stored.is_some(), &mut runs);
+    let mut out = walk((events, raw), stored.is_some(), &mut runs);
     out.extend(never_ended(events, runs, cut_short, stored));
     out
 }
@@ -174,12 +175,14 @@ pub(super) fn check(
 /// Walks each run through the grammar, event by event (`among_workers`:
 /// the store's final threads are known); a run's first violation breaks it.
 fn walk<'a>(
-    events: &'a [Event],
+    (events, raw): (&'a [Event], &'a [Event]),
     among_workers: bool,
     runs: &mut BTreeMap<(&'a str, &'a str), Run>,
 ) -> Vec<Violation> {
     let mut out = Vec::new();
-    let answerable_at = answerable_versions(events);
+    // Among workers a stale holder's `awaiting` that landed before the
+    // takeover is only in its own log (`raw`), not in the story.
+    let answerable_at = answerable_versions(events.iter().chain(raw));
     let lost: BTreeSet<(&str, &str)> = events
         .iter()
         .filter(|e| {
@@ -289,7 +292,9 @@ fn never_ended(
 
 /// The version at which each run first made calls answerable (its first
 /// `awaiting` or `wait` commit).
-fn answerable_versions(events: &[Event]) -> BTreeMap<(&str, &str), u64> {
+fn answerable_versions<'a>(
+    events: impl Iterator<Item = &'a Event>,
+) -> BTreeMap<(&'a str, &'a str), u64> {
     let mut out: BTreeMap<(&str, &str), u64> = BTreeMap::new();
     for e in events {
         if let EventKind::Awaiting { version, .. } | EventKind::Waiting { version, .. } = e.kind {

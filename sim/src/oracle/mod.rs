@@ -79,7 +79,8 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
 /// waits and steers.
 fn run_oracles(o: &Observed<'_>, mismatches: &[(usize, String)]) -> Vec<Violation> {
     let stored = o.cluster.map(|_| o.threads);
-    let mut violations = l14::check(o.events, o.cut_short, stored);
+    let raw = o.cluster.map_or(&[][..], |c| &c.raw_events[..]);
+    let mut violations = l14::check(o.events, o.cut_short, stored, raw);
     violations.extend(t1::check(o.events));
     violations.extend(h1::versions_reported(o.commits, o.threads));
     if o.cluster.is_none() {

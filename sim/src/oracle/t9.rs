@@ -50,7 +50,8 @@ struct Waited<'a> {
 }
 
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
-    let (waited, mut out) = from_log(o.events);
+    let raw = o.cluster.map_or(&[][..], |c| &c.raw_events[..]);
+    let (waited, mut out) = from_log(o.events, raw);
     let results = stored_results(o.threads);
     let status: BTreeMap<&str, RunStatus> = o
         .threads
@@ -137,12 +138,17 @@ fn latest_waits(events: &[Event]) -> BTreeMap<&str, Vec<&str>> {
 /// The calls each wait names, what happened to them in the log, and the
 /// answers that named no call of their run's latest wait, came when it did
 /// not wait, or came twice.
-fn from_log(events: &[Event]) -> (BTreeMap<&str, Waited<'_>>, Vec<Violation>) {
+fn from_log<'a>(
+    events: &'a [Event],
+    raw: &'a [Event],
+) -> (BTreeMap<&'a str, Waited<'a>>, Vec<Violation>) {
     let mut waited: BTreeMap<&str, Waited<'_>> = BTreeMap::new();
     // Per run: the calls of its latest wait, while it waits.
     let mut open: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     let mut out = Vec::new();
-    let first = first_answerable(events);
+    // Among workers a stale holder's `awaiting` that landed before the
+    // takeover is only in its own log (`raw`), not in the story.
+    let first = first_answerable(events.iter().chain(raw));
     let lost: BTreeSet<&str> = events
         .iter()
         .filter(|e| {
@@ -207,7 +213,9 @@ fn from_log(events: &[Event]) -> (BTreeMap<&str, Waited<'_>>, Vec<Violation>) {
 
 /// Each (run, call) → its thread and the version at which it was first
 /// made answerable (`awaiting` or `wait`).
-fn first_answerable(events: &[Event]) -> BTreeMap<(&str, &str), (&str, u64)> {
+fn first_answerable<'a>(
+    events: impl Iterator<Item = &'a Event>,
+) -> BTreeMap<(&'a str, &'a str), (&'a str, u64)> {
     let mut out: BTreeMap<(&str, &str), (&str, u64)> = BTreeMap::new();
     for e in events {
         if let EventKind::Awaiting { calls, version } | EventKind::Waiting { calls, version } =
@@ -426,7 +434,7 @@ mod tests {
             }),
             ev(answer("b")),
         ];
-        let (waited, v) = from_log(&events);
+        let (waited, v) = from_log(&events, &[]);
         let messages: Vec<&str> = v.iter().map(|v| v.message.as_str()).collect();
         assert_eq!(
             messages,
@@ -486,7 +494,7 @@ mod tests {
             ev(tool_end("b")),
             ev(commit),
         ];
-        let (waited, v) = from_log(&events);
+        let (waited, v) = from_log(&events, &[]);
         assert_eq!(v, vec![]);
         let honoured: Vec<(&str, bool)> = waited.iter().map(|(c, w)| (*c, w.honoured)).collect();
         assert_eq!(honoured, [("a", true), ("b", false), ("c", false)]);
