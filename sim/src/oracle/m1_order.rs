@@ -38,6 +38,8 @@ type Order = u64;
 struct Runs<'a> {
     /// Run → its trigger message id.
     trigger: BTreeMap<&'a str, &'a str>,
+    /// Trigger message id → the first run (by id) it is the trigger of.
+    triggered: BTreeMap<&'a str, &'a str>,
     /// Run → where it was first claimed.
     claimed: BTreeMap<&'a str, Order>,
     /// Answer message id → (run, step, where it was committed).
@@ -80,6 +82,9 @@ impl<'a> Runs<'a> {
                 _ => {}
             }
         }
+        for (run, trigger) in &r.trigger {
+            r.triggered.entry(*trigger).or_insert(*run);
+        }
         r
     }
 
@@ -90,11 +95,7 @@ impl<'a> Runs<'a> {
         if let Some(&(owner, _, at)) = self.answers.get(m) {
             return Some(owner != run && at < claim);
         }
-        let owner = self
-            .trigger
-            .iter()
-            .find(|(_, t)| **t == m)
-            .map(|(r, _)| *r)?;
+        let owner = *self.triggered.get(m)?;
         let other = *self.claimed.get(owner)?;
         (other < claim).then_some(true)
     }
@@ -108,14 +109,20 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     };
     let begun = steps(o.events, cluster);
     let written = hook_written(o.scenario);
+    // Each thread's messages told apart by text, once per thread.
+    let unique: BTreeMap<&str, Unique<'_>> = o
+        .threads
+        .iter()
+        .map(|t| (t.id.as_str(), Unique::of(t, &written)))
+        .collect();
     let judged: Vec<(&ModelRequest, Sent<'_>)> = o
         .calls
         .iter()
         .filter_map(|c| {
             let r = &c.request;
             let b = begun.get(&(r.run_id.as_str(), r.step))?;
-            let thread = o.threads.iter().find(|t| t.id == b.thread)?;
-            Some((r, Sent::of(thread, &r.messages, &written)))
+            let thread = unique.get(b.thread)?;
+            Some((r, Sent::of(thread, &r.messages)))
         })
         .collect();
     let taken = steers_taken(&runs, &judged);
@@ -160,29 +167,43 @@ struct Sent<'t> {
     at: BTreeMap<&'t str, (usize, String)>,
 }
 
+/// A stored thread's messages whose (role, text) is theirs alone:
+/// non-empty, no hook's own text, the only stored message with it.
+struct Unique<'t> {
+    by_text: BTreeMap<(Role, String), &'t str>,
+}
+
+impl<'t> Unique<'t> {
+    fn of(thread: &'t StoredThread, written: &[&str]) -> Unique<'t> {
+        let mut stored: BTreeMap<(Role, String), Vec<&'t str>> = BTreeMap::new();
+        for m in &thread.messages {
+            stored.entry((m.role, m.text())).or_default().push(&m.id);
+        }
+        let by_text = stored
+            .into_iter()
+            .filter(|((_, text), ids)| {
+                ids.len() == 1 && !text.is_empty() && !written.contains(&text.as_str())
+            })
+            .map(|(key, ids)| (key, ids[0]))
+            .collect();
+        Unique { by_text }
+    }
+}
+
 impl<'t> Sent<'t> {
-    fn of(
-        thread: &'t StoredThread,
-        messages: &[pai_runtime::message::ModelMessage],
-        written: &[&str],
-    ) -> Sent<'t> {
+    /// The messages of `thread` told apart by text that the request sent
+    /// exactly once.
+    fn of(thread: &Unique<'t>, messages: &[pai_runtime::message::ModelMessage]) -> Sent<'t> {
         let mut places: BTreeMap<(Role, String), Vec<usize>> = BTreeMap::new();
         for (i, m) in messages.iter().enumerate() {
             if matches!(m.role, Role::User | Role::Assistant) {
                 places.entry((m.role, model_text(m))).or_default().push(i);
             }
         }
-        let mut stored: BTreeMap<(Role, String), Vec<&'t str>> = BTreeMap::new();
-        for m in &thread.messages {
-            stored.entry((m.role, m.text())).or_default().push(&m.id);
-        }
         let mut at = BTreeMap::new();
-        for ((role, text), ids) in stored {
-            let unique = ids.len() == 1 && !text.is_empty() && !written.contains(&text.as_str());
-            if let (true, Some([place])) =
-                (unique, places.get(&(role, text.clone())).map(|v| &v[..]))
-            {
-                at.insert(ids[0], (*place, text));
+        for (key, place) in places {
+            if let ([place], Some(id)) = (&place[..], thread.by_text.get(&key)) {
+                at.insert(*id, (*place, key.1));
             }
         }
         Sent { at }

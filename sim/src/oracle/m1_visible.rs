@@ -65,21 +65,27 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     // No hook drops or replaces default-context messages: every visible
     // one must then be sent.
     let whole = !reshapes_context(o.scenario);
+    // Each thread's judged messages with their texts, once per thread.
+    let candidates: BTreeMap<&str, Vec<(&Message, String)>> = o
+        .threads
+        .iter()
+        .map(|t| (t.id.as_str(), judged(t, &added)))
+        .collect();
     let mut out = Vec::new();
     for c in o.calls {
         let r = &c.request;
         let Some(b) = begun.get(&(r.run_id.as_str(), r.step)) else {
             continue;
         };
-        let Some(thread) = o.threads.iter().find(|t| t.id == b.thread) else {
+        let Some(thread) = candidates.get(b.thread) else {
             continue;
         };
         let sent = texts(&r.messages);
-        for m in judged(thread, b.anchor, &added) {
+        for (m, text) in thread.iter().filter(|(m, _)| m.seq <= b.anchor) {
             let Some(visible) = placing.visible(b, m) else {
                 continue;
             };
-            let key = (m.role, m.text());
+            let key = (m.role, text.clone());
             let present = sent.get(&key).copied().unwrap_or(0) > 0;
             let problem = match (visible, present) {
                 (false, true) => "hidden from the context when the step began, yet sent",
@@ -192,27 +198,25 @@ fn visible_at(changes: &Changes<'_>, b: &Begun<'_>, m: &Message) -> Option<bool>
     }
 }
 
-/// The stored user and assistant messages at or below the anchor whose
-/// text tells them apart: non-empty, the only one of their role with it,
-/// and no hook's own text.
-fn judged<'t>(
-    thread: &'t StoredThread,
-    anchor: u64,
-    added: &[&str],
-) -> impl Iterator<Item = &'t Message> + 't {
+/// The stored user and assistant messages whose text tells them apart
+/// (non-empty, the only one of their role with it, and no hook's own
+/// text), with that text; a step judges those at or below its anchor.
+fn judged<'t>(thread: &'t StoredThread, added: &[&str]) -> Vec<(&'t Message, String)> {
     let mut count: BTreeMap<(Role, String), usize> = BTreeMap::new();
     for m in &thread.messages {
         *count.entry((m.role, m.text())).or_default() += 1;
     }
-    let added: Vec<String> = added.iter().map(|s| s.to_string()).collect();
-    thread.messages.iter().filter(move |m| {
-        let text = m.text();
-        matches!(m.role, Role::User | Role::Assistant)
-            && m.seq <= anchor
-            && !text.is_empty()
-            && count.get(&(m.role, text.clone())) == Some(&1)
-            && !added.contains(&text)
-    })
+    thread
+        .messages
+        .iter()
+        .filter(|m| matches!(m.role, Role::User | Role::Assistant))
+        .map(|m| (m, m.text()))
+        .filter(|(m, text)| {
+            !text.is_empty()
+                && count.get(&(m.role, text.clone())) == Some(&1)
+                && !added.contains(&text.as_str())
+        })
+        .collect()
 }
 
 /// How often each (role, text) of the user and assistant messages occurs.
