@@ -264,7 +264,7 @@ fn edit_result(fault: &FaultSpec, obs: &mut Observations) -> Option<String> {
         }) = results.into_iter().nth(nth.checked_sub(1)?)
         {
             if let Some(new) = source {
-                *s = new.source();
+                *s = *new;
             }
             if let Some(new) = output {
                 *o = new.clone();

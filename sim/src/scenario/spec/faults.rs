@@ -145,7 +145,7 @@ pub enum FaultSpec {
         nth: usize,
         /// Where the result now says it came from.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        source: Option<SourceName>,
+        source: Option<pai_runtime::message::ResultSource>,
         /// The output it now holds.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         output: Option<serde_json::Value>,
@@ -298,46 +298,4 @@ pub struct RequestAt {
     #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
     #[schemars(extend("default" = false))]
     pub lost: bool,
-}
-
-/// Where a tool result came from (SPEC T3, T5, T7, T8), as a fault names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum SourceName {
-    /// The tool returned an output.
-    Tool,
-    /// A deliberate failure (`fail`): the model sees the value.
-    Fail,
-    /// An error or a panic: the model sees a fixed message.
-    Throw,
-    /// A `before_tool_call` hook rejected the call.
-    Rejected,
-    /// The input did not match the tool's schema.
-    InvalidInput,
-    /// The step did not offer the tool.
-    UnknownTool,
-    /// The run was cancelled (or completed) first.
-    Cancelled,
-    /// A client denied the approval call.
-    Denied,
-    /// A client submitted the output.
-    Client,
-}
-
-impl SourceName {
-    /// The runtime's source of this name.
-    pub fn source(self) -> pai_runtime::message::ResultSource {
-        use pai_runtime::message::ResultSource as R;
-        match self {
-            SourceName::Tool => R::Tool,
-            SourceName::Fail => R::Fail,
-            SourceName::Throw => R::Throw,
-            SourceName::Rejected => R::Rejected,
-            SourceName::InvalidInput => R::InvalidInput,
-            SourceName::UnknownTool => R::UnknownTool,
-            SourceName::Cancelled => R::Cancelled,
-            SourceName::Denied => R::Denied,
-            SourceName::Client => R::Client,
-        }
-    }
 }
