@@ -291,7 +291,10 @@ mod tests {
             cases,
             runs: cases * 2,
             failures,
-            coverage: BTreeMap::from([("hook.delay".to_string(), cases)]),
+            coverage: BTreeMap::from([
+                ("extra.key".to_string(), cases),
+                (COVERAGE_KEYS[0].to_string(), cases),
+            ]),
         }
     }
 
@@ -309,7 +312,7 @@ mod tests {
         let m = merge(&[named(a), named(b)]).unwrap();
         assert_eq!((m.cases, m.runs, m.of), (15, 30, 3));
         assert_eq!(m.missing, vec![3]);
-        assert_eq!(m.coverage["hook.delay"], 15);
+        assert_eq!(m.coverage["extra.key"], 15);
         let found: Vec<_> = m
             .failures
             .iter()
@@ -324,7 +327,26 @@ mod tests {
             ]
         );
         assert_eq!(m.finds_before_dedup, 4);
-        assert!(text(&m).contains("MISSING shards 3"));
+        // Every known key is listed, then the other version's; a key no
+        // shard reached is a blind spot, one reached is not.
+        let keys: Vec<&str> = ordered_keys(&m.coverage).collect();
+        assert_eq!(keys.len(), COVERAGE_KEYS.len() + 1);
+        assert_eq!(
+            (keys[0], keys[keys.len() - 1]),
+            (COVERAGE_KEYS[0], "extra.key")
+        );
+        assert_eq!(m.blind_spots.len(), COVERAGE_KEYS.len() - 1);
+        assert!(
+            !m.blind_spots
+                .iter()
+                .any(|k| k == COVERAGE_KEYS[0] || k == "extra.key")
+        );
+        let shown = text(&m);
+        assert!(shown.contains("MISSING shards 3"), "{shown}");
+        assert!(shown.contains("  also found by cases 4\n"), "{shown}");
+        assert!(shown.contains("blind spots (never reached): "), "{shown}");
+        assert!(shown.contains("  extra.key"), "{shown}");
+        assert_eq!(shown.matches("  also found by").count(), 1, "{shown}");
     }
 
     #[test]
