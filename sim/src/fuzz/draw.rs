@@ -234,6 +234,29 @@ mod tests {
         assert!(drawn(off, &[5, 2, 1, 1, 1]).iter().all(|&n| n > 0));
     }
 
+    /// Each family has bits of its own: switching one family's kinds off
+    /// leaves every other family's on.
+    #[test]
+    fn families_do_not_share_bits() {
+        let families = [
+            (Family::Hook, 30),
+            (Family::Tool, 3),
+            (Family::Behaviour, 5),
+            (Family::Action, 5),
+            (Family::Fault, 4),
+        ];
+        for (i, &(family, kinds)) in families.iter().enumerate() {
+            let mut off = Features::ALL;
+            for k in 0..kinds {
+                off.off |= 1 << (family.base() + k as u32);
+            }
+            for (j, &(other, others)) in families.iter().enumerate() {
+                let on = (0..others).all(|k| off.is_on(other, k));
+                assert_eq!(on, i != j, "{family:?} switched off, {other:?}");
+            }
+        }
+    }
+
     #[test]
     fn swarm_switches_about_half_off_and_differs_by_seed() {
         let a = Features::swarm(1);
