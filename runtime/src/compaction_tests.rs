@@ -57,7 +57,7 @@ fn thread(messages: Vec<Message>, private: Map<String, Value>) -> StoredThread {
         private_metadata: private,
         runs: Vec::new(),
         lease_holder: None,
-        lease_token: 0,
+        lease_token: crate::store::FencingToken::new(0),
     }
 }
 

@@ -2,6 +2,7 @@
 //! agent, the injected clock, ids and models, the event sink, the store and
 //! this process's side of each thread.
 
+use crate::store::FencingToken;
 use std::sync::Arc;
 
 use crate::agent::Agent;
@@ -95,7 +96,7 @@ impl<C> Shared<C> {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
         messages: Vec<Message>,
         step: Option<u32>,
     ) -> Result<Appended, StoreError> {

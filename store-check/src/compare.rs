@@ -1,5 +1,6 @@
 //! Comparing a thread as the store's `Inspect` returns it with the model.
 
+use pai_runtime::store::FencingToken;
 use std::fmt::Debug;
 
 use pai_runtime::store::{RunRecord, RunStatus, StoredThread};
@@ -136,7 +137,7 @@ fn compare_run(want: &RunModel, got: &RunRecord) -> Result<(), Diff> {
     )
 }
 
-fn compare_token(model: &mut ThreadModel, got: u64) -> Result<(), Diff> {
+fn compare_token(model: &mut ThreadModel, got: FencingToken) -> Result<(), Diff> {
     let lease = &mut model.lease;
     if lease.token_known {
         return same("lease_token", "K2", &lease.token, &got);

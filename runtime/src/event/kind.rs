@@ -5,6 +5,7 @@
 //! Adding an event is one entry here (then one transcript arm and one
 //! grammar state in the simulator).
 
+use crate::store::FencingToken;
 use serde_json::Value;
 
 use super::stage::RunStage;
@@ -103,21 +104,21 @@ event_kinds! {
             /// The episode, from 1.
             episode: u32,
             /// The fencing token of the lease.
-            token: u64,
+            token: FencingToken,
             /// The thread's version after the claim's commit (SPEC H1).
             version: u64,
         } = "lease_acquired",
         /// The holder renewed the run's lease (SPEC K3): one commit (H1).
         LeaseRenewed {
             /// The fencing token renewed.
-            token: u64,
+            token: FencingToken,
             /// The thread's version after the renewal's commit.
             version: u64,
         } = "lease_renewed",
         /// The driver lost the run's lease and stopped driving it (SPEC K2, K3).
         LeaseLost {
             /// The token it held.
-            token: u64,
+            token: FencingToken,
             /// Why: a stale token refused, or the store unreachable.
             reason: String,
         } = "lease_lost",
@@ -135,7 +136,7 @@ event_kinds! {
             /// The worker that held the lease, if known.
             from: Option<String>,
             /// The previous holder's token, now stale.
-            stale_token: u64,
+            stale_token: FencingToken,
             /// When that lease expired (virtual ms on the store's clock).
             expired_at: Millis,
             /// The run's next step: the one after its last committed step.

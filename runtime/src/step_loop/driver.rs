@@ -5,6 +5,7 @@
 //! several workers, each worker claims whatever run is free. Queue
 //! admission, leases and wake-ups happen here, whatever hooks the agent has.
 
+use crate::store::FencingToken;
 use std::sync::Arc;
 
 use tracing::Instrument;
@@ -189,8 +190,8 @@ async fn next_episode<C>(
     sh: &Shared<C>,
     thread: &str,
     run: &str,
-    token: u64,
-) -> Result<(u64, u32, u64), crate::store::StoreError> {
+    token: FencingToken,
+) -> Result<(FencingToken, u32, u64), crate::store::StoreError> {
     let mut attached = sh.process.attach(thread).await;
     let moved = sh.store.next_episode(thread, run, token).await?;
     sh.told(&mut attached, moved.2);

@@ -2,6 +2,7 @@
 //! current episode, renewal while the episode works, and what happens when
 //! the lease is lost: the driver stops at its next write.
 
+use crate::store::FencingToken;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -27,9 +28,9 @@ pub(super) struct RunLease {
 }
 
 impl RunLease {
-    pub(super) fn new(token: u64) -> RunLease {
+    pub(super) fn new(token: FencingToken) -> RunLease {
         RunLease {
-            token: AtomicU64::new(token),
+            token: AtomicU64::new(token.get()),
             lost: Mutex::new(None),
             released: AtomicBool::new(false),
             waited: Mutex::new((Vec::new(), 0)),
@@ -37,12 +38,12 @@ impl RunLease {
         }
     }
 
-    pub(super) fn token(&self) -> u64 {
-        self.token.load(Ordering::Relaxed)
+    pub(super) fn token(&self) -> FencingToken {
+        FencingToken::new(self.token.load(Ordering::Relaxed))
     }
 
-    pub(super) fn set_token(&self, token: u64) {
-        self.token.store(token, Ordering::Relaxed);
+    pub(super) fn set_token(&self, token: FencingToken) {
+        self.token.store(token.get(), Ordering::Relaxed);
         self.released.store(false, Ordering::Relaxed);
     }
 
@@ -182,7 +183,7 @@ pub(super) async fn renew_once<C>(
     sh: &Shared<C>,
     thread: &str,
     run: &str,
-    token: u64,
+    token: FencingToken,
 ) -> Result<bool, crate::store::StoreError> {
     let (cancel, version) = sh.store.renew(thread, run, token).await?;
     sh.emit(thread, run, || EventKind::LeaseRenewed { token, version });

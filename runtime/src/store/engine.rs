@@ -14,6 +14,7 @@ use super::record::{Claimed, RunEnd, RunStatus, StoreError, Submitted};
 use super::reply::{AdminReply, ClientReply, FacadeReply, Finish, ReadReply, RunReply, StoreReply};
 use super::thread::ThreadRec;
 use crate::clock::Millis;
+use crate::store::FencingToken;
 
 /// An unscoped claim tried on thread `id` (SPEC K1, K3).
 pub(crate) fn claim_first(
@@ -278,7 +279,7 @@ fn facade_op(
 fn run_op(
     rec: &mut ThreadRec,
     run: &str,
-    token: u64,
+    token: FencingToken,
     op: RunOp,
     now: Millis,
 ) -> Result<RunReply, StoreError> {
@@ -311,7 +312,7 @@ fn run_op(
 fn run_write(
     rec: &mut ThreadRec,
     run: &str,
-    token: u64,
+    token: FencingToken,
     op: RunOp,
     now: Millis,
 ) -> Result<RunReply, StoreError> {

@@ -3,6 +3,7 @@
 //! variant that answers it (a remote store's answer of another shape is a
 //! protocol error).
 
+use crate::store::FencingToken;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -55,7 +56,7 @@ pub(crate) struct Scope<'a> {
 }
 
 /// A run's fence: its thread, the run and its lease token.
-type Fence<'a> = (&'a str, &'a str, u64);
+type Fence<'a> = (&'a str, &'a str, FencingToken);
 
 fn unexpected(reply: impl std::fmt::Debug) -> StoreError {
     StoreError::Protocol(format!("unexpected answer {reply:?}"))
@@ -201,8 +202,8 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
-    ) -> Result<(u64, u32, u64), StoreError> {
+        token: FencingToken,
+    ) -> Result<(FencingToken, u32, u64), StoreError> {
         let reply = self.run((thread, run, token), RunOp::NextEpisode).await?;
         expect!(reply, RunReply::Lease { token, episode, version } => (token, episode, version))
     }
@@ -211,7 +212,7 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
     ) -> Result<(bool, u64), StoreError> {
         let reply = self.run((thread, run, token), RunOp::Renew).await?;
         expect!(reply, RunReply::Renewed { cancel_requested, version } => (cancel_requested, version))
@@ -221,7 +222,7 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
         messages: Vec<Message>,
         step: Option<u32>,
     ) -> Result<Appended, StoreError> {
@@ -234,7 +235,7 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
     ) -> Result<(u64, u64), StoreError> {
         let reply = self.run((thread, run, token), RunOp::TakeAnchor).await?;
         expect!(reply, RunReply::Anchor { last_seq, incarnation } => (last_seq, incarnation))
@@ -244,7 +245,7 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
     ) -> Result<(), StoreError> {
         let reply = self.run((thread, run, token), RunOp::TakeSteer).await?;
         expect!(reply, RunReply::SteerTaken => ())
@@ -263,7 +264,7 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
         value: Value,
     ) -> Result<u64, StoreError> {
         let op = RunOp::SetRunMetadata { value };
@@ -286,7 +287,7 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
         calls: Vec<WaitingCall>,
     ) -> Result<Option<(Vec<WaitingCall>, u64)>, StoreError> {
         let reply = self
@@ -301,7 +302,7 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
     ) -> Result<Vec<WaitingCall>, StoreError> {
         let reply = self.run((thread, run, token), RunOp::CloseCalls).await?;
         expect!(reply, RunReply::Closed(x) => x)
@@ -311,7 +312,7 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
         messages: Vec<Message>,
     ) -> Result<Appended, StoreError> {
         let op = RunOp::CommitResumed { messages };
@@ -324,7 +325,7 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
         end: &RunEnd,
         next_run: Option<String>,
     ) -> Result<Finish, StoreError> {

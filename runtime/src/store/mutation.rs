@@ -2,6 +2,7 @@
 //! writes, what a mutation expects of the stored thread, who writes, and
 //! why a store refuses a mutation or a history rewrite.
 
+use crate::store::FencingToken;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -73,7 +74,7 @@ impl Write {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Writer {
     Trusted,
-    Run { run: String, token: u64 },
+    Run { run: String, token: FencingToken },
 }
 
 /// Why a mutation or rewrite committed nothing, though the store was reached.

@@ -12,6 +12,7 @@
 //! ([`FacadeOp`], H2, H3, R1); and trusted server code's and workers'
 //! requests outside any lease ([`AdminOp`]).
 
+use crate::store::FencingToken;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -59,7 +60,11 @@ pub enum Op {
     },
     /// A run's write (or fenced read) under its lease token: it lands only
     /// if `token` is the thread's newest and `run` holds the lease (K2).
-    Run { run: String, token: u64, op: RunOp },
+    Run {
+        run: String,
+        token: FencingToken,
+        op: RunOp,
+    },
     /// A read without a lease token.
     Read(ReadOp),
     /// The thread facade's transactions.
@@ -260,7 +265,7 @@ impl StoreRequest {
     pub fn run(
         thread: impl Into<String>,
         run: impl Into<String>,
-        token: u64,
+        token: FencingToken,
         op: RunOp,
     ) -> StoreRequest {
         let run = run.into();
@@ -286,7 +291,7 @@ impl StoreRequest {
     pub fn finish(
         thread: impl Into<String>,
         run: impl Into<String>,
-        token: Option<u64>,
+        token: Option<FencingToken>,
         end: RunEnd,
         next_run: Option<String>,
     ) -> StoreRequest {
@@ -326,14 +331,14 @@ impl StoreRequest {
 
     /// The run and lease token a run's write is fenced by (SPEC K2): a
     /// [`RunOp`], or a run's [`FacadeOp::Mutate`].
-    pub fn fence(&self) -> Option<(&str, u64)> {
+    pub fn fence(&self) -> Option<(&str, FencingToken)> {
         self.op().and_then(Op::fence)
     }
 }
 
 impl Op {
     /// The run and lease token the operation is fenced by, if any.
-    pub fn fence(&self) -> Option<(&str, u64)> {
+    pub fn fence(&self) -> Option<(&str, FencingToken)> {
         match self {
             Op::Run { run, token, .. }
             | Op::Facade(FacadeOp::Mutate {

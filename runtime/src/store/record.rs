@@ -2,6 +2,7 @@
 //! thread as trusted code reads it, and what operations report (SPEC K1,
 //! K2, K6, T9).
 
+use crate::store::FencingToken;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -17,11 +18,14 @@ pub enum StoreError {
     #[error("thread {thread} belongs to another identity or agent")]
     Forbidden { thread: String },
     #[error("stale lease token {given} (current {current})")]
-    StaleLease { given: u64, current: u64 },
+    StaleLease {
+        given: FencingToken,
+        current: FencingToken,
+    },
     /// The token is the newest, but the run no longer holds the lease (it
     /// waited or ended since).
     #[error("run {run} does not hold the lease (token {token})")]
-    LeaseNotHeld { run: String, token: u64 },
+    LeaseNotHeld { run: String, token: FencingToken },
     /// The store could not be reached, or did not answer in time: the
     /// request may or may not have been applied.
     #[error("store unavailable: {0}")]
@@ -154,7 +158,7 @@ pub struct Claimed {
     pub resumed: bool,
     pub cancel_requested: bool,
     /// The lease's fencing token, newer than every token before (K2).
-    pub token: u64,
+    pub token: FencingToken,
     /// The episode this lease begins.
     pub episode: u32,
     /// Model steps the run has committed: its next step's number.
@@ -172,7 +176,7 @@ pub struct Takeover {
     /// The worker that held it, if it said.
     pub from: Option<String>,
     /// Its token, now stale.
-    pub token: u64,
+    pub token: FencingToken,
     /// When its lease expired, on the store's clock.
     pub expired_at: crate::clock::Millis,
 }
@@ -233,7 +237,7 @@ pub struct StoredThread {
     /// The run holding the thread's lease, if any (SPEC K2; none while a run waits).
     pub lease_holder: Option<String>,
     /// The newest fencing token handed out.
-    pub lease_token: u64,
+    pub lease_token: FencingToken,
 }
 
 /// What one commit did.

@@ -3,6 +3,7 @@
 //! variant answers one operation (or a few alike), so a caller takes an
 //! answer apart by matching one variant.
 
+use crate::store::FencingToken;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -45,7 +46,7 @@ pub enum RunReply {
     /// `NextEpisode`: the new episode's lease, and the thread's version
     /// after its commit.
     Lease {
-        token: u64,
+        token: FencingToken,
         episode: u32,
         version: u64,
     },

@@ -3,6 +3,7 @@
 
 use crate::message::Outcome;
 use crate::message::{Message, PaiMeta, Part, Producer, Role, Visibility};
+use crate::store::FencingToken;
 use crate::store::{
     AdminOp, ClientOp, Expect, FacadeOp, RunEnd, RunOp, RunStatus, StoreRequest, Write, Writer,
 };
@@ -37,7 +38,7 @@ pub(crate) fn append(thread: &str, run: &str, token: u64, ids: &[&str]) -> Store
         messages,
         step: Some(0),
     };
-    StoreRequest::run(thread, run, token, op)
+    StoreRequest::run(thread, run, FencingToken::new(token), op)
 }
 
 pub(crate) fn finish(thread: &str, run: &str, token: u64) -> StoreRequest {
@@ -49,7 +50,7 @@ pub(crate) fn finish(thread: &str, run: &str, token: u64) -> StoreRequest {
     StoreRequest::run(
         thread,
         run,
-        token,
+        FencingToken::new(token),
         RunOp::Finish {
             end,
             next_run: None,

@@ -2,8 +2,8 @@
 //! the queue (K1), cancels (K6), waiting and answers (T7, T9).
 use super::*;
 use crate::message::{PaiMeta, Part, Producer, Visibility};
-use crate::store::Claimed;
 use crate::store::waiting::tests::call;
+use crate::store::{Claimed, FencingToken};
 
 fn message(text: &str) -> Message {
     Message {
@@ -23,7 +23,7 @@ impl ThreadRec {
     }
 
     /// The token of a claim of the next run.
-    fn acquire(&mut self) -> u64 {
+    fn acquire(&mut self) -> FencingToken {
         self.start_next().expect("a run to claim").token
     }
 }
@@ -425,7 +425,7 @@ mod k2_property {
         fn k2_only_the_newest_token_writes(ops in prop::collection::vec(op(), 1..40)) {
             let mut rec = ThreadRec::new("a", "o");
             rec.admit("r1", "m1");
-            let mut tokens: Vec<u64> = Vec::new();
+            let mut tokens: Vec<FencingToken> = Vec::new();
             for (i, op) in ops.iter().enumerate() {
                 match op {
                     Op::Acquire => {

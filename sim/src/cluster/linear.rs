@@ -11,6 +11,7 @@
 //!   while; those events stay in the transcript and in the raw log the
 //!   lease oracles read (K2, K5), but they are not the run's story.
 
+use pai_runtime::store::FencingToken;
 use std::collections::BTreeMap;
 
 use pai_runtime::{Event, event::EventKind};
@@ -218,8 +219,8 @@ enum Key<'a> {
     /// A worker's look for a steer for a run (by its log index): where its
     /// next `after_step` of the run decided (A3).
     Decide(&'a str, &'a str, usize),
-    Lease(u64),
-    Stale(u64),
+    Lease(FencingToken),
+    Stale(FencingToken),
     /// A client's cancel that reached a running or waiting run (K6).
     Cancel(&'a str),
 }

@@ -4,6 +4,7 @@
 //! leases. Two planted bugs (SPEC D5) let violation scenarios prove the
 //! lease oracles fire.
 
+use pai_runtime::store::FencingToken;
 use std::sync::Arc;
 
 use pai_runtime::{
@@ -55,7 +56,7 @@ struct ClaimRace {
 struct Fenced {
     thread: String,
     run: String,
-    token: u64,
+    token: FencingToken,
     messages: Vec<String>,
     waits_on: Vec<String>,
 }
@@ -343,8 +344,8 @@ impl StoreHost {
         self.head(thread, |t| t.version).unwrap_or(0)
     }
 
-    fn current_token(&self, thread: &str) -> u64 {
-        self.head(thread, |t| t.lease_token).unwrap_or(0)
+    fn current_token(&self, thread: &str) -> FencingToken {
+        self.head(thread, |t| t.lease_token).unwrap_or_default()
     }
 
     /// `read` of the stored thread, if it exists (the host's own look, not

@@ -556,7 +556,7 @@ mod tests {
         let started = queued(EventKind::LeaseAcquired {
             version: 1,
             episode: 1,
-            token: 2,
+            token: 2.into(),
         });
         let threads = [thread()];
         let calls = std::slice::from_ref(&call);

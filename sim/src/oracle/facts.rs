@@ -309,7 +309,7 @@ pub(super) fn thread_of(messages: Vec<pai_runtime::Message>) -> StoredThread {
         private_metadata: Default::default(),
         runs: Vec::new(),
         lease_holder: None,
-        lease_token: 0,
+        lease_token: 0.into(),
     }
 }
 

@@ -398,7 +398,7 @@ mod tests {
         on(
             run,
             EventKind::LeaseLost {
-                token: 1,
+                token: 1.into(),
                 reason: "deleted".into(),
             },
         )

@@ -8,6 +8,7 @@
 //! across incarnations and the next incarnation's first claim is judged
 //! like any other.
 
+use pai_runtime::store::FencingToken;
 use std::collections::BTreeMap;
 
 use pai_runtime::{Event, event::EventKind};
@@ -22,8 +23,8 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
 
 fn judge(events: &[Event]) -> Vec<Violation> {
     // Per thread: the newest token handed out, and who holds which token now.
-    let mut newest: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut holder: BTreeMap<&str, (&str, u64)> = BTreeMap::new();
+    let mut newest: BTreeMap<&str, FencingToken> = BTreeMap::new();
+    let mut holder: BTreeMap<&str, (&str, FencingToken)> = BTreeMap::new();
     let mut out = Vec::new();
     for e in events {
         let (thread, run) = (e.thread_id.as_str(), e.run_id.as_str());
@@ -45,7 +46,7 @@ fn judge(events: &[Event]) -> Vec<Violation> {
                 holder.remove(thread);
             }
             kind if run_commit_version(kind).is_some() => {
-                let top = newest.get(thread).copied().unwrap_or(0);
+                let top = newest.get(thread).copied().unwrap_or_default();
                 let ok = holder
                     .get(thread)
                     .is_some_and(|(r, t)| *r == run && *t == top);
@@ -94,7 +95,7 @@ mod tests {
             EventKind::LeaseAcquired {
                 version: 1,
                 episode: 1,
-                token,
+                token: token.into(),
             },
         )
     }

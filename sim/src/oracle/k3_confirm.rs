@@ -79,7 +79,7 @@ mod tests {
 
     fn renewed() -> EventKind {
         EventKind::LeaseRenewed {
-            token: 1,
+            token: 1.into(),
             version: 3,
         }
     }

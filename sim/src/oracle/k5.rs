@@ -121,7 +121,7 @@ mod tests {
             private_metadata: Default::default(),
             runs: vec![],
             lease_holder: None,
-            lease_token: 0,
+            lease_token: 0.into(),
         }
     }
 

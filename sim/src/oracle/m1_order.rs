@@ -279,7 +279,7 @@ mod tests {
             run,
             EventKind::LeaseAcquired {
                 episode: 1,
-                token: version,
+                token: version.into(),
                 version,
             },
         )

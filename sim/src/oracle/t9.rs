@@ -406,7 +406,7 @@ mod tests {
         };
         let lease = EventKind::LeaseAcquired {
             episode: 2,
-            token: 2,
+            token: 2.into(),
             version: 2,
         };
         let events = [

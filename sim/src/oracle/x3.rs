@@ -106,7 +106,7 @@ mod tests {
             private_metadata: Default::default(),
             runs: vec![],
             lease_holder: None,
-            lease_token: 0,
+            lease_token: 0.into(),
         };
         let v = check(&[commit("m2")], &[thread]);
         assert_eq!(v.len(), 1);

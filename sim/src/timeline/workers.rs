@@ -265,7 +265,7 @@ mod tests {
             worker: Some(worker.into()),
             kind: EventKind::LeaseRenewed {
                 version: 1,
-                token: 1,
+                token: 1.into(),
             },
         }
     }

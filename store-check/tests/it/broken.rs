@@ -2,6 +2,7 @@
 //! failure names the rule they break. A store that answers asynchronously
 //! (through a task on the suite's runtime) is driven and passes.
 
+use pai_runtime::store::FencingToken;
 use std::sync::Arc;
 
 use pai_runtime::store::AdminOp;
@@ -32,7 +33,7 @@ impl Store for DropsAppendTokens {
                 let inspect = StoreRequest::admin(thread.clone(), AdminOp::Inspect);
                 let token = match self.0.apply(inspect) {
                     Ok(StoreReply::Admin(AdminReply::Thread(Some(t)))) => t.lease_token,
-                    _ => 0,
+                    _ => FencingToken::new(0),
                 };
                 StoreRequest::run(thread, run, token, op)
             }

@@ -11,6 +11,7 @@
 //! bumps the version by exactly one (none for an empty write list) and
 //! applies every write; a conflict changes nothing at all.
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::store::{
     AdminOp, AdminReply, ClientOp, ClientReply, FacadeOp, FacadeReply, Finish, RunOp, RunReply,
 };
@@ -121,7 +122,7 @@ struct Model {
     /// Every private metadata the thread has had, oldest first.
     earlier: Vec<Map<String, Value>>,
     /// The run holding the lease, and its token.
-    lease: Option<(String, u64)>,
+    lease: Option<(String, FencingToken)>,
     ids: u64,
 }
 

@@ -4,6 +4,7 @@
 //! changes the new incarnation. On the memory store and on SQLite (the
 //! random suite does not send history reads).
 
+use pai_runtime::store::FencingToken;
 use std::sync::Arc;
 
 use pai_runtime::store::{AdminOp, AdminReply, ClientOp, FacadeOp, ReadOp, RunOp};
@@ -39,7 +40,7 @@ fn inspect(apply: &Apply<'_>) -> Option<StoredThread> {
 
 /// Run `r1` of incarnation 1 claimed, the thread deleted and opened again:
 /// the run's id, its token and the old incarnation.
-fn retire_a_run(apply: &Apply<'_>) -> (String, u64, u64) {
+fn retire_a_run(apply: &Apply<'_>) -> (String, FencingToken, u64) {
     let submit = ClientOp::Submit {
         message: message("m1", Role::User, None),
         steer: false,

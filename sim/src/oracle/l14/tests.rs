@@ -101,7 +101,7 @@ fn lease() -> EventKind {
     EventKind::LeaseAcquired {
         version: 1,
         episode: 1,
-        token: 1,
+        token: 1.into(),
     }
 }
 

@@ -9,6 +9,7 @@
 //! result from its worker, a result its worker never committed; the call's
 //! committed result, from whichever worker, is its own span or mark.
 
+use pai_runtime::store::FencingToken;
 use std::collections::BTreeMap;
 
 use pai_runtime::{
@@ -126,7 +127,7 @@ impl Builder {
     }
 
     /// A new episode under the event's worker (`local` with one process).
-    fn acquire(&mut self, pos: Pos, episode: u32, token: u64, detail: &str) {
+    fn acquire(&mut self, pos: Pos, episode: u32, token: FencingToken, detail: &str) {
         if self.is_open(&Key::Episode) {
             self.cut_work(pos, "a new episode began before this one ended");
             self.close(&Key::Episode, pos, "lost", " ✗ no end seen");
