@@ -47,7 +47,7 @@ fn message(id: String, role: Role) -> Message {
         parts: vec![Part::text(
             "a step's answer, about as long as a short reply",
         )],
-        id,
+        id: id.into(),
         seq: 0,
         role,
         visibility: Visibility::ALL,

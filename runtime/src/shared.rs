@@ -2,7 +2,6 @@
 //! agent, the injected clock, ids and models, the event sink, the store and
 //! this process's side of each thread.
 
-use crate::store::FencingToken;
 use std::sync::Arc;
 
 use crate::agent::Agent;
@@ -12,6 +11,7 @@ use crate::live::LiveEvent;
 use crate::message::Message;
 use crate::model::ModelProvider;
 use crate::process::{Attached, Process};
+use crate::store::FencingToken;
 use crate::store::{Appended, RunEnd, StoreError, StoreHandle, WaitingCall};
 use crate::tool::ToolSpec;
 
@@ -43,8 +43,8 @@ impl<C> Shared<C> {
         if let Some(sink) = &self.sink {
             sink.record(Event {
                 at: self.clock.now(),
-                thread_id: thread.to_string(),
-                run_id: run.to_string(),
+                thread_id: thread.into(),
+                run_id: run.into(),
                 worker: self.worker.name.clone(),
                 kind: kind(),
             });

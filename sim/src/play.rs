@@ -147,10 +147,10 @@ impl<'a> Player<'a> {
                 self.sends
                     .entry(&m.thread)
                     .or_default()
-                    .push(sent.run_id.clone());
-                Ok(Some(sent.run_id))
+                    .push(sent.run_id.to_string());
+                Ok(Some(sent.run_id.into()))
             }),
-            Action::Steer(text) => thread.steer(text).await.map(|sent| Ok(Some(sent.run_id))),
+            Action::Steer(text) => thread.steer(text).await.map(|s| Ok(Some(s.run_id.into()))),
             Action::Cancel(None) => thread.cancel().await.map(|r| Ok(Some(r))),
             Action::Cancel(Some(n)) => {
                 match self.sends.get(m.thread.as_str()).and_then(|r| r.get(n - 1)) {

@@ -54,7 +54,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
         sh.told(&mut attached, done.version);
         drop(attached);
         sh.emit(&self.id, &done.run, || EventKind::Answered {
-            call_id: call_id.to_string(),
+            call_id: call_id.into(),
             answer,
             version: done.version,
         });

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use crate::agent::Agent;
 use crate::clock::{Clock, IdKind, IdSource};
 use crate::event::{EventKind, EventSink};
+use crate::id::{MessageId, RunId, ThreadId};
 use crate::live::Watch;
 use crate::message::Outcome;
 use crate::message::{Message, PaiMeta, Part, Producer, Role, Visibility};
@@ -212,7 +213,7 @@ impl<C: 'static> fmt::Debug for Runtime<C> {
 /// A thread as its client sees it: transcript-visible messages only.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThreadState {
-    pub id: String,
+    pub id: ThreadId,
     pub version: u64,
     pub messages: Vec<Message>,
     pub metadata: Map<String, Value>,
@@ -222,8 +223,8 @@ pub struct ThreadState {
 /// What `send` created.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sent {
-    pub message_id: String,
-    pub run_id: String,
+    pub message_id: MessageId,
+    pub run_id: RunId,
 }
 
 impl<C: Send + Sync + 'static> Runtime<C> {
@@ -270,7 +271,7 @@ impl<C: Send + Sync + 'static> Runtime<C> {
     }
 
     /// Ids of every stored thread, in order.
-    pub async fn thread_ids(&self) -> Result<Vec<String>, StoreError> {
+    pub async fn thread_ids(&self) -> Result<Vec<ThreadId>, StoreError> {
         self.shared.store.ids().await
     }
 }
@@ -339,11 +340,11 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
     /// Reads the thread if this client's identity and agent may reach it (H4).
     async fn read_scoped(&self) -> Result<StoredThread, ClientError> {
         let Some(t) = self.shared().store.inspect(&self.id).await? else {
-            return Err(StoreError::NoThread(self.id.clone()).into());
+            return Err(StoreError::NoThread(self.id.clone().into()).into());
         };
         if t.owner != self.identity || t.agent != self.shared().agent.name {
             return Err(StoreError::Forbidden {
-                thread: self.id.clone(),
+                thread: self.id.clone().into(),
             }
             .into());
         }
@@ -389,9 +390,11 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
             },
             CancelMiss::Unknown(run) => ClientError::NoSuchRun {
                 thread: self.id.clone(),
-                run,
+                run: run.into_string(),
             },
-            CancelMiss::Ended(run) => ClientError::RunEnded { run },
+            CancelMiss::Ended(run) => ClientError::RunEnded {
+                run: run.into_string(),
+            },
         };
         let reached = reached.map_err(miss)?;
         let version = reached.version;
@@ -402,7 +405,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
                 attached.stop(&run);
                 drop(attached);
                 asked(&run);
-                Ok(run)
+                Ok(run.to_string())
             }
             CancelTarget::Waiting(run) => {
                 // The waiting run resumes only to give its calls cancelled
@@ -413,7 +416,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
                 if start {
                     tokio::spawn(crate::step_loop::drive(sh.clone(), self.id.clone()));
                 }
-                Ok(run)
+                Ok(run.to_string())
             }
             CancelTarget::Queued(run) => {
                 let end = RunEnd {
@@ -424,7 +427,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
                 sh.run_ended(&mut attached, &run, &end);
                 drop(attached);
                 sh.emit(&self.id, &run, || EventKind::ended(&end, Some(version)));
-                Ok(run)
+                Ok(run.to_string())
             }
         }
     }
@@ -443,7 +446,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
 
     async fn submit(&self, text: String, steer: bool) -> Result<Sent, ClientError> {
         let sh = self.shared();
-        let message_id = sh.ids.next_id(IdKind::Message);
+        let message_id = MessageId::new(sh.ids.next_id(IdKind::Message));
         let message = Message {
             id: message_id.clone(),
             seq: 0,
@@ -456,13 +459,15 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
         // the driver has stopped and this call starts a new one.
         let mut attached = sh.process.attach(&self.id).await;
         // A steer asks for a run id only when there is no run to steer.
-        let mut new_run = (!steer).then(|| sh.ids.next_id(IdKind::Run));
+        let mut new_run = (!steer).then(|| RunId::new(sh.ids.next_id(IdKind::Run)));
         let submitted = loop {
             let scope = self.scope();
             let m = message.clone();
             match sh.store.submit(&scope, m, steer, new_run.clone()).await? {
                 Some(s) => break s,
-                None if new_run.is_none() => new_run = Some(sh.ids.next_id(IdKind::Run)),
+                None if new_run.is_none() => {
+                    new_run = Some(RunId::new(sh.ids.next_id(IdKind::Run)))
+                }
                 None => return Err(StoreError::Protocol("a run id was refused".into()).into()),
             }
         };
@@ -496,7 +501,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
     pub async fn state(&self) -> Result<ThreadState, ClientError> {
         let t = self.read_scoped().await?;
         Ok(ThreadState {
-            id: self.id.clone(),
+            id: self.id.clone().into(),
             version: t.version,
             messages: t
                 .messages

@@ -5,7 +5,6 @@
 //! several workers, each worker claims whatever run is free. Queue
 //! admission, leases and wake-ups happen here, whatever hooks the agent has.
 
-use crate::store::FencingToken;
 use std::sync::Arc;
 
 use tracing::Instrument;
@@ -20,6 +19,7 @@ use crate::future::{alongside, catch_panic};
 use crate::message::Outcome;
 use crate::shared::Shared;
 use crate::stop::StopSignal;
+use crate::store::FencingToken;
 use crate::store::{Claimed, Finish, RunEnd, RunStatus, WaitingCall};
 
 /// Drains a thread's run queue, one run at a time, then lets the thread go idle.
@@ -342,7 +342,7 @@ async fn finish<C>(sh: &Shared<C>, thread: &str, run: &str, lease: &RunLease, en
                 sh.told(&mut attached, v);
                 break;
             }
-            Ok(Finish::NeedRunId) => next_run = Some(sh.ids.next_id(IdKind::Run)),
+            Ok(Finish::NeedRunId) => next_run = Some(sh.ids.next_id(IdKind::Run).into()),
             Ok(Finish::CancelFirst) => {
                 end = cancelled();
                 // Where the run stopped stays said: a hook that failed

@@ -2,13 +2,13 @@
 //! current episode, renewal while the episode works, and what happens when
 //! the lease is lost: the driver stops at its next write.
 
-use crate::store::FencingToken;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::event::EventKind;
 use crate::shared::Shared;
 use crate::stop::StopSignal;
+use crate::store::FencingToken;
 use crate::store::{StoreError, WaitingCall};
 
 /// The lease a driver holds on one run.

@@ -3,7 +3,6 @@
 //! variant that answers it (a remote store's answer of another shape is a
 //! protocol error).
 
-use crate::store::FencingToken;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -20,7 +19,9 @@ use super::record::{
 use super::reply::{AdminReply, ClientReply, FacadeReply, Finish, ReadReply, RunReply, StoreReply};
 use super::waiting::{Answer, AnswerMiss, WaitingCall};
 use crate::clock::Millis;
+use crate::id::{RunId, ThreadId};
 use crate::message::Message;
+use crate::store::FencingToken;
 
 /// A runtime's store.
 #[derive(Clone)]
@@ -123,7 +124,7 @@ impl StoreHandle {
         s: &Scope<'_>,
         message: Message,
         steer: bool,
-        new_run: Option<String>,
+        new_run: Option<RunId>,
     ) -> Result<Option<Submitted>, StoreError> {
         let op = ClientOp::Submit {
             message,
@@ -146,7 +147,7 @@ impl StoreHandle {
         run: Option<&str>,
     ) -> Result<Result<CancelReached, CancelMiss>, StoreError> {
         let op = ClientOp::Cancel {
-            run: run.map(str::to_string),
+            run: run.map(RunId::from),
         };
         expect!(self.client(s, op).await?, ClientReply::Cancelled(x) => x)
     }
@@ -174,7 +175,7 @@ impl StoreHandle {
         expect!(reply, AdminReply::Thread(x) => x)
     }
 
-    pub(crate) async fn ids(&self) -> Result<Vec<String>, StoreError> {
+    pub(crate) async fn ids(&self) -> Result<Vec<ThreadId>, StoreError> {
         expect!(self.admin(StoreRequest::ThreadIds).await?, AdminReply::Ids(x) => x)
     }
 
@@ -184,7 +185,7 @@ impl StoreHandle {
         worker: &str,
         ttl: Option<Millis>,
     ) -> Result<Option<Claimed>, StoreError> {
-        let request = StoreRequest::claim(thread.map(str::to_string), worker, ttl);
+        let request = StoreRequest::claim(thread.map(ThreadId::from), worker, ttl);
         expect!(self.admin(request).await?, AdminReply::Claimed(x) => x)
     }
 
@@ -327,7 +328,7 @@ impl StoreHandle {
         run: &str,
         token: FencingToken,
         end: &RunEnd,
-        next_run: Option<String>,
+        next_run: Option<RunId>,
     ) -> Result<Finish, StoreError> {
         let op = RunOp::Finish {
             end: end.clone(),
@@ -431,7 +432,7 @@ impl StoreHandle {
         thread: &str,
         incarnation: u64,
         from: &str,
-        new_run: String,
+        new_run: RunId,
         expect: Expect,
         writes: Vec<Write>,
     ) -> Result<Result<Regeneration, Refusal>, StoreError> {

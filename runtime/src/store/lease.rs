@@ -92,8 +92,8 @@ impl ThreadRec {
         r.episodes += 1;
         Some(Claimed {
             version,
-            thread: thread.to_string(),
-            run,
+            thread: thread.into(),
+            run: run.into(),
             resumed,
             cancel_requested: r.cancel_requested,
             token,
@@ -137,7 +137,7 @@ impl ThreadRec {
             .find(|r| r.id == run)
             .map(|r| r.episodes + 1)
             .ok_or_else(|| StoreError::LeaseNotHeld {
-                run: run.to_string(),
+                run: run.into(),
                 token,
             })?;
         self.lease.token = self.lease.token.next();
@@ -169,7 +169,7 @@ impl ThreadRec {
         match self.lease.holder.as_deref() == Some(run) {
             true => Ok(()),
             false => Err(StoreError::LeaseNotHeld {
-                run: run.to_string(),
+                run: run.into(),
                 token,
             }),
         }

@@ -3,6 +3,7 @@
 //! variant answers one operation (or a few alike), so a caller takes an
 //! answer apart by matching one variant.
 
+use crate::id::{MessageId, RunId, ThreadId};
 use crate::store::FencingToken;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -86,7 +87,7 @@ pub enum Finish {
     /// Stored at `version`; the run a leftover steer started, with its
     /// trigger, if any.
     Stored {
-        admitted: Option<(String, String)>,
+        admitted: Option<(RunId, MessageId)>,
         version: u64,
     },
     /// A steer is left over: ask again with a run id for it.
@@ -138,5 +139,5 @@ pub enum AdminReply {
     /// `Finish` without a lease.
     Finished(Finish),
     /// `ThreadIds`.
-    Ids(Vec<String>),
+    Ids(Vec<ThreadId>),
 }

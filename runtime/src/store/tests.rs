@@ -7,7 +7,7 @@ use crate::store::{Claimed, FencingToken};
 
 fn message(text: &str) -> Message {
     Message {
-        id: text.to_string(),
+        id: text.to_string().into(),
         seq: 0,
         role: Role::User,
         parts: vec![Part::text(text)],
@@ -113,7 +113,7 @@ fn k1_runs_start_in_arrival_order_and_finish_clears_the_lease() {
 
 fn user(id: &str, run: &str) -> Message {
     let mut m = message(id);
-    m.pai.run_id = Some(run.to_string());
+    m.pai.run_id = Some(run.to_string().into());
     m
 }
 

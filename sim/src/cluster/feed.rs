@@ -117,8 +117,8 @@ impl Note {
                 run,
                 op: RunOp::Wait { .. } | RunOp::Finish { .. },
                 ..
-            }) => Some(run.clone()),
-            Some(Op::Admin(AdminOp::Finish { run, .. })) => Some(run.clone()),
+            }) => Some(run.to_string()),
+            Some(Op::Admin(AdminOp::Finish { run, .. })) => Some(run.to_string()),
             _ => None,
         };
         Note {

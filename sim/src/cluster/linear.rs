@@ -11,9 +11,9 @@
 //!   while; those events stay in the transcript and in the raw log the
 //!   lease oracles read (K2, K5), but they are not the run's story.
 
-use pai_runtime::store::FencingToken;
 use std::collections::BTreeMap;
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::{Event, event::EventKind};
 
 use crate::world::{ActionRecord, ClientWrite, ClusterEvent, ClusterRecord};
@@ -158,7 +158,7 @@ fn unlogged_waits(raw: &[Event], log: &[ClusterRecord]) -> Vec<(usize, Event)> {
             && !admitted.contains(run.as_str())
         {
             let kind = EventKind::Admitted {
-                trigger: trigger.clone(),
+                trigger: trigger.clone().into(),
             };
             out.push((k, witnessed(r, from, thread, run, kind)));
         }
@@ -184,7 +184,7 @@ fn unlogged_waits(raw: &[Event], log: &[ClusterRecord]) -> Vec<(usize, Event)> {
         if logged.contains(&(run.as_str(), wait, version)) {
             continue;
         }
-        let calls = waits_on.clone();
+        let calls = waits_on.iter().map(|c| c.as_str().into()).collect();
         let kind = match wait {
             true => EventKind::Waiting { calls, version },
             false => EventKind::Awaiting { calls, version },
@@ -198,8 +198,8 @@ fn unlogged_waits(raw: &[Event], log: &[ClusterRecord]) -> Vec<(usize, Event)> {
 fn witnessed(r: &ClusterRecord, from: &str, thread: &str, run: &str, kind: EventKind) -> Event {
     Event {
         at: r.at,
-        thread_id: thread.to_string(),
-        run_id: run.to_string(),
+        thread_id: thread.into(),
+        run_id: run.into(),
         worker: Some(from.to_string()),
         kind,
     }

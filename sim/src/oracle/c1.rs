@@ -421,7 +421,7 @@ mod tests {
 
     fn stored(seq: u64, role: Role, text: &str, producer: Producer, context: bool) -> Message {
         Message {
-            id: format!("m{seq}"),
+            id: format!("m{seq}").into(),
             seq,
             role,
             parts: vec![Part::text(text)],

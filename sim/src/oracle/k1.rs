@@ -136,7 +136,12 @@ mod tests {
 
     fn admit(run: &str) -> Event {
         let trigger = format!("m-{run}");
-        ev(run, EventKind::Admitted { trigger })
+        ev(
+            run,
+            EventKind::Admitted {
+                trigger: trigger.into(),
+            },
+        )
     }
 
     fn acquired(run: &str) -> Event {
@@ -151,7 +156,7 @@ mod tests {
     }
 
     fn deleted() -> Event {
-        let cancelled = vec!["old".to_string(), "queued".to_string()];
+        let cancelled = vec!["old".into(), "queued".into()];
         ev(
             "",
             EventKind::ThreadDeleted {

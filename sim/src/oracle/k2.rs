@@ -8,9 +8,9 @@
 //! across incarnations and the next incarnation's first claim is judged
 //! like any other.
 
-use pai_runtime::store::FencingToken;
 use std::collections::BTreeMap;
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::{Event, event::EventKind};
 
 use super::facts::run_commit_version;
@@ -105,7 +105,7 @@ mod tests {
             "",
             EventKind::ThreadDeleted {
                 incarnation: 1,
-                cancelled: cancelled.iter().map(|r| r.to_string()).collect(),
+                cancelled: cancelled.iter().map(|r| r.to_string().into()).collect(),
             },
         )
     }

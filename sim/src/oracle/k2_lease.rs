@@ -15,12 +15,12 @@
 //! across incarnations and no write lands between the deletion and that
 //! claim (the deleted runs' writes are refused).
 
-use pai_runtime::store::FencingToken;
 use std::collections::BTreeMap;
 
 use super::observed::{ClusterObs, Violation};
 use crate::scenario::OracleId;
 use crate::world::ClusterEvent;
+use pai_runtime::store::FencingToken;
 
 /// One thread's lease as the reference sees it.
 #[derive(Debug, Default)]

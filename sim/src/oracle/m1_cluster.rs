@@ -20,9 +20,9 @@
 //! A step that more than one worker resolved (a stale worker's and the new
 //! holder's) is not judged: the calls do not say which read they came from.
 
-use pai_runtime::store::FencingToken;
 use std::collections::{BTreeMap, BTreeSet};
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::{Event, Message, event::EventKind};
 
 use super::facts::run_commit_version;
@@ -237,7 +237,7 @@ mod tests {
     }
 
     fn commit(worker: &str, step: u32, version: u64) -> Event {
-        let message = format!("m{version}");
+        let message = format!("m{version}").into();
         by(
             worker,
             "r",
@@ -262,7 +262,7 @@ mod tests {
     fn hide(id: &str, version: u64) -> Event {
         let mut e = visibility_change(id, version, true, false);
         e.worker = Some("client".into());
-        e.run_id.clear();
+        e.run_id = Default::default();
         e
     }
 

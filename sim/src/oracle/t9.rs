@@ -127,7 +127,7 @@ fn latest_waits(events: &[Event]) -> BTreeMap<&str, Vec<&str>> {
         if let EventKind::Waiting { calls, .. } = &e.kind {
             out.insert(
                 e.run_id.as_str(),
-                calls.iter().map(String::as_str).collect(),
+                calls.iter().map(|s| s.as_str()).collect(),
             );
         }
     }
@@ -175,7 +175,7 @@ fn from_log(events: &[Event]) -> (BTreeMap<&str, Waited<'_>>, Vec<Violation>) {
                 for c in calls {
                     register(&mut waited, (&e.thread_id, run, c), awaited);
                 }
-                open.insert(run, calls.iter().map(String::as_str).collect());
+                open.insert(run, calls.iter().map(|s| s.as_str()).collect());
             }
             EventKind::Answered {
                 call_id, answer, ..

@@ -3,9 +3,9 @@
 //! store answers (claims, fenced writes that land, stale ones refused,
 //! deletions that retire a lease). It only records; oracles judge it.
 
-use pai_runtime::store::FencingToken;
 use std::sync::{Arc, Mutex};
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::store::Takeover;
 
 use super::recorder::Recorder;

@@ -135,7 +135,7 @@ impl Model {
         let id = self.fresh("m");
         Message {
             parts: vec![Part::text(format!("text of {id}"))],
-            id,
+            id: id.into(),
             seq: 0,
             role,
             visibility: Visibility::ALL,
@@ -181,16 +181,16 @@ impl Model {
     fn reach(&self, t: usize, run: Option<&str>) -> Result<(), StoreError> {
         let th = &self.threads[t];
         if th.life == thread::Life::Never {
-            return Err(StoreError::NoThread(th.id.clone()));
+            return Err(StoreError::NoThread(th.id.clone().into()));
         }
         if let Some(incarnation) = run.and_then(|r| th.retired(r)) {
             return Err(StoreError::Deleted {
-                thread: th.id.clone(),
+                thread: th.id.clone().into(),
                 incarnation,
             });
         }
         match th.life == thread::Life::Deleted {
-            true => Err(StoreError::NoThread(th.id.clone())),
+            true => Err(StoreError::NoThread(th.id.clone().into())),
             false => Ok(()),
         }
     }

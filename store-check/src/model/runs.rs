@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::thread::{Reason, ThreadModel};
 use super::{Action, ClaimExpect, Expected, Model, Step};
 use crate::ops::{EndPick, RunPick, TokenPick};
+use pai_runtime::id::RunId;
 
 const WORKERS: [&str; 2] = ["w0", "w1"];
 
@@ -37,7 +38,7 @@ impl Model {
         Step {
             action: Action::Call {
                 request: StoreRequest::claim(
-                    thread.map(|t| self.threads[t].id.clone()),
+                    thread.map(|t| self.threads[t].id.as_str().into()),
                     worker.to_string(),
                     ttl,
                 ),
@@ -272,7 +273,7 @@ impl Model {
         let calls: Vec<WaitingCall> = approvals
             .iter()
             .map(|approval| WaitingCall {
-                call_id: self.fresh("c"),
+                call_id: self.fresh("c").into(),
                 tool: if *approval {
                     "approve_me"
                 } else {
@@ -397,7 +398,7 @@ impl Model {
                 outcome,
                 reason: reason.clone(),
             },
-            next_run.clone(),
+            next_run.clone().map(RunId::from),
         );
         let rule = match token {
             Some(k) if k != self.threads[t].lease.token => "K2",
@@ -441,7 +442,7 @@ fn finish_on(
     let steers = std::mem::take(&mut th.steers);
     let admitted = steers.last().cloned().zip(next_run).map(|(steer, next)| {
         th.admit(&next, &steer);
-        (next, steer)
+        (next.into(), steer.into())
     });
     Finish::Stored {
         admitted,
@@ -465,7 +466,7 @@ pub(super) fn holding(th: &ThreadModel, run: &str, token: FencingToken) -> Resul
     match th.lease.holder.as_deref() == Some(run) {
         true => Ok(()),
         false => Err(StoreError::LeaseNotHeld {
-            run: run.to_string(),
+            run: run.into(),
             token,
         }),
     }

@@ -168,7 +168,7 @@ impl ThreadModel {
         match self.owner == owner {
             true => Ok(()),
             false => Err(StoreError::Forbidden {
-                thread: self.id.clone(),
+                thread: self.id.clone().into(),
             }),
         }
     }
@@ -196,7 +196,7 @@ impl ThreadModel {
         message.seq = self.last_seq;
         let id = message.id.clone();
         self.messages.push(message);
-        id
+        id.to_string()
     }
 
     /// Appends messages in one commit (H1): the new version and the first

@@ -2,10 +2,10 @@
 //! failure names the rule they break. A store that answers asynchronously
 //! (through a task on the suite's runtime) is driven and passes.
 
-use pai_runtime::store::FencingToken;
 use std::sync::Arc;
 
 use pai_runtime::store::AdminOp;
+use pai_runtime::store::FencingToken;
 use pai_runtime::{
     Clock, HookFuture, MemoryStore, Store,
     store::{AdminReply, Expect, FacadeOp, RunOp, StoreFuture, StoreReply, StoreRequest},

@@ -4,9 +4,9 @@
 //! changes the new incarnation. On the memory store and on SQLite (the
 //! random suite does not send history reads).
 
-use pai_runtime::store::FencingToken;
 use std::sync::Arc;
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::store::{AdminOp, AdminReply, ClientOp, FacadeOp, ReadOp, RunOp};
 use pai_runtime::{
     MemoryStore, Message, Part, Role, StoreError,
@@ -74,7 +74,10 @@ fn old_incarnation_is_refused(apply: &Apply<'_>) {
     };
     let mutate = FacadeOp::Mutate {
         incarnation: None,
-        writer: Writer::Run { run, token },
+        writer: Writer::Run {
+            run: run.into(),
+            token,
+        },
         expect: Expect::Nothing,
         writes: vec![stale],
     };

@@ -53,7 +53,7 @@ fn step_events(step: u32, tool_calls: usize) -> Vec<EventKind> {
         },
         EventKind::CommitStep {
             step,
-            message: format!("m{step}"),
+            message: format!("m{step}").into(),
             version: 1,
         },
     ]
@@ -194,7 +194,7 @@ fn l14_refuses_a_resume_that_does_not_say_so() {
 
 fn trusted(kind: EventKind) -> Event {
     Event {
-        run_id: String::new(),
+        run_id: String::new().into(),
         ..ev(kind)
     }
 }

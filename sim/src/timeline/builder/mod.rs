@@ -9,9 +9,9 @@
 //! result from its worker, a result its worker never committed; the call's
 //! committed result, from whichever worker, is its own span or mark.
 
-use pai_runtime::store::FencingToken;
 use std::collections::BTreeMap;
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::{
     Event,
     event::{EventKind, Transition},
@@ -307,11 +307,11 @@ impl Builder {
     fn tool(&mut self, pos: Pos, kind: &EventKind, detail: &str) {
         match kind {
             EventKind::ToolStart { call_id, tool, .. } => {
-                let key = Key::Tool(call_id.clone());
+                let key = Key::Tool(call_id.to_string());
                 self.begin(key, Kind::Tool, pos, tool.clone(), detail);
             }
             EventKind::ToolEnd { result, .. } => {
-                let key = Key::Tool(result.call_id.clone());
+                let key = Key::Tool(result.call_id.to_string());
                 let status = match result.status {
                     ToolStatus::Output => "output",
                     ToolStatus::Error => "error",
@@ -329,7 +329,7 @@ impl Builder {
                         self.items.len() - 1
                     }
                 };
-                self.uncommitted.push((result.call_id.clone(), i));
+                self.uncommitted.push((result.call_id.to_string(), i));
             }
             _ => {}
         }
