@@ -58,7 +58,7 @@ impl<C> Shared<C> {
         let at = self.clock.now();
         crate::live::tell(&mut attached.watchers, || LiveEvent::RunEnded {
             at,
-            run_id: run.to_string(),
+            run_id: run.into(),
             status: end.status,
             outcome: end.outcome,
             reason: end.reason.clone(),
@@ -74,7 +74,7 @@ impl<C> Shared<C> {
         let at = self.clock.now();
         crate::live::tell(&mut attached.watchers, || LiveEvent::RunWaiting {
             at,
-            run_id: run.to_string(),
+            run_id: run.into(),
             calls: calls.clone(),
         });
     }

@@ -151,14 +151,14 @@ impl<'a> Player<'a> {
                 Ok(Some(sent.run_id.into()))
             }),
             Action::Steer(text) => thread.steer(text).await.map(|s| Ok(Some(s.run_id.into()))),
-            Action::Cancel(None) => thread.cancel().await.map(|r| Ok(Some(r))),
+            Action::Cancel(None) => thread.cancel().await.map(|r| Ok(Some(r.into()))),
             Action::Cancel(Some(n)) => {
                 match self.sends.get(m.thread.as_str()).and_then(|r| r.get(n - 1)) {
-                    Some(run) => thread.cancel_run(run).await.map(|r| Ok(Some(r))),
+                    Some(run) => thread.cancel_run(run).await.map(|r| Ok(Some(r.into()))),
                     None => {
                         reached = false;
                         Err(pai_runtime::ClientError::NoRun {
-                            thread: format!("{} (it has no send #{n} yet)", m.thread),
+                            thread: format!("{} (it has no send #{n} yet)", m.thread).into(),
                         })
                     }
                 }

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use crate::agent::Agent;
 use crate::clock::{Clock, IdKind, IdSource};
 use crate::event::{EventKind, EventSink};
-use crate::id::{MessageId, RunId, ThreadId};
+use crate::id::{CallId, MessageId, RunId, ThreadId};
 use crate::live::Watch;
 use crate::message::Outcome;
 use crate::message::{Message, PaiMeta, Part, Producer, Role, Visibility};
@@ -57,27 +57,27 @@ pub enum ClientError {
     Store(#[from] StoreError),
     /// A cancel found no active or queued run on the thread (SPEC K6).
     #[error("thread {thread} has no active or queued run to cancel")]
-    NoRun { thread: String },
+    NoRun { thread: ThreadId },
     /// A cancel named a run that is not a run of this thread.
     #[error("thread {thread} has no run {run}")]
-    NoSuchRun { thread: String, run: String },
+    NoSuchRun { thread: ThreadId, run: RunId },
     /// A cancel named a run that has already ended.
     #[error("run {run} has already ended")]
-    RunEnded { run: String },
+    RunEnded { run: RunId },
     /// No waiting call of the thread's current run has this id (SPEC T9).
     #[error("call {call} is not waiting for an answer")]
-    NotWaiting { call: String },
+    NotWaiting { call: CallId },
     /// The call has its answer already (SPEC T9).
     #[error("call {call} has been answered already")]
-    AlreadyAnswered { call: String },
+    AlreadyAnswered { call: CallId },
     /// An approval or denial for a client tool's call, or an output for an
     /// approval tool's call.
     #[error("call {call} is a call of a {kind} tool and cannot be answered so")]
-    WrongAnswer { call: String, kind: &'static str },
+    WrongAnswer { call: CallId, kind: &'static str },
     /// A submitted output does not match the client tool's output type.
     #[error("output for call {call} does not match tool {tool}: {message}")]
     InvalidOutput {
-        call: String,
+        call: CallId,
         tool: String,
         message: String,
     },
@@ -370,31 +370,29 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
     /// with outcome cancelled), or else the oldest queued run, which then
     /// never starts. Returns the run it reached; a thread with no run to
     /// cancel is an error, so a cancel is never silently lost.
-    pub async fn cancel(&self) -> Result<String, ClientError> {
+    pub async fn cancel(&self) -> Result<RunId, ClientError> {
         self.cancel_target(None).await
     }
 
     /// Cancels the run `run_id` of this thread (SPEC K6), active or queued.
     /// A run that has ended, or is not this thread's, is an error.
-    pub async fn cancel_run(&self, run_id: &str) -> Result<String, ClientError> {
+    pub async fn cancel_run(&self, run_id: &str) -> Result<RunId, ClientError> {
         self.cancel_target(Some(run_id)).await
     }
 
-    async fn cancel_target(&self, run: Option<&str>) -> Result<String, ClientError> {
+    async fn cancel_target(&self, run: Option<&str>) -> Result<RunId, ClientError> {
         let sh = self.shared();
         let mut attached = sh.process.attach(&self.id).await;
         let reached = sh.store.cancel(&self.scope(), run).await?;
         let miss = |m| match m {
             CancelMiss::NoRun => ClientError::NoRun {
-                thread: self.id.clone(),
+                thread: self.id.as_str().into(),
             },
             CancelMiss::Unknown(run) => ClientError::NoSuchRun {
-                thread: self.id.clone(),
-                run: run.into_string(),
+                thread: self.id.as_str().into(),
+                run,
             },
-            CancelMiss::Ended(run) => ClientError::RunEnded {
-                run: run.into_string(),
-            },
+            CancelMiss::Ended(run) => ClientError::RunEnded { run },
         };
         let reached = reached.map_err(miss)?;
         let version = reached.version;
@@ -405,7 +403,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
                 attached.stop(&run);
                 drop(attached);
                 asked(&run);
-                Ok(run.to_string())
+                Ok(run)
             }
             CancelTarget::Waiting(run) => {
                 // The waiting run resumes only to give its calls cancelled
@@ -416,7 +414,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
                 if start {
                     tokio::spawn(crate::step_loop::drive(sh.clone(), self.id.clone()));
                 }
-                Ok(run.to_string())
+                Ok(run)
             }
             CancelTarget::Queued(run) => {
                 let end = RunEnd {
@@ -427,7 +425,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
                 sh.run_ended(&mut attached, &run, &end);
                 drop(attached);
                 sh.emit(&self.id, &run, || EventKind::ended(&end, Some(version)));
-                Ok(run.to_string())
+                Ok(run)
             }
         }
     }

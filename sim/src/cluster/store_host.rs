@@ -332,7 +332,7 @@ impl StoreHost {
         let r = self.head(thread, |t| t.runs.iter().find(|r| r.id == run).cloned())??;
         Some(pai_runtime::event::LiveEvent::RunEnded {
             at: self.clock.now(),
-            run_id: r.id.to_string(),
+            run_id: r.id.clone(),
             status: r.status,
             outcome: r.outcome?,
             reason: r.reason,

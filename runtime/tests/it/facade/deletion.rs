@@ -106,8 +106,8 @@ async fn h5_delete_cancels_queued_and_waiting_runs_with_reason_deleted() {
     assert_eq!(
         ended,
         [
-            (first.run_id.to_string(), why.clone()),
-            (second.run_id.to_string(), why)
+            (first.run_id.clone(), why.clone()),
+            (second.run_id.clone(), why)
         ]
     );
     // Nothing of the old runs goes on.
