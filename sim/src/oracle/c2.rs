@@ -510,7 +510,7 @@ mod tests {
             patched: vec![],
             started: None,
         });
-        rewrite.run_id = String::new().into();
+        rewrite.run_id = Default::default();
         assert_eq!(run(&[compacted(2), rewrite, resolve(1)], &plain), vec![]);
     }
 

@@ -139,7 +139,7 @@ mod tests {
             private: vec![],
             visibility: vec![],
         });
-        e.run_id = String::new().into();
+        e.run_id = Default::default();
         e
     }
 

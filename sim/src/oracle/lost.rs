@@ -94,7 +94,7 @@ mod tests {
             patched: vec![],
             started: Some("r2".into()),
         });
-        e.run_id = String::new().into();
+        e.run_id = Default::default();
         e
     }
 

@@ -194,7 +194,7 @@ fn l14_refuses_a_resume_that_does_not_say_so() {
 
 fn trusted(kind: EventKind) -> Event {
     Event {
-        run_id: String::new().into(),
+        run_id: Default::default(),
         ..ev(kind)
     }
 }
