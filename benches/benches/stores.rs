@@ -18,7 +18,7 @@ use std::time::Instant;
 use criterion::{Criterion, criterion_group};
 use hdrhistogram::Histogram;
 use pai_pg_server::PgServer;
-use pai_runtime::store::{AdminOp, AdminReply, ClientOp, RunOp, RunReply};
+use pai_runtime::store::{AdminOp, AdminReply, ClientOp, FencingToken, RunOp, RunReply};
 use pai_runtime::{
     MemoryStore, Message, Part, Role, StoreError,
     message::{PaiMeta, Producer, Visibility},
@@ -37,7 +37,7 @@ type Apply = Box<dyn Fn(StoreRequest) -> Result<StoreReply, StoreError>>;
 struct Bench {
     name: &'static str,
     apply: Apply,
-    token: u64,
+    token: FencingToken,
     next: u64,
     _dir: Option<tempfile::TempDir>,
 }
@@ -47,7 +47,7 @@ fn message(id: String, role: Role) -> Message {
         parts: vec![Part::text(
             "a step's answer, about as long as a short reply",
         )],
-        id,
+        id: id.into(),
         seq: 0,
         role,
         visibility: Visibility::ALL,

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use crate::context::{ContextInput, ContextNext};
 use crate::error::{HookError, HookResult};
 use crate::future::HookFuture;
+use crate::id::MessageId;
 use crate::lifecycle::{
     HookCx, Lifecycle, Phase, Phases, Progress, RewriteInput, RewriteKind, RewritePatch,
 };
@@ -37,7 +38,7 @@ pub const COMPACTION_KEY: &str = "pai.compaction";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompactionCursor {
     pub through: u64,
-    pub summary: String,
+    pub summary: MessageId,
     #[serde(default)]
     pub covers: u64,
 }
@@ -96,7 +97,7 @@ impl Compaction {
         }
         messages.extend(to_model_messages(segment.iter().copied()));
         let request = ModelRequest {
-            run_id: run.to_string(),
+            run_id: run.into(),
             step,
             route: Route::new("compaction"),
             instructions: PROMPT.to_string(),
@@ -257,15 +258,15 @@ fn splits_a_call(head: &[&Message], tail: &[&Message]) -> bool {
     if calls.peek().is_none() {
         return false;
     }
-    let results: Vec<&String> = tail
+    let results: Vec<&str> = tail
         .iter()
         .flat_map(|m| &m.parts)
         .filter_map(|p| match p {
-            Part::ToolResult { call_id, .. } => Some(call_id),
+            Part::ToolResult { call_id, .. } => Some(call_id.as_str()),
             _ => None,
         })
         .collect();
-    calls.any(|c| results.contains(&c))
+    calls.any(|c| results.contains(&c.as_str()))
 }
 
 /// The summary's text, if its record is still stored.
@@ -304,7 +305,7 @@ fn repair(input: &RewriteInput<'_>) -> RewritePatch {
         return RewritePatch::default();
     };
     let covered = cursor.covers.max(cursor.through);
-    let at_or_before = |id: &String| {
+    let at_or_before = |id: &MessageId| {
         *id == cursor.summary
             || input
                 .thread
@@ -357,7 +358,7 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Compaction {
 fn cursor_value(through: u64, summary: &str) -> serde_json::Value {
     serde_json::to_value(CompactionCursor {
         through,
-        summary: summary.to_string(),
+        summary: summary.into(),
         covers: through,
     })
     .unwrap_or(serde_json::Value::Null)

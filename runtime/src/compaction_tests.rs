@@ -6,7 +6,7 @@ use crate::store::VisibilityChange;
 
 fn msg(seq: u64, role: Role, parts: Vec<Part>) -> Message {
     Message {
-        id: format!("m{seq}"),
+        id: format!("m{seq}").into(),
         seq,
         role,
         parts,
@@ -57,7 +57,7 @@ fn thread(messages: Vec<Message>, private: Map<String, Value>) -> StoredThread {
         private_metadata: private,
         runs: Vec::new(),
         lease_holder: None,
-        lease_token: 0,
+        lease_token: crate::store::FencingToken::new(0),
     }
 }
 
@@ -113,7 +113,7 @@ fn c1_regeneration_behind_the_cursor_resets_it() {
     let st = thread(vec![text(1), text(2), text(3), text(4), text(5)], private);
     let kind = |removed: &[&str]| RewriteKind::Regenerate {
         from: "m1".into(),
-        removed: removed.iter().map(|s| s.to_string()).collect(),
+        removed: removed.iter().map(|s| MessageId::new(*s)).collect(),
     };
     let behind = kind(&["m2", "m3", "m4", "m5"]);
     let p = repair(&RewriteInput {

@@ -14,7 +14,8 @@
 //! typed tools), [`stream`] (stream transforms), [`text`] (text stages),
 //! [`context`] (model context resolution), [`event`] (event kinds and live
 //! watching), [`store`] (the store protocol and the durable stores) and
-//! [`facade`] (trusted admin writes and staged mutations).
+//! [`facade`] (trusted admin writes and staged mutations), and [`id`] (the
+//! run, thread, message and call ids).
 
 mod agent;
 mod attempt;
@@ -29,6 +30,7 @@ pub mod facade;
 #[cfg(test)]
 mod front_door_tests;
 mod future;
+pub mod id;
 mod lifecycle;
 mod live;
 pub mod message;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::clock::Millis;
+use crate::id::RunId;
 use crate::message::Outcome;
 use crate::model::StreamPart;
 use crate::store::RunStatus;
@@ -27,14 +28,14 @@ pub enum LiveEvent {
     #[serde(skip)]
     Part {
         at: Millis,
-        run_id: String,
+        run_id: RunId,
         step: u32,
         part: StreamPart,
     },
     /// The step's stream was aborted; parts already released stay released (S4).
     Aborted {
         at: Millis,
-        run_id: String,
+        run_id: RunId,
         step: u32,
         reason: String,
     },
@@ -44,13 +45,13 @@ pub enum LiveEvent {
     /// shows them (approve, deny, run a client tool) and answers.
     RunWaiting {
         at: Millis,
-        run_id: String,
+        run_id: RunId,
         calls: Vec<WaitingCall>,
     },
     /// A run ended (a run's status is not a commit, so watchers are told here).
     RunEnded {
         at: Millis,
-        run_id: String,
+        run_id: RunId,
         status: RunStatus,
         outcome: Outcome,
         reason: Option<String>,
@@ -135,7 +136,7 @@ impl LiveStep<'_> {
     fn part(&self, at: Millis, part: StreamPart) -> LiveEvent {
         LiveEvent::Part {
             at,
-            run_id: self.run_id.to_string(),
+            run_id: self.run_id.into(),
             step: self.step,
             part,
         }
@@ -170,7 +171,7 @@ impl LiveStep<'_> {
                         live.reset();
                         let _ = tx.send(LiveEvent::Aborted {
                             at,
-                            run_id: self.run_id.to_string(),
+                            run_id: self.run_id.into(),
                             step: self.step,
                             reason: reason.to_string(),
                         });

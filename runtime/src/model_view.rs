@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use crate::id::CallId;
 use crate::message::{Message, ModelContent, ModelMessage, Part, Role, ToolStatus};
 
 /// Derives the model context from stored messages: context-visible messages in
@@ -135,7 +136,7 @@ fn answered_calls(messages: &[ModelMessage]) -> BTreeSet<(usize, usize)> {
 struct Pairing {
     out: Vec<ModelMessage>,
     /// Answered calls whose results have not come yet.
-    waiting: Vec<String>,
+    waiting: Vec<CallId>,
     /// Messages that arrived while calls waited; they follow the results.
     deferred: Vec<ModelMessage>,
 }
@@ -196,7 +197,7 @@ impl Pairing {
 }
 
 /// Synthetic error results for calls that never got one.
-fn missing_results(missing: Vec<(String, String)>) -> ModelMessage {
+fn missing_results(missing: Vec<(CallId, String)>) -> ModelMessage {
     ModelMessage {
         role: Role::Tool,
         content: missing
@@ -218,7 +219,7 @@ mod tests {
 
     fn msg(seq: u64, role: Role, parts: Vec<Part>, visibility: Visibility) -> Message {
         Message {
-            id: format!("m{seq}"),
+            id: format!("m{seq}").into(),
             seq,
             role,
             parts,

@@ -11,6 +11,7 @@ use crate::live::LiveEvent;
 use crate::message::Message;
 use crate::model::ModelProvider;
 use crate::process::{Attached, Process};
+use crate::store::FencingToken;
 use crate::store::{Appended, RunEnd, StoreError, StoreHandle, WaitingCall};
 use crate::tool::ToolSpec;
 
@@ -42,8 +43,8 @@ impl<C> Shared<C> {
         if let Some(sink) = &self.sink {
             sink.record(Event {
                 at: self.clock.now(),
-                thread_id: thread.to_string(),
-                run_id: run.to_string(),
+                thread_id: thread.into(),
+                run_id: run.into(),
                 worker: self.worker.name.clone(),
                 kind: kind(),
             });
@@ -57,7 +58,7 @@ impl<C> Shared<C> {
         let at = self.clock.now();
         crate::live::tell(&mut attached.watchers, || LiveEvent::RunEnded {
             at,
-            run_id: run.to_string(),
+            run_id: run.into(),
             status: end.status,
             outcome: end.outcome,
             reason: end.reason.clone(),
@@ -73,7 +74,7 @@ impl<C> Shared<C> {
         let at = self.clock.now();
         crate::live::tell(&mut attached.watchers, || LiveEvent::RunWaiting {
             at,
-            run_id: run.to_string(),
+            run_id: run.into(),
             calls: calls.clone(),
         });
     }
@@ -95,7 +96,7 @@ impl<C> Shared<C> {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
         messages: Vec<Message>,
         step: Option<u32>,
     ) -> Result<Appended, StoreError> {

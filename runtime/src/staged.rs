@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use crate::clock::{IdKind, IdSource, Millis};
+use crate::id::MessageId;
 use crate::message::{Message, PaiMeta, Part, Producer, Role, Visibility};
 use crate::store::{Refusal, StoreError, StoredThread, Write};
 
@@ -54,7 +55,7 @@ impl<'a> Staged<'a> {
         role: Role,
         text: impl Into<String>,
         visibility: Visibility,
-    ) -> String {
+    ) -> MessageId {
         let producer = match (self.run, role) {
             (_, Role::User) => Producer::User,
             (Some(_), _) => Producer::Lifecycle,
@@ -70,8 +71,8 @@ impl<'a> Staged<'a> {
         role: Role,
         text: impl Into<String>,
         visibility: Visibility,
-    ) -> String {
-        let id = self.ids.next_id(IdKind::Message);
+    ) -> MessageId {
+        let id = MessageId::new(self.ids.next_id(IdKind::Message));
         self.writes.push(Write::Append(Message {
             id: id.clone(),
             seq: 0,
@@ -115,7 +116,7 @@ impl<'a> Staged<'a> {
 
     /// Changes a stored message's visibility: the mutation becomes a
     /// visibility rewrite (SPEC R1, K4).
-    pub fn set_visibility(&mut self, message: impl Into<String>, visibility: Visibility) {
+    pub fn set_visibility(&mut self, message: impl Into<MessageId>, visibility: Visibility) {
         self.writes.push(Write::Visibility {
             message: message.into(),
             visibility,

@@ -231,7 +231,7 @@ fn unfenced_read(obs: &mut Observations, nth: usize) -> Option<String> {
         (!ours || t.messages.len() > 1).then_some(m)
     })?;
     read.seqs.push(first.seq.min(read.anchor));
-    read.ids.push(first.id.clone());
+    read.ids.push(first.id.to_string());
     Some(format!("history read #{nth} returned {}", first.id))
 }
 

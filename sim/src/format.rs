@@ -21,8 +21,8 @@ pub(crate) fn quoted(s: &str) -> String {
     json(&Value::String(s.to_string()))
 }
 
-pub(crate) fn opt(s: &Option<String>) -> &str {
-    s.as_deref().unwrap_or("-")
+pub(crate) fn opt<S: AsRef<str>>(s: &Option<S>) -> &str {
+    s.as_ref().map_or("-", AsRef::as_ref)
 }
 
 /// The words of a route or a route patch, in one walk over its fields: the

@@ -147,18 +147,18 @@ impl<'a> Player<'a> {
                 self.sends
                     .entry(&m.thread)
                     .or_default()
-                    .push(sent.run_id.clone());
-                Ok(Some(sent.run_id))
+                    .push(sent.run_id.to_string());
+                Ok(Some(sent.run_id.into()))
             }),
-            Action::Steer(text) => thread.steer(text).await.map(|sent| Ok(Some(sent.run_id))),
-            Action::Cancel(None) => thread.cancel().await.map(|r| Ok(Some(r))),
+            Action::Steer(text) => thread.steer(text).await.map(|s| Ok(Some(s.run_id.into()))),
+            Action::Cancel(None) => thread.cancel().await.map(|r| Ok(Some(r.into()))),
             Action::Cancel(Some(n)) => {
                 match self.sends.get(m.thread.as_str()).and_then(|r| r.get(n - 1)) {
-                    Some(run) => thread.cancel_run(run).await.map(|r| Ok(Some(r))),
+                    Some(run) => thread.cancel_run(run).await.map(|r| Ok(Some(r.into()))),
                     None => {
                         reached = false;
                         Err(pai_runtime::ClientError::NoRun {
-                            thread: format!("{} (it has no send #{n} yet)", m.thread),
+                            thread: format!("{} (it has no send #{n} yet)", m.thread).into(),
                         })
                     }
                 }

@@ -97,7 +97,7 @@ async fn regenerate(
         .get(n - 1)
         .ok_or_else(|| format!("thread {thread} has no user message #{n}"))?;
     let r = admin.regenerate(from).await.map_err(|e| e.to_string())?;
-    Ok(Some(r.run))
+    Ok(Some(r.run.to_string()))
 }
 
 /// Sets one message's visibility (SPEC R1); names the version it committed.

@@ -1,5 +1,6 @@
 //! Checking one reply against what the model expects.
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::store::{AdminReply, RunReply};
 use pai_runtime::{StoreError, store::StoreReply};
 
@@ -77,7 +78,7 @@ fn check_claim(
     model: &Model,
     want: &ClaimExpect,
     got: &Result<StoreReply, StoreError>,
-) -> Result<u64, Mismatch> {
+) -> Result<FencingToken, Mismatch> {
     let thread = &model.threads[want.thread].id;
     let takeover = match &want.takeover {
         None => "None".to_string(),

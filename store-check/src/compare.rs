@@ -2,6 +2,7 @@
 
 use std::fmt::Debug;
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::store::{RunRecord, RunStatus, StoredThread};
 
 use crate::model::thread::{Reason, RunModel, ThreadModel};
@@ -53,7 +54,7 @@ pub(crate) fn compare_thread(
     if !model.live() {
         return same("exists (incarnation)", "H5", &None, &exists(Some(got)));
     }
-    same("id", "H4", &model.id, &got.id)?;
+    same("id", "H4", &model.id.as_str(), &got.id.as_str())?;
     same(
         "agent",
         "H4",
@@ -73,7 +74,7 @@ pub(crate) fn compare_thread(
     )?;
     let ids = |runs: &[String]| runs.to_vec();
     let want_ids: Vec<String> = model.runs.iter().map(|r| r.id.clone()).collect();
-    let got_ids: Vec<String> = got.runs.iter().map(|r| r.id.clone()).collect();
+    let got_ids: Vec<String> = got.runs.iter().map(|r| r.id.to_string()).collect();
     same(
         "runs (ids, in admission order)",
         "K1",
@@ -83,7 +84,8 @@ pub(crate) fn compare_thread(
     for (want, run) in model.runs.iter().zip(&got.runs) {
         compare_run(want, run)?;
     }
-    same("lease_holder", "K2", &model.lease.holder, &got.lease_holder)?;
+    let holder = got.lease_holder.as_ref().map(|h| h.to_string());
+    same("lease_holder", "K2", &model.lease.holder, &holder)?;
     compare_token(model, got.lease_token)
 }
 
@@ -123,7 +125,12 @@ fn compare_run(want: &RunModel, got: &RunRecord) -> Result<(), Diff> {
         &want.cancel_requested,
         &got.cancel_requested,
     )?;
-    same(&field("trigger"), "K1", &want.trigger, &got.trigger)?;
+    same(
+        &field("trigger"),
+        "K1",
+        &want.trigger.as_str(),
+        &got.trigger.as_str(),
+    )?;
     same(&field("steps"), "K3", &want.steps, &got.steps)?;
     same(&field("episodes"), "K3", &want.episodes, &got.episodes)?;
     same(&field("metadata"), "H1", &want.metadata, &got.metadata)?;
@@ -136,7 +143,7 @@ fn compare_run(want: &RunModel, got: &RunRecord) -> Result<(), Diff> {
     )
 }
 
-fn compare_token(model: &mut ThreadModel, got: u64) -> Result<(), Diff> {
+fn compare_token(model: &mut ThreadModel, got: FencingToken) -> Result<(), Diff> {
     let lease = &mut model.lease;
     if lease.token_known {
         return same("lease_token", "K2", &lease.token, &got);

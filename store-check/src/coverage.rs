@@ -80,9 +80,9 @@ fn generated_cases_reach_every_situation() {
             };
             seen.extend(situation(&expect));
             match expect {
-                Expected::Claim(Some(c)) => model.adopt_token(c.thread, c.floor + 1),
+                Expected::Claim(Some(c)) => model.adopt_token(c.thread, c.floor.next()),
                 Expected::Lease { thread, .. } => {
-                    let next = model.threads[thread].lease.token + 1;
+                    let next = model.threads[thread].lease.token.next();
                     model.adopt_token(thread, next);
                 }
                 _ => {}

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::{ClientError, ThreadHandle};
 use crate::event::EventKind;
+use crate::id::CallId;
 use crate::store::{Answer, AnswerMiss, WaitingCall};
 
 impl<C: Send + Sync + 'static> ThreadHandle<C> {
@@ -54,7 +55,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
         sh.told(&mut attached, done.version);
         drop(attached);
         sh.emit(&self.id, &done.run, || EventKind::Answered {
-            call_id: call_id.to_string(),
+            call_id: call_id.into(),
             answer,
             version: done.version,
         });
@@ -76,7 +77,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
             .find(|c| c.call_id == call_id)
         else {
             return Err(ClientError::NotWaiting {
-                call: call_id.to_string(),
+                call: call_id.into(),
             });
         };
         let tools = &self.shared().agent.tools;
@@ -85,7 +86,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
         };
         tool.check_output(output)
             .map_err(|message| ClientError::InvalidOutput {
-                call: call_id.to_string(),
+                call: call_id.into(),
                 tool: call.tool.clone(),
                 message,
             })
@@ -93,7 +94,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
 }
 
 fn miss_error(call_id: &str, miss: AnswerMiss) -> ClientError {
-    let call = call_id.to_string();
+    let call = CallId::from(call_id);
     match miss {
         AnswerMiss::NotWaiting => ClientError::NotWaiting { call },
         AnswerMiss::AlreadyAnswered => ClientError::AlreadyAnswered { call },

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use crate::agent::Agent;
 use crate::clock::{Clock, IdKind, IdSource};
 use crate::event::{EventKind, EventSink};
+use crate::id::{CallId, MessageId, RunId, ThreadId};
 use crate::live::Watch;
 use crate::message::Outcome;
 use crate::message::{Message, PaiMeta, Part, Producer, Role, Visibility};
@@ -56,27 +57,27 @@ pub enum ClientError {
     Store(#[from] StoreError),
     /// A cancel found no active or queued run on the thread (SPEC K6).
     #[error("thread {thread} has no active or queued run to cancel")]
-    NoRun { thread: String },
+    NoRun { thread: ThreadId },
     /// A cancel named a run that is not a run of this thread.
     #[error("thread {thread} has no run {run}")]
-    NoSuchRun { thread: String, run: String },
+    NoSuchRun { thread: ThreadId, run: RunId },
     /// A cancel named a run that has already ended.
     #[error("run {run} has already ended")]
-    RunEnded { run: String },
+    RunEnded { run: RunId },
     /// No waiting call of the thread's current run has this id (SPEC T9).
     #[error("call {call} is not waiting for an answer")]
-    NotWaiting { call: String },
+    NotWaiting { call: CallId },
     /// The call has its answer already (SPEC T9).
     #[error("call {call} has been answered already")]
-    AlreadyAnswered { call: String },
+    AlreadyAnswered { call: CallId },
     /// An approval or denial for a client tool's call, or an output for an
     /// approval tool's call.
     #[error("call {call} is a call of a {kind} tool and cannot be answered so")]
-    WrongAnswer { call: String, kind: &'static str },
+    WrongAnswer { call: CallId, kind: &'static str },
     /// A submitted output does not match the client tool's output type.
     #[error("output for call {call} does not match tool {tool}: {message}")]
     InvalidOutput {
-        call: String,
+        call: CallId,
         tool: String,
         message: String,
     },
@@ -212,7 +213,7 @@ impl<C: 'static> fmt::Debug for Runtime<C> {
 /// A thread as its client sees it: transcript-visible messages only.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThreadState {
-    pub id: String,
+    pub id: ThreadId,
     pub version: u64,
     pub messages: Vec<Message>,
     pub metadata: Map<String, Value>,
@@ -222,8 +223,8 @@ pub struct ThreadState {
 /// What `send` created.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sent {
-    pub message_id: String,
-    pub run_id: String,
+    pub message_id: MessageId,
+    pub run_id: RunId,
 }
 
 impl<C: Send + Sync + 'static> Runtime<C> {
@@ -270,7 +271,7 @@ impl<C: Send + Sync + 'static> Runtime<C> {
     }
 
     /// Ids of every stored thread, in order.
-    pub async fn thread_ids(&self) -> Result<Vec<String>, StoreError> {
+    pub async fn thread_ids(&self) -> Result<Vec<ThreadId>, StoreError> {
         self.shared.store.ids().await
     }
 }
@@ -339,11 +340,11 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
     /// Reads the thread if this client's identity and agent may reach it (H4).
     async fn read_scoped(&self) -> Result<StoredThread, ClientError> {
         let Some(t) = self.shared().store.inspect(&self.id).await? else {
-            return Err(StoreError::NoThread(self.id.clone()).into());
+            return Err(StoreError::NoThread(self.id.clone().into()).into());
         };
         if t.owner != self.identity || t.agent != self.shared().agent.name {
             return Err(StoreError::Forbidden {
-                thread: self.id.clone(),
+                thread: self.id.clone().into(),
             }
             .into());
         }
@@ -369,26 +370,26 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
     /// with outcome cancelled), or else the oldest queued run, which then
     /// never starts. Returns the run it reached; a thread with no run to
     /// cancel is an error, so a cancel is never silently lost.
-    pub async fn cancel(&self) -> Result<String, ClientError> {
+    pub async fn cancel(&self) -> Result<RunId, ClientError> {
         self.cancel_target(None).await
     }
 
     /// Cancels the run `run_id` of this thread (SPEC K6), active or queued.
     /// A run that has ended, or is not this thread's, is an error.
-    pub async fn cancel_run(&self, run_id: &str) -> Result<String, ClientError> {
+    pub async fn cancel_run(&self, run_id: &str) -> Result<RunId, ClientError> {
         self.cancel_target(Some(run_id)).await
     }
 
-    async fn cancel_target(&self, run: Option<&str>) -> Result<String, ClientError> {
+    async fn cancel_target(&self, run: Option<&str>) -> Result<RunId, ClientError> {
         let sh = self.shared();
         let mut attached = sh.process.attach(&self.id).await;
         let reached = sh.store.cancel(&self.scope(), run).await?;
         let miss = |m| match m {
             CancelMiss::NoRun => ClientError::NoRun {
-                thread: self.id.clone(),
+                thread: self.id.as_str().into(),
             },
             CancelMiss::Unknown(run) => ClientError::NoSuchRun {
-                thread: self.id.clone(),
+                thread: self.id.as_str().into(),
                 run,
             },
             CancelMiss::Ended(run) => ClientError::RunEnded { run },
@@ -443,7 +444,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
 
     async fn submit(&self, text: String, steer: bool) -> Result<Sent, ClientError> {
         let sh = self.shared();
-        let message_id = sh.ids.next_id(IdKind::Message);
+        let message_id = MessageId::new(sh.ids.next_id(IdKind::Message));
         let message = Message {
             id: message_id.clone(),
             seq: 0,
@@ -456,13 +457,15 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
         // the driver has stopped and this call starts a new one.
         let mut attached = sh.process.attach(&self.id).await;
         // A steer asks for a run id only when there is no run to steer.
-        let mut new_run = (!steer).then(|| sh.ids.next_id(IdKind::Run));
+        let mut new_run = (!steer).then(|| RunId::new(sh.ids.next_id(IdKind::Run)));
         let submitted = loop {
             let scope = self.scope();
             let m = message.clone();
             match sh.store.submit(&scope, m, steer, new_run.clone()).await? {
                 Some(s) => break s,
-                None if new_run.is_none() => new_run = Some(sh.ids.next_id(IdKind::Run)),
+                None if new_run.is_none() => {
+                    new_run = Some(RunId::new(sh.ids.next_id(IdKind::Run)))
+                }
                 None => return Err(StoreError::Protocol("a run id was refused".into()).into()),
             }
         };
@@ -496,7 +499,7 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
     pub async fn state(&self) -> Result<ThreadState, ClientError> {
         let t = self.read_scoped().await?;
         Ok(ThreadState {
-            id: self.id.clone(),
+            id: self.id.clone().into(),
             version: t.version,
             messages: t
                 .messages

@@ -6,11 +6,12 @@ use proptest::prelude::*;
 use serde_json::Value;
 
 use super::*;
+use crate::id::CallId;
 use crate::message::{PaiMeta, Part, Producer, ResultSource, Role, ToolStatus, Visibility};
 use crate::model_view::{into_model_messages, pair_after};
 
 fn part() -> impl Strategy<Value = Part> {
-    let id = (0..3u8).prop_map(|i| format!("c{i}"));
+    let id = (0..3u8).prop_map(|i| CallId::new(format!("c{i}")));
     prop_oneof![
         2 => "[a-c]".prop_map(Part::text),
         2 => id.clone().prop_map(|call_id| Part::ToolCall {
@@ -47,7 +48,7 @@ fn stored(specs: Vec<(Role, Vec<Part>, bool)>) -> Vec<Message> {
         .into_iter()
         .enumerate()
         .map(|(i, (role, parts, context))| Message {
-            id: format!("m{i}"),
+            id: format!("m{i}").into(),
             seq: i as u64 + 1,
             role,
             parts,

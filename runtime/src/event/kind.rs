@@ -5,11 +5,13 @@
 //! Adding an event is one entry here (then one transcript arm and one
 //! grammar state in the simulator).
 
+use crate::store::FencingToken;
 use serde_json::Value;
 
 use super::stage::RunStage;
 use super::transition::Transition;
 use crate::clock::Millis;
+use crate::id::{CallId, MessageId, RunId};
 use crate::lifecycle::{
     AfterStepDecision, HookNote, ToolCallDecision, ToolResult, ToolResultDecision,
 };
@@ -91,33 +93,33 @@ event_kinds! {
         /// The run was queued behind its trigger message.
         Admitted {
             /// The id of the user message that triggered the run.
-            trigger: String,
+            trigger: MessageId,
         } = "admit",
         /// A steering message for this active run was stored (SPEC A4).
         Steered {
             /// The id of the steering message.
-            message: String,
+            message: MessageId,
         } = "steered",
         /// The run took its thread's lease for an episode (SPEC K2).
         LeaseAcquired {
             /// The episode, from 1.
             episode: u32,
             /// The fencing token of the lease.
-            token: u64,
+            token: FencingToken,
             /// The thread's version after the claim's commit (SPEC H1).
             version: u64,
         } = "lease_acquired",
         /// The holder renewed the run's lease (SPEC K3): one commit (H1).
         LeaseRenewed {
             /// The fencing token renewed.
-            token: u64,
+            token: FencingToken,
             /// The thread's version after the renewal's commit.
             version: u64,
         } = "lease_renewed",
         /// The driver lost the run's lease and stopped driving it (SPEC K2, K3).
         LeaseLost {
             /// The token it held.
-            token: u64,
+            token: FencingToken,
             /// Why: a stale token refused, or the store unreachable.
             reason: String,
         } = "lease_lost",
@@ -135,7 +137,7 @@ event_kinds! {
             /// The worker that held the lease, if known.
             from: Option<String>,
             /// The previous holder's token, now stale.
-            stale_token: u64,
+            stale_token: FencingToken,
             /// When that lease expired (virtual ms on the store's clock).
             expired_at: Millis,
             /// The run's next step: the one after its last committed step.
@@ -151,20 +153,20 @@ event_kinds! {
             /// Model-only messages the episode overlay adds.
             overlay: usize,
             /// The text of the run's newest user message.
-            latest_user: Option<String>,
+            latest_user: Option<MessageId>,
             /// This episode resumes a run that waited (SPEC L1, T7).
             resumed: bool,
         } = "prepare_run",
         /// `prepare_run` responded; the response was committed.
         Respond {
             /// The user message `prepare_run` judged (the run's newest, L1).
-            latest_user: Option<String>,
+            latest_user: Option<MessageId>,
             /// The run's outcome.
             outcome: Outcome,
             /// Why, if the hook said.
             reason: Option<String>,
             /// The id of the committed message.
-            message: String,
+            message: MessageId,
             /// The thread's version after the commit.
             version: u64,
         } = "respond",
@@ -246,7 +248,7 @@ event_kinds! {
             /// The step, from 1.
             step: u32,
             /// The id of the committed message.
-            message: String,
+            message: MessageId,
             /// The thread's version after the commit.
             version: u64,
         } = "commit_step",
@@ -255,7 +257,7 @@ event_kinds! {
             /// The step, from 1.
             step: u32,
             /// The call's id.
-            call_id: String,
+            call_id: CallId,
             /// The tool called.
             tool: String,
             /// The joined decision.
@@ -266,7 +268,7 @@ event_kinds! {
             /// The step, from 1.
             step: u32,
             /// The call's id.
-            call_id: String,
+            call_id: CallId,
             /// The tool.
             tool: String,
             /// The input it was given.
@@ -279,7 +281,7 @@ event_kinds! {
             /// The step, from 1.
             step: u32,
             /// The call's id.
-            call_id: String,
+            call_id: CallId,
             /// The tool.
             tool: String,
             /// The call's input the handler received.
@@ -296,7 +298,7 @@ event_kinds! {
         /// A hook stored a hidden lifecycle context message (SPEC L13).
         ContextMessage {
             /// The id of the stored message.
-            message: String,
+            message: MessageId,
             /// The thread's version after the commit.
             version: u64,
         } = "context_message",
@@ -304,7 +306,7 @@ event_kinds! {
         /// episode ends and the lease is released.
         Waiting {
             /// The ids of the calls waited on.
-            calls: Vec<String>,
+            calls: Vec<CallId>,
             /// The thread's version after the wait's commit (SPEC H1).
             version: u64,
         } = "wait",
@@ -312,7 +314,7 @@ event_kinds! {
         /// backend tools run (SPEC T9): one commit.
         Awaiting {
             /// The ids of the answerable calls.
-            calls: Vec<String>,
+            calls: Vec<CallId>,
             /// The thread's version after the commit.
             version: u64,
         } = "awaiting",
@@ -325,7 +327,7 @@ event_kinds! {
         /// A client answered a waiting call (SPEC T9).
         Answered {
             /// The call's id.
-            call_id: String,
+            call_id: CallId,
             /// The answer.
             answer: Answer,
             /// The thread's version after the answer's commit.
@@ -345,7 +347,7 @@ event_kinds! {
             /// The step, from 1.
             step: u32,
             /// The call's id.
-            call_id: String,
+            call_id: CallId,
             /// The joined decision.
             decision: ToolResultDecision,
         } = "after_tool_result",
@@ -354,7 +356,7 @@ event_kinds! {
             /// The step, from 1.
             step: u32,
             /// The id of the committed message.
-            message: String,
+            message: MessageId,
             /// The thread's version after the commit.
             version: u64,
         } = "commit_tool_results",
@@ -390,7 +392,7 @@ event_kinds! {
             /// The thread's version after it.
             version: u64,
             /// Ids of the messages it appended.
-            appended: Vec<String>,
+            appended: Vec<MessageId>,
             /// Client-readable metadata keys it set or removed.
             metadata: Vec<String>,
             /// Private metadata keys it set or removed (names only: values
@@ -417,11 +419,11 @@ event_kinds! {
             /// `regenerate` or `visibility`.
             kind: &'static str,
             /// Messages it removed (a regeneration).
-            removed: Vec<String>,
+            removed: Vec<MessageId>,
             /// Metadata keys its `prepare_history_rewrite` patches wrote.
             patched: Vec<String>,
             /// The run a regeneration started.
-            started: Option<String>,
+            started: Option<RunId>,
         } = "history_rewritten",
         /// `history_rewritten` hooks heard rewrite facts (SPEC R3), in one
         /// call.
@@ -446,7 +448,7 @@ event_kinds! {
             /// The incarnation deleted.
             incarnation: u64,
             /// Runs cancelled with it.
-            cancelled: Vec<String>,
+            cancelled: Vec<RunId>,
         } = "thread_deleted",
         /// An incarnation of the thread started (SPEC H5).
         ThreadCreated {
@@ -467,7 +469,7 @@ event_kinds! {
             /// The step, from 1.
             step: u32,
             /// The id of the summary record.
-            summary: String,
+            summary: MessageId,
             /// The sequence number the cursor moved to.
             through: u64,
             /// The thread's version after the commit.

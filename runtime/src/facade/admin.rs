@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::clock::IdKind;
 use crate::event::EventKind;
 use crate::facade::{Committer, rewrite_writes};
+use crate::id::MessageId;
 use crate::lifecycle::{RewriteFact, RewriteKind};
 use crate::message::Visibility;
 use crate::shared::Shared;
@@ -112,7 +113,7 @@ impl<C: Send + Sync + 'static> AdminThread<C> {
     /// run is running or waiting on the thread.
     pub async fn set_visibility(
         &self,
-        changes: Vec<(String, Visibility)>,
+        changes: Vec<(MessageId, Visibility)>,
         expect: Expect,
     ) -> Result<Mutation, MutateError> {
         let (_, done) = self
@@ -154,7 +155,7 @@ impl<C: Send + Sync + 'static> AdminThread<C> {
                 .collect()
         });
         let kind = RewriteKind::Regenerate {
-            from: from.to_string(),
+            from: from.into(),
             removed,
         };
         let (writes, patched) = rewrite_writes(self.sh(), &stored, &kind)
@@ -166,7 +167,14 @@ impl<C: Send + Sync + 'static> AdminThread<C> {
         let expect = Expect::version_of(&stored);
         let reply = sh
             .store
-            .regenerate(&self.id, stored.incarnation, from, new_run, expect, writes)
+            .regenerate(
+                &self.id,
+                stored.incarnation,
+                from,
+                new_run.into(),
+                expect,
+                writes,
+            )
             .await;
         let done = match reply {
             Ok(Ok(done)) => done,

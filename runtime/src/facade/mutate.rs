@@ -38,10 +38,10 @@ impl<C: Send + Sync + 'static> Committer<'_, C> {
     /// The thread as stored, if it is still the incarnation bound to.
     pub(crate) async fn read(&self) -> Result<StoredThread, StoreError> {
         let stored = self.sh.store.inspect(self.thread).await?;
-        let stored = stored.ok_or_else(|| StoreError::NoThread(self.thread.to_string()))?;
+        let stored = stored.ok_or_else(|| StoreError::NoThread(self.thread.into()))?;
         match self.incarnation {
             Some(i) if i != stored.incarnation => Err(StoreError::Deleted {
-                thread: self.thread.to_string(),
+                thread: self.thread.into(),
                 incarnation: i,
             }),
             _ => Ok(stored),

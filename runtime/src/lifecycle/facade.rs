@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::future::HookFuture;
+use crate::id::MessageId;
 use crate::metadata::MetaType;
 use crate::staged::{MutateError, Staged};
 use crate::store::{Expect, Mutation, StoredThread};
@@ -43,7 +44,7 @@ pub(crate) enum Progress {
     },
     Compacted {
         step: u32,
-        summary: String,
+        summary: MessageId,
         through: u64,
         version: u64,
     },

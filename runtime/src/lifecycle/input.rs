@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::decision::HookNote;
 use super::facade::RunFacade;
 use crate::clock::Millis;
+use crate::id::CallId;
 use crate::message::{Message, ModelMessage, ResultSource, ToolStatus};
 use crate::patch::Route;
 
@@ -138,7 +139,7 @@ pub struct ToolCallInput<'a> {
 #[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
 pub struct ToolResult {
     /// The call's id.
-    pub call_id: String,
+    pub call_id: CallId,
     /// The tool.
     pub tool: String,
     /// Whether the tool produced an output.

@@ -5,13 +5,17 @@
 
 use serde_json::{Map, Value};
 
+use crate::id::MessageId;
 use crate::store::{StoredThread, VisibilityChange, Write};
 
 /// A history rewrite (SPEC R2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RewriteKind {
     /// History after user message `from` is removed and a new run starts from it.
-    Regenerate { from: String, removed: Vec<String> },
+    Regenerate {
+        from: MessageId,
+        removed: Vec<MessageId>,
+    },
     /// Trusted code changed stored visibility of these messages.
     Visibility { changes: Vec<VisibilityChange> },
 }

@@ -1,5 +1,6 @@
 //! Stored messages and the model-facing shape derived from them.
 
+use crate::id::{CallId, MessageId, RunId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -90,7 +91,7 @@ impl Outcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PaiMeta {
     pub producer: Producer,
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
     pub step: Option<u32>,
     pub updated_at: Millis,
     /// Set on terminal lifecycle responses (SPEC L12).
@@ -103,7 +104,7 @@ impl PaiMeta {
     pub fn new(producer: Producer, run_id: Option<&str>, step: Option<u32>, at: Millis) -> PaiMeta {
         PaiMeta {
             producer,
-            run_id: run_id.map(str::to_string),
+            run_id: run_id.map(RunId::from),
             step,
             updated_at: at,
             outcome: None,
@@ -178,7 +179,7 @@ pub enum Part {
     /// A tool call.
     ToolCall {
         /// The call's id.
-        call_id: String,
+        call_id: CallId,
         /// The tool.
         tool: String,
         /// Its input.
@@ -187,7 +188,7 @@ pub enum Part {
     /// A tool result.
     ToolResult {
         /// The call's id.
-        call_id: String,
+        call_id: CallId,
         /// The tool.
         tool: String,
         /// Whether the tool produced an output.
@@ -208,7 +209,7 @@ impl Part {
 /// A stored message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
-    pub id: String,
+    pub id: MessageId,
     /// Physical sequence number in the thread, starting at 1, never reused.
     pub seq: u64,
     pub role: Role,
@@ -297,7 +298,7 @@ pub enum ModelContent {
     /// A tool call of the model.
     ToolCall {
         /// The call's id.
-        call_id: String,
+        call_id: CallId,
         /// The tool.
         tool: String,
         /// Its input.
@@ -306,7 +307,7 @@ pub enum ModelContent {
     /// A tool's result.
     ToolResult {
         /// The call's id.
-        call_id: String,
+        call_id: CallId,
         /// The tool.
         tool: String,
         /// The output, failure value or error text the model sees.

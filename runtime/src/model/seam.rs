@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::delta::Delta;
 use crate::future::HookFuture;
+use crate::id::{CallId, RunId};
 use crate::message::ModelMessage;
 use crate::patch::Route;
 use crate::tool::ToolSpec;
@@ -17,7 +18,7 @@ use crate::tool::ToolSpec;
 /// Everything one provider attempt receives.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelRequest {
-    pub run_id: String,
+    pub run_id: RunId,
     pub step: u32,
     pub route: Route,
     pub instructions: String,
@@ -42,7 +43,7 @@ impl ModelRequest {
         tools: Vec<ToolSpec>,
     ) -> ModelRequest {
         ModelRequest {
-            run_id: String::new(),
+            run_id: RunId::default(),
             step: 0,
             route,
             instructions: instructions.into(),
@@ -94,7 +95,7 @@ pub enum StreamPart {
 /// A tool call a provider streamed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamedCall {
-    pub call_id: String,
+    pub call_id: CallId,
     pub tool: String,
     pub input: Value,
 }
@@ -112,7 +113,7 @@ impl StreamPart {
 
     /// A tool call.
     pub fn tool_call(
-        call_id: impl Into<String>,
+        call_id: impl Into<CallId>,
         tool: impl Into<String>,
         input: Value,
     ) -> StreamPart {

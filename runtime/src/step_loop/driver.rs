@@ -19,6 +19,7 @@ use crate::future::{alongside, catch_panic};
 use crate::message::Outcome;
 use crate::shared::Shared;
 use crate::stop::StopSignal;
+use crate::store::FencingToken;
 use crate::store::{Claimed, Finish, RunEnd, RunStatus, WaitingCall};
 
 /// Drains a thread's run queue, one run at a time, then lets the thread go idle.
@@ -189,8 +190,8 @@ async fn next_episode<C>(
     sh: &Shared<C>,
     thread: &str,
     run: &str,
-    token: u64,
-) -> Result<(u64, u32, u64), crate::store::StoreError> {
+    token: FencingToken,
+) -> Result<(FencingToken, u32, u64), crate::store::StoreError> {
     let mut attached = sh.process.attach(thread).await;
     let moved = sh.store.next_episode(thread, run, token).await?;
     sh.told(&mut attached, moved.2);
@@ -341,7 +342,7 @@ async fn finish<C>(sh: &Shared<C>, thread: &str, run: &str, lease: &RunLease, en
                 sh.told(&mut attached, v);
                 break;
             }
-            Ok(Finish::NeedRunId) => next_run = Some(sh.ids.next_id(IdKind::Run)),
+            Ok(Finish::NeedRunId) => next_run = Some(sh.ids.next_id(IdKind::Run).into()),
             Ok(Finish::CancelFirst) => {
                 end = cancelled();
                 // Where the run stopped stays said: a hook that failed

@@ -9,6 +9,7 @@ use super::resume::Resolution;
 use super::tools::RESPONDED_WITHOUT;
 use crate::clock::IdKind;
 use crate::event::{EventKind, RunStage, Transition};
+use crate::id::MessageId;
 use crate::lifecycle::{Phase, Response, RunDecision, RunInput, StreamKind};
 use crate::message::{Message, Outcome, Producer, Role, Visibility};
 use crate::patch::{Overlay, Route};
@@ -195,7 +196,11 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
 
     /// Commits a `prepare_run` response to the run's newest user message
     /// `latest_user` and ends the run (SPEC L12, L1).
-    async fn respond(&self, mut r: Response, latest_user: Option<String>) -> Result<RunEnd, Fail> {
+    async fn respond(
+        &self,
+        mut r: Response,
+        latest_user: Option<MessageId>,
+    ) -> Result<RunEnd, Fail> {
         // The response is output like any other: canonical transforms apply (L12).
         r.parts = self.finished(StreamKind::Respond, None, std::mem::take(&mut r.parts))?;
         let id = self.sh.ids.next_id(IdKind::Message);
@@ -203,7 +208,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         pai.outcome = Some(r.outcome);
         pai.reason.clone_from(&r.reason);
         let msg = Message {
-            id: id.clone(),
+            id: id.clone().into(),
             seq: 0,
             role: Role::Assistant,
             parts: r.parts,
@@ -215,7 +220,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             latest_user,
             outcome: r.outcome,
             reason: r.reason.clone(),
-            message: id,
+            message: id.into(),
             version: appended.version,
         });
         Ok(RunEnd {

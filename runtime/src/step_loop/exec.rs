@@ -2,6 +2,7 @@
 //! shares: calling hooks (and skipping phases no hook handles), committing
 //! under the episode's lease, and reporting events.
 
+use crate::store::FencingToken;
 use tracing::Instrument;
 
 use super::lease::RunLease;
@@ -46,7 +47,7 @@ pub(super) struct Exec<'a, C> {
     /// `prepare_run` says.
     pub(super) resumed: bool,
     /// The episode's fencing token: every write carries it (SPEC K2).
-    pub(super) token: u64,
+    pub(super) token: FencingToken,
     pub(super) stop: &'a StopSignal,
     /// The run's lease: once lost, the episode writes nothing more (K3).
     pub(super) lease: &'a RunLease,

@@ -12,6 +12,7 @@ use crate::event::{EventKind, RunStage};
 use crate::facade::Committer;
 use crate::future::HookFuture;
 use crate::future::panic_message;
+use crate::id::MessageId;
 use crate::lifecycle::{Progress, RunFacade, StageFn, ToolResult};
 use crate::message::{Message, Part, Producer, Role, Visibility};
 use crate::metadata::MetaType;
@@ -151,7 +152,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             sh: self.sh,
             thread: self.thread,
             writer: Writer::Run {
-                run: self.run.to_string(),
+                run: self.run.into(),
                 token: self.token,
             },
             incarnation: None,
@@ -161,7 +162,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
 
 impl<C: Send + Sync + 'static> Exec<'_, C> {
     async fn context_message(&self, text: String) -> Result<String, String> {
-        let id = self.sh.ids.next_id(IdKind::Message);
+        let id = MessageId::new(self.sh.ids.next_id(IdKind::Message));
         let message = Message {
             id: id.clone(),
             seq: 0,
@@ -182,6 +183,6 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             message: id.clone(),
             version: appended.version,
         });
-        Ok(id)
+        Ok(id.into_string())
     }
 }

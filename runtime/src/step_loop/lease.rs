@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::event::EventKind;
 use crate::shared::Shared;
 use crate::stop::StopSignal;
+use crate::store::FencingToken;
 use crate::store::{StoreError, WaitingCall};
 
 /// The lease a driver holds on one run.
@@ -27,9 +28,9 @@ pub(super) struct RunLease {
 }
 
 impl RunLease {
-    pub(super) fn new(token: u64) -> RunLease {
+    pub(super) fn new(token: FencingToken) -> RunLease {
         RunLease {
-            token: AtomicU64::new(token),
+            token: AtomicU64::new(token.get()),
             lost: Mutex::new(None),
             released: AtomicBool::new(false),
             waited: Mutex::new((Vec::new(), 0)),
@@ -37,12 +38,12 @@ impl RunLease {
         }
     }
 
-    pub(super) fn token(&self) -> u64 {
-        self.token.load(Ordering::Relaxed)
+    pub(super) fn token(&self) -> FencingToken {
+        FencingToken::new(self.token.load(Ordering::Relaxed))
     }
 
-    pub(super) fn set_token(&self, token: u64) {
-        self.token.store(token, Ordering::Relaxed);
+    pub(super) fn set_token(&self, token: FencingToken) {
+        self.token.store(token.get(), Ordering::Relaxed);
         self.released.store(false, Ordering::Relaxed);
     }
 
@@ -182,7 +183,7 @@ pub(super) async fn renew_once<C>(
     sh: &Shared<C>,
     thread: &str,
     run: &str,
-    token: u64,
+    token: FencingToken,
 ) -> Result<bool, crate::store::StoreError> {
     let (cancel, version) = sh.store.renew(thread, run, token).await?;
     sh.emit(thread, run, || EventKind::LeaseRenewed { token, version });

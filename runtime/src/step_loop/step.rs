@@ -280,7 +280,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// offers, the agent's instructions, `messages`.
     fn request(&self, step: u32, route: Route, messages: Vec<ModelMessage>) -> ModelRequest {
         ModelRequest {
-            run_id: self.run.to_string(),
+            run_id: self.run.into(),
             step,
             tools: offered(&self.sh.tool_specs, &route),
             route,
@@ -386,7 +386,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             }
         };
         let message = Message {
-            id: self.sh.ids.next_id(IdKind::Message),
+            id: self.sh.ids.next_id(IdKind::Message).into(),
             seq: 0,
             role: Role::Assistant,
             parts,

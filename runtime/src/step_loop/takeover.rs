@@ -11,6 +11,7 @@ use super::exec::{Exec, Fail};
 use super::step::tool_calls;
 use super::tools::{CANCELLED, Call};
 use crate::event::{EventKind, RunStage, Transition};
+use crate::id::CallId;
 use crate::lifecycle::ToolResult;
 use crate::message::{Message, Part, ResultSource, Role};
 use crate::patch::Route;
@@ -54,7 +55,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let Some((last, calls)) = thread.and_then(|t| orphans(&t.messages, self.run)) else {
             return self.commit_closed(step, closed).await;
         };
-        let done: BTreeSet<String> = closed.iter().map(|r| r.call_id.clone()).collect();
+        let done: BTreeSet<CallId> = closed.iter().map(|r| r.call_id.clone()).collect();
         let mut finals = closed;
         for c in calls.iter().filter(|c| !done.contains(&c.call_id)) {
             let text = serde_json::Value::String(CANCELLED.into());

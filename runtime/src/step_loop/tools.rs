@@ -13,6 +13,7 @@ use tracing::Instrument;
 use super::exec::{Exec, Fail};
 use crate::event::{EventKind, RunStage};
 use crate::future::guarded;
+use crate::id::CallId;
 use crate::lifecycle::{
     Phase, ToolCallDecision, ToolCallInput, ToolResult, ToolResultDecision, ToolResultInput,
 };
@@ -40,7 +41,7 @@ pub(super) const COMPLETED_WITHOUT: &str = "The run completed before the call wa
 /// One tool call the model asked for.
 #[derive(Debug)]
 pub(super) struct Call {
-    pub(super) call_id: String,
+    pub(super) call_id: CallId,
     pub(super) tool: String,
     pub(super) input: Value,
 }
@@ -348,7 +349,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         for (i, tool, input) in ready {
             let c = &calls[i];
             let cx = ToolCx {
-                run_id: self.run.to_string(),
+                run_id: self.run.into(),
                 call_id: c.call_id.clone(),
                 idempotency_key: format!("{}/{}", self.run, c.call_id),
             };
@@ -539,7 +540,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             })
             .collect();
         Message {
-            id,
+            id: id.into(),
             seq: 0,
             role: Role::Tool,
             parts,

@@ -9,12 +9,13 @@
 //! context of a run admitted before it.
 
 use super::ThreadRec;
+use crate::id::MessageId;
 use crate::message::Message;
 
 impl ThreadRec {
     /// Whether `m` has not entered any context yet.
     pub(crate) fn is_hidden(&self, m: &Message) -> bool {
-        !self.hidden.is_empty() && self.hidden.contains_key(&m.id)
+        !self.hidden.is_empty() && self.hidden.contains_key(m.id.as_str())
     }
 
     /// Whether `m` entered the context after a later message: the
@@ -86,7 +87,7 @@ impl ThreadRec {
             .map(|(id, _)| id.clone())
             .collect();
         for id in &entering {
-            self.hidden.remove(id);
+            self.hidden.remove(id.as_str());
         }
         self.enter_now(&entering);
     }
@@ -99,7 +100,7 @@ impl ThreadRec {
     /// there moves (the history epoch changes, so cached contexts are read
     /// again).
     pub(in crate::store) fn enter_now(&mut self, ids: &[String]) {
-        let entering = |m: &&Message| ids.contains(&m.id);
+        let entering = |m: &&Message| ids.iter().any(|id| *id == m.id);
         let seqs: Vec<u64> = self
             .messages
             .iter()
@@ -143,9 +144,9 @@ impl ThreadRec {
     }
 
     /// A truncation removed these messages: they are forgotten here too.
-    pub(in crate::store) fn forget_removed(&mut self, removed: &[String]) {
+    pub(in crate::store) fn forget_removed(&mut self, removed: &[MessageId]) {
         for id in removed {
-            self.hidden.remove(id);
+            self.hidden.remove(id.as_str());
         }
         let last = self.messages.last().map_or(0, |m| m.seq);
         self.entered.retain(|seq, _| *seq <= last);

@@ -14,6 +14,8 @@ use super::record::{Claimed, RunEnd, RunStatus, StoreError, Submitted};
 use super::reply::{AdminReply, ClientReply, FacadeReply, Finish, ReadReply, RunReply, StoreReply};
 use super::thread::ThreadRec;
 use crate::clock::Millis;
+use crate::id::RunId;
+use crate::store::FencingToken;
 
 /// An unscoped claim tried on thread `id` (SPEC K1, K3).
 pub(crate) fn claim_first(
@@ -117,7 +119,7 @@ pub(crate) fn apply_missing(
             rec.debug_check_commit(mark);
             (reply, Some(rec))
         }
-        _ => (Err(StoreError::NoThread(thread.to_string())), None),
+        _ => (Err(StoreError::NoThread(thread.into())), None),
     }
 }
 
@@ -140,7 +142,7 @@ fn open(
     else {
         return Ok(ClientReply::Opened);
     };
-    let steered = rec.current_run().filter(|_| steer).map(str::to_string);
+    let steered = rec.current_run().filter(|_| steer).map(RunId::from);
     let (run, is_steer) = match (steered, new_run) {
         (Some(run), _) => (run, true),
         (None, Some(run)) => (run, false),
@@ -167,12 +169,12 @@ fn open(
 fn live_incarnation(rec: &ThreadRec, thread: &str, run: Option<&str>) -> Result<(), StoreError> {
     if let Some(incarnation) = run.and_then(|run| rec.retired(run)) {
         return Err(StoreError::Deleted {
-            thread: thread.to_string(),
+            thread: thread.into(),
             incarnation,
         });
     }
     match rec.is_deleted() {
-        true => Err(StoreError::NoThread(thread.to_string())),
+        true => Err(StoreError::NoThread(thread.into())),
         false => Ok(()),
     }
 }
@@ -278,7 +280,7 @@ fn facade_op(
 fn run_op(
     rec: &mut ThreadRec,
     run: &str,
-    token: u64,
+    token: FencingToken,
     op: RunOp,
     now: Millis,
 ) -> Result<RunReply, StoreError> {
@@ -311,7 +313,7 @@ fn run_op(
 fn run_write(
     rec: &mut ThreadRec,
     run: &str,
-    token: u64,
+    token: FencingToken,
     op: RunOp,
     now: Millis,
 ) -> Result<RunReply, StoreError> {
@@ -361,7 +363,7 @@ fn run_write(
 
 /// Records how `run` ended (K6: a run a cancel reached ends cancelled; a
 /// leftover steer starts `next_run`, A4).
-fn finish(rec: &mut ThreadRec, run: &str, end: &RunEnd, next_run: Option<String>) -> Finish {
+fn finish(rec: &mut ThreadRec, run: &str, end: &RunEnd, next_run: Option<RunId>) -> Finish {
     if end.status != RunStatus::Cancelled && rec.cancel_requested(run) {
         return Finish::CancelFirst;
     }
@@ -369,7 +371,9 @@ fn finish(rec: &mut ThreadRec, run: &str, end: &RunEnd, next_run: Option<String>
         return Finish::NeedRunId;
     }
     let version = rec.end_run(run, end);
-    let admitted =
-        next_run.and_then(|next| rec.admit_leftover_steers(&next).map(|steer| (next, steer)));
+    let admitted = next_run.and_then(|next| {
+        rec.admit_leftover_steers(&next)
+            .map(|steer| (next, steer.into()))
+    });
     Finish::Stored { admitted, version }
 }

@@ -19,7 +19,9 @@ use super::record::{
 use super::reply::{AdminReply, ClientReply, FacadeReply, Finish, ReadReply, RunReply, StoreReply};
 use super::waiting::{Answer, AnswerMiss, WaitingCall};
 use crate::clock::Millis;
+use crate::id::{RunId, ThreadId};
 use crate::message::Message;
+use crate::store::FencingToken;
 
 /// A runtime's store.
 #[derive(Clone)]
@@ -55,7 +57,7 @@ pub(crate) struct Scope<'a> {
 }
 
 /// A run's fence: its thread, the run and its lease token.
-type Fence<'a> = (&'a str, &'a str, u64);
+type Fence<'a> = (&'a str, &'a str, FencingToken);
 
 fn unexpected(reply: impl std::fmt::Debug) -> StoreError {
     StoreError::Protocol(format!("unexpected answer {reply:?}"))
@@ -122,7 +124,7 @@ impl StoreHandle {
         s: &Scope<'_>,
         message: Message,
         steer: bool,
-        new_run: Option<String>,
+        new_run: Option<RunId>,
     ) -> Result<Option<Submitted>, StoreError> {
         let op = ClientOp::Submit {
             message,
@@ -145,7 +147,7 @@ impl StoreHandle {
         run: Option<&str>,
     ) -> Result<Result<CancelReached, CancelMiss>, StoreError> {
         let op = ClientOp::Cancel {
-            run: run.map(str::to_string),
+            run: run.map(RunId::from),
         };
         expect!(self.client(s, op).await?, ClientReply::Cancelled(x) => x)
     }
@@ -173,7 +175,7 @@ impl StoreHandle {
         expect!(reply, AdminReply::Thread(x) => x)
     }
 
-    pub(crate) async fn ids(&self) -> Result<Vec<String>, StoreError> {
+    pub(crate) async fn ids(&self) -> Result<Vec<ThreadId>, StoreError> {
         expect!(self.admin(StoreRequest::ThreadIds).await?, AdminReply::Ids(x) => x)
     }
 
@@ -183,7 +185,7 @@ impl StoreHandle {
         worker: &str,
         ttl: Option<Millis>,
     ) -> Result<Option<Claimed>, StoreError> {
-        let request = StoreRequest::claim(thread.map(str::to_string), worker, ttl);
+        let request = StoreRequest::claim(thread.map(ThreadId::from), worker, ttl);
         expect!(self.admin(request).await?, AdminReply::Claimed(x) => x)
     }
 
@@ -201,8 +203,8 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
-    ) -> Result<(u64, u32, u64), StoreError> {
+        token: FencingToken,
+    ) -> Result<(FencingToken, u32, u64), StoreError> {
         let reply = self.run((thread, run, token), RunOp::NextEpisode).await?;
         expect!(reply, RunReply::Lease { token, episode, version } => (token, episode, version))
     }
@@ -211,7 +213,7 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
     ) -> Result<(bool, u64), StoreError> {
         let reply = self.run((thread, run, token), RunOp::Renew).await?;
         expect!(reply, RunReply::Renewed { cancel_requested, version } => (cancel_requested, version))
@@ -221,7 +223,7 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
         messages: Vec<Message>,
         step: Option<u32>,
     ) -> Result<Appended, StoreError> {
@@ -234,7 +236,7 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
     ) -> Result<(u64, u64), StoreError> {
         let reply = self.run((thread, run, token), RunOp::TakeAnchor).await?;
         expect!(reply, RunReply::Anchor { last_seq, incarnation } => (last_seq, incarnation))
@@ -244,7 +246,7 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
     ) -> Result<(), StoreError> {
         let reply = self.run((thread, run, token), RunOp::TakeSteer).await?;
         expect!(reply, RunReply::SteerTaken => ())
@@ -263,7 +265,7 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
         value: Value,
     ) -> Result<u64, StoreError> {
         let op = RunOp::SetRunMetadata { value };
@@ -286,7 +288,7 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
         calls: Vec<WaitingCall>,
     ) -> Result<Option<(Vec<WaitingCall>, u64)>, StoreError> {
         let reply = self
@@ -301,7 +303,7 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
     ) -> Result<Vec<WaitingCall>, StoreError> {
         let reply = self.run((thread, run, token), RunOp::CloseCalls).await?;
         expect!(reply, RunReply::Closed(x) => x)
@@ -311,7 +313,7 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
         messages: Vec<Message>,
     ) -> Result<Appended, StoreError> {
         let op = RunOp::CommitResumed { messages };
@@ -324,9 +326,9 @@ impl StoreHandle {
         &self,
         thread: &str,
         run: &str,
-        token: u64,
+        token: FencingToken,
         end: &RunEnd,
-        next_run: Option<String>,
+        next_run: Option<RunId>,
     ) -> Result<Finish, StoreError> {
         let op = RunOp::Finish {
             end: end.clone(),
@@ -430,7 +432,7 @@ impl StoreHandle {
         thread: &str,
         incarnation: u64,
         from: &str,
-        new_run: String,
+        new_run: RunId,
         expect: Expect,
         writes: Vec<Write>,
     ) -> Result<Result<Regeneration, Refusal>, StoreError> {

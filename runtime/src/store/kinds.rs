@@ -111,7 +111,7 @@ fn admin_name(op: &AdminOp) -> &'static str {
 mod tests {
     use super::*;
     use crate::message::{Message, Outcome, PaiMeta, Producer, Role, Visibility};
-    use crate::store::{Answer, Expect, HistoryRead, RunEnd, RunStatus, Writer};
+    use crate::store::{Answer, Expect, FencingToken, HistoryRead, RunEnd, RunStatus, Writer};
 
     fn end() -> RunEnd {
         RunEnd {
@@ -156,7 +156,7 @@ mod tests {
     fn every_kind() -> Vec<StoreRequest> {
         let message = message();
         let client = |op| StoreRequest::client("t", "a", "o", op);
-        let run = |op| StoreRequest::run("t", "r", 1, op);
+        let run = |op| StoreRequest::run("t", "r", FencingToken::new(1), op);
         let read = |op| StoreRequest::read("t", op);
         let admin = |op| StoreRequest::admin("t", op);
         let (mutate, regenerate) = facade_ops();

@@ -6,6 +6,7 @@
 use super::super::record::{Claimed, RunStatus, StoreError, Takeover};
 use super::ThreadRec;
 use crate::clock::Millis;
+use crate::store::FencingToken;
 
 /// A thread's lease. `holder` is the run whose episode holds it; `worker`
 /// the process driving that episode.
@@ -13,7 +14,7 @@ use crate::clock::Millis;
 pub(super) struct Lease {
     pub(super) holder: Option<String>,
     worker: Option<String>,
-    pub(super) token: u64,
+    pub(super) token: FencingToken,
     ttl: Option<Millis>,
     expires: Option<Millis>,
 }
@@ -29,7 +30,7 @@ impl ThreadRec {
     /// Refuses a write under `token` unless it is the current lease token
     /// (K2). A holder whose lease expired but that nobody took over still
     /// has the newest token: its write lands, and renews the lease.
-    pub(in crate::store) fn fenced(&self, token: Option<u64>) -> Result<(), StoreError> {
+    pub(in crate::store) fn fenced(&self, token: Option<FencingToken>) -> Result<(), StoreError> {
         match token {
             Some(given) if given != self.lease.token => Err(StoreError::StaleLease {
                 given,
@@ -78,7 +79,7 @@ impl ThreadRec {
         self.lease = Lease {
             holder: Some(run.clone()),
             worker: Some(worker.to_string()),
-            token: self.lease.token + 1,
+            token: self.lease.token.next(),
             ttl,
             expires: ttl.map(|t| now + t),
         };
@@ -91,8 +92,8 @@ impl ThreadRec {
         r.episodes += 1;
         Some(Claimed {
             version,
-            thread: thread.to_string(),
-            run,
+            thread: thread.into(),
+            run: run.into(),
             resumed,
             cancel_requested: r.cancel_requested,
             token,
@@ -127,19 +128,19 @@ impl ThreadRec {
     pub(in crate::store) fn next_episode(
         &mut self,
         run: &str,
-        token: u64,
+        token: FencingToken,
         now: Millis,
-    ) -> Result<(u64, u32, u64), StoreError> {
+    ) -> Result<(FencingToken, u32, u64), StoreError> {
         let episodes = self
             .runs
             .iter()
             .find(|r| r.id == run)
             .map(|r| r.episodes + 1)
             .ok_or_else(|| StoreError::LeaseNotHeld {
-                run: run.to_string(),
+                run: run.into(),
                 token,
             })?;
-        self.lease.token += 1;
+        self.lease.token = self.lease.token.next();
         self.touch(now);
         if let Some(r) = self.run_mut(run) {
             r.episodes = episodes;
@@ -159,12 +160,16 @@ impl ThreadRec {
     }
 
     /// Checks that `token` is current and `run` holds the lease.
-    pub(in crate::store) fn holding(&self, run: &str, token: u64) -> Result<(), StoreError> {
+    pub(in crate::store) fn holding(
+        &self,
+        run: &str,
+        token: FencingToken,
+    ) -> Result<(), StoreError> {
         self.fenced(Some(token))?;
         match self.lease.holder.as_deref() == Some(run) {
             true => Ok(()),
             false => Err(StoreError::LeaseNotHeld {
-                run: run.to_string(),
+                run: run.into(),
                 token,
             }),
         }
@@ -176,7 +181,7 @@ impl ThreadRec {
         self.lease.holder = None;
         self.lease.worker = None;
         self.lease.expires = None;
-        self.lease.token += 1;
+        self.lease.token = self.lease.token.next();
     }
 
     /// Ends `run`'s episode: it no longer holds the lease.
@@ -194,7 +199,7 @@ impl ThreadRec {
 impl ThreadRec {
     pub(crate) fn append_t(
         &mut self,
-        token: Option<u64>,
+        token: Option<FencingToken>,
         messages: impl IntoIterator<Item = crate::message::Message>,
     ) -> Result<crate::store::record::Appended, StoreError> {
         self.fenced(token)?;
@@ -204,9 +209,9 @@ impl ThreadRec {
     pub(crate) fn next_episode_t(
         &mut self,
         run: &str,
-        token: u64,
+        token: FencingToken,
         now: Millis,
-    ) -> Result<(u64, u32, u64), StoreError> {
+    ) -> Result<(FencingToken, u32, u64), StoreError> {
         self.holding(run, token)?;
         self.next_episode(run, token, now)
     }
@@ -214,7 +219,7 @@ impl ThreadRec {
     pub(crate) fn renew_t(
         &mut self,
         run: &str,
-        token: u64,
+        token: FencingToken,
         now: Millis,
     ) -> Result<(bool, u64), StoreError> {
         self.holding(run, token)?;
@@ -224,7 +229,7 @@ impl ThreadRec {
     pub(crate) fn wait_t(
         &mut self,
         run: &str,
-        token: u64,
+        token: FencingToken,
         calls: Vec<crate::store::waiting::WaitingCall>,
     ) -> Result<Option<u64>, StoreError> {
         self.fenced(Some(token))?;
@@ -234,7 +239,7 @@ impl ThreadRec {
     pub(crate) fn await_calls_t(
         &mut self,
         run: &str,
-        token: u64,
+        token: FencingToken,
         calls: Vec<crate::store::waiting::WaitingCall>,
     ) -> Result<u64, StoreError> {
         self.fenced(Some(token))?;
@@ -244,7 +249,7 @@ impl ThreadRec {
     pub(crate) fn set_run_metadata_t(
         &mut self,
         run: &str,
-        token: u64,
+        token: FencingToken,
         value: serde_json::Value,
     ) -> Result<u64, StoreError> {
         self.fenced(Some(token))?;
@@ -254,7 +259,7 @@ impl ThreadRec {
     pub(crate) fn commit_resumed_t(
         &mut self,
         run: &str,
-        token: u64,
+        token: FencingToken,
         messages: Vec<crate::message::Message>,
     ) -> Result<crate::store::record::Appended, StoreError> {
         self.fenced(Some(token))?;

@@ -67,7 +67,7 @@ impl MemoryStore {
             StoreRequest::ThreadIds => Ok(StoreReply::Admin(AdminReply::Ids(
                 map.iter()
                     .filter(|(_, rec)| !rec.is_deleted())
-                    .map(|(id, _)| id.clone())
+                    .map(|(id, _)| id.into())
                     .collect(),
             ))),
             StoreRequest::ClaimAny { worker, ttl } => {
@@ -76,12 +76,12 @@ impl MemoryStore {
                     .find_map(|(id, rec)| engine::claim_first(rec, id, &worker, ttl, now));
                 Ok(StoreReply::Admin(AdminReply::Claimed(claimed)))
             }
-            StoreRequest::On { thread, op } => match map.get_mut(&thread) {
+            StoreRequest::On { thread, op } => match map.get_mut(thread.as_str()) {
                 Some(rec) => engine::apply_existing(rec, &thread, op, now),
                 None => {
                     let (reply, created) = engine::apply_missing(&thread, op);
                     if let Some(rec) = created {
-                        map.insert(thread, rec);
+                        map.insert(thread.to_string(), rec);
                     }
                     reply
                 }

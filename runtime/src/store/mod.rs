@@ -29,6 +29,7 @@ mod sqlite;
 #[cfg(all(test, any(feature = "sqlite", feature = "postgres")))]
 mod test_script;
 mod thread;
+mod token;
 mod waiting;
 
 pub(crate) use handle::StoreHandle;
@@ -50,4 +51,5 @@ pub use record::{
 pub use reply::{AdminReply, ClientReply, FacadeReply, Finish, ReadReply, RunReply, StoreReply};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{Durability, SqliteConfig, SqliteError, SqliteStore};
+pub use token::FencingToken;
 pub use waiting::{Answer, AnswerMiss, WaitingCall};

@@ -2,6 +2,8 @@
 //! writes, what a mutation expects of the stored thread, who writes, and
 //! why a store refuses a mutation or a history rewrite.
 
+use crate::id::{MessageId, RunId};
+use crate::store::FencingToken;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -56,7 +58,7 @@ pub enum Write {
     PrivateMetadata { key: String, value: Option<Value> },
     /// Changes a stored message's visibility (a visibility rewrite, R1).
     Visibility {
-        message: String,
+        message: MessageId,
         visibility: Visibility,
     },
 }
@@ -73,7 +75,7 @@ impl Write {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Writer {
     Trusted,
-    Run { run: String, token: u64 },
+    Run { run: RunId, token: FencingToken },
 }
 
 /// Why a mutation or rewrite committed nothing, though the store was reached.
@@ -94,13 +96,13 @@ pub enum Refusal {
     /// a running or waiting run (its pending calls must keep their
     /// messages), or for a regeneration a queued run.
     #[error("run {run} is {} on this thread: a history rewrite must wait until it ends or is cancelled", .status.as_str())]
-    Busy { run: String, status: RunStatus },
+    Busy { run: RunId, status: RunStatus },
     /// A write names a message the thread does not have.
     #[error("message {message} is not in the thread")]
-    NoMessage { message: String },
+    NoMessage { message: MessageId },
     /// A regeneration must start from a user message.
     #[error("message {message} is not a user message: a regeneration starts from one")]
-    NotUserMessage { message: String },
+    NotUserMessage { message: MessageId },
 }
 
 /// What a committed mutation did.
@@ -110,7 +112,7 @@ pub struct Mutation {
     pub version: u64,
     pub incarnation: u64,
     /// Ids of the messages it appended, in order.
-    pub appended: Vec<String>,
+    pub appended: Vec<MessageId>,
     /// The visibility changes it made (a rewrite when not empty).
     pub changed: Vec<VisibilityChange>,
 }
@@ -121,7 +123,7 @@ pub struct Mutation {
 #[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
 pub struct VisibilityChange {
     /// The message.
-    pub message: String,
+    pub message: MessageId,
     /// Its visibility before.
     pub before: Visibility,
     /// Its visibility after.
@@ -134,11 +136,11 @@ pub struct Regeneration {
     pub version: u64,
     pub incarnation: u64,
     /// The run it started, queued behind nothing.
-    pub run: String,
+    pub run: RunId,
     /// The user message the run starts from: the last message kept.
-    pub from: String,
+    pub from: MessageId,
     /// Ids of the messages it removed, in order.
-    pub removed: Vec<String>,
+    pub removed: Vec<MessageId>,
 }
 
 /// What deleting a thread did (SPEC H5).
@@ -148,7 +150,7 @@ pub struct Deletion {
     pub incarnation: u64,
     /// Every run that had not ended, each now cancelled (reason `deleted`),
     /// with the status it had.
-    pub cancelled: Vec<(String, RunStatus)>,
+    pub cancelled: Vec<(RunId, RunStatus)>,
     /// The thread's version after the delete's commit (SPEC H1).
     pub version: u64,
 }

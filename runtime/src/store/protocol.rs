@@ -12,6 +12,8 @@
 //! ([`FacadeOp`], H2, H3, R1); and trusted server code's and workers'
 //! requests outside any lease ([`AdminOp`]).
 
+use crate::id::{CallId, MessageId, RunId, ThreadId};
+use crate::store::FencingToken;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -39,7 +41,7 @@ pub trait Store: Send + Sync + 'static {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum StoreRequest {
     /// An operation on the thread `thread` (it may not exist yet).
-    On { thread: String, op: Op },
+    On { thread: ThreadId, op: Op },
     /// Every thread's id, in order. Answered [`AdminReply::Ids`](super::AdminReply::Ids).
     ThreadIds,
     /// Takes the lease of a run on the first thread in id order that has
@@ -59,7 +61,11 @@ pub enum Op {
     },
     /// A run's write (or fenced read) under its lease token: it lands only
     /// if `token` is the thread's newest and `run` holds the lease (K2).
-    Run { run: String, token: u64, op: RunOp },
+    Run {
+        run: RunId,
+        token: FencingToken,
+        op: RunOp,
+    },
     /// A read without a lease token.
     Read(ReadOp),
     /// The thread facade's transactions.
@@ -80,12 +86,12 @@ pub enum ClientOp {
     Submit {
         message: Message,
         steer: bool,
-        new_run: Option<String>,
+        new_run: Option<RunId>,
     },
     /// Cancels the named run, or the current one, or the oldest queued one.
-    Cancel { run: Option<String> },
+    Cancel { run: Option<RunId> },
     /// Records a client's answer to a waiting call.
-    Answer { call_id: String, answer: Answer },
+    Answer { call_id: CallId, answer: Answer },
 }
 
 /// A run's requests under its lease token (SPEC K2). Answered
@@ -132,7 +138,7 @@ pub enum RunOp {
     /// [`Finish::CancelFirst`](super::Finish::CancelFirst) and nothing changes.
     Finish {
         end: RunEnd,
-        next_run: Option<String>,
+        next_run: Option<RunId>,
     },
 }
 
@@ -140,11 +146,11 @@ pub enum RunOp {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ReadOp {
     /// Whether a steering message waits for the next step of `run`.
-    HasSteer { run: String },
+    HasSteer { run: RunId },
     /// The run's metadata.
-    RunMetadata { run: String },
+    RunMetadata { run: RunId },
     /// The calls the run waits on.
-    WaitingCalls { run: String },
+    WaitingCalls { run: RunId },
     /// A history read fenced to the agent and incarnation (SPEC M3).
     History {
         agent: String,
@@ -170,8 +176,8 @@ pub enum FacadeOp {
     /// `writes` and queues `new_run` from `from`, in one commit (SPEC R1, R2).
     Regenerate {
         incarnation: Option<u64>,
-        from: String,
-        new_run: String,
+        from: MessageId,
+        new_run: RunId,
         expect: Expect,
         writes: Vec<Write>,
     },
@@ -191,9 +197,9 @@ pub enum AdminOp {
     /// Records how `run` ended without its lease ([`RunOp::Finish`] for
     /// trusted code). Answered [`AdminReply::Finished`](super::AdminReply::Finished).
     Finish {
-        run: String,
+        run: RunId,
         end: RunEnd,
-        next_run: Option<String>,
+        next_run: Option<RunId>,
     },
 }
 
@@ -238,7 +244,7 @@ pub struct CachedThrough {
 
 impl StoreRequest {
     /// An operation on `thread`.
-    pub fn on(thread: impl Into<String>, op: Op) -> StoreRequest {
+    pub fn on(thread: impl Into<ThreadId>, op: Op) -> StoreRequest {
         StoreRequest::On {
             thread: thread.into(),
             op,
@@ -247,7 +253,7 @@ impl StoreRequest {
 
     /// A client's request on `thread`, for `owner` on `agent`'s thread.
     pub fn client(
-        thread: impl Into<String>,
+        thread: impl Into<ThreadId>,
         agent: impl Into<String>,
         owner: impl Into<String>,
         op: ClientOp,
@@ -258,9 +264,9 @@ impl StoreRequest {
 
     /// A run's request under its lease token.
     pub fn run(
-        thread: impl Into<String>,
-        run: impl Into<String>,
-        token: u64,
+        thread: impl Into<ThreadId>,
+        run: impl Into<RunId>,
+        token: FencingToken,
         op: RunOp,
     ) -> StoreRequest {
         let run = run.into();
@@ -268,27 +274,27 @@ impl StoreRequest {
     }
 
     /// A read without a token.
-    pub fn read(thread: impl Into<String>, op: ReadOp) -> StoreRequest {
+    pub fn read(thread: impl Into<ThreadId>, op: ReadOp) -> StoreRequest {
         StoreRequest::on(thread, Op::Read(op))
     }
 
     /// A facade transaction.
-    pub fn facade(thread: impl Into<String>, op: FacadeOp) -> StoreRequest {
+    pub fn facade(thread: impl Into<ThreadId>, op: FacadeOp) -> StoreRequest {
         StoreRequest::on(thread, Op::Facade(op))
     }
 
     /// A trusted request.
-    pub fn admin(thread: impl Into<String>, op: AdminOp) -> StoreRequest {
+    pub fn admin(thread: impl Into<ThreadId>, op: AdminOp) -> StoreRequest {
         StoreRequest::on(thread, Op::Admin(op))
     }
 
     /// A run's end: under its lease token, or without one by trusted code.
     pub fn finish(
-        thread: impl Into<String>,
-        run: impl Into<String>,
-        token: Option<u64>,
+        thread: impl Into<ThreadId>,
+        run: impl Into<RunId>,
+        token: Option<FencingToken>,
         end: RunEnd,
-        next_run: Option<String>,
+        next_run: Option<RunId>,
     ) -> StoreRequest {
         match token {
             Some(token) => StoreRequest::run(thread, run, token, RunOp::Finish { end, next_run }),
@@ -300,7 +306,7 @@ impl StoreRequest {
     }
 
     /// A claim on `thread`, or without one on the first thread with a run to take.
-    pub fn claim(thread: Option<String>, worker: impl Into<String>, ttl: Option<Millis>) -> Self {
+    pub fn claim(thread: Option<ThreadId>, worker: impl Into<String>, ttl: Option<Millis>) -> Self {
         let worker = worker.into();
         match thread {
             Some(thread) => StoreRequest::admin(thread, AdminOp::Claim { worker, ttl }),
@@ -326,14 +332,14 @@ impl StoreRequest {
 
     /// The run and lease token a run's write is fenced by (SPEC K2): a
     /// [`RunOp`], or a run's [`FacadeOp::Mutate`].
-    pub fn fence(&self) -> Option<(&str, u64)> {
+    pub fn fence(&self) -> Option<(&str, FencingToken)> {
         self.op().and_then(Op::fence)
     }
 }
 
 impl Op {
     /// The run and lease token the operation is fenced by, if any.
-    pub fn fence(&self) -> Option<(&str, u64)> {
+    pub fn fence(&self) -> Option<(&str, FencingToken)> {
         match self {
             Op::Run { run, token, .. }
             | Op::Facade(FacadeOp::Mutate {

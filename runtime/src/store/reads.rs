@@ -33,7 +33,7 @@ pub(super) fn history(
 ) -> Result<ReadReply, StoreError> {
     if rec.incarnation() != incarnation || rec.agent() != agent {
         return Err(StoreError::Forbidden {
-            thread: thread.to_string(),
+            thread: thread.into(),
         });
     }
     let messages = rec.messages().iter();

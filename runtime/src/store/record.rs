@@ -2,6 +2,8 @@
 //! thread as trusted code reads it, and what operations report (SPEC K1,
 //! K2, K6, T9).
 
+use crate::id::{MessageId, RunId, ThreadId};
+use crate::store::FencingToken;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -13,15 +15,18 @@ use crate::message::{Message, Outcome};
 #[non_exhaustive]
 pub enum StoreError {
     #[error("thread {0} does not exist")]
-    NoThread(String),
+    NoThread(ThreadId),
     #[error("thread {thread} belongs to another identity or agent")]
-    Forbidden { thread: String },
+    Forbidden { thread: ThreadId },
     #[error("stale lease token {given} (current {current})")]
-    StaleLease { given: u64, current: u64 },
+    StaleLease {
+        given: FencingToken,
+        current: FencingToken,
+    },
     /// The token is the newest, but the run no longer holds the lease (it
     /// waited or ended since).
     #[error("run {run} does not hold the lease (token {token})")]
-    LeaseNotHeld { run: String, token: u64 },
+    LeaseNotHeld { run: RunId, token: FencingToken },
     /// The store could not be reached, or did not answer in time: the
     /// request may or may not have been applied.
     #[error("store unavailable: {0}")]
@@ -33,7 +38,7 @@ pub enum StoreError {
     /// deleted (SPEC H5): a run, resolver, lease or handle of it can no
     /// longer read or write the thread.
     #[error("incarnation {incarnation} of thread {thread} was deleted")]
-    Deleted { thread: String, incarnation: u64 },
+    Deleted { thread: ThreadId, incarnation: u64 },
 }
 
 impl StoreError {
@@ -87,14 +92,14 @@ impl RunStatus {
 /// A run as the store records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
-    pub id: String,
+    pub id: RunId,
     pub status: RunStatus,
     pub outcome: Option<Outcome>,
     pub reason: Option<String>,
     /// Model steps committed.
     pub steps: u32,
     /// The user message that started the run.
-    pub trigger: String,
+    pub trigger: MessageId,
     /// Execution episodes begun (SPEC §1): one more after each wait.
     pub episodes: u32,
     /// The run's typed metadata as JSON; `None` until first written.
@@ -112,12 +117,12 @@ pub struct RunRecord {
 impl RunRecord {
     pub(super) fn queued(id: &str, trigger: &str) -> RunRecord {
         RunRecord {
-            id: id.to_string(),
+            id: id.into(),
             status: RunStatus::Queued,
             outcome: None,
             reason: None,
             steps: 0,
-            trigger: trigger.to_string(),
+            trigger: trigger.into(),
             episodes: 0,
             metadata: None,
             waiting: Vec::new(),
@@ -137,7 +142,7 @@ impl RunRecord {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Answered {
     /// The waiting run.
-    pub run: String,
+    pub run: RunId,
     /// Every waiting call of its step has an answer: it can resume.
     pub ready: bool,
     /// The thread's version after the answer's commit.
@@ -148,13 +153,13 @@ pub struct Answered {
 /// run's resume, or a takeover of a run whose holder's lease expired (K3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claimed {
-    pub thread: String,
-    pub run: String,
+    pub thread: ThreadId,
+    pub run: RunId,
     /// The run had begun before: it continues from its last committed step.
     pub resumed: bool,
     pub cancel_requested: bool,
     /// The lease's fencing token, newer than every token before (K2).
-    pub token: u64,
+    pub token: FencingToken,
     /// The episode this lease begins.
     pub episode: u32,
     /// Model steps the run has committed: its next step's number.
@@ -172,7 +177,7 @@ pub struct Takeover {
     /// The worker that held it, if it said.
     pub from: Option<String>,
     /// Its token, now stale.
-    pub token: u64,
+    pub token: FencingToken,
     /// When its lease expired, on the store's clock.
     pub expired_at: crate::clock::Millis,
 }
@@ -181,9 +186,9 @@ pub struct Takeover {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Submitted {
     /// A new run, queued (SPEC K1).
-    Run { run: String, version: u64 },
+    Run { run: RunId, version: u64 },
     /// A steering message for the current run (SPEC A4).
-    Steer { run: String, version: u64 },
+    Steer { run: RunId, version: u64 },
 }
 
 /// What a cancel reached (SPEC K6), and the thread's version after the
@@ -198,11 +203,11 @@ pub struct CancelReached {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CancelTarget {
     /// The run being driven: its stop signal must be set.
-    Active(String),
+    Active(RunId),
     /// The current run, waiting for a client: it resumes to end cancelled.
-    Waiting(String),
+    Waiting(RunId),
     /// A run still queued: it is cancelled in the store and never starts.
-    Queued(String),
+    Queued(RunId),
 }
 
 /// Why a cancel reached no run (SPEC K6: a cancel is never silently lost).
@@ -211,15 +216,15 @@ pub enum CancelMiss {
     /// The thread has no active or queued run.
     NoRun,
     /// The named run is not a run of this thread.
-    Unknown(String),
+    Unknown(RunId),
     /// The named run has already ended.
-    Ended(String),
+    Ended(RunId),
 }
 
 /// A thread as trusted server code sees it: every message, whatever its visibility.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredThread {
-    pub id: String,
+    pub id: ThreadId,
     pub agent: String,
     pub owner: String,
     pub incarnation: u64,
@@ -231,9 +236,9 @@ pub struct StoredThread {
     pub private_metadata: Map<String, Value>,
     pub runs: Vec<RunRecord>,
     /// The run holding the thread's lease, if any (SPEC K2; none while a run waits).
-    pub lease_holder: Option<String>,
+    pub lease_holder: Option<RunId>,
     /// The newest fencing token handed out.
-    pub lease_token: u64,
+    pub lease_token: FencingToken,
 }
 
 /// What one commit did.

@@ -3,6 +3,8 @@
 //! variant answers one operation (or a few alike), so a caller takes an
 //! answer apart by matching one variant.
 
+use crate::id::{MessageId, RunId, ThreadId};
+use crate::store::FencingToken;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -45,7 +47,7 @@ pub enum RunReply {
     /// `NextEpisode`: the new episode's lease, and the thread's version
     /// after its commit.
     Lease {
-        token: u64,
+        token: FencingToken,
         episode: u32,
         version: u64,
     },
@@ -85,7 +87,7 @@ pub enum Finish {
     /// Stored at `version`; the run a leftover steer started, with its
     /// trigger, if any.
     Stored {
-        admitted: Option<(String, String)>,
+        admitted: Option<(RunId, MessageId)>,
         version: u64,
     },
     /// A steer is left over: ask again with a run id for it.
@@ -137,5 +139,5 @@ pub enum AdminReply {
     /// `Finish` without a lease.
     Finished(Finish),
     /// `ThreadIds`.
-    Ids(Vec<String>),
+    Ids(Vec<ThreadId>),
 }

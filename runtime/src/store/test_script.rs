@@ -1,15 +1,17 @@
 //! A request script shared by the database stores' tests: requests that
 //! touch every way a record changes, to compare a store with MemoryStore.
 
+use crate::id::ThreadId;
 use crate::message::Outcome;
 use crate::message::{Message, PaiMeta, Part, Producer, Role, Visibility};
+use crate::store::FencingToken;
 use crate::store::{
     AdminOp, ClientOp, Expect, FacadeOp, RunEnd, RunOp, RunStatus, StoreRequest, Write, Writer,
 };
 
 pub(crate) fn message(id: &str, role: Role) -> Message {
     Message {
-        id: id.to_string(),
+        id: id.to_string().into(),
         seq: 0,
         role,
         parts: vec![Part::text(format!("text of {id} ✓"))],
@@ -28,7 +30,7 @@ pub(crate) fn submit(thread: &str, id: &str, run: &str) -> StoreRequest {
 }
 
 pub(crate) fn claim(thread: Option<&str>) -> StoreRequest {
-    StoreRequest::claim(thread.map(str::to_string), "w", Some(100))
+    StoreRequest::claim(thread.map(ThreadId::from), "w", Some(100))
 }
 
 pub(crate) fn append(thread: &str, run: &str, token: u64, ids: &[&str]) -> StoreRequest {
@@ -37,7 +39,7 @@ pub(crate) fn append(thread: &str, run: &str, token: u64, ids: &[&str]) -> Store
         messages,
         step: Some(0),
     };
-    StoreRequest::run(thread, run, token, op)
+    StoreRequest::run(thread, run, FencingToken::new(token), op)
 }
 
 pub(crate) fn finish(thread: &str, run: &str, token: u64) -> StoreRequest {
@@ -49,7 +51,7 @@ pub(crate) fn finish(thread: &str, run: &str, token: u64) -> StoreRequest {
     StoreRequest::run(
         thread,
         run,
-        token,
+        FencingToken::new(token),
         RunOp::Finish {
             end,
             next_run: None,

@@ -2,12 +2,12 @@
 //! the queue (K1), cancels (K6), waiting and answers (T7, T9).
 use super::*;
 use crate::message::{PaiMeta, Part, Producer, Visibility};
-use crate::store::Claimed;
 use crate::store::waiting::tests::call;
+use crate::store::{Claimed, FencingToken};
 
 fn message(text: &str) -> Message {
     Message {
-        id: text.to_string(),
+        id: text.to_string().into(),
         seq: 0,
         role: Role::User,
         parts: vec![Part::text(text)],
@@ -23,7 +23,7 @@ impl ThreadRec {
     }
 
     /// The token of a claim of the next run.
-    fn acquire(&mut self) -> u64 {
+    fn acquire(&mut self) -> FencingToken {
         self.start_next().expect("a run to claim").token
     }
 }
@@ -113,7 +113,7 @@ fn k1_runs_start_in_arrival_order_and_finish_clears_the_lease() {
 
 fn user(id: &str, run: &str) -> Message {
     let mut m = message(id);
-    m.pai.run_id = Some(run.to_string());
+    m.pai.run_id = Some(run.to_string().into());
     m
 }
 
@@ -425,7 +425,7 @@ mod k2_property {
         fn k2_only_the_newest_token_writes(ops in prop::collection::vec(op(), 1..40)) {
             let mut rec = ThreadRec::new("a", "o");
             rec.admit("r1", "m1");
-            let mut tokens: Vec<u64> = Vec::new();
+            let mut tokens: Vec<FencingToken> = Vec::new();
             for (i, op) in ops.iter().enumerate() {
                 match op {
                     Op::Acquire => {

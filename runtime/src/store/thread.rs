@@ -12,6 +12,7 @@ use super::record::{
     StoreError, StoredThread,
 };
 use super::waiting::{self, Answer, AnswerMiss, WaitingCall};
+use crate::id::RunId;
 use crate::message::{Message, Outcome, Role};
 
 #[path = "context_order.rs"]
@@ -112,9 +113,7 @@ impl ThreadRec {
     /// Whether `owner` acting for `agent` may reach this thread (SPEC H4).
     pub(crate) fn check_scope(&self, id: &str, owner: &str, agent: &str) -> Result<(), StoreError> {
         if self.owner != owner || self.agent != agent {
-            return Err(StoreError::Forbidden {
-                thread: id.to_string(),
-            });
+            return Err(StoreError::Forbidden { thread: id.into() });
         }
         Ok(())
     }
@@ -238,7 +237,7 @@ impl ThreadRec {
         let ready = r.resumable();
         self.version += 1;
         Ok(Answered {
-            run: current,
+            run: current.into(),
             ready,
             version: self.version,
         })
@@ -309,11 +308,11 @@ impl ThreadRec {
         if self.current.as_deref() == Some(target.as_str()) {
             let r = self
                 .run_mut(&target)
-                .ok_or(CancelMiss::Unknown(target.clone()))?;
+                .ok_or(CancelMiss::Unknown(target.clone().into()))?;
             r.cancel_requested = true;
             return Ok(match r.status {
-                RunStatus::Waiting => CancelTarget::Waiting(target),
-                _ => CancelTarget::Active(target),
+                RunStatus::Waiting => CancelTarget::Waiting(target.into()),
+                _ => CancelTarget::Active(target.into()),
             });
         }
         if let Some(k) = self.queue.iter().position(|q| *q == target) {
@@ -326,11 +325,11 @@ impl ThreadRec {
                 reason: Some("cancelled while queued".to_string()),
             };
             self.finish_run(&target, &end);
-            return Ok(CancelTarget::Queued(target));
+            return Ok(CancelTarget::Queued(target.into()));
         }
         match self.runs.iter().any(|r| r.id == target) {
-            true => Err(CancelMiss::Ended(target)),
-            false => Err(CancelMiss::Unknown(target)),
+            true => Err(CancelMiss::Ended(target.into())),
+            false => Err(CancelMiss::Unknown(target.into())),
         }
     }
 
@@ -529,7 +528,7 @@ impl ThreadRec {
     /// The whole thread, as trusted server code sees it.
     pub(crate) fn to_stored(&self, id: &str) -> StoredThread {
         StoredThread {
-            id: id.to_string(),
+            id: id.into(),
             agent: self.agent.clone(),
             owner: self.owner.clone(),
             incarnation: self.incarnation,
@@ -538,7 +537,7 @@ impl ThreadRec {
             metadata: self.metadata.clone(),
             private_metadata: self.private_metadata.clone(),
             runs: self.runs.clone(),
-            lease_holder: self.lease.holder.clone(),
+            lease_holder: self.lease.holder.clone().map(RunId::from),
             lease_token: self.lease.token,
         }
     }

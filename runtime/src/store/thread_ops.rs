@@ -9,6 +9,7 @@ use super::super::mutation::{
 };
 use super::super::record::{RunEnd, RunStatus, StoreError};
 use super::ThreadRec;
+use crate::id::{MessageId, RunId};
 use crate::message::{Outcome, Role};
 
 /// A store answer for the facade: refused (nothing changed) or done.
@@ -24,7 +25,7 @@ impl ThreadRec {
         let bound = incarnation.unwrap_or(self.incarnation);
         if self.deleted || bound != self.incarnation {
             return Err(StoreError::Deleted {
-                thread: thread.to_string(),
+                thread: thread.into(),
                 incarnation: bound,
             });
         }
@@ -179,7 +180,10 @@ impl ThreadRec {
             .iter()
             .find(|r| r.id == run)
             .map_or(RunStatus::Queued, |r| r.status);
-        Err(Refusal::Busy { run, status })
+        Err(Refusal::Busy {
+            run: run.into(),
+            status,
+        })
     }
 
     /// SPEC R1: keeps the messages up to and including user message
@@ -196,7 +200,7 @@ impl ThreadRec {
             return Ok(Err(refused));
         }
         let at = self.messages.iter().position(|m| m.id == from).unwrap_or(0);
-        let removed: Vec<String> = self.messages.drain(at + 1..).map(|m| m.id).collect();
+        let removed: Vec<MessageId> = self.messages.drain(at + 1..).map(|m| m.id).collect();
         self.touch_messages(at + 1);
         self.forget_removed(&removed);
         let mut done = Mutation {
@@ -213,8 +217,8 @@ impl ThreadRec {
         Ok(Ok(Regeneration {
             version: self.version,
             incarnation: self.incarnation,
-            run: new_run.to_string(),
-            from: from.to_string(),
+            run: new_run.into(),
+            from: from.into(),
             removed,
         }))
     }
@@ -224,12 +228,12 @@ impl ThreadRec {
         self.idle_for_rewrite(true)?;
         let Some(m) = self.messages.iter().find(|m| m.id == from) else {
             return Err(Refusal::NoMessage {
-                message: from.to_string(),
+                message: from.into(),
             });
         };
         if m.role != Role::User {
             return Err(Refusal::NotUserMessage {
-                message: from.to_string(),
+                message: from.into(),
             });
         }
         // A regeneration's own writes are metadata patches (R2), never
@@ -239,7 +243,7 @@ impl ThreadRec {
             .any(|w| matches!(w, Write::Append(_) | Write::Visibility { .. }))
         {
             return Err(Refusal::NoMessage {
-                message: "(a regeneration writes metadata only)".to_string(),
+                message: "(a regeneration writes metadata only)".into(),
             });
         }
         Ok(())
@@ -256,7 +260,7 @@ impl ThreadRec {
             outcome: Outcome::Cancelled,
             reason: Some(DELETED.to_string()),
         };
-        let open: Vec<(String, RunStatus)> = self
+        let open: Vec<(RunId, RunStatus)> = self
             .runs
             .iter()
             .filter(|r| {
@@ -271,8 +275,11 @@ impl ThreadRec {
             self.finish_run(run, &end);
         }
         let incarnation = self.incarnation;
-        self.retired
-            .extend(self.runs.drain(..).map(|r| (r.id, incarnation)));
+        self.retired.extend(
+            self.runs
+                .drain(..)
+                .map(|r| (r.id.into_string(), incarnation)),
+        );
         self.messages.clear();
         self.touch_messages(0);
         self.metadata.clear();

@@ -9,7 +9,7 @@ use crate::store::record::RunStatus;
 
 fn message(id: &str) -> Message {
     Message {
-        id: id.to_string(),
+        id: id.to_string().into(),
         seq: 0,
         role: Role::User,
         parts: vec![Part::text(id)],
@@ -23,7 +23,10 @@ fn read(rec: &ThreadRec, anchor: u64, cached: Option<CachedThrough>) -> (bool, V
     match visible_after(rec, anchor, cached) {
         ReadReply::Visible {
             whole, messages, ..
-        } => (whole, messages.into_iter().map(|m| m.id).collect()),
+        } => (
+            whole,
+            messages.into_iter().map(|m| m.id.into_string()).collect(),
+        ),
         other => panic!("unexpected {other:?}"),
     }
 }

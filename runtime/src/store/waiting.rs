@@ -1,6 +1,7 @@
 //! What a waiting run records (SPEC T7, T9): the calls its step left
 //! waiting for a client, and each call's answer once it comes.
 
+use crate::id::CallId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -47,7 +48,7 @@ impl Answer {
 /// One call a waiting run's step is waiting on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WaitingCall {
-    pub call_id: String,
+    pub call_id: CallId,
     pub tool: String,
     /// The input the policy let through (after any replacement).
     pub input: Value,

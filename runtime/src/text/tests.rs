@@ -15,7 +15,7 @@ fn run(stage: Box<dyn StreamTransform>, chunks: &[&str]) -> String {
     };
     for c in chunks {
         assert!(
-            p.push(StreamPart::TextDelta((*c).to_string().into()), &mut sink)
+            p.push(StreamPart::TextDelta((*c).into()), &mut sink)
                 .is_none()
         );
     }
@@ -218,10 +218,7 @@ fn stream(stage: &mut dyn StreamTransform, text: &str, cuts: u32, flush: Option<
             continue;
         }
         let mut e = Emit::default();
-        stage.push(
-            StreamPart::TextDelta(text[from..at].to_string().into()),
-            &mut e,
-        );
+        stage.push(StreamPart::TextDelta(text[from..at].into()), &mut e);
         if flush == Some(bit) {
             let call = StreamPart::tool_call("c", "t", serde_json::Value::Null);
             stage.push(call, &mut e);
@@ -230,10 +227,7 @@ fn stream(stage: &mut dyn StreamTransform, text: &str, cuts: u32, flush: Option<
         from = at;
     }
     let mut e = Emit::default();
-    stage.push(
-        StreamPart::TextDelta(text[from..].to_string().into()),
-        &mut e,
-    );
+    stage.push(StreamPart::TextDelta(text[from..].into()), &mut e);
     stage.push(StreamPart::TextDelta(String::new().into()), &mut e);
     stage.finish(&mut e);
     take(e, &mut out);

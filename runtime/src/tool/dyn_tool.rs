@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::future::HookFuture;
+use crate::id::{CallId, RunId};
 
 /// What the model is told about a tool.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -46,8 +47,8 @@ impl ToolKind {
 /// What a running tool knows about its call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCx {
-    pub run_id: String,
-    pub call_id: String,
+    pub run_id: RunId,
+    pub call_id: CallId,
     /// Run id + call id: the same on every attempt of this call (SPEC K5).
     pub idempotency_key: String,
 }

@@ -232,7 +232,7 @@ fn a1_after_step_sees_the_committed_message() {
         let m = input.message;
         log.lock()
             .unwrap()
-            .push((m.id.clone(), m.seq, m.text().to_string()));
+            .push((m.id.to_string(), m.seq, m.text().to_string()));
         HookFuture::ready(Ok(Default::default()))
     });
     for (agent, judged) in [
@@ -253,7 +253,7 @@ fn a1_after_step_sees_the_committed_message() {
         assert_eq!(answer.role, Role::Assistant);
         assert_eq!(answer.text(), "ok", "stored whole either way");
         let got: Vec<_> = seen.lock().unwrap().drain(..).collect();
-        let want = (answer.id.clone(), answer.seq, "ok".to_string());
+        let want = (answer.id.to_string(), answer.seq, "ok".to_string());
         assert_eq!(got, if judged { vec![want] } else { vec![] });
     }
 }

@@ -246,7 +246,7 @@ async fn regenerate_one(admin: &pai_runtime::facade::AdminThread<()>, k: usize) 
     let Ok(stored) = admin.read().await else {
         return false;
     };
-    let users: Vec<String> = stored
+    let users: Vec<pai_runtime::id::MessageId> = stored
         .messages
         .iter()
         .filter(|m| m.role == Role::User)

@@ -105,7 +105,7 @@ fn runtime(seen: Seen, complete: bool) -> Runtime<()> {
     let watch = hook::after_tool_result("watch", move |_, i| {
         seen.lock()
             .unwrap()
-            .push((i.result.call_id.clone(), i.result.source));
+            .push((i.result.call_id.to_string(), i.result.source));
         HookFuture::ready(Ok(ToolResultDecision::Continue))
     });
     // Records each episode in the metadata and stores one hidden message.
@@ -157,7 +157,7 @@ fn results(messages: &[pai_runtime::Message]) -> Vec<(String, ResultSource, Valu
                 source,
                 output,
                 ..
-            } => Some((call_id.clone(), *source, output.clone())),
+            } => Some((call_id.to_string(), *source, output.clone())),
             _ => None,
         })
         .collect()
@@ -178,7 +178,7 @@ async fn t7_t9_approval_and_client_calls_wait_and_answers_are_checked() {
     let mut told = Vec::new();
     while let Some(e) = watch.try_next() {
         if let pai_runtime::event::LiveEvent::RunWaiting { calls, .. } = e {
-            told.extend(calls.into_iter().map(|c| (c.call_id, c.kind)));
+            told.extend(calls.into_iter().map(|c| (c.call_id.into_string(), c.kind)));
         }
     }
     let kinds = [

@@ -97,7 +97,7 @@ mod tests {
             EventKind::LeaseAcquired {
                 version: 1,
                 episode: 1,
-                token: 1,
+                token: 1.into(),
             },
         )
     }

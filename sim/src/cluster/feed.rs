@@ -117,8 +117,8 @@ impl Note {
                 run,
                 op: RunOp::Wait { .. } | RunOp::Finish { .. },
                 ..
-            }) => Some(run.clone()),
-            Some(Op::Admin(AdminOp::Finish { run, .. })) => Some(run.clone()),
+            }) => Some(run.to_string()),
+            Some(Op::Admin(AdminOp::Finish { run, .. })) => Some(run.to_string()),
             _ => None,
         };
         Note {
@@ -171,7 +171,7 @@ impl Feeds {
             (Ok(StoreReply::Run(RunReply::Waited(Some((calls, _))))), Some(run)) => {
                 Some(LiveEvent::RunWaiting {
                     at,
-                    run_id: run,
+                    run_id: run.into(),
                     calls: calls.clone(),
                 })
             }
@@ -237,7 +237,7 @@ impl Feeds {
 fn deleted_end(at: u64, run: &str) -> LiveEvent {
     LiveEvent::RunEnded {
         at,
-        run_id: run.to_string(),
+        run_id: run.into(),
         status: RunStatus::Cancelled,
         outcome: Outcome::Cancelled,
         reason: Some("deleted".to_string()),

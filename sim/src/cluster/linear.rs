@@ -13,6 +13,7 @@
 
 use std::collections::BTreeMap;
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::{Event, event::EventKind};
 
 use crate::world::{ActionRecord, ClientWrite, ClusterEvent, ClusterRecord};
@@ -157,7 +158,7 @@ fn unlogged_waits(raw: &[Event], log: &[ClusterRecord]) -> Vec<(usize, Event)> {
             && !admitted.contains(run.as_str())
         {
             let kind = EventKind::Admitted {
-                trigger: trigger.clone(),
+                trigger: trigger.clone().into(),
             };
             out.push((k, witnessed(r, from, thread, run, kind)));
         }
@@ -183,7 +184,7 @@ fn unlogged_waits(raw: &[Event], log: &[ClusterRecord]) -> Vec<(usize, Event)> {
         if logged.contains(&(run.as_str(), wait, version)) {
             continue;
         }
-        let calls = waits_on.clone();
+        let calls = waits_on.iter().map(|c| c.as_str().into()).collect();
         let kind = match wait {
             true => EventKind::Waiting { calls, version },
             false => EventKind::Awaiting { calls, version },
@@ -197,8 +198,8 @@ fn unlogged_waits(raw: &[Event], log: &[ClusterRecord]) -> Vec<(usize, Event)> {
 fn witnessed(r: &ClusterRecord, from: &str, thread: &str, run: &str, kind: EventKind) -> Event {
     Event {
         at: r.at,
-        thread_id: thread.to_string(),
-        run_id: run.to_string(),
+        thread_id: thread.into(),
+        run_id: run.into(),
         worker: Some(from.to_string()),
         kind,
     }
@@ -218,8 +219,8 @@ enum Key<'a> {
     /// A worker's look for a steer for a run (by its log index): where its
     /// next `after_step` of the run decided (A3).
     Decide(&'a str, &'a str, usize),
-    Lease(u64),
-    Stale(u64),
+    Lease(FencingToken),
+    Stale(FencingToken),
     /// A client's cancel that reached a running or waiting run (K6).
     Cancel(&'a str),
 }

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::{
     Clock, StoreError,
     store::{
@@ -55,7 +56,7 @@ struct ClaimRace {
 struct Fenced {
     thread: String,
     run: String,
-    token: u64,
+    token: FencingToken,
     messages: Vec<String>,
     waits_on: Vec<String>,
 }
@@ -232,8 +233,8 @@ impl StoreHost {
         let what = match (reply, fenced) {
             (Ok(StoreReply::Admin(AdminReply::Claimed(Some(c)))), _) => ClusterEvent::Claimed {
                 from,
-                thread: c.thread.clone(),
-                run: c.run.clone(),
+                thread: c.thread.to_string(),
+                run: c.run.to_string(),
                 token: c.token,
                 episode: c.episode,
                 takeover: c.takeover.clone(),
@@ -242,7 +243,7 @@ impl StoreHost {
                 from,
                 thread: deleted.unwrap_or_default(),
                 incarnation: d.incarnation,
-                cancelled: d.cancelled.iter().map(|(run, _)| run.clone()).collect(),
+                cancelled: d.cancelled.iter().map(|(run, _)| run.to_string()).collect(),
             },
             (Ok(reply), Some(f)) => wrote(from, request, f, reply, committed),
             (Err(StoreError::StaleLease { given, current }), Some(f)) => ClusterEvent::Refused {
@@ -305,7 +306,7 @@ impl StoreHost {
         messages: Vec<pai_runtime::Message>,
     ) -> Result<StoreReply, StoreError> {
         let Some(last_seq) = self.head(thread, |t| t.messages.last().map_or(0, |m| m.seq)) else {
-            return Err(StoreError::NoThread(thread.to_string()));
+            return Err(StoreError::NoThread(thread.into()));
         };
         let write = FacadeOp::Mutate {
             incarnation: None,
@@ -331,7 +332,7 @@ impl StoreHost {
         let r = self.head(thread, |t| t.runs.iter().find(|r| r.id == run).cloned())??;
         Some(pai_runtime::event::LiveEvent::RunEnded {
             at: self.clock.now(),
-            run_id: r.id,
+            run_id: r.id.clone(),
             status: r.status,
             outcome: r.outcome?,
             reason: r.reason,
@@ -343,8 +344,8 @@ impl StoreHost {
         self.head(thread, |t| t.version).unwrap_or(0)
     }
 
-    fn current_token(&self, thread: &str) -> u64 {
-        self.head(thread, |t| t.lease_token).unwrap_or(0)
+    fn current_token(&self, thread: &str) -> FencingToken {
+        self.head(thread, |t| t.lease_token).unwrap_or_default()
     }
 
     /// `read` of the stored thread, if it exists (the host's own look, not
@@ -389,17 +390,20 @@ impl Fenced {
             Op::Run {
                 op: RunOp::Append { messages, .. } | RunOp::CommitResumed { messages },
                 ..
-            } => (messages.iter().map(|m| m.id.clone()).collect(), Vec::new()),
+            } => (
+                messages.iter().map(|m| m.id.to_string()).collect(),
+                Vec::new(),
+            ),
             Op::Run {
                 op: RunOp::Wait { calls } | RunOp::Await { calls },
                 ..
             } => (
                 Vec::new(),
-                calls.iter().map(|c| c.call_id.clone()).collect(),
+                calls.iter().map(|c| c.call_id.to_string()).collect(),
             ),
             Op::Facade(FacadeOp::Mutate { writes, .. }) => {
                 let appended = writes.iter().filter_map(|w| match w {
-                    Write::Append(m) => Some(m.id.clone()),
+                    Write::Append(m) => Some(m.id.to_string()),
                     _ => None,
                 });
                 (appended.collect(), Vec::new())
@@ -407,7 +411,7 @@ impl Fenced {
             _ => (Vec::new(), Vec::new()),
         };
         Some(Fenced {
-            thread: thread.clone(),
+            thread: thread.to_string(),
             run: run.to_string(),
             token,
             messages,
@@ -449,7 +453,9 @@ fn wrote(
         messages: f.messages,
         waits_on: f.waits_on,
         admitted: match run {
-            Some(RunReply::Finished(Finish::Stored { admitted, .. })) => admitted.clone(),
+            Some(RunReply::Finished(Finish::Stored { admitted, .. })) => admitted
+                .as_ref()
+                .map(|(r, m)| (r.to_string(), m.to_string())),
             _ => None,
         },
         committed,
@@ -465,15 +471,15 @@ fn client_write(request: &StoreRequest) -> Option<(String, ClientWrite)> {
     };
     let write = match op {
         Op::Client { op, .. } => match op {
-            ClientOp::Submit { message, .. } => ClientWrite::Message(message.id.clone()),
-            ClientOp::Answer { call_id, .. } => ClientWrite::Answer(call_id.clone()),
+            ClientOp::Submit { message, .. } => ClientWrite::Message(message.id.to_string()),
+            ClientOp::Answer { call_id, .. } => ClientWrite::Answer(call_id.to_string()),
             ClientOp::Cancel { .. } => ClientWrite::Cancel(None),
             ClientOp::Open => return None,
         },
-        Op::Read(ReadOp::HasSteer { run }) => ClientWrite::SteerLook(run.clone()),
+        Op::Read(ReadOp::HasSteer { run }) => ClientWrite::SteerLook(run.to_string()),
         _ => return None,
     };
-    Some((thread.clone(), write))
+    Some((thread.to_string(), write))
 }
 
 /// What the log keeps of a client's request, by its answer: a message or

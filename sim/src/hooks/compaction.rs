@@ -75,7 +75,7 @@ impl Summarizer {
     fn record(&self, r: &ModelRequest, answer: Result<String, String>) {
         let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
         log.push(SummaryCall {
-            run_id: r.run_id.clone(),
+            run_id: r.run_id.to_string(),
             step: r.step,
             messages: r.messages.clone(),
             answer,

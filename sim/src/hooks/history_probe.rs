@@ -55,7 +55,7 @@ async fn probe(
             ids,
         });
     };
-    let ids = |ms: &[pai_runtime::Message]| ms.iter().map(|m| m.id.clone()).collect();
+    let ids = |ms: &[pai_runtime::Message]| ms.iter().map(|m| m.id.to_string()).collect();
     let collected = h.collect(1, u64::MAX).await?;
     let all: Vec<u64> = collected.iter().map(|m| m.seq).collect();
     record("collect", all.clone(), ids(&collected));

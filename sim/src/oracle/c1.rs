@@ -421,7 +421,7 @@ mod tests {
 
     fn stored(seq: u64, role: Role, text: &str, producer: Producer, context: bool) -> Message {
         Message {
-            id: format!("m{seq}"),
+            id: format!("m{seq}").into(),
             seq,
             role,
             parts: vec![Part::text(text)],
@@ -556,7 +556,7 @@ mod tests {
         let started = queued(EventKind::LeaseAcquired {
             version: 1,
             episode: 1,
-            token: 2,
+            token: 2.into(),
         });
         let threads = [thread()];
         let calls = std::slice::from_ref(&call);

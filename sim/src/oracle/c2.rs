@@ -400,7 +400,7 @@ mod tests {
 
     fn stored(seq: u64, role: Role, text: &str, context: bool) -> Message {
         Message {
-            id: format!("m{seq}"),
+            id: format!("m{seq}").into(),
             seq,
             role,
             parts: vec![Part::text(text)],
@@ -510,7 +510,7 @@ mod tests {
             patched: vec![],
             started: None,
         });
-        rewrite.run_id = String::new();
+        rewrite.run_id = Default::default();
         assert_eq!(run(&[compacted(2), rewrite, resolve(1)], &plain), vec![]);
     }
 

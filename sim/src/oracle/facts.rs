@@ -170,7 +170,7 @@ pub(super) fn committed_message(kind: &EventKind) -> Option<&str> {
 /// the messages a mutation appended (SPEC H2).
 pub(super) fn committed_messages(kind: &EventKind) -> Vec<&str> {
     match kind {
-        EventKind::Mutated { appended, .. } => appended.iter().map(String::as_str).collect(),
+        EventKind::Mutated { appended, .. } => appended.iter().map(|s| s.as_str()).collect(),
         kind => committed_message(kind).into_iter().collect(),
     }
 }
@@ -309,7 +309,7 @@ pub(super) fn thread_of(messages: Vec<pai_runtime::Message>) -> StoredThread {
         private_metadata: Default::default(),
         runs: Vec::new(),
         lease_holder: None,
-        lease_token: 0,
+        lease_token: 0.into(),
     }
 }
 

@@ -73,7 +73,7 @@ pub(super) fn versions(events: &[Event]) -> Vec<Violation> {
         if prev.is_some_and(|p| version <= p) {
             out.push(Violation {
                 oracle: OracleId::H1,
-                run: Some(e.run_id.clone()),
+                run: Some(e.run_id.to_string()),
                 message: format!(
                     "version went from {} to {version} on thread {}",
                     prev.unwrap_or_default(),

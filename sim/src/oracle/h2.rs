@@ -134,12 +134,12 @@ mod tests {
     fn mutated(version: u64, appended: &[&str]) -> Event {
         let mut e = ev(EventKind::Mutated {
             version,
-            appended: appended.iter().map(|a| a.to_string()).collect(),
+            appended: appended.iter().map(|a| a.to_string().into()).collect(),
             metadata: vec!["k".into()],
             private: vec![],
             visibility: vec![],
         });
-        e.run_id = String::new();
+        e.run_id = Default::default();
         e
     }
 

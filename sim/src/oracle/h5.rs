@@ -16,6 +16,7 @@ use super::facts::run_commit_version;
 use super::observed::{Observed, Violation};
 use crate::scenario::OracleId;
 use crate::world::CommitRecord;
+use pai_runtime::id::RunId;
 
 /// The reason a deleted thread's runs end with (SPEC H5).
 const DELETED: &str = "deleted";
@@ -64,7 +65,7 @@ fn judge(
 /// the log before and after it.
 struct Deletion<'a> {
     thread: &'a str,
-    cancelled: &'a [String],
+    cancelled: &'a [RunId],
     before: &'a [Event],
     after: &'a [Event],
 }
@@ -90,7 +91,7 @@ impl<'a> Deletion<'a> {
                 }
             }
         }
-        bound.extend(self.cancelled.iter().map(String::as_str));
+        bound.extend(self.cancelled.iter().map(|r| r.as_str()));
         bound
     }
 
@@ -274,7 +275,7 @@ mod tests {
         on(
             run,
             EventKind::Admitted {
-                trigger: format!("m-{run}"),
+                trigger: format!("m-{run}").into(),
             },
         )
     }
@@ -296,7 +297,7 @@ mod tests {
             "",
             EventKind::ThreadDeleted {
                 incarnation: 1,
-                cancelled: cancelled.iter().map(|c| c.to_string()).collect(),
+                cancelled: cancelled.iter().map(|c| c.to_string().into()).collect(),
             },
         )
     }
@@ -398,7 +399,7 @@ mod tests {
         on(
             run,
             EventKind::LeaseLost {
-                token: 1,
+                token: 1.into(),
                 reason: "deleted".into(),
             },
         )

@@ -39,7 +39,7 @@ pub(super) fn check(calls: &[ModelCallRecord]) -> Vec<Violation> {
         if let Some(p) = problem {
             out.push(Violation {
                 oracle: OracleId::H6,
-                run: Some(c.request.run_id.clone()),
+                run: Some(c.request.run_id.to_string()),
                 message: format!("model context of step {}: {p}", c.request.step),
             });
         }

@@ -136,7 +136,12 @@ mod tests {
 
     fn admit(run: &str) -> Event {
         let trigger = format!("m-{run}");
-        ev(run, EventKind::Admitted { trigger })
+        ev(
+            run,
+            EventKind::Admitted {
+                trigger: trigger.into(),
+            },
+        )
     }
 
     fn acquired(run: &str) -> Event {
@@ -145,13 +150,13 @@ mod tests {
             EventKind::LeaseAcquired {
                 version: 1,
                 episode: 1,
-                token: 1,
+                token: 1.into(),
             },
         )
     }
 
     fn deleted() -> Event {
-        let cancelled = vec!["old".to_string(), "queued".to_string()];
+        let cancelled = vec!["old".into(), "queued".into()];
         ev(
             "",
             EventKind::ThreadDeleted {

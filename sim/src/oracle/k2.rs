@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::{Event, event::EventKind};
 
 use super::facts::run_commit_version;
@@ -22,8 +23,8 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
 
 fn judge(events: &[Event]) -> Vec<Violation> {
     // Per thread: the newest token handed out, and who holds which token now.
-    let mut newest: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut holder: BTreeMap<&str, (&str, u64)> = BTreeMap::new();
+    let mut newest: BTreeMap<&str, FencingToken> = BTreeMap::new();
+    let mut holder: BTreeMap<&str, (&str, FencingToken)> = BTreeMap::new();
     let mut out = Vec::new();
     for e in events {
         let (thread, run) = (e.thread_id.as_str(), e.run_id.as_str());
@@ -45,7 +46,7 @@ fn judge(events: &[Event]) -> Vec<Violation> {
                 holder.remove(thread);
             }
             kind if run_commit_version(kind).is_some() => {
-                let top = newest.get(thread).copied().unwrap_or(0);
+                let top = newest.get(thread).copied().unwrap_or_default();
                 let ok = holder
                     .get(thread)
                     .is_some_and(|(r, t)| *r == run && *t == top);
@@ -94,7 +95,7 @@ mod tests {
             EventKind::LeaseAcquired {
                 version: 1,
                 episode: 1,
-                token,
+                token: token.into(),
             },
         )
     }
@@ -104,7 +105,7 @@ mod tests {
             "",
             EventKind::ThreadDeleted {
                 incarnation: 1,
-                cancelled: cancelled.iter().map(|r| r.to_string()).collect(),
+                cancelled: cancelled.iter().map(|r| r.to_string().into()).collect(),
             },
         )
     }

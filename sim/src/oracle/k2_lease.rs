@@ -20,11 +20,12 @@ use std::collections::BTreeMap;
 use super::observed::{ClusterObs, Violation};
 use crate::scenario::OracleId;
 use crate::world::ClusterEvent;
+use pai_runtime::store::FencingToken;
 
 /// One thread's lease as the reference sees it.
 #[derive(Debug, Default)]
 struct Lease<'a> {
-    token: u64,
+    token: FencingToken,
     /// The worker holding it, and the run.
     holder: Option<(&'a str, &'a str)>,
     /// When the holder's lease runs out unless renewed.
@@ -105,7 +106,7 @@ impl<'a> Lease<'a> {
     fn claim(
         &mut self,
         (at, lease_ms): (u64, u64),
-        (from, run, token): (&'a str, &'a str, u64),
+        (from, run, token): (&'a str, &'a str, FencingToken),
     ) -> Vec<Violation> {
         let mut out = Vec::new();
         if token <= self.token {
@@ -138,7 +139,7 @@ impl<'a> Lease<'a> {
     /// Why a write `request` from `from` under `token` must not have
     /// landed, if it must not: its incarnation was deleted (H5), or its
     /// token is not the newest (K2).
-    fn refusal(&self, from: &str, request: &str, token: u64) -> Option<String> {
+    fn refusal(&self, from: &str, request: &str, token: FencingToken) -> Option<String> {
         if let Some(incarnation) = self.deleted {
             return Some(format!(
                 "{request} from {from} landed under token {token} after incarnation {incarnation} was deleted"
@@ -171,7 +172,7 @@ mod tests {
             from: from.into(),
             thread: "t".into(),
             run: run.into(),
-            token,
+            token: token.into(),
             episode: 1,
             takeover: None,
         }
@@ -184,7 +185,7 @@ mod tests {
             request,
             thread: "t".into(),
             run: "r".into(),
-            token,
+            token: token.into(),
             next_token: None,
             releases,
             admitted: None,

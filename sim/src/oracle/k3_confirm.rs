@@ -61,8 +61,8 @@ mod tests {
     fn ev(at: u64, worker: &str, kind: EventKind) -> Event {
         Event {
             at,
-            thread_id: "t".to_string(),
-            run_id: "r".to_string(),
+            thread_id: "t".into(),
+            run_id: "r".into(),
             worker: Some(worker.to_string()),
             kind,
         }
@@ -71,7 +71,7 @@ mod tests {
     fn decided() -> EventKind {
         EventKind::BeforeToolCall {
             step: 0,
-            call_id: "c1".to_string(),
+            call_id: "c1".into(),
             tool: "charge".to_string(),
             decision: ToolCallDecision::Continue,
         }
@@ -79,7 +79,7 @@ mod tests {
 
     fn renewed() -> EventKind {
         EventKind::LeaseRenewed {
-            token: 1,
+            token: 1.into(),
             version: 3,
         }
     }
@@ -87,7 +87,7 @@ mod tests {
     fn started() -> EventKind {
         EventKind::ToolStart {
             step: 0,
-            call_id: "c1".to_string(),
+            call_id: "c1".into(),
             tool: "charge".to_string(),
             input: serde_json::Value::Null,
             idempotency_key: "r/c1".to_string(),

@@ -96,7 +96,7 @@ mod tests {
 
     fn thread(results: &[&str]) -> StoredThread {
         let part = |c: &&str| Part::ToolResult {
-            call_id: c.to_string(),
+            call_id: (*c).into(),
             tool: "x".into(),
             status: ToolStatus::Output,
             source: ResultSource::Tool,
@@ -121,7 +121,7 @@ mod tests {
             private_metadata: Default::default(),
             runs: vec![],
             lease_holder: None,
-            lease_token: 0,
+            lease_token: 0.into(),
         }
     }
 

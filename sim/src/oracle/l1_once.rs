@@ -136,7 +136,7 @@ mod tests {
 
     fn user(seq: u64) -> Message {
         Message {
-            id: format!("m{seq}"),
+            id: format!("m{seq}").into(),
             seq,
             role: Role::User,
             parts: vec![Part::text("hi")],

@@ -90,11 +90,11 @@ mod tests {
         let mut e = ev(EventKind::HistoryRewritten {
             version: 3,
             kind: "regenerate",
-            removed: removed.iter().map(|r| r.to_string()).collect(),
+            removed: removed.iter().map(|r| r.to_string().into()).collect(),
             patched: vec![],
             started: Some("r2".into()),
         });
-        e.run_id = String::new();
+        e.run_id = Default::default();
         e
     }
 

@@ -50,7 +50,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             {
                 out.push(Violation {
                     oracle: OracleId::M1,
-                    run: Some(r.run_id.clone()),
+                    run: Some(r.run_id.to_string()),
                     message: format!(
                         "step {} saw message #{seq} ({text:?}) above its anchor #{anchor}",
                         r.step

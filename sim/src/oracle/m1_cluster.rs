@@ -22,6 +22,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::{Event, Message, event::EventKind};
 
 use super::facts::run_commit_version;
@@ -44,7 +45,7 @@ pub(super) struct StoreOrder<'a> {
     /// Trigger message id → the run it started.
     triggers: BTreeMap<&'a str, &'a str>,
     /// Each run's first lease token, from the store's log.
-    first_token: BTreeMap<&'a str, u64>,
+    first_token: BTreeMap<&'a str, FencingToken>,
     /// Steps resolved more than once, in the raw log of every worker.
     ambiguous: BTreeSet<(&'a str, u32)>,
     /// Threads with a mutation the store committed that no process logged
@@ -159,7 +160,7 @@ impl<'a> StoreOrder<'a> {
 
     /// The lease token the step ran under: its worker's newest claim of
     /// the run before the read.
-    fn token(&self, b: &Begun<'_>) -> Option<u64> {
+    fn token(&self, b: &Begun<'_>) -> Option<FencingToken> {
         let (before, _) = self.own(b);
         before.iter().rev().find_map(|e| match e.kind {
             EventKind::LeaseAcquired { token, .. }
@@ -184,8 +185,8 @@ fn committed(e: &Event) -> Option<u64> {
 }
 
 /// Each run's first lease token, as the store handed it out.
-fn first_tokens(c: &ClusterObs) -> BTreeMap<&str, u64> {
-    let mut out: BTreeMap<&str, u64> = BTreeMap::new();
+fn first_tokens(c: &ClusterObs) -> BTreeMap<&str, FencingToken> {
+    let mut out: BTreeMap<&str, FencingToken> = BTreeMap::new();
     for r in &c.log {
         if let ClusterEvent::Claimed { run, token, .. } = &r.what {
             let first = out.entry(run.as_str()).or_insert(*token);
@@ -230,13 +231,13 @@ mod tests {
             EventKind::LeaseAcquired {
                 version: 1,
                 episode: 1,
-                token,
+                token: token.into(),
             },
         )
     }
 
     fn commit(worker: &str, step: u32, version: u64) -> Event {
-        let message = format!("m{version}");
+        let message = format!("m{version}").into();
         by(
             worker,
             "r",
@@ -261,7 +262,7 @@ mod tests {
     fn hide(id: &str, version: u64) -> Event {
         let mut e = visibility_change(id, version, true, false);
         e.worker = Some("client".into());
-        e.run_id.clear();
+        e.run_id = Default::default();
         e
     }
 
@@ -284,7 +285,7 @@ mod tests {
             from: "w1".into(),
             thread: "t".into(),
             run: run.into(),
-            token,
+            token: token.into(),
             episode: 1,
             takeover: None,
         };

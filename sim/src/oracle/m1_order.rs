@@ -131,7 +131,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         let mut flag = |problem: String| {
             out.push(Violation {
                 oracle: OracleId::M1,
-                run: Some(r.run_id.clone()),
+                run: Some(r.run_id.to_string()),
                 message: format!("step {}: {problem}", r.step),
             })
         };
@@ -300,7 +300,7 @@ mod tests {
             run,
             EventKind::LeaseAcquired {
                 episode: 1,
-                token: version,
+                token: version.into(),
                 version,
             },
         )

@@ -94,7 +94,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             };
             out.push(Violation {
                 oracle: OracleId::M1,
-                run: Some(r.run_id.clone()),
+                run: Some(r.run_id.to_string()),
                 message: format!(
                     "step {}: {:?} message #{} ({:?}) was {problem}",
                     r.step, m.role, m.seq, key.1
@@ -257,7 +257,7 @@ mod tests {
         ev(EventKind::LeaseAcquired {
             version: 1,
             episode: 1,
-            token: 1,
+            token: 1.into(),
         })
     }
 
@@ -278,7 +278,7 @@ mod tests {
         assert_eq!(visible_at(&log, &begun[&("r", 1)], &unchanged), Some(false));
         // A trusted writer's change between the run's events: unknown.
         let mut late = change("m", true, false);
-        late.run_id.clear();
+        late.run_id = Default::default();
         let events = vec![lease(), late, resolve(0)];
         let (begun, log) = (steps(&events, false), changes(&events));
         assert_eq!(visible_at(&log, &begun[&("r", 0)], &m), None);

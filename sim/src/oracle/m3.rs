@@ -50,7 +50,7 @@ fn fenced(events: &[Event], threads: &[StoredThread], reads: &[HistoryRead]) -> 
             EventKind::ThreadDeleted { cancelled, .. } => {
                 let bound = thread_of.iter().filter(|(_, t)| **t == e.thread_id);
                 deleted.extend(bound.map(|(r, _)| *r));
-                deleted.extend(cancelled.iter().map(String::as_str));
+                deleted.extend(cancelled.iter().map(|s| s.as_str()));
             }
             _ => {}
         }
@@ -63,7 +63,10 @@ fn fenced(events: &[Event], threads: &[StoredThread], reads: &[HistoryRead]) -> 
         else {
             continue;
         };
-        let later = t.messages.iter().filter(|m| r.ids.contains(&m.id));
+        let later = t
+            .messages
+            .iter()
+            .filter(|m| r.ids.iter().any(|id| *id == m.id));
         for m in later {
             let message = format!(
                 "step {} {} read {} (#{}) of incarnation {}, after the run's own incarnation was deleted",

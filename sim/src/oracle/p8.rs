@@ -132,7 +132,7 @@ mod tests {
             ev(EventKind::LeaseAcquired {
                 version: 1,
                 episode: 1,
-                token: 1,
+                token: 1.into(),
             }),
             appending(Phase::PrepareRun, appended),
             ev(EventKind::PrepareRun {

@@ -42,7 +42,7 @@ pub(super) fn violations(o: &Observed<'_>, mismatches: &[(usize, String)]) -> Ve
             let c = &o.calls[*i];
             Violation {
                 oracle: OracleId::Request,
-                run: Some(c.request.run_id.clone()),
+                run: Some(c.request.run_id.to_string()),
                 message: format!("step {} ({}): {m}", c.request.step, c.answer),
             }
         })
@@ -114,7 +114,7 @@ fn seed_free(messages: &[ModelMessage]) -> Vec<ModelMessage> {
             match c {
                 ModelContent::ToolCall { call_id, .. }
                 | ModelContent::ToolResult { call_id, .. } => {
-                    *call_id = placeholder(call_id);
+                    *call_id = placeholder(call_id).into();
                 }
                 ModelContent::Text { .. } => {}
             }

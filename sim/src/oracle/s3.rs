@@ -42,7 +42,11 @@ fn stored(o: &Observed<'_>) -> Vec<Seen> {
             for p in &m.parts {
                 if let Part::Text { text } = p {
                     let place = format!("stored message #{}", m.seq);
-                    out.push((m.pai.run_id.clone(), place, text.clone()));
+                    out.push((
+                        m.pai.run_id.as_ref().map(|r| r.to_string()),
+                        place,
+                        text.clone(),
+                    ));
                 }
             }
         }
@@ -99,7 +103,7 @@ fn sent(o: &Observed<'_>) -> Vec<Seen> {
                     && !written.contains(&text.as_str())
                 {
                     let place = format!("model context of step {}", r.step);
-                    out.push((Some(r.run_id.clone()), place, text.clone()));
+                    out.push((Some(r.run_id.to_string()), place, text.clone()));
                 }
             }
         }

@@ -23,7 +23,7 @@ pub(super) fn check(events: &[Event]) -> Vec<Violation> {
                 if let Some(first) = started.get(&(e.run_id.as_str(), *step)) {
                     out.push(Violation {
                         oracle: OracleId::T1,
-                        run: Some(e.run_id.clone()),
+                        run: Some(e.run_id.to_string()),
                         message: format!(
                             "before_tool_call for {call_id} ran after tool {first} had started (step {step})"
                         ),

@@ -153,7 +153,7 @@ mod tests {
         let lease = EventKind::LeaseAcquired {
             version: 1,
             episode: 2,
-            token: 2,
+            token: 2.into(),
         };
         let other = EventKind::LeaseReleased { episode: 1 };
         let fine = [
@@ -186,7 +186,7 @@ mod tests {
             private_metadata: Default::default(),
             runs: vec![],
             lease_holder: Some("r".into()),
-            lease_token: 0,
+            lease_token: 0.into(),
         };
         let v = stored(std::slice::from_ref(&thread), &left, false);
         assert_eq!(v.len(), 1, "{v:?}");

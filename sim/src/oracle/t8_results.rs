@@ -105,7 +105,7 @@ mod tests {
 
     fn with(seq: u64, role: Role, part: Part) -> Message {
         Message {
-            id: format!("m{seq}"),
+            id: format!("m{seq}").into(),
             seq,
             role,
             parts: vec![part],

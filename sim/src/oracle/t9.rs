@@ -128,7 +128,7 @@ fn latest_waits(events: &[Event]) -> BTreeMap<&str, Vec<&str>> {
         if let EventKind::Waiting { calls, .. } = &e.kind {
             out.insert(
                 e.run_id.as_str(),
-                calls.iter().map(String::as_str).collect(),
+                calls.iter().map(|s| s.as_str()).collect(),
             );
         }
     }
@@ -181,7 +181,7 @@ fn from_log<'a>(
                 for c in calls {
                     register(&mut waited, (&e.thread_id, run, c), awaited);
                 }
-                open.insert(run, calls.iter().map(String::as_str).collect());
+                open.insert(run, calls.iter().map(|s| s.as_str()).collect());
             }
             EventKind::Answered {
                 call_id, answer, ..
@@ -414,7 +414,7 @@ mod tests {
         };
         let lease = EventKind::LeaseAcquired {
             episode: 2,
-            token: 2,
+            token: 2.into(),
             version: 2,
         };
         let events = [

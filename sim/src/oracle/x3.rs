@@ -33,7 +33,7 @@ pub(super) fn check(events: &[Event], threads: &[StoredThread]) -> Vec<Violation
         {
             out.push(Violation {
                 oracle: OracleId::X3,
-                run: Some(e.run_id.clone()),
+                run: Some(e.run_id.to_string()),
                 message: format!("committed message {id} is not stored any more"),
             });
         }
@@ -43,7 +43,7 @@ pub(super) fn check(events: &[Event], threads: &[StoredThread]) -> Vec<Violation
         if let Some(m) = t.messages.iter().find(|m| !ids.insert(m.id.as_str())) {
             out.push(Violation {
                 oracle: OracleId::X3,
-                run: m.pai.run_id.clone(),
+                run: m.pai.run_id.as_ref().map(|r| r.to_string()),
                 message: format!("thread {} stores message {} twice", t.id, m.id),
             });
         }
@@ -106,7 +106,7 @@ mod tests {
             private_metadata: Default::default(),
             runs: vec![],
             lease_holder: None,
-            lease_token: 0,
+            lease_token: 0.into(),
         };
         let v = check(&[commit("m2")], &[thread]);
         assert_eq!(v.len(), 1);

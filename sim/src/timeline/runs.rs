@@ -24,7 +24,7 @@ pub(super) fn collect(
             What::Event(e) => {
                 place(&mut order, &e.thread_id, &e.run_id);
                 builders
-                    .entry(e.run_id.clone())
+                    .entry(e.run_id.to_string())
                     .or_insert_with(|| Builder::new(workers))
                     .feed(p.pos, e);
             }

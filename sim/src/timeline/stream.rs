@@ -90,7 +90,7 @@ mod tests {
             worker: Some("w1".into()),
             kind: EventKind::LeaseRenewed {
                 version: 1,
-                token: 1,
+                token: 1.into(),
             },
         }
     }

@@ -216,7 +216,7 @@ fn left_out(e: &Event, pos: Pos) -> Item {
     );
     let mut item = Item::new(Kind::Stale, "stale", (pos, None), label, detail);
     item.worker = e.worker.clone();
-    item.data.push(("run", e.run_id.clone()));
+    item.data.push(("run", e.run_id.to_string()));
     item
 }
 
@@ -265,7 +265,7 @@ mod tests {
             worker: Some(worker.into()),
             kind: EventKind::LeaseRenewed {
                 version: 1,
-                token: 1,
+                token: 1.into(),
             },
         }
     }

@@ -39,10 +39,10 @@ fn call_id(
         .filter_map(|p| match p {
             Part::ToolCall {
                 call_id, tool: t, ..
-            } if t == tool => Some(call_id),
+            } if t == tool => Some(call_id.to_string()),
             _ => None,
         });
-    calls.into_iter().nth(nth - 1).cloned().ok_or_else(|| {
+    calls.into_iter().nth(nth - 1).ok_or_else(|| {
         format!(
             "the thread has no call {name} (no {} call of tool {tool} is stored)",
             ordinal(nth),
@@ -61,9 +61,9 @@ pub async fn saw_calls(runtime: &Runtime<SimContext>, thread: &str, seen: &mut V
         .flat_map(|m| &m.parts)
     {
         if let Part::ToolCall { call_id, .. } = p
-            && !seen.contains(call_id)
+            && !seen.iter().any(|s| s == call_id)
         {
-            seen.push(call_id.clone());
+            seen.push(call_id.to_string());
         }
     }
 }

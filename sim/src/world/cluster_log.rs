@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::store::Takeover;
 
 use super::recorder::Recorder;
@@ -50,7 +51,7 @@ pub enum ClusterEvent {
         from: String,
         thread: String,
         run: String,
-        token: u64,
+        token: FencingToken,
         episode: u32,
         takeover: Option<Takeover>,
     },
@@ -60,9 +61,9 @@ pub enum ClusterEvent {
         request: &'static str,
         thread: String,
         run: String,
-        token: u64,
+        token: FencingToken,
         /// The token a new episode got.
-        next_token: Option<u64>,
+        next_token: Option<FencingToken>,
         /// The write gave the lease up (a wait, a run's end).
         releases: bool,
         /// A run's end admitted the run a leftover steer starts (SPEC A4),
@@ -109,8 +110,8 @@ pub enum ClusterEvent {
         request: &'static str,
         thread: String,
         run: String,
-        given: u64,
-        current: u64,
+        given: FencingToken,
+        current: FencingToken,
     },
 }
 

@@ -38,7 +38,7 @@ pub fn reported(
         )) => *version,
         S::Client(ClientReply::Cancelled(Ok(c))) => c.version,
         S::Client(ClientReply::Answered(Ok(a))) => a.version,
-        S::Admin(AdminReply::Claimed(Some(c))) => return Some((c.thread.clone(), c.version)),
+        S::Admin(AdminReply::Claimed(Some(c))) => return Some((c.thread.to_string(), c.version)),
         S::Admin(AdminReply::Finished(Finish::Stored { version, .. })) => *version,
         S::Admin(AdminReply::Deleted(Some(d))) => d.version,
         S::Run(reply) => run_version(reply)?,

@@ -89,7 +89,7 @@ impl ReplayStream {
     fn own_ids(&self, part: StreamPart) -> StreamPart {
         match part {
             StreamPart::ToolCall(mut call) => {
-                call.call_id = self.ids.next_id(IdKind::ToolCall);
+                call.call_id = self.ids.next_id(IdKind::ToolCall).into();
                 StreamPart::ToolCall(call)
             }
             other => other,

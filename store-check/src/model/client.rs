@@ -14,6 +14,7 @@ use pai_runtime::{
 use super::thread::{AGENT, INTRUDER, Life, OWNER, Reason, ThreadModel};
 use super::{Model, Step};
 use crate::ops::{AnswerPick, CancelPick, ReadPick, RunPick};
+use pai_runtime::id::RunId;
 
 fn owner(foreign: bool) -> &'static str {
     if foreign { INTRUDER } else { OWNER }
@@ -46,7 +47,7 @@ impl Model {
             ClientOp::Submit {
                 message: message.clone(),
                 steer,
-                new_run: new_run.clone(),
+                new_run: new_run.clone().map(RunId::from),
             },
         );
         // A thread is created by the first message (H5: a deleted one anew).
@@ -67,17 +68,23 @@ impl Model {
             }
         };
         let mut message = message;
-        message.pai.run_id = Some(run.clone());
+        message.pai.run_id = Some(run.clone().into());
         let id = message.id.clone();
         let (version, _) = th.append(vec![message]);
         let submitted = match is_steer {
             true => {
-                th.steers.push(id);
-                Submitted::Steer { run, version }
+                th.steers.push(id.to_string());
+                Submitted::Steer {
+                    run: run.into(),
+                    version,
+                }
             }
             false => {
                 th.admit(&run, &id);
-                Submitted::Run { run, version }
+                Submitted::Run {
+                    run: run.into(),
+                    version,
+                }
             }
         };
         let rule = if is_steer { "A4" } else { "K1" };
@@ -109,7 +116,9 @@ impl Model {
             th.id.clone(),
             AGENT.to_string(),
             OWNER.to_string(),
-            ClientOp::Cancel { run: run.clone() },
+            ClientOp::Cancel {
+                run: run.clone().map(RunId::from),
+            },
         );
         if let Err(e) = self
             .reach(t, None)
@@ -133,7 +142,7 @@ impl Model {
             .map(|r| r.waiting.clone())
             .unwrap_or_default();
         let call_id = match calls.is_empty() {
-            true => "c-unknown".to_string(),
+            true => "c-unknown".into(),
             false => calls[call as usize % calls.len()].call_id.clone(),
         };
         let answer = match pick {
@@ -179,11 +188,11 @@ impl Model {
                 "H5",
             );
         }
-        let open: Vec<(String, RunStatus)> = th
+        let open: Vec<(RunId, RunStatus)> = th
             .runs
             .iter()
             .filter(|r| !r.ended())
-            .map(|r| (r.id.clone(), r.status))
+            .map(|r| (r.id.as_str().into(), r.status))
             .collect();
         for (run, _) in &open {
             let reason = Reason::Exact(Some(DELETED.to_string()));
@@ -227,7 +236,7 @@ impl Model {
                     .threads
                     .iter()
                     .filter(|t| t.live())
-                    .map(|t| t.id.clone())
+                    .map(|t| t.id.as_str().into())
                     .collect();
                 return Step::call(
                     StoreRequest::ThreadIds,
@@ -236,17 +245,32 @@ impl Model {
                 );
             }
             ReadPick::HasSteer => (
-                StoreRequest::read(thread, ReadOp::HasSteer { run: run.clone() }),
+                StoreRequest::read(
+                    thread,
+                    ReadOp::HasSteer {
+                        run: run.clone().into(),
+                    },
+                ),
                 StoreReply::Read(ReadReply::HasSteer(!th.steers.is_empty())),
             ),
             ReadPick::RunMetadata => (
-                StoreRequest::read(thread, ReadOp::RunMetadata { run: run.clone() }),
+                StoreRequest::read(
+                    thread,
+                    ReadOp::RunMetadata {
+                        run: run.clone().into(),
+                    },
+                ),
                 StoreReply::Read(ReadReply::RunMetadata(
                     th.run(&run).and_then(|r| r.metadata.clone()),
                 )),
             ),
             ReadPick::WaitingCalls => (
-                StoreRequest::read(thread, ReadOp::WaitingCalls { run: run.clone() }),
+                StoreRequest::read(
+                    thread,
+                    ReadOp::WaitingCalls {
+                        run: run.clone().into(),
+                    },
+                ),
                 StoreReply::Read(ReadReply::WaitingCalls(
                     th.run(&run).map(|r| r.waiting.clone()).unwrap_or_default(),
                 )),
@@ -268,20 +292,20 @@ fn cancel_on(th: &mut ThreadModel, run: Option<String>) -> Result<CancelReached,
         .or_else(first_queued)
         .ok_or(CancelMiss::NoRun)?;
     let Some(r) = th.run_mut(&target) else {
-        return Err(CancelMiss::Unknown(target));
+        return Err(CancelMiss::Unknown(target.into()));
     };
     let reached = match r.status {
-        RunStatus::Running => CancelTarget::Active(target),
-        RunStatus::Waiting => CancelTarget::Waiting(target),
+        RunStatus::Running => CancelTarget::Active(target.into()),
+        RunStatus::Waiting => CancelTarget::Waiting(target.into()),
         RunStatus::Queued => {
             let (done, why) = (RunStatus::Cancelled, Reason::Any);
             th.finish_run(&target, done, Outcome::Cancelled, why);
             return Ok(CancelReached {
-                target: CancelTarget::Queued(target),
+                target: CancelTarget::Queued(target.into()),
                 version: th.commit(),
             });
         }
-        _ => return Err(CancelMiss::Ended(target)),
+        _ => return Err(CancelMiss::Ended(target.into())),
     };
     r.cancel_requested = true;
     Ok(CancelReached {
@@ -319,7 +343,7 @@ fn answer_on(th: &mut ThreadModel, call_id: &str, answer: Answer) -> Result<Answ
     call.answer = Some(answer);
     let ready = r.resumable();
     Ok(Answered {
-        run: current,
+        run: current.into(),
         ready,
         version: th.commit(),
     })

@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 use super::thread::ThreadModel;
 use super::{Model, Step};
 use crate::ops::{ExpectPick, IncarnationPick, WritePick, WriterPick};
+use pai_runtime::id::MessageId;
 
 impl Model {
     fn expectation(&self, t: usize, pick: ExpectPick) -> Expect {
@@ -77,7 +78,7 @@ impl Model {
             } => {
                 let messages = &self.threads[t].messages;
                 let message = match messages.is_empty() {
-                    true => "m-missing".to_string(),
+                    true => "m-missing".into(),
                     false => messages[message as usize % messages.len()].id.clone(),
                 };
                 let visibility = match visibility {
@@ -110,7 +111,7 @@ impl Model {
         let writer = match writer {
             WriterPick::Trusted => Writer::Trusted,
             WriterPick::Run(k) => Writer::Run {
-                run: self.threads[t].acting_run(),
+                run: self.threads[t].acting_run().into(),
                 token: self.pick_token(t, k),
             },
         };
@@ -186,7 +187,7 @@ impl Model {
         let new_run = self.fresh("r");
         let th = &self.threads[t];
         let from = match th.messages.is_empty() {
-            true => "m-missing".to_string(),
+            true => "m-missing".into(),
             false => th.messages[from as usize % th.messages.len()].id.clone(),
         };
         let request = StoreRequest::facade(
@@ -194,7 +195,7 @@ impl Model {
             FacadeOp::Regenerate {
                 incarnation: None,
                 from: from.clone(),
-                new_run: new_run.clone(),
+                new_run: new_run.clone().into(),
                 expect: expect.clone(),
                 writes: writes.clone(),
             },
@@ -246,7 +247,7 @@ fn bound_to(th: &ThreadModel, incarnation: Option<u64>) -> Result<(), StoreError
     match bound == th.incarnation {
         true => Ok(()),
         false => Err(StoreError::Deleted {
-            thread: th.id.clone(),
+            thread: th.id.clone().into(),
             incarnation: bound,
         }),
     }
@@ -286,7 +287,10 @@ fn idle_for_rewrite(th: &ThreadModel, queued_too: bool) -> Result<(), Refusal> {
     let busy = th.current().or_else(first_queued);
     let Some(run) = busy else { return Ok(()) };
     let status = th.run(&run).map_or(RunStatus::Queued, |r| r.status);
-    Err(Refusal::Busy { run, status })
+    Err(Refusal::Busy {
+        run: run.into(),
+        status,
+    })
 }
 
 /// H2: every write commits in one change, or none does.
@@ -344,7 +348,7 @@ fn mutate_on(
 fn apply_write(th: &mut ThreadModel, write: Write, done: &mut Mutation) {
     match write {
         Write::Append(m) => {
-            done.appended.push(th.store(m));
+            done.appended.push(th.store(m).into());
         }
         Write::Metadata { key, value } => set_key(&mut th.metadata, key, value),
         Write::PrivateMetadata { key, value } => set_key(&mut th.private_metadata, key, value),
@@ -386,15 +390,15 @@ fn regenerate_on(
     idle_for_rewrite(th, true)?;
     let Some(at) = th.messages.iter().position(|m| m.id == from) else {
         return Err(Refusal::NoMessage {
-            message: from.to_string(),
+            message: from.into(),
         });
     };
     if th.messages[at].role != Role::User {
         return Err(Refusal::NotUserMessage {
-            message: from.to_string(),
+            message: from.into(),
         });
     }
-    let removed: Vec<String> = th.messages.drain(at + 1..).map(|m| m.id).collect();
+    let removed: Vec<MessageId> = th.messages.drain(at + 1..).map(|m| m.id).collect();
     let mut done = Mutation {
         version: th.version,
         incarnation: th.incarnation,
@@ -409,8 +413,8 @@ fn regenerate_on(
     Ok(Regeneration {
         version: th.version,
         incarnation: th.incarnation,
-        run: new_run.to_string(),
-        from: from.to_string(),
+        run: new_run.into(),
+        from: from.into(),
         removed,
     })
 }

@@ -12,6 +12,7 @@ mod facade;
 mod runs;
 pub(crate) mod thread;
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::{
     Message, Part, Role, StoreError,
     message::{PaiMeta, Producer, Visibility},
@@ -49,9 +50,9 @@ pub(crate) struct ClaimExpect {
     pub(crate) episode: u32,
     pub(crate) steps: u32,
     /// A takeover: the worker that held the lease (when it was held) and its token.
-    pub(crate) takeover: Option<(Option<String>, u64)>,
+    pub(crate) takeover: Option<(Option<String>, FencingToken)>,
     /// The newest token before the claim: the new one must be above it (K2).
-    pub(crate) floor: u64,
+    pub(crate) floor: FencingToken,
     /// The thread's version after the claim's commit (H1).
     pub(crate) version: u64,
 }
@@ -134,7 +135,7 @@ impl Model {
         let id = self.fresh("m");
         Message {
             parts: vec![Part::text(format!("text of {id}"))],
-            id,
+            id: id.into(),
             seq: 0,
             role,
             visibility: Visibility::ALL,
@@ -155,19 +156,19 @@ impl Model {
     }
 
     /// The token a run's write carries: the newest, or one handed out before.
-    fn pick_token(&self, t: usize, pick: TokenPick) -> u64 {
+    fn pick_token(&self, t: usize, pick: TokenPick) -> FencingToken {
         let lease = &self.threads[t].lease;
         match pick {
             TokenPick::Current => lease.token,
             TokenPick::Stale(n) => {
-                let older: Vec<u64> = lease
+                let older: Vec<FencingToken> = lease
                     .issued
                     .iter()
                     .copied()
                     .filter(|k| *k < lease.token)
                     .collect();
                 match older.is_empty() {
-                    true => lease.token.saturating_sub(1),
+                    true => FencingToken::new(lease.token.get().saturating_sub(1)),
                     false => older[n as usize % older.len()],
                 }
             }
@@ -180,16 +181,16 @@ impl Model {
     fn reach(&self, t: usize, run: Option<&str>) -> Result<(), StoreError> {
         let th = &self.threads[t];
         if th.life == thread::Life::Never {
-            return Err(StoreError::NoThread(th.id.clone()));
+            return Err(StoreError::NoThread(th.id.clone().into()));
         }
         if let Some(incarnation) = run.and_then(|r| th.retired(r)) {
             return Err(StoreError::Deleted {
-                thread: th.id.clone(),
+                thread: th.id.clone().into(),
                 incarnation,
             });
         }
         match th.life == thread::Life::Deleted {
-            true => Err(StoreError::NoThread(th.id.clone())),
+            true => Err(StoreError::NoThread(th.id.clone().into())),
             false => Ok(()),
         }
     }
@@ -294,7 +295,7 @@ impl Model {
 
     /// The store answered a claim or a new episode with `token`: the model
     /// adopts it (the SPEC fixes only that tokens grow, K2, not by how much).
-    pub(crate) fn adopt_token(&mut self, t: usize, token: u64) {
+    pub(crate) fn adopt_token(&mut self, t: usize, token: FencingToken) {
         let lease = &mut self.threads[t].lease;
         lease.token = token;
         lease.token_known = true;

@@ -1,6 +1,7 @@
 //! Leases and a run's writes (SPEC K1, K2, K3, K6, T7, T9): claims,
 //! takeovers, renewals, and every write a run makes under its token.
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::store::{AdminReply, RunOp, RunReply};
 use pai_runtime::{
     Role, StoreError,
@@ -13,6 +14,7 @@ use serde_json::Value;
 use super::thread::{Reason, ThreadModel};
 use super::{Action, ClaimExpect, Expected, Model, Step};
 use crate::ops::{EndPick, RunPick, TokenPick};
+use pai_runtime::id::RunId;
 
 const WORKERS: [&str; 2] = ["w0", "w1"];
 
@@ -36,7 +38,7 @@ impl Model {
         Step {
             action: Action::Call {
                 request: StoreRequest::claim(
-                    thread.map(|t| self.threads[t].id.clone()),
+                    thread.map(|t| self.threads[t].id.as_str().into()),
                     worker.to_string(),
                     ttl,
                 ),
@@ -93,7 +95,7 @@ impl Model {
 
     /// The fence every run write meets first (H5, then K2): a write under
     /// a token lands only if it is the newest and `run` holds the lease.
-    fn fence(&self, t: usize, run: &str, token: Option<u64>) -> Result<(), StoreError> {
+    fn fence(&self, t: usize, run: &str, token: Option<FencingToken>) -> Result<(), StoreError> {
         self.reach(t, Some(run))?;
         match token {
             Some(token) => holding(&self.threads[t], run, token),
@@ -103,7 +105,7 @@ impl Model {
 
     /// The rule a run's write under `token` is judged by: `landed` when
     /// the token is the newest, else K2 (a stale write changes nothing).
-    fn token_rule(&self, t: usize, token: u64, landed: &'static str) -> &'static str {
+    fn token_rule(&self, t: usize, token: FencingToken, landed: &'static str) -> &'static str {
         if token == self.threads[t].lease.token {
             landed
         } else {
@@ -243,7 +245,7 @@ impl Model {
     /// fences them by token alone, so a run that does not hold the lease
     /// (queued, ended) could change its status under another run's token.
     /// The model leaves those out (see the crate's README, "not covered").
-    fn drives(&self, t: usize, run: &str, token: Option<u64>, running: bool) -> bool {
+    fn drives(&self, t: usize, run: &str, token: Option<FencingToken>, running: bool) -> bool {
         let th = &self.threads[t];
         if token.is_some_and(|k| k != th.lease.token) || !th.live() || th.retired(run).is_some() {
             return true;
@@ -271,7 +273,7 @@ impl Model {
         let calls: Vec<WaitingCall> = approvals
             .iter()
             .map(|approval| WaitingCall {
-                call_id: self.fresh("c"),
+                call_id: self.fresh("c").into(),
                 tool: if *approval {
                     "approve_me"
                 } else {
@@ -396,7 +398,7 @@ impl Model {
                 outcome,
                 reason: reason.clone(),
             },
-            next_run.clone(),
+            next_run.clone().map(RunId::from),
         );
         let rule = match token {
             Some(k) if k != self.threads[t].lease.token => "K2",
@@ -440,7 +442,7 @@ fn finish_on(
     let steers = std::mem::take(&mut th.steers);
     let admitted = steers.last().cloned().zip(next_run).map(|(steer, next)| {
         th.admit(&next, &steer);
-        (next, steer)
+        (next.into(), steer.into())
     });
     Finish::Stored {
         admitted,
@@ -459,12 +461,12 @@ fn kept(recorded: &[WaitingCall], mut calls: Vec<WaitingCall>) -> Vec<WaitingCal
 }
 
 /// K2: the run must hold the lease under the newest token.
-pub(super) fn holding(th: &ThreadModel, run: &str, token: u64) -> Result<(), StoreError> {
+pub(super) fn holding(th: &ThreadModel, run: &str, token: FencingToken) -> Result<(), StoreError> {
     th.fenced(Some(token))?;
     match th.lease.holder.as_deref() == Some(run) {
         true => Ok(()),
         false => Err(StoreError::LeaseNotHeld {
-            run: run.to_string(),
+            run: run.into(),
             token,
         }),
     }

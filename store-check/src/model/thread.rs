@@ -5,6 +5,7 @@
 //! keep its invariants: versions +1 per commit (H1), sequence numbers
 //! consecutive and never reused, tokens only growing (K2).
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::{
     Message, StoreError,
     message::Outcome,
@@ -79,14 +80,14 @@ pub(crate) struct LeaseModel {
     pub(crate) holder: Option<String>,
     pub(crate) worker: Option<String>,
     /// The newest token the store handed out for this thread, as last seen.
-    pub(crate) token: u64,
+    pub(crate) token: FencingToken,
     /// False right after a delete: the store may have moved the token on
     /// (it must not go back); the next `Inspect` tells the model.
     pub(crate) token_known: bool,
     pub(crate) ttl: Option<u64>,
     pub(crate) expires: Option<u64>,
     /// Every token handed out, oldest first (the stale ones to write with).
-    pub(crate) issued: Vec<u64>,
+    pub(crate) issued: Vec<FencingToken>,
 }
 
 /// Where a thread is in its life (H5): never created, live, or deleted
@@ -167,13 +168,13 @@ impl ThreadModel {
         match self.owner == owner {
             true => Ok(()),
             false => Err(StoreError::Forbidden {
-                thread: self.id.clone(),
+                thread: self.id.clone().into(),
             }),
         }
     }
 
     /// K2: a write under a token that is not the newest is refused.
-    pub(crate) fn fenced(&self, token: Option<u64>) -> Result<(), StoreError> {
+    pub(crate) fn fenced(&self, token: Option<FencingToken>) -> Result<(), StoreError> {
         match token {
             Some(given) if given != self.lease.token => Err(StoreError::StaleLease {
                 given,
@@ -195,7 +196,7 @@ impl ThreadModel {
         message.seq = self.last_seq;
         let id = message.id.clone();
         self.messages.push(message);
-        id
+        id.to_string()
     }
 
     /// Appends messages in one commit (H1): the new version and the first

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use pai_runtime::store::AdminOp;
+use pai_runtime::store::FencingToken;
 use pai_runtime::{
     Clock, HookFuture, MemoryStore, Store,
     store::{AdminReply, Expect, FacadeOp, RunOp, StoreFuture, StoreReply, StoreRequest},
@@ -32,7 +33,7 @@ impl Store for DropsAppendTokens {
                 let inspect = StoreRequest::admin(thread.clone(), AdminOp::Inspect);
                 let token = match self.0.apply(inspect) {
                     Ok(StoreReply::Admin(AdminReply::Thread(Some(t)))) => t.lease_token,
-                    _ => 0,
+                    _ => FencingToken::new(0),
                 };
                 StoreRequest::run(thread, run, token, op)
             }

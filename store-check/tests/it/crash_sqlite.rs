@@ -34,7 +34,7 @@ fn open(path: &Path) -> SqliteStore {
 fn message(id: String) -> Message {
     Message {
         parts: vec![Part::text(format!("body of {id}"))],
-        id,
+        id: id.into(),
         seq: 0,
         role: Role::User,
         visibility: Visibility::ALL,
@@ -54,7 +54,7 @@ fn batch(b: u64, version: u64) -> StoreRequest {
     });
     if b.is_multiple_of(5) && b >= 3 {
         writes.push(Write::Visibility {
-            message: format!("b{}-0", b - 3),
+            message: format!("b{}-0", b - 3).into(),
             visibility: Visibility::CONTEXT_ONLY,
         });
     }

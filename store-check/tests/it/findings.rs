@@ -4,6 +4,7 @@
 //! leaves these requests out (a run's status writes by a run that is not
 //! the driven one) or follows MemoryStore (version bumps), see README.
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::store::{AdminOp, AdminReply, ClientOp, FacadeOp, FacadeReply, RunOp};
 use pai_runtime::{
     MemoryStore, Message, Part, Role, StoreError,
@@ -37,7 +38,7 @@ fn submit(store: &MemoryStore, id: &str, run: &str) {
     store.apply(request).expect("submitted");
 }
 
-fn claim(store: &MemoryStore) -> u64 {
+fn claim(store: &MemoryStore) -> FencingToken {
     let request = StoreRequest::claim(Some("t".into()), "w", None);
     match store.apply(request) {
         Ok(StoreReply::Admin(AdminReply::Claimed(Some(c)))) => c.token,
@@ -45,7 +46,7 @@ fn claim(store: &MemoryStore) -> u64 {
     }
 }
 
-fn wait(run: &str, token: u64) -> StoreRequest {
+fn wait(run: &str, token: FencingToken) -> StoreRequest {
     let call = WaitingCall {
         call_id: "c".into(),
         tool: "t".into(),

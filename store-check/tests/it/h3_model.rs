@@ -11,6 +11,7 @@
 //! bumps the version by exactly one (none for an empty write list) and
 //! applies every write; a conflict changes nothing at all.
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::store::{
     AdminOp, AdminReply, ClientOp, ClientReply, FacadeOp, FacadeReply, Finish, RunOp, RunReply,
 };
@@ -121,7 +122,7 @@ struct Model {
     /// Every private metadata the thread has had, oldest first.
     earlier: Vec<Map<String, Value>>,
     /// The run holding the lease, and its token.
-    lease: Option<(String, u64)>,
+    lease: Option<(String, FencingToken)>,
     ids: u64,
 }
 
@@ -205,7 +206,7 @@ impl Model {
         };
         let id = self.next_id("msg");
         Message {
-            id: id.clone(),
+            id: id.clone().into(),
             seq: 0,
             role,
             parts: vec![Part::text(id)],
@@ -264,7 +265,7 @@ fn mutate(
     let writes = model.writes(writes);
     let writer = match (&model.lease, as_run) {
         (Some((run, token)), true) => Writer::Run {
-            run: run.clone(),
+            run: run.clone().into(),
             token: *token,
         },
         _ => Writer::Trusted,
@@ -299,7 +300,7 @@ fn mutate(
     let done = done.map_err(|r| TestCaseError::fail(format!("refused: {r:?}")))?;
     let bump = u64::from(!writes.is_empty());
     prop_assert_eq!(done.version, model.version + bump, "one version per commit");
-    let appended: Vec<String> = writes
+    let appended: Vec<pai_runtime::id::MessageId> = writes
         .iter()
         .filter_map(|w| match w {
             Write::Append(m) => Some(m.id.clone()),
@@ -324,7 +325,7 @@ fn mutate(
 fn submit(store: &MemoryStore, model: &mut Model) -> Result<(), TestCaseError> {
     let run = model.next_id("run");
     let message = model.message(Role::User, None);
-    let (steer, new_run) = (false, Some(run.clone()));
+    let (steer, new_run) = (false, Some(run.as_str().into()));
     let submit = ClientOp::Submit {
         message,
         steer,
@@ -332,7 +333,7 @@ fn submit(store: &MemoryStore, model: &mut Model) -> Result<(), TestCaseError> {
     };
     let reply = store.apply(StoreRequest::client(THREAD, "a", "o", submit));
     let expected = Submitted::Run {
-        run,
+        run: run.into(),
         version: model.version + 1,
     };
     let expected = StoreReply::Client(ClientReply::Submitted(expected));
@@ -393,7 +394,7 @@ fn other(store: &MemoryStore, model: &mut Model, op: &Op) -> Result<(), TestCase
             let reply = store.apply(StoreRequest::claim(Some(THREAD.into()), "w", None));
             match reply {
                 Ok(StoreReply::Admin(AdminReply::Claimed(Some(c)))) => {
-                    model.lease = Some((c.run, c.token))
+                    model.lease = Some((c.run.to_string(), c.token))
                 }
                 Ok(StoreReply::Admin(AdminReply::Claimed(None))) => {}
                 other => return Err(TestCaseError::fail(format!("claim answered {other:?}"))),

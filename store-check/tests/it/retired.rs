@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::store::{AdminOp, AdminReply, ClientOp, FacadeOp, ReadOp, RunOp};
 use pai_runtime::{
     MemoryStore, Message, Part, Role, StoreError,
@@ -39,7 +40,7 @@ fn inspect(apply: &Apply<'_>) -> Option<StoredThread> {
 
 /// Run `r1` of incarnation 1 claimed, the thread deleted and opened again:
 /// the run's id, its token and the old incarnation.
-fn retire_a_run(apply: &Apply<'_>) -> (String, u64, u64) {
+fn retire_a_run(apply: &Apply<'_>) -> (String, FencingToken, u64) {
     let submit = ClientOp::Submit {
         message: message("m1", Role::User, None),
         steer: false,
@@ -73,7 +74,10 @@ fn old_incarnation_is_refused(apply: &Apply<'_>) {
     };
     let mutate = FacadeOp::Mutate {
         incarnation: None,
-        writer: Writer::Run { run, token },
+        writer: Writer::Run {
+            run: run.into(),
+            token,
+        },
         expect: Expect::Nothing,
         writes: vec![stale],
     };

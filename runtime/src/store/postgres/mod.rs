@@ -238,7 +238,10 @@ impl PgStore {
             StoreRequest::ClaimAny { worker, ttl } => {
                 cx.claim_any(cache, &mut keep, &worker, ttl).await?
             }
-            StoreRequest::On { thread, op } => cx.on_thread(cache, &mut keep, thread, op).await?,
+            StoreRequest::On { thread, op } => {
+                cx.on_thread(cache, &mut keep, thread.to_string(), op)
+                    .await?
+            }
         };
         tx.commit().await?;
         for (id, loaded) in keep {

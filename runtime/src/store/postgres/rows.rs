@@ -6,6 +6,7 @@ use tokio_postgres::{Row, Transaction};
 
 use super::error::Backend;
 use super::schema::Statements;
+use crate::id::ThreadId;
 use crate::message::Message;
 use crate::store::thread::ThreadRec;
 
@@ -204,10 +205,10 @@ impl Loaded {
 pub(super) async fn live_ids(
     tx: &Transaction<'_>,
     st: &Statements,
-) -> Result<Vec<String>, Backend> {
+) -> Result<Vec<ThreadId>, Backend> {
     let mut ids = Vec::new();
     for row in tx.query(&st.live_ids, &[]).await? {
-        ids.push(row.try_get(0)?);
+        ids.push(ThreadId::new(row.try_get::<_, String>(0)?));
     }
     Ok(ids)
 }

@@ -181,12 +181,14 @@ async fn two_stores_on_one_database_see_each_others_commits(db: &Db) {
     else {
         panic!("a claims the run");
     };
-    let stale = b.apply(append("t", "r1", first.token - 1, &["late"])).await;
+    let stale = b
+        .apply(append("t", "r1", first.token.get() - 1, &["late"]))
+        .await;
     assert!(
         matches!(stale, Err(StoreError::StaleLease { .. })),
         "{stale:?}"
     );
-    b.apply(append("t", "r1", first.token, &["m"]))
+    b.apply(append("t", "r1", first.token.get(), &["m"]))
         .await
         .unwrap();
     let seen = inspect(&a, "t").await.unwrap();

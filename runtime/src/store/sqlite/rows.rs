@@ -5,6 +5,7 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::error::Backend;
+use crate::id::ThreadId;
 use crate::message::Message;
 use crate::store::thread::ThreadRec;
 
@@ -121,7 +122,13 @@ fn write_rows(
     )?;
     for (k, m) in changed.iter().enumerate() {
         let body = serde_json::to_string(m).map_err(Backend::corrupt(id))?;
-        insert.execute(params![id, (from + k) as i64, m.seq as i64, m.id, body])?;
+        insert.execute(params![
+            id,
+            (from + k) as i64,
+            m.seq as i64,
+            m.id.as_str(),
+            body
+        ])?;
     }
     rec.persisted();
     Ok(rec.messages().len())
@@ -151,11 +158,12 @@ impl Loaded {
 }
 
 /// Every live thread's id, in id order (byte order, as the memory store's).
-pub(super) fn live_ids(tx: &Transaction<'_>) -> Result<Vec<String>, Backend> {
-    ids(
+pub(super) fn live_ids(tx: &Transaction<'_>) -> Result<Vec<ThreadId>, Backend> {
+    let live = ids(
         tx,
         "SELECT id FROM pai_threads WHERE deleted = 0 ORDER BY id",
-    )
+    )?;
+    Ok(live.into_iter().map(ThreadId::from).collect())
 }
 
 /// The threads an unscoped claim may find a run on, in id order.

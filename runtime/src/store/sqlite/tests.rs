@@ -97,12 +97,13 @@ fn two_stores_on_one_file_see_each_others_commits() {
     else {
         panic!("a claims the run");
     };
-    let stale = b.apply(append("t", "r1", first.token - 1, &["late"]));
+    let stale = b.apply(append("t", "r1", first.token.get() - 1, &["late"]));
     assert!(
         matches!(stale, Err(StoreError::StaleLease { .. })),
         "{stale:?}"
     );
-    b.apply(append("t", "r1", first.token, &["m"])).unwrap();
+    b.apply(append("t", "r1", first.token.get(), &["m"]))
+        .unwrap();
     let seen = inspect(&|r| a.apply(r), "t").unwrap();
     assert_eq!(seen.messages.len(), 2);
     // The submit, the claim (H1: a lease revision) and the append.

@@ -23,7 +23,9 @@ impl RecordingSink {
     /// Every event's run and kind.
     pub fn kinds(&self) -> Vec<(String, EventKind)> {
         let events = self.0.lock().unwrap();
-        let kinds = events.iter().map(|e| (e.run_id.clone(), e.kind.clone()));
+        let kinds = events
+            .iter()
+            .map(|e| (e.run_id.to_string(), e.kind.clone()));
         kinds.collect()
     }
 

@@ -111,7 +111,8 @@ async fn r1_regenerate_truncates_and_starts_a_run_from_the_message() {
         stored_texts(&before.messages),
         ["one", "re: one", "two", "re: two"]
     );
-    let removed: Vec<String> = before.messages[1..].iter().map(|m| m.id.clone()).collect();
+    let removed: Vec<pai_runtime::id::MessageId> =
+        before.messages[1..].iter().map(|m| m.id.clone()).collect();
     // Refusals first: an assistant message, a missing one.
     let reply = before.messages[1].id.clone();
     assert_eq!(
@@ -326,7 +327,8 @@ async fn r2_a_regeneration_is_patched_in_its_own_version() {
     let t = s.rt.admin().thread("t1");
     let before = t.read().await.unwrap();
     let v1 = before.version;
-    let removed: Vec<String> = before.messages[1..].iter().map(|m| m.id.clone()).collect();
+    let removed: Vec<pai_runtime::id::MessageId> =
+        before.messages[1..].iter().map(|m| m.id.clone()).collect();
     let regen = t.regenerate(&one.message_id).await.unwrap();
     s.thread("t1").wait_until_idle().await.unwrap();
     let rewritten: Vec<(u64, Vec<String>)> = s.events.pick(|k| match k {

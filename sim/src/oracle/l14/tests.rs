@@ -54,7 +54,7 @@ fn step_events(step: u32, tool_calls: usize) -> Vec<EventKind> {
         },
         EventKind::CommitStep {
             step,
-            message: format!("m{step}"),
+            message: format!("m{step}").into(),
             version: 1,
         },
     ]
@@ -102,7 +102,7 @@ fn lease() -> EventKind {
     EventKind::LeaseAcquired {
         version: 1,
         episode: 1,
-        token: 1,
+        token: 1.into(),
     }
 }
 
@@ -195,7 +195,7 @@ fn l14_refuses_a_resume_that_does_not_say_so() {
 
 fn trusted(kind: EventKind) -> Event {
     Event {
-        run_id: String::new(),
+        run_id: Default::default(),
         ..ev(kind)
     }
 }

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 
+use pai_runtime::store::FencingToken;
 use pai_runtime::{
     Event,
     event::{EventKind, Transition},
@@ -126,7 +127,7 @@ impl Builder {
     }
 
     /// A new episode under the event's worker (`local` with one process).
-    fn acquire(&mut self, pos: Pos, episode: u32, token: u64, detail: &str) {
+    fn acquire(&mut self, pos: Pos, episode: u32, token: FencingToken, detail: &str) {
         if self.is_open(&Key::Episode) {
             self.cut_work(pos, "a new episode began before this one ended");
             self.close(&Key::Episode, pos, "lost", " ✗ no end seen");
@@ -306,11 +307,11 @@ impl Builder {
     fn tool(&mut self, pos: Pos, kind: &EventKind, detail: &str) {
         match kind {
             EventKind::ToolStart { call_id, tool, .. } => {
-                let key = Key::Tool(call_id.clone());
+                let key = Key::Tool(call_id.to_string());
                 self.begin(key, Kind::Tool, pos, tool.clone(), detail);
             }
             EventKind::ToolEnd { result, .. } => {
-                let key = Key::Tool(result.call_id.clone());
+                let key = Key::Tool(result.call_id.to_string());
                 let status = match result.status {
                     ToolStatus::Output => "output",
                     ToolStatus::Error => "error",
@@ -328,7 +329,7 @@ impl Builder {
                         self.items.len() - 1
                     }
                 };
-                self.uncommitted.push((result.call_id.clone(), i));
+                self.uncommitted.push((result.call_id.to_string(), i));
             }
             _ => {}
         }

@@ -41,7 +41,7 @@ fn acquired(episode: u32) -> Option<EventKind> {
     Some(EventKind::LeaseAcquired {
         version: 1,
         episode,
-        token: u64::from(episode),
+        token: u64::from(episode).into(),
     })
 }
 
@@ -72,7 +72,7 @@ fn end() -> Option<EventKind> {
 fn taken_over() -> Option<EventKind> {
     Some(EventKind::TakenOver {
         from: Some("w1".into()),
-        stale_token: 1,
+        stale_token: 1.into(),
         expired_at: 3,
         next_step: 0,
     })
@@ -131,7 +131,7 @@ fn a_crash_cuts_the_holder_s_call_and_the_taker_s_result_is_its_own() {
 #[test]
 fn a_result_ended_but_not_committed_before_the_lease_is_lost_says_so() {
     let lost = Some(EventKind::LeaseLost {
-        token: 1,
+        token: 1.into(),
         reason: "store unavailable".into(),
     });
     let lane = lane(

@@ -295,7 +295,7 @@ pub(crate) fn duplicate_step(t: &mut StoredThread) {
         .find(|m| m.role == Role::Assistant)
         .cloned()
         .expect("a step");
-    m.id.push_str("_again");
+    m.id = format!("{}_again", m.id).into();
     m.seq = t.messages.len() as u64 + 1;
     t.messages.push(m);
 }

@@ -130,7 +130,7 @@ fn read_starts(log: &Path) -> Vec<(String, String)> {
 /// What one round leaves to judge.
 #[derive(Debug, Clone)]
 struct Case {
-    run: String,
+    run: pai_runtime::id::RunId,
     /// The thread as `a` left it, read once `a` was reaped.
     at_kill: StoredThread,
     /// The thread once the run was over.
