@@ -1,11 +1,93 @@
 //! The phase grammar's moves (SPEC §1): which event may follow which
 //! state, in a step, among a step's results, between episodes, after a
-//! takeover and in `cancel_close`.
+//! takeover and in `cancel_close`, with the states it moves between and
+//! the result events it tells apart (a leaf: `l14.rs` walks runs with it).
 
 use pai_runtime::event::{EventKind, Transition};
 use pai_runtime::store::RunStatus;
 
-use super::{State, given_result, result_event};
+/// Where a run is in the phase grammar of SPEC §1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) enum State {
+    #[default]
+    Start,
+    Admitted,
+    Leased,
+    /// After prepare_run (or a resumed run's results): a step may begin.
+    Ready,
+    Responded,
+    Resolved,
+    Prepared,
+    Called,
+    AttemptFailed,
+    Streamed,
+    Committed,
+    Policy,
+    /// After `awaiting`: the step's client and approval calls are
+    /// answerable while its backend tools run (T9).
+    Awaited,
+    Tools,
+    ToolsCommitted,
+    /// The run stopped inside its tools: pending calls get cancelled results.
+    Stopping,
+    Stopped,
+    /// After after_step; `waits` when its transition was `wait`.
+    Stepped {
+        waits: bool,
+    },
+    /// After after_step: pending calls that will never be answered get
+    /// cancelled results (A3), or the run was cancelled as it would wait.
+    GivingUp,
+    GaveUp,
+    /// A resumed episode's prepare_run: the waiting calls' results follow.
+    Resuming,
+    ResumeTools,
+    /// A resumed episode that responds or was cancelled: the waiting calls
+    /// get cancelled results before anything else.
+    Dropping,
+    Dropped,
+    /// SPEC §1 `cancel_close`: a cancelled waiting (or taken-over, K3)
+    /// run closed its open calls and is cancelled; only the release
+    /// follows, then the end: no other phase, no other episode.
+    Closed,
+    Closing,
+    Failed,
+    Released,
+    /// The run waits for a client: its episode ended with `wait`.
+    Waiting,
+    /// The driver lost the run's lease (K3): the episode is over here.
+    Lost,
+    /// Another worker took the run over (K3): a resumed episode follows.
+    TakenOver,
+    /// A takeover's calls of the last committed step without a committed
+    /// result run again (K5): their policy, then their results.
+    OrphanPolicy,
+    OrphanAwaited,
+    OrphanTools,
+    /// The rerun calls' results are committed; the episode goes on as a
+    /// resumed one does, or waits if some of them wait for a client.
+    OrphansDone,
+    Ended,
+    /// A violation was reported; later events of the run are not checked.
+    Broken,
+}
+
+/// A result event: a tool started or ended, or `after_tool_result` ran.
+fn result_event(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::ToolStart { .. } | EventKind::ToolEnd { .. } | EventKind::AfterToolResult { .. }
+    )
+}
+
+/// A result event for a call that never runs: a cancelled (or denied, or
+/// submitted) result, or `after_tool_result` over it.
+fn given_result(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::ToolEnd { .. } | EventKind::AfterToolResult { .. }
+    )
+}
 
 /// The grammar as a transition table: the state after `kind`, or `None` if
 /// the grammar does not allow `kind` here. `resumed`: the episode resumes
