@@ -98,20 +98,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         other => bail!("--format {other}: expected text or json"),
     };
     let limit = args.time.as_deref().map(duration).transpose()?;
-    let campaign = Campaign {
-        seed: args.seed,
-        cases: if limit.is_some() {
-            args.cases
-        } else {
-            Some(args.cases.unwrap_or(1000))
-        },
-        shard: shard(&args.shard)?,
-        keep_going: args.keep_going,
-        shrink_budget: 2000,
-        store: args.store,
-        differential: args.differential,
-        swarm: !args.no_swarm,
-    };
+    let campaign = campaign(&args, limit.is_some())?;
     let started = Instant::now();
     let bar = progress(campaign.cases.map(|n| n / campaign.shard.1));
     let summary = campaign.run(|s| {
@@ -159,6 +146,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    })
+}
+
+/// The campaign the arguments ask for (`timed`: `--time` given, so the
+/// case count is only a ceiling).
+fn campaign(args: &Args, timed: bool) -> anyhow::Result<Campaign> {
+    Ok(Campaign {
+        seed: args.seed,
+        cases: match timed {
+            true => args.cases,
+            false => Some(args.cases.unwrap_or(1000)),
+        },
+        shard: shard(&args.shard)?,
+        keep_going: args.keep_going,
+        shrink_budget: 2000,
+        store: args.store,
+        differential: args.differential,
+        swarm: !args.no_swarm,
     })
 }
 

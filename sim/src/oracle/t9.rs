@@ -149,16 +149,7 @@ fn from_log<'a>(
     // Among workers a stale holder's `awaiting` that landed before the
     // takeover is only in its own log (`raw`), not in the story.
     let first = first_answerable(events.iter().chain(raw));
-    let lost: BTreeSet<&str> = events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e.kind,
-                EventKind::LeaseLost { .. } | EventKind::TakenOver { .. }
-            )
-        })
-        .map(|e| e.run_id.as_str())
-        .collect();
+    let lost = lost_leases(events);
     for (i, e) in events.iter().enumerate() {
         let run = e.run_id.as_str();
         // Among workers the client may log its answer before the worker
@@ -213,6 +204,21 @@ fn from_log<'a>(
 
 /// Each (run, call) → its thread and the version at which it was first
 /// made answerable (`awaiting` or `wait`).
+/// The runs whose holder lost its lease, or was taken over from.
+fn lost_leases(events: &[Event]) -> BTreeSet<&str> {
+    let lost = |e: &&Event| {
+        matches!(
+            e.kind,
+            EventKind::LeaseLost { .. } | EventKind::TakenOver { .. }
+        )
+    };
+    events
+        .iter()
+        .filter(lost)
+        .map(|e| e.run_id.as_str())
+        .collect()
+}
+
 fn first_answerable<'a>(
     events: impl Iterator<Item = &'a Event>,
 ) -> BTreeMap<(&'a str, &'a str), (&'a str, u64)> {
