@@ -4,25 +4,15 @@
 //! leaves these requests out (a run's status writes by a run that is not
 //! the driven one) or follows MemoryStore (version bumps), see README.
 
+use crate::fixtures::message;
 use pai_runtime::store::FencingToken;
 use pai_runtime::store::{AdminOp, AdminReply, ClientOp, FacadeOp, FacadeReply, RunOp};
 use pai_runtime::{
-    MemoryStore, Message, Part, Role, StoreError,
-    message::{Outcome, PaiMeta, Producer, Visibility},
+    MemoryStore, Role, StoreError,
+    message::Outcome,
     store::{Expect, RunEnd, RunStatus, StoreReply, StoreRequest, WaitingCall, Write, Writer},
     tool::ToolKind,
 };
-
-fn message(id: &str, role: Role) -> Message {
-    Message {
-        id: id.into(),
-        seq: 0,
-        role,
-        parts: vec![Part::text(id)],
-        visibility: Visibility::ALL,
-        pai: PaiMeta::new(Producer::User, None, None, 0),
-    }
-}
 
 fn submit(store: &MemoryStore, id: &str, run: &str) {
     let request = StoreRequest::client(
@@ -30,7 +20,7 @@ fn submit(store: &MemoryStore, id: &str, run: &str) {
         "a",
         "o",
         ClientOp::Submit {
-            message: message(id, Role::User),
+            message: message(id, Role::User, None),
             steer: false,
             new_run: Some(run.into()),
         },
@@ -99,7 +89,7 @@ fn k2_an_ended_run_cannot_write_or_wait() {
         "r1",
         token,
         RunOp::Append {
-            messages: vec![message("late", Role::Assistant)],
+            messages: vec![message("late", Role::Assistant, None)],
             step: None,
         },
     );

@@ -8,6 +8,7 @@ mod broken;
 mod crash_postgres;
 mod crash_sqlite;
 mod findings;
+mod fixtures;
 mod h3_model;
 mod memory;
 mod postgres;

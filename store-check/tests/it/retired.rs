@@ -6,11 +6,11 @@
 
 use std::sync::Arc;
 
+use crate::fixtures::message;
 use pai_runtime::store::FencingToken;
 use pai_runtime::store::{AdminOp, AdminReply, ClientOp, FacadeOp, ReadOp, RunOp};
 use pai_runtime::{
-    MemoryStore, Message, Part, Role, StoreError,
-    message::{PaiMeta, Producer, Visibility},
+    MemoryStore, Role, StoreError,
     store::{
         Expect, HistoryRead, SqliteConfig, SqliteStore, StoreReply, StoreRequest, StoredThread,
         Write, Writer,
@@ -19,17 +19,6 @@ use pai_runtime::{
 use serde_json::json;
 
 type Apply<'a> = dyn Fn(StoreRequest) -> Result<StoreReply, StoreError> + 'a;
-
-fn message(id: &str, role: Role, run: Option<&str>) -> Message {
-    Message {
-        id: id.into(),
-        seq: 0,
-        role,
-        parts: vec![Part::text(id)],
-        visibility: Visibility::ALL,
-        pai: PaiMeta::new(Producer::User, run, None, 0),
-    }
-}
 
 fn inspect(apply: &Apply<'_>) -> Option<StoredThread> {
     match apply(StoreRequest::admin("t1", AdminOp::Inspect)) {
