@@ -20,8 +20,8 @@ use hdrhistogram::Histogram;
 use pai_pg_server::PgServer;
 use pai_runtime::store::{AdminOp, AdminReply, ClientOp, FencingToken, RunOp, RunReply};
 use pai_runtime::{
-    MemoryStore, Message, Part, Role, StoreError,
-    message::{PaiMeta, Producer, Visibility},
+    MemoryStore, Part, Role, StoreError,
+    message::{NewMessage, PaiMeta, Producer, Visibility},
     store::{Durability, PgOptions, PgStore, SqliteConfig, SqliteStore, StoreReply, StoreRequest},
 };
 
@@ -42,13 +42,12 @@ struct Bench {
     _dir: Option<tempfile::TempDir>,
 }
 
-fn message(id: String, role: Role) -> Message {
-    Message {
+fn message(id: String, role: Role) -> NewMessage {
+    NewMessage {
         parts: vec![Part::text(
             "a step's answer, about as long as a short reply",
         )],
         id: id.into(),
-        seq: 0,
         role,
         visibility: Visibility::ALL,
         pai: PaiMeta::new(Producer::Model, Some("r1"), Some(0), 0),

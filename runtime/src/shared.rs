@@ -8,7 +8,7 @@ use crate::agent::Agent;
 use crate::clock::{Clock, IdSource};
 use crate::event::{Event, EventKind, EventSink};
 use crate::live::LiveEvent;
-use crate::message::Message;
+use crate::message::NewMessage;
 use crate::model::ModelProvider;
 use crate::process::{Attached, Process};
 use crate::store::FencingToken;
@@ -97,7 +97,7 @@ impl<C> Shared<C> {
         thread: &str,
         run: &str,
         token: FencingToken,
-        messages: Vec<Message>,
+        messages: Vec<NewMessage>,
         step: Option<u32>,
     ) -> Result<Appended, StoreError> {
         let mut attached = self.process.attach(thread).await;

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::clock::{IdKind, IdSource, Millis};
 use crate::id::MessageId;
-use crate::message::{Message, PaiMeta, Part, Producer, Role, Visibility};
+use crate::message::{NewMessage, PaiMeta, Part, Producer, Role, Visibility};
 use crate::store::{Refusal, StoreError, StoredThread, Write};
 
 /// The staging area of one mutation.
@@ -73,9 +73,8 @@ impl<'a> Staged<'a> {
         visibility: Visibility,
     ) -> MessageId {
         let id = MessageId::new(self.ids.next_id(IdKind::Message));
-        self.writes.push(Write::Append(Message {
+        self.writes.push(Write::Append(NewMessage {
             id: id.clone(),
-            seq: 0,
             role,
             parts: vec![Part::text(text.into())],
             visibility,

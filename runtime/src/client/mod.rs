@@ -16,7 +16,7 @@ use crate::event::{EventKind, EventSink};
 use crate::id::{CallId, MessageId, RunId, ThreadId};
 use crate::live::Watch;
 use crate::message::Outcome;
-use crate::message::{Message, PaiMeta, Part, Producer, Role, Visibility};
+use crate::message::{Message, NewMessage, PaiMeta, Part, Producer, Role, Visibility};
 use crate::model::ModelProvider;
 use crate::process::Process;
 use crate::shared::Shared;
@@ -445,9 +445,8 @@ impl<C: Send + Sync + 'static> ThreadHandle<C> {
     async fn submit(&self, text: String, steer: bool) -> Result<Sent, ClientError> {
         let sh = self.shared();
         let message_id = MessageId::new(sh.ids.next_id(IdKind::Message));
-        let message = Message {
+        let message = NewMessage {
             id: message_id.clone(),
-            seq: 0,
             role: Role::User,
             parts: vec![Part::text(text)],
             visibility: Visibility::ALL,

@@ -206,6 +206,40 @@ impl Part {
     }
 }
 
+/// A message on its way to the store: everything a stored [`Message`]
+/// has but its sequence number, which only the store assigns, when it
+/// commits (SPEC H1). Appends, submits and staged writes carry these;
+/// the store answers with the first number it gave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewMessage {
+    pub id: MessageId,
+    pub role: Role,
+    pub parts: Vec<Part>,
+    pub visibility: Visibility,
+    pub pai: PaiMeta,
+}
+
+impl NewMessage {
+    /// The message as stored under `seq`.
+    pub fn stored(self, seq: u64) -> Message {
+        let NewMessage {
+            id,
+            role,
+            parts,
+            visibility,
+            pai,
+        } = self;
+        Message {
+            id,
+            seq,
+            role,
+            parts,
+            visibility,
+            pai,
+        }
+    }
+}
+
 /// A stored message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {

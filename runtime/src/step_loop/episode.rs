@@ -11,7 +11,7 @@ use crate::clock::IdKind;
 use crate::event::{EventKind, RunStage, Transition};
 use crate::id::MessageId;
 use crate::lifecycle::{Phase, Response, RunDecision, RunInput, StreamKind};
-use crate::message::{Message, Outcome, Producer, Role, Visibility};
+use crate::message::{Message, NewMessage, Outcome, Producer, Role, Visibility};
 use crate::patch::{Overlay, Route};
 use crate::store::{RunEnd, RunStatus, WaitingCall};
 
@@ -207,9 +207,8 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let mut pai = self.meta(Producer::Lifecycle, None);
         pai.outcome = Some(r.outcome);
         pai.reason.clone_from(&r.reason);
-        let msg = Message {
+        let msg = NewMessage {
             id: id.clone().into(),
-            seq: 0,
             role: Role::Assistant,
             parts: r.parts,
             visibility: Visibility::ALL,

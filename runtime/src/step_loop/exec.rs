@@ -12,7 +12,7 @@ use crate::error::{FailureCell, HookResult};
 use crate::event::{EventKind, RunStage};
 use crate::future::{HookFuture, guarded};
 use crate::lifecycle::{HookCx, HookNote, HookTrace, Lifecycle, Phase, RunFacade};
-use crate::message::{Message, PaiMeta, Producer};
+use crate::message::{NewMessage, PaiMeta, Producer};
 use crate::shared::Shared;
 use crate::stop::StopSignal;
 use crate::store::{Appended, StoreError};
@@ -154,7 +154,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     pub(super) async fn commit(
         &self,
         stage: RunStage,
-        messages: Vec<Message>,
+        messages: Vec<NewMessage>,
         step: Option<u32>,
     ) -> Result<Appended, Fail> {
         self.writable(stage)?;

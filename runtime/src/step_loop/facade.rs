@@ -14,7 +14,7 @@ use crate::future::HookFuture;
 use crate::future::panic_message;
 use crate::id::MessageId;
 use crate::lifecycle::{Progress, RunFacade, StageFn, ToolResult};
-use crate::message::{Message, Part, Producer, Role, Visibility};
+use crate::message::{NewMessage, Part, Producer, Role, Visibility};
 use crate::metadata::MetaType;
 use crate::staged::MutateError;
 use crate::store::{Expect, Mutation, StoredThread, Writer};
@@ -163,9 +163,8 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
 impl<C: Send + Sync + 'static> Exec<'_, C> {
     async fn context_message(&self, text: String) -> Result<String, String> {
         let id = MessageId::new(self.sh.ids.next_id(IdKind::Message));
-        let message = Message {
+        let message = NewMessage {
             id: id.clone(),
-            seq: 0,
             role: Role::System,
             parts: vec![Part::text(text)],
             visibility: Visibility::CONTEXT_ONLY,

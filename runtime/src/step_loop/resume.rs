@@ -143,7 +143,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// one write under the lease (K5), and tells the thread's watchers.
     pub(super) async fn commit_resumed(
         &self,
-        message: crate::message::Message,
+        message: crate::message::NewMessage,
     ) -> Result<Appended, Fail> {
         let stage = RunStage::CommitToolResults;
         self.writable(stage)?;

@@ -15,7 +15,7 @@ use crate::context::{ContextInput, ContextNext, History, ResolverThread};
 use crate::error::FailureCell;
 use crate::event::{EventKind, RunStage, Transition};
 use crate::lifecycle::{AfterStepInput, Phase, StepDecision, StepInput, StreamKind, ToolResult};
-use crate::message::{Message, ModelMessage, Part, Producer, Role, Visibility};
+use crate::message::{Message, ModelMessage, NewMessage, Part, Producer, Role, Visibility};
 use crate::model::{BoxStream, ModelRequest, offered};
 use crate::model_call::{AttemptPatch, ModelLink, ModelNext};
 use crate::model_view::{carries_tools, pair_after, pair_tool_calls};
@@ -385,22 +385,19 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 (parts, pai)
             }
         };
-        let message = Message {
+        let message = NewMessage {
             id: self.sh.ids.next_id(IdKind::Message).into(),
-            seq: 0,
             role: Role::Assistant,
             parts,
             visibility: Visibility::ALL,
             pai,
         };
         let id = message.id.clone();
-        let mut kept = keep.then(|| message.clone());
+        let kept = keep.then(|| message.clone());
         let appended = self
             .commit(RunStage::CommitStep, vec![message], Some(step))
             .await?;
-        if let Some(m) = &mut kept {
-            m.seq = appended.first_seq;
-        }
+        let kept = kept.map(|m| m.stored(appended.first_seq));
         self.emit(|| EventKind::CommitStep {
             step,
             message: id,

@@ -17,7 +17,7 @@ use crate::id::CallId;
 use crate::lifecycle::{
     Phase, ToolCallDecision, ToolCallInput, ToolResult, ToolResultDecision, ToolResultInput,
 };
-use crate::message::{Message, Part, Producer, ResultSource, Role, ToolStatus, Visibility};
+use crate::message::{NewMessage, Part, Producer, ResultSource, Role, ToolStatus, Visibility};
 use crate::patch::Route;
 use crate::store::{Answer, WaitingCall};
 use crate::tool::{Tool, ToolCx, ToolKind, ToolOutcome};
@@ -527,7 +527,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     }
 
     /// One tool message holding `finals` in order.
-    pub(super) fn results_message(&self, step: u32, finals: &[ToolResult]) -> Message {
+    pub(super) fn results_message(&self, step: u32, finals: &[ToolResult]) -> NewMessage {
         let id = self.sh.ids.next_id(crate::clock::IdKind::Message);
         let parts = finals
             .iter()
@@ -539,9 +539,8 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 output: r.output.clone(),
             })
             .collect();
-        Message {
+        NewMessage {
             id: id.into(),
-            seq: 0,
             role: Role::Tool,
             parts,
             visibility: Visibility::ALL,

@@ -20,7 +20,7 @@ use super::reply::{AdminReply, ClientReply, FacadeReply, Finish, ReadReply, RunR
 use super::waiting::{Answer, AnswerMiss, WaitingCall};
 use crate::clock::Millis;
 use crate::id::{RunId, ThreadId};
-use crate::message::Message;
+use crate::message::{Message, NewMessage};
 use crate::store::FencingToken;
 
 /// A runtime's store.
@@ -122,7 +122,7 @@ impl StoreHandle {
     pub(crate) async fn submit(
         &self,
         s: &Scope<'_>,
-        message: Message,
+        message: NewMessage,
         steer: bool,
         new_run: Option<RunId>,
     ) -> Result<Option<Submitted>, StoreError> {
@@ -224,7 +224,7 @@ impl StoreHandle {
         thread: &str,
         run: &str,
         token: FencingToken,
-        messages: Vec<Message>,
+        messages: Vec<NewMessage>,
         step: Option<u32>,
     ) -> Result<Appended, StoreError> {
         let op = RunOp::Append { messages, step };
@@ -314,7 +314,7 @@ impl StoreHandle {
         thread: &str,
         run: &str,
         token: FencingToken,
-        messages: Vec<Message>,
+        messages: Vec<NewMessage>,
     ) -> Result<Appended, StoreError> {
         let op = RunOp::CommitResumed { messages };
         expect!(self.run((thread, run, token), op).await?, RunReply::Appended(x) => x)

@@ -110,7 +110,7 @@ fn admin_name(op: &AdminOp) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{Message, Outcome, PaiMeta, Producer, Role, Visibility};
+    use crate::message::{NewMessage, Outcome, PaiMeta, Producer, Role, Visibility};
     use crate::store::{Answer, Expect, FencingToken, HistoryRead, RunEnd, RunStatus, Writer};
 
     fn end() -> RunEnd {
@@ -122,10 +122,9 @@ mod tests {
     }
 
     /// A user message to submit.
-    fn message() -> Message {
-        Message {
+    fn message() -> NewMessage {
+        NewMessage {
             id: "m".into(),
-            seq: 1,
             role: Role::User,
             parts: vec![],
             visibility: Visibility::ALL,

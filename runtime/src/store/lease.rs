@@ -200,7 +200,7 @@ impl ThreadRec {
     pub(crate) fn append_t(
         &mut self,
         token: Option<FencingToken>,
-        messages: impl IntoIterator<Item = crate::message::Message>,
+        messages: impl IntoIterator<Item = crate::message::NewMessage>,
     ) -> Result<crate::store::record::Appended, StoreError> {
         self.fenced(token)?;
         Ok(self.append(messages))
@@ -260,7 +260,7 @@ impl ThreadRec {
         &mut self,
         run: &str,
         token: FencingToken,
-        messages: Vec<crate::message::Message>,
+        messages: Vec<crate::message::NewMessage>,
     ) -> Result<crate::store::record::Appended, StoreError> {
         self.fenced(Some(token))?;
         Ok(self.commit_resumed(run, messages))

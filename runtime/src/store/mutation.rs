@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::record::RunStatus;
-use crate::message::{Message, Visibility};
+use crate::message::{NewMessage, Visibility};
 
 /// What a mutation expects of the stored thread when it commits (SPEC H3).
 /// An expectation names the incarnation it was read from: it conflicts
@@ -50,8 +50,8 @@ impl Expect {
 /// One staged write of a mutation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Write {
-    /// Appends a message (its sequence number is assigned at commit).
-    Append(Message),
+    /// Appends a message (the store numbers it at commit).
+    Append(NewMessage),
     /// Sets (`Some`) or removes (`None`) a key of the client-readable metadata.
     Metadata { key: String, value: Option<Value> },
     /// Sets or removes a key of the private metadata (never sent to clients, H4).

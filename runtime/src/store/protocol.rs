@@ -23,7 +23,7 @@ use super::reply::StoreReply;
 use super::waiting::{Answer, WaitingCall};
 use crate::clock::Millis;
 use crate::future::HookFuture;
-use crate::message::Message;
+use crate::message::NewMessage;
 
 /// What a store answers one request with.
 pub type StoreFuture<'a> = HookFuture<'a, Result<StoreReply, StoreError>>;
@@ -84,7 +84,7 @@ pub enum ClientOp {
     /// of the current run (with `steer`). A steer that finds no current run
     /// and no `new_run` is answered [`ClientReply::NeedRunId`](super::ClientReply::NeedRunId).
     Submit {
-        message: Message,
+        message: NewMessage,
         steer: bool,
         new_run: Option<RunId>,
     },
@@ -105,7 +105,7 @@ pub enum RunOp {
     Renew,
     /// Appends the run's messages; with `step`, the commit of that model step.
     Append {
-        messages: Vec<Message>,
+        messages: Vec<NewMessage>,
         step: Option<u32>,
     },
     /// Takes a pending steer and answers the step's anchor.
@@ -131,7 +131,7 @@ pub enum RunOp {
     /// results the run commits keep them (T9). No commit.
     CloseCalls,
     /// Appends a resumed run's results and forgets its waiting calls.
-    CommitResumed { messages: Vec<Message> },
+    CommitResumed { messages: Vec<NewMessage> },
     /// Records how the run ended. A steer left over is admitted as the run
     /// `next_run`; without one, the answer is [`Finish::NeedRunId`](super::Finish::NeedRunId).
     /// A run a cancel reached ends cancelled: another end is answered

@@ -241,7 +241,9 @@ pub struct StoredThread {
     pub lease_token: FencingToken,
 }
 
-/// What one commit did.
+/// What one commit did: an append's answer, with the numbers the store
+/// gave its [`NewMessage`](crate::message::NewMessage)s (the `k`-th
+/// appended is stored under `first_seq + k`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Appended {
     /// The thread's version after the commit.

@@ -3,16 +3,15 @@
 
 use crate::id::ThreadId;
 use crate::message::Outcome;
-use crate::message::{Message, PaiMeta, Part, Producer, Role, Visibility};
+use crate::message::{NewMessage, PaiMeta, Part, Producer, Role, Visibility};
 use crate::store::FencingToken;
 use crate::store::{
     AdminOp, ClientOp, Expect, FacadeOp, RunEnd, RunOp, RunStatus, StoreRequest, Write, Writer,
 };
 
-pub(crate) fn message(id: &str, role: Role) -> Message {
-    Message {
+pub(crate) fn message(id: &str, role: Role) -> NewMessage {
+    NewMessage {
         id: id.to_string().into(),
-        seq: 0,
         role,
         parts: vec![Part::text(format!("text of {id} ✓"))],
         visibility: Visibility::ALL,

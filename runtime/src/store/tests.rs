@@ -1,14 +1,13 @@
 //! Tests of the thread record: leases and fencing (K2), versions (H1),
 //! the queue (K1), cancels (K6), waiting and answers (T7, T9).
 use super::*;
-use crate::message::{PaiMeta, Part, Producer, Visibility};
+use crate::message::{NewMessage, PaiMeta, Part, Producer, Visibility};
 use crate::store::waiting::tests::call;
 use crate::store::{Claimed, FencingToken};
 
-fn message(text: &str) -> Message {
-    Message {
+fn message(text: &str) -> NewMessage {
+    NewMessage {
         id: text.to_string().into(),
-        seq: 0,
         role: Role::User,
         parts: vec![Part::text(text)],
         visibility: Visibility::ALL,
@@ -111,7 +110,7 @@ fn k1_runs_start_in_arrival_order_and_finish_clears_the_lease() {
     assert_eq!(rec.start_next().map(|s| s.run).as_deref(), Some("r2"));
 }
 
-fn user(id: &str, run: &str) -> Message {
+fn user(id: &str, run: &str) -> NewMessage {
     let mut m = message(id);
     m.pai.run_id = Some(run.to_string().into());
     m

@@ -13,7 +13,7 @@ use super::record::{
 };
 use super::waiting::{self, Answer, AnswerMiss, WaitingCall};
 use crate::id::RunId;
-use crate::message::{Message, Outcome, Role};
+use crate::message::{Message, NewMessage, Outcome, Role};
 
 #[path = "context_order.rs"]
 mod context_order;
@@ -120,12 +120,11 @@ impl ThreadRec {
 
     /// Appends messages in one commit: sequence numbers assigned, version bumped
     /// once (SPEC H1). A run's append is fenced by the engine first (K2).
-    pub(crate) fn append(&mut self, messages: impl IntoIterator<Item = Message>) -> Appended {
+    pub(crate) fn append(&mut self, messages: impl IntoIterator<Item = NewMessage>) -> Appended {
         let first_seq = self.next_seq;
-        for mut m in messages {
-            m.seq = self.next_seq;
+        for m in messages {
+            self.messages.push(m.stored(self.next_seq));
             self.next_seq += 1;
-            self.messages.push(m);
         }
         self.version += 1;
         Appended {
@@ -267,7 +266,7 @@ impl ThreadRec {
 
     /// Appends a resumed run's results and forgets its waiting calls, in
     /// one commit (T9, K5: a call with a committed result never runs again).
-    pub(crate) fn commit_resumed(&mut self, run: &str, messages: Vec<Message>) -> Appended {
+    pub(crate) fn commit_resumed(&mut self, run: &str, messages: Vec<NewMessage>) -> Appended {
         let appended = self.append(messages);
         if let Some(r) = self.run_mut(run) {
             r.waiting.clear();

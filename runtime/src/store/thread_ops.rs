@@ -108,11 +108,10 @@ impl ThreadRec {
 
     fn apply_write(&mut self, write: Write, done: &mut Mutation) {
         match write {
-            Write::Append(mut m) => {
-                m.seq = self.next_seq;
-                self.next_seq += 1;
+            Write::Append(m) => {
                 done.appended.push(m.id.clone());
-                self.messages.push(m);
+                self.messages.push(m.stored(self.next_seq));
+                self.next_seq += 1;
             }
             Write::Metadata { key, value } => set_key(&mut self.metadata, key, value),
             Write::PrivateMetadata { key, value } => {

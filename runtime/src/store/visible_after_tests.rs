@@ -3,14 +3,13 @@
 //! stored messages moves the epoch on, and the reader gets them all.
 
 use super::*;
-use crate::message::{PaiMeta, Part, Producer, Role, Visibility};
+use crate::message::{NewMessage, PaiMeta, Part, Producer, Role, Visibility};
 use crate::store::mutation::{Expect, Write, Writer};
 use crate::store::record::RunStatus;
 
-fn message(id: &str) -> Message {
-    Message {
+fn message(id: &str) -> NewMessage {
+    NewMessage {
         id: id.to_string().into(),
-        seq: 0,
         role: Role::User,
         parts: vec![Part::text(id)],
         visibility: Visibility::ALL,

@@ -173,9 +173,8 @@ async fn k2_a_stale_token_is_refused_through_the_store_seam() {
         "agent",
         "alice",
         ClientOp::Submit {
-            message: pai_runtime::Message {
+            message: pai_runtime::message::NewMessage {
                 id: "m1".into(),
-                seq: 0,
                 role: pai_runtime::Role::User,
                 parts: vec![Part::text("hi")],
                 visibility: pai_runtime::message::Visibility::ALL,

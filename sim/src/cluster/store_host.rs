@@ -303,7 +303,7 @@ impl StoreHost {
     fn unfenced_append(
         &self,
         thread: &str,
-        messages: Vec<pai_runtime::Message>,
+        messages: Vec<pai_runtime::message::NewMessage>,
     ) -> Result<StoreReply, StoreError> {
         let Some(last_seq) = self.head(thread, |t| t.messages.last().map_or(0, |m| m.seq)) else {
             return Err(StoreError::NoThread(thread.into()));
@@ -514,7 +514,7 @@ fn stored(
 
 /// The thread and messages of a run's append, for the planted
 /// `accept_stale` bug.
-fn planted_append(request: &StoreRequest) -> Option<(&str, Vec<pai_runtime::Message>)> {
+fn planted_append(request: &StoreRequest) -> Option<(&str, Vec<pai_runtime::message::NewMessage>)> {
     match request {
         StoreRequest::On {
             thread,

@@ -14,8 +14,8 @@ pub(crate) mod thread;
 
 use pai_runtime::store::FencingToken;
 use pai_runtime::{
-    Message, Part, Role, StoreError,
-    message::{PaiMeta, Producer, Visibility},
+    Part, Role, StoreError,
+    message::{NewMessage, PaiMeta, Producer, Visibility},
     store::{StoreReply, StoreRequest},
 };
 
@@ -131,12 +131,11 @@ impl Model {
         producer: Producer,
         run: Option<&str>,
         step: Option<u32>,
-    ) -> Message {
+    ) -> NewMessage {
         let id = self.fresh("m");
-        Message {
+        NewMessage {
             parts: vec![Part::text(format!("text of {id}"))],
             id: id.into(),
-            seq: 0,
             role,
             visibility: Visibility::ALL,
             pai: PaiMeta::new(producer, run, step, self.now),

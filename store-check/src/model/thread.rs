@@ -8,7 +8,7 @@
 use pai_runtime::store::FencingToken;
 use pai_runtime::{
     Message, StoreError,
-    message::Outcome,
+    message::{NewMessage, Outcome},
     store::{RunStatus, WaitingCall},
 };
 use serde_json::{Map, Value};
@@ -191,17 +191,16 @@ impl ThreadModel {
     }
 
     /// Stores a message under the next sequence number (never reused).
-    pub(crate) fn store(&mut self, mut message: Message) -> String {
+    pub(crate) fn store(&mut self, message: NewMessage) -> String {
         self.last_seq += 1;
-        message.seq = self.last_seq;
-        let id = message.id.clone();
-        self.messages.push(message);
-        id.to_string()
+        let id = message.id.to_string();
+        self.messages.push(message.stored(self.last_seq));
+        id
     }
 
     /// Appends messages in one commit (H1): the new version and the first
     /// sequence number.
-    pub(crate) fn append(&mut self, messages: Vec<Message>) -> (u64, u64) {
+    pub(crate) fn append(&mut self, messages: Vec<NewMessage>) -> (u64, u64) {
         let first = self.last_seq + 1;
         for m in messages {
             self.store(m);

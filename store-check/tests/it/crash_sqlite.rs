@@ -13,8 +13,8 @@ use std::process::{Command, Stdio};
 
 use pai_runtime::store::{AdminOp, AdminReply, ClientOp, FacadeOp, FacadeReply};
 use pai_runtime::{
-    Message, Part, Role,
-    message::{PaiMeta, Producer, Visibility},
+    Part, Role,
+    message::{NewMessage, PaiMeta, Producer, Visibility},
     store::{
         Durability, Expect, SqliteConfig, SqliteStore, StoreReply, StoreRequest, StoredThread,
         Write, Writer,
@@ -31,11 +31,10 @@ fn open(path: &Path) -> SqliteStore {
     SqliteStore::open(path, None, config).expect("the database opens after a crash")
 }
 
-fn message(id: String) -> Message {
-    Message {
+fn message(id: String) -> NewMessage {
+    NewMessage {
         parts: vec![Part::text(format!("body of {id}"))],
         id: id.into(),
-        seq: 0,
         role: Role::User,
         visibility: Visibility::ALL,
         pai: PaiMeta::new(Producer::User, None, None, 0),

@@ -16,8 +16,8 @@ use pai_runtime::store::{
     AdminOp, AdminReply, ClientOp, ClientReply, FacadeOp, FacadeReply, Finish, RunOp, RunReply,
 };
 use pai_runtime::{
-    MemoryStore, Message, Part, Role,
-    message::{Outcome, PaiMeta, Producer, Visibility},
+    MemoryStore, Part, Role,
+    message::{NewMessage, Outcome, PaiMeta, Producer, Visibility},
     store::{
         Expect, Mutation, Refusal, RunEnd, RunStatus, StoreReply, StoreRequest, StoredThread,
         Submitted, Write, Writer,
@@ -199,15 +199,14 @@ impl Model {
         }
     }
 
-    fn message(&mut self, role: Role, run: Option<&str>) -> Message {
+    fn message(&mut self, role: Role, run: Option<&str>) -> NewMessage {
         let producer = match role {
             Role::User => Producer::User,
             _ => Producer::Runtime,
         };
         let id = self.next_id("msg");
-        Message {
+        NewMessage {
             id: id.clone().into(),
-            seq: 0,
             role,
             parts: vec![Part::text(id)],
             visibility: Visibility::ALL,
