@@ -254,6 +254,23 @@ impl Model {
         th.current().as_deref() == Some(run) && (!running || status == Some(RunStatus::Running))
     }
 
+    /// A fresh call of step `step` for a run to wait on: an approval or a
+    /// client call.
+    fn waiting_call(&mut self, approval: bool, step: u32) -> WaitingCall {
+        let (tool, kind) = match approval {
+            true => ("approve_me", ToolKind::Approval),
+            false => ("client_tool", ToolKind::Client),
+        };
+        WaitingCall {
+            call_id: self.fresh("c").into(),
+            tool: tool.to_string(),
+            input: Value::Null,
+            kind,
+            step,
+            answer: None,
+        }
+    }
+
     /// `Wait`, or with `early`, `Await` (T9): the calls become answerable
     /// while the run still works. Either is one commit (H1).
     pub(super) fn wait(
@@ -272,23 +289,7 @@ impl Model {
         let steps = self.threads[t].run(&run).map_or(0, |r| r.steps);
         let calls: Vec<WaitingCall> = approvals
             .iter()
-            .map(|approval| WaitingCall {
-                call_id: self.fresh("c").into(),
-                tool: if *approval {
-                    "approve_me"
-                } else {
-                    "client_tool"
-                }
-                .to_string(),
-                input: Value::Null,
-                kind: if *approval {
-                    ToolKind::Approval
-                } else {
-                    ToolKind::Client
-                },
-                step: steps,
-                answer: None,
-            })
+            .map(|approval| self.waiting_call(*approval, steps))
             .collect();
         let op = match early {
             true => RunOp::Await {
