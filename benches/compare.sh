@@ -3,25 +3,33 @@
 # peer's scripts (BENCHMARKS.md's peer-bench folder) in one sitting, and
 # prints one table: workload, ours, peer, peer/ours.
 #
-# Usage: benches/compare.sh --peer DIR [--runs N]
+# Usage: benches/compare.sh --peer DIR [--runs N] [--scale LIST] [--fuzz-cases C]
 #   DIR   a writable copy of peer-bench (its run.sh, *.mjs, package-lock.json);
 #         `npm ci` runs there first if it has no node_modules.
 #   N     runs of each peer script (its run.sh's RUNS, default 5); the
 #         peer's figures are the medians over them. Ours are one process
 #         each: W1 the median of 21 timed runs, W2 20 runs, W3 5,000 calls.
+#   LIST  the long-thread sizes of the scale bench (default 1000,2000,4000;
+#         issue 27 aims at 1000,4000,16000); empty: no scale rows.
+#   C     cases of `pai-sim fuzz --seed 7` timed for the fuzz row (default
+#         3000); 0: no fuzz row. Neither has a peer figure.
 #
 # Raw output goes to a temporary folder, named at the end. Run on an idle
 # machine: the figures move by ±50% from one hour to the next, so compare
 # only figures of one sitting.
 set -euo pipefail
 
-usage() { sed -n '6,11p' "$0" >&2; exit 2; }
+usage() { sed -n '6,15p' "$0" >&2; exit 2; }
 peer=""
 runs=5
+scale="1000,2000,4000"
+fuzz_cases=3000
 while [ $# -gt 0 ]; do
   case "$1" in
     --peer) peer="${2:-}"; shift 2 || usage ;;
     --runs) runs="${2:-}"; shift 2 || usage ;;
+    --scale) scale="${2-}"; shift 2 || usage ;;
+    --fuzz-cases) fuzz_cases="${2:-}"; shift 2 || usage ;;
     -h|--help) usage ;;
     *) echo "unknown argument: $1" >&2; usage ;;
   esac
@@ -40,7 +48,7 @@ fi
 # Build once, then run the executables themselves (with criterion's
 # `--bench` flag, as `cargo bench` would): nothing is rebuilt between runs.
 echo "# building the benches (release)" >&2
-cargo bench -p pai-benches --bench stream --bench steps --bench hooks --no-run \
+cargo bench -p pai-benches --bench stream --bench steps --bench hooks --bench scale --no-run \
   --message-format=json 2>"$out/build.log" >"$out/build.json" \
   || { tail -30 "$out/build.log" >&2; exit 1; }
 exe() {
@@ -64,6 +72,21 @@ for b in stream steps hooks; do
     || { tail -20 "$out/ours.err" >&2; echo "our $b bench failed" >&2; exit 1; }
   grep '^RESULT' "$out/$b.txt" | tee -a "$out/ours.txt" >&2
 done
+if [ -n "$scale" ]; then
+  echo "# ours: scale ($scale sends)" >&2
+  PAI_SCALE_SENDS="$scale" "$(exe scale)" >"$out/scale.txt" 2>>"$out/ours.err" \
+    || { tail -20 "$out/ours.err" >&2; echo "our scale bench failed" >&2; exit 1; }
+  grep '^RESULT' "$out/scale.txt" | tee -a "$out/ours.txt" >&2
+fi
+if [ "$fuzz_cases" -gt 0 ]; then
+  echo "# ours: pai-sim fuzz --cases $fuzz_cases --seed 7" >&2
+  cargo build --release -p pai-sim 2>>"$out/build.log" >&2
+  target/release/pai-sim fuzz --cases "$fuzz_cases" --seed 7 --keep-going \
+    --out "$out/fuzz-finds" >"$out/fuzz.txt" 2>&1 || true
+  # "ran N cases (M runs) in Ts: R cases/s"
+  sed -n 's/.*ran \([0-9]*\) cases.*: \([0-9.]*\) cases\/s.*/RESULT FUZZ cases_per_s \2/p' \
+    "$out/fuzz.txt" | tail -1 | tee -a "$out/ours.txt" >&2
+fi
 echo "# peer: RUNS=$runs bash run.sh" >&2
 (cd "$peer" && RUNS="$runs" bash run.sh) >"$out/peer.txt" 2>"$out/peer.err"
 
@@ -105,6 +128,26 @@ cat "$out/ours.txt" "$out/peer.results" | awk '
     row("W3 per hook, chain alone", "ns", ours["W3 chain_ns_per_hook"], us2ns(peer["middleware direct_us_per_middleware"]))
     row("W3 per hook of another phase (means)", "ns", ours["W3 ns_per_other_phase_hook"], "")
     row("W3 per hook of another phase, chain", "ns", ours["W3 chain_ns_per_other_phase_hook"], "")
+    for (k in ours) {
+      split(k, f, " ")
+      if (f[1] == "SCALE" && f[2] ~ /_s$/) {
+        n = f[2]; sub(/^sends_/, "", n); sub(/_s$/, "", n)
+        sizes[n + 0] = 1
+      }
+    }
+    count = 0
+    for (n in sizes) sorted[++count] = n + 0
+    for (i = 2; i <= count; i++) {
+      v = sorted[i]; j = i - 1
+      while (j > 0 && sorted[j] > v) { sorted[j + 1] = sorted[j]; j-- }
+      sorted[j + 1] = v
+    }
+    for (i = 1; i <= count; i++) {
+      n = sorted[i]
+      row("scale: " n " queued sends, wall", "s", ours["SCALE sends_" n "_s"], "")
+      row("scale: " n " queued sends, peak RSS", "MB", ours["SCALE sends_" n "_mb"], "")
+    }
+    row("pai-sim fuzz --seed 7 (each case run twice)", "case/s", ours["FUZZ cases_per_s"], "")
     printf "\npeer checks passed: stream %s, steps %s, middleware %s (1 = yes); peer cpu_per_wall: %s %s %s\n", \
       peer["stream correct"], peer["steps correct"], peer["middleware correct"], \
       peer["stream cpu_per_wall"], peer["steps cpu_per_wall"], peer["middleware cpu_per_wall"]

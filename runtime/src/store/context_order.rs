@@ -8,6 +8,8 @@
 //! queued enters only when a run admitted after it is claimed, never the
 //! context of a run admitted before it.
 
+use std::collections::HashSet;
+
 use super::ThreadRec;
 use crate::id::MessageId;
 use crate::message::Message;
@@ -75,14 +77,18 @@ impl ThreadRec {
         }
         let rank = |id: &str| self.runs.iter().position(|r| r.id == id);
         let Some(own) = rank(run) else { return };
+        // Most hidden messages are triggers of runs still queued: one set
+        // of them per claim keeps a claim linear in the queue, and only
+        // the rare owner that left the queue is ranked.
+        let queued: HashSet<&str> = self.queue.iter().map(String::as_str).collect();
         let entering: Vec<String> = self
             .hidden
             .iter()
             .filter(|(_, owner)| {
                 owner.as_str() == run
-                    || (!self.queue.contains(owner)
-                        && rank(owner).is_some_and(|r| r < own)
-                        && self.current.as_deref() != Some(owner.as_str()))
+                    || (!queued.contains(owner.as_str())
+                        && self.current.as_deref() != Some(owner.as_str())
+                        && rank(owner).is_some_and(|r| r < own))
             })
             .map(|(id, _)| id.clone())
             .collect();
