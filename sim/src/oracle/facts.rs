@@ -230,6 +230,21 @@ pub(super) fn reshapes_context(s: &Scenario) -> bool {
 }
 
 /// A model message's text contents, joined.
+/// [`model_text`], borrowed when the message has one text part (the
+/// common case: no copy per message per request).
+pub(super) fn model_text_ref(m: &ModelMessage) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    let mut texts = m.content.iter().filter_map(|c| match c {
+        ModelContent::Text { text } => Some(text.as_str()),
+        _ => None,
+    });
+    match (texts.next(), texts.next()) {
+        (None, _) => Cow::Borrowed(""),
+        (Some(one), None) => Cow::Borrowed(one),
+        (Some(_), Some(_)) => Cow::Owned(model_text(m)),
+    }
+}
+
 pub(super) fn model_text(m: &ModelMessage) -> String {
     m.content
         .iter()

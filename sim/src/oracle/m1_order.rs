@@ -22,9 +22,10 @@
 
 use std::collections::BTreeMap;
 
+use pai_runtime::message::ModelMessage;
 use pai_runtime::{Event, ModelRequest, Role, event::EventKind, store::StoredThread};
 
-use super::facts::{hook_written, model_text};
+use super::facts::{hook_written, model_text_ref};
 use super::m1_begun::steps;
 use super::observed::{Observed, Violation};
 use crate::scenario::OracleId;
@@ -164,13 +165,14 @@ fn steers_taken<'a>(
 /// Each stored user or assistant message a request sent, by id: its
 /// place in the request and its text, for messages judged by text.
 struct Sent<'t> {
-    at: BTreeMap<&'t str, (usize, String)>,
+    at: BTreeMap<&'t str, (usize, &'t str)>,
 }
 
 /// A stored thread's messages whose (role, text) is theirs alone:
-/// non-empty, no hook's own text, the only stored message with it.
+/// non-empty, no hook's own text, the only stored message with it. By
+/// role, then text (so a request's text is looked up without a copy).
 struct Unique<'t> {
-    by_text: BTreeMap<(Role, String), &'t str>,
+    by_text: BTreeMap<Role, BTreeMap<String, &'t str>>,
 }
 
 impl<'t> Unique<'t> {
@@ -179,38 +181,46 @@ impl<'t> Unique<'t> {
         for m in &thread.messages {
             stored.entry((m.role, m.text())).or_default().push(&m.id);
         }
-        let by_text = stored
-            .into_iter()
-            .filter(|((_, text), ids)| {
-                ids.len() == 1 && !text.is_empty() && !written.contains(&text.as_str())
-            })
-            .map(|(key, ids)| (key, ids[0]))
-            .collect();
+        let mut by_text: BTreeMap<Role, BTreeMap<String, &'t str>> = BTreeMap::new();
+        for ((role, text), ids) in stored {
+            if ids.len() == 1 && !text.is_empty() && !written.contains(&text.as_str()) {
+                by_text.entry(role).or_default().insert(text, ids[0]);
+            }
+        }
         Unique { by_text }
     }
 }
 
-impl<'t> Sent<'t> {
+impl<'u> Sent<'u> {
     /// The messages of `thread` told apart by text that the request sent
-    /// exactly once.
-    fn of(thread: &Unique<'t>, messages: &[pai_runtime::message::ModelMessage]) -> Sent<'t> {
-        let mut places: BTreeMap<(Role, String), Vec<usize>> = BTreeMap::new();
+    /// exactly once (a text sent twice names no place).
+    fn of(thread: &'u Unique<'_>, messages: &[ModelMessage]) -> Sent<'u> {
+        let mut hits: Vec<(&'u str, usize, &'u str)> = Vec::new();
         for (i, m) in messages.iter().enumerate() {
-            if matches!(m.role, Role::User | Role::Assistant) {
-                places.entry((m.role, model_text(m))).or_default().push(i);
+            if !matches!(m.role, Role::User | Role::Assistant) {
+                continue;
+            }
+            let Some(texts) = thread.by_text.get(&m.role) else {
+                continue;
+            };
+            if let Some((text, id)) = texts.get_key_value(model_text_ref(m).as_ref()) {
+                hits.push((id, i, text.as_str()));
             }
         }
+        hits.sort_unstable();
         let mut at = BTreeMap::new();
-        for (key, place) in places {
-            if let ([place], Some(id)) = (&place[..], thread.by_text.get(&key)) {
-                at.insert(*id, (*place, key.1));
+        for (k, &(id, place, text)) in hits.iter().enumerate() {
+            let same = |j: Option<usize>| j.and_then(|j| hits.get(j)).is_some_and(|h| h.0 == id);
+            let sent_twice = same(k.checked_sub(1)) || same(Some(k + 1));
+            if !sent_twice {
+                at.insert(id, (place, text));
             }
         }
         Sent { at }
     }
 
-    fn place(&self, id: &str) -> Option<(usize, &str)> {
-        self.at.get(id).map(|(i, t)| (*i, t.as_str()))
+    fn place(&self, id: &str) -> Option<(usize, &'u str)> {
+        self.at.get(id).copied()
     }
 }
 
@@ -331,9 +341,56 @@ mod tests {
         let at = ids
             .iter()
             .enumerate()
-            .map(|(i, id)| (*id, (i, id.to_string())))
+            .map(|(i, id)| (*id, (i, *id)))
             .collect();
         Sent { at }
+    }
+
+    /// What a request sent is matched to stored messages by (role, text):
+    /// a text the thread holds twice, or the request sends twice, names
+    /// no place; a hook's own text is not judged.
+    #[test]
+    fn m1_sent_places_only_texts_unique_on_both_sides() {
+        use pai_runtime::message::{ModelContent, NewMessage, PaiMeta, Producer, Visibility};
+        use pai_runtime::{Message, Part};
+        let stored = |id: &str, seq: u64, role: Role, text: &str| -> Message {
+            NewMessage {
+                id: id.into(),
+                role,
+                parts: vec![Part::text(text)],
+                visibility: Visibility::ALL,
+                pai: PaiMeta::new(Producer::User, None, None, 0),
+            }
+            .stored(seq)
+        };
+        let thread = crate::oracle::facts::thread_of(vec![
+            stored("u1", 1, Role::User, "hello"),
+            stored("a1", 2, Role::Assistant, "hi"),
+            stored("u2", 3, Role::User, "again"),
+            stored("u3", 4, Role::User, "again"),
+            stored("u4", 5, Role::User, "twice sent"),
+            stored("h", 6, Role::User, "hook text"),
+        ]);
+        let unique = Unique::of(&thread, &["hook text"]);
+        let said = |role: Role, text: &str| ModelMessage {
+            role,
+            content: vec![ModelContent::Text { text: text.into() }],
+        };
+        let request = [
+            said(Role::User, "hello"),
+            said(Role::Assistant, "hi"),
+            said(Role::User, "hi"),
+            said(Role::User, "again"),
+            said(Role::User, "twice sent"),
+            said(Role::User, "hook text"),
+            said(Role::User, "twice sent"),
+        ];
+        let sent = Sent::of(&unique, &request);
+        assert_eq!(sent.place("u1"), Some((0, "hello")));
+        assert_eq!(sent.place("a1"), Some((1, "hi")));
+        let unplaced = ["u2", "u3", "u4", "h"];
+        assert!(unplaced.iter().all(|id| sent.place(id).is_none()));
+        assert_eq!(sent.at.len(), 2);
     }
 
     fn flags(runs: &Runs<'_>, s: &Sent<'_>, run: &str) -> Vec<String> {

@@ -8,13 +8,14 @@
 //! among workers, whose logs interleave out of the store's order, thread
 //! versions and lease tokens do (`m1_cluster`).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use pai_runtime::{
     Event, Message, Role, event::EventKind, message::ModelMessage, store::StoredThread,
 };
 
-use super::facts::{hook_written, model_text, reshapes_context};
+use super::facts::{hook_written, model_text_ref, reshapes_context};
 use super::m1_begun::{Begun, steps};
 use super::m1_cluster::StoreOrder;
 use super::observed::{Observed, Violation};
@@ -85,7 +86,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             let Some(visible) = placing.visible(b, m) else {
                 continue;
             };
-            let key = (m.role, text.clone());
+            let key = (m.role, Cow::Borrowed(text.as_str()));
             let present = sent.get(&key).copied().unwrap_or(0) > 0;
             let problem = match (visible, present) {
                 (false, true) => "hidden from the context when the step began, yet sent",
@@ -220,13 +221,13 @@ fn judged<'t>(thread: &'t StoredThread, added: &[&str]) -> Vec<(&'t Message, Str
 }
 
 /// How often each (role, text) of the user and assistant messages occurs.
-fn texts(messages: &[ModelMessage]) -> BTreeMap<(Role, String), usize> {
+fn texts(messages: &[ModelMessage]) -> BTreeMap<(Role, Cow<'_, str>), usize> {
     let mut out = BTreeMap::new();
     for m in messages {
         if !matches!(m.role, Role::User | Role::Assistant) {
             continue;
         }
-        *out.entry((m.role, model_text(m))).or_default() += 1;
+        *out.entry((m.role, model_text_ref(m))).or_default() += 1;
     }
     out
 }
