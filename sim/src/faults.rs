@@ -91,16 +91,17 @@ fn edit_sent(fault: &FaultSpec, obs: &mut Observations) -> Option<String> {
             call,
             append,
             drop_message,
-        } => obs.calls.get_mut(call.wrapping_sub(1)).map(|c| {
-            let m = &mut c.request.messages;
-            if let Some(k) = drop_message.filter(|k| (1..=m.len()).contains(k)) {
-                m.remove(k - 1);
-            }
-            if let Some(a) = append {
-                m.push(a.model_message());
-            }
-            format!("edited what model call {call} was sent")
-        }),
+        } => {
+            let edited = obs.calls.edit_messages(call.wrapping_sub(1), |m| {
+                if let Some(k) = drop_message.filter(|k| (1..=m.len()).contains(k)) {
+                    m.remove(k - 1);
+                }
+                if let Some(a) = append {
+                    m.push(a.model_message());
+                }
+            });
+            edited.then(|| format!("edited what model call {call} was sent"))
+        }
         FaultSpec::DropLive { watcher, nth } => {
             let mine = obs
                 .live

@@ -326,8 +326,8 @@ fn sent(o: &Observed<'_>, run: &str, step: u32, text: &str) -> bool {
         return true;
     }
     calls.any(|c| {
-        c.request
-            .messages
+        o.calls
+            .messages(c)
             .iter()
             .filter(|m| m.role == Role::User)
             .any(|m| model_text(m) == text)

@@ -36,7 +36,7 @@ use super::facts::model_text;
 use super::observed::{Observed, Violation};
 use crate::hooks::{HookSpec, SummaryCall};
 use crate::scenario::OracleId;
-use crate::world::ModelCallRecord;
+use crate::world::Calls;
 
 /// The private metadata key of compaction's cursor.
 const CURSOR_KEY: &str = "pai.compaction";
@@ -343,14 +343,14 @@ fn carried(x: &ModelMessage, m: &Message) -> bool {
 /// Each step's first model request (not a summary's), by run and step.
 type Requests<'a> = BTreeMap<(&'a str, u32), &'a [ModelMessage]>;
 
-fn step_requests(calls: &[ModelCallRecord]) -> Requests<'_> {
+fn step_requests(calls: &Calls) -> Requests<'_> {
     let mut out = Requests::new();
     for c in calls
         .iter()
         .filter(|c| c.request.route.model != "compaction")
     {
         let key = (c.request.run_id.as_str(), c.request.step);
-        out.entry(key).or_insert(c.request.messages.as_slice());
+        out.entry(key).or_insert(calls.messages(c));
     }
     out
 }

@@ -75,7 +75,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             run: &c.request.run_id,
             step: c.request.step,
             at: c.at,
-            messages: &c.request.messages,
+            messages: o.calls.messages(c),
         })
         .collect();
     let mut out = judge(o.events, o.threads, o.summaries, &sent, &written);

@@ -5,17 +5,17 @@ use pai_runtime::message::ModelContent;
 
 use super::observed::Violation;
 use crate::scenario::OracleId;
-use crate::world::ModelCallRecord;
+use crate::world::Calls;
 
 /// SPEC H6: in every model context sent, each tool call has exactly one
 /// result after it (paired by order, as providers may reuse ids) and no
 /// result lacks its call.
-pub(super) fn check(calls: &[ModelCallRecord]) -> Vec<Violation> {
+pub(super) fn check(calls: &Calls) -> Vec<Violation> {
     let mut out = Vec::new();
     for c in calls {
         let mut open: Vec<&str> = Vec::new();
         let mut problem = None;
-        for m in &c.request.messages {
+        for m in calls.messages(c) {
             for part in &m.content {
                 match part {
                     ModelContent::ToolCall { call_id, .. } => open.push(call_id),

@@ -6,10 +6,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{Event, Role, event::EventKind};
 
-use super::facts::{hook_written, model_text, stored};
+use super::facts::{hook_written, model_text_ref, stored};
 
 use super::observed::{Observed, Violation};
 use crate::scenario::OracleId;
+use crate::world::ModelCallRecord;
 
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     let mut out = order(o.events);
@@ -71,8 +72,7 @@ fn queued_messages_wait(o: &Observed<'_>) -> Vec<Violation> {
     for m in stored.values().filter(|m| m.role == Role::User) {
         *count.entry(m.text()).or_default() += 1;
     }
-    let sent = user_texts(o);
-    let none = BTreeSet::new();
+    let by_step = calls_by_step(o);
     // Runs admitted and not yet started, with their thread and their
     // trigger's text.
     let mut waiting: Vec<(&str, &str, String)> = Vec::new();
@@ -91,12 +91,18 @@ fn queued_messages_wait(o: &Observed<'_>) -> Vec<Violation> {
             EventKind::ResolveModelContext { step, .. } => {
                 let unique =
                     |t: &String| count.get(t) == Some(&1) && !written.contains(&t.as_str());
-                let seen = sent.get(&(run, *step)).unwrap_or(&none);
-                let others = waiting
+                let others: Vec<(&str, &String)> = waiting
                     .iter()
-                    .filter(|(th, r, t)| *th == e.thread_id && *r != run && unique(t));
-                for (_, queued, text) in others {
-                    if seen.contains(text) {
+                    .filter(|(th, r, t)| *th == e.thread_id && *r != run && unique(t))
+                    .map(|(_, queued, text)| (*queued, text))
+                    .collect();
+                if others.is_empty() {
+                    continue;
+                }
+                let calls = by_step.get(&(run, *step)).map_or(&[][..], Vec::as_slice);
+                let seen = user_texts_among(o, calls, others.iter().map(|(_, t)| t.as_str()));
+                for (queued, text) in others {
+                    if seen.contains(text.as_str()) {
                         let message = format!(
                             "step {step} saw {text:?}, the message of {queued}, which had not started"
                         );
@@ -110,17 +116,33 @@ fn queued_messages_wait(o: &Observed<'_>) -> Vec<Violation> {
     out
 }
 
-/// The user texts each step of each run sent, over all its attempts.
-fn user_texts<'a>(o: &'a Observed<'_>) -> BTreeMap<(&'a str, u32), BTreeSet<String>> {
-    let mut out: BTreeMap<(&str, u32), BTreeSet<String>> = BTreeMap::new();
+/// Each step's model calls (all its attempts), by run and step.
+fn calls_by_step<'a>(o: &'a Observed<'_>) -> BTreeMap<(&'a str, u32), Vec<&'a ModelCallRecord>> {
+    let mut out: BTreeMap<(&str, u32), Vec<&ModelCallRecord>> = BTreeMap::new();
     for c in o.calls {
-        let texts = out
-            .entry((c.request.run_id.as_str(), c.request.step))
-            .or_default();
-        let users = c.request.messages.iter().filter(|m| m.role == Role::User);
-        texts.extend(users.map(model_text));
+        let key = (c.request.run_id.as_str(), c.request.step);
+        out.entry(key).or_default().push(c);
     }
     out
+}
+
+/// Which of `wanted` the user messages of `calls` carry, read one
+/// request at a time (no step's texts are kept past its own check).
+fn user_texts_among<'a>(
+    o: &Observed<'_>,
+    calls: &[&ModelCallRecord],
+    wanted: impl Iterator<Item = &'a str>,
+) -> BTreeSet<&'a str> {
+    let wanted: BTreeSet<&str> = wanted.collect();
+    let mut seen = BTreeSet::new();
+    for c in calls {
+        for m in o.calls.messages(c).iter().filter(|m| m.role == Role::User) {
+            if let Some(t) = wanted.get(model_text_ref(m).as_ref()) {
+                seen.insert(*t);
+            }
+        }
+    }
+    seen
 }
 
 #[cfg(test)]

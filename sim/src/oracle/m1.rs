@@ -42,7 +42,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         let Some(&(thread, anchor)) = anchors.get(&(r.run_id.as_str(), r.step)) else {
             continue;
         };
-        for m in r.messages.iter().filter(|m| m.role == Role::User) {
+        for m in calls.messages(c).iter().filter(|m| m.role == Role::User) {
             let text = model_text(m);
             if let Some(&seq) = first_seq.get(&(thread, text.clone()))
                 && seq > anchor

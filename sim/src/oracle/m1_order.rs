@@ -116,19 +116,22 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         .iter()
         .map(|t| (t.id.as_str(), Unique::of(t, &written)))
         .collect();
-    let judged: Vec<(&ModelRequest, Sent<'_>)> = o
+    // Each judged request with its thread's unique texts. What a request
+    // sent is read twice (the steers' takers first, then the order), one
+    // request at a time: all of them at once would hold every context.
+    let judged: Vec<(&ModelRequest, &[ModelMessage], &Unique<'_>)> = o
         .calls
         .iter()
         .filter_map(|c| {
             let r = &c.request;
             let b = begun.get(&(r.run_id.as_str(), r.step))?;
-            let thread = unique.get(b.thread)?;
-            Some((r, Sent::of(thread, &r.messages)))
+            Some((r, o.calls.messages(c), unique.get(b.thread)?))
         })
         .collect();
     let taken = steers_taken(&runs, &judged);
     let mut out = Vec::new();
-    for (r, sent) in &judged {
+    for (r, messages, thread) in &judged {
+        let sent = Sent::of(thread, messages);
         let mut flag = |problem: String| {
             out.push(Violation {
                 oracle: OracleId::M1,
@@ -136,23 +139,28 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
                 message: format!("step {}: {problem}", r.step),
             })
         };
-        trigger_order(&runs, sent, &r.run_id, &mut flag);
-        steer_order(&runs, sent, &r.run_id, &taken, &mut flag);
+        trigger_order(&runs, &sent, &r.run_id, &mut flag);
+        steer_order(&runs, &sent, &r.run_id, &taken, &mut flag);
         if !cluster {
-            no_younger_trigger(&runs, sent, &r.run_id, &mut flag);
+            no_younger_trigger(&runs, &sent, &r.run_id, &mut flag);
         }
     }
     out
 }
 
-/// Each steer's taker: the first step of its run whose request sent it.
+/// Each steer's taker: the first step of its run whose request sent it
+/// (only requests of runs that were steered are read).
 fn steers_taken<'a>(
     runs: &Runs<'a>,
-    judged: &[(&ModelRequest, Sent<'_>)],
+    judged: &[(&ModelRequest, &[ModelMessage], &Unique<'_>)],
 ) -> BTreeMap<&'a str, u32> {
     let mut out: BTreeMap<&str, u32> = BTreeMap::new();
-    for (r, sent) in judged {
-        for steer in runs.steers.get(r.run_id.as_str()).into_iter().flatten() {
+    for (r, messages, thread) in judged {
+        let Some(steers) = runs.steers.get(r.run_id.as_str()) else {
+            continue;
+        };
+        let sent = Sent::of(thread, messages);
+        for steer in steers {
             if sent.place(steer).is_some() {
                 let first = out.entry(steer).or_insert(r.step);
                 *first = (*first).min(r.step);

@@ -81,7 +81,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         let Some(thread) = candidates.get(b.thread) else {
             continue;
         };
-        let sent = texts(&r.messages);
+        let sent = texts(o.calls.messages(c));
         for (m, text) in thread.iter().filter(|(m, _)| m.seq <= b.anchor) {
             let Some(visible) = placing.visible(b, m) else {
                 continue;

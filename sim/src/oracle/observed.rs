@@ -4,7 +4,7 @@ use pai_runtime::{Event, event::LiveEvent, store::StoredThread};
 
 use crate::hooks::{HistoryRead, SummaryCall};
 use crate::scenario::{OracleId, Scenario};
-use crate::world::{ActionRecord, ClientView, CommitRecord, ModelCallRecord, TapLog};
+use crate::world::{ActionRecord, Calls, ClientView, CommitRecord, TapLog};
 
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +35,7 @@ pub struct Observed<'a> {
     pub seed: u64,
     pub events: &'a [Event],
     pub threads: &'a [StoredThread],
-    pub calls: &'a [ModelCallRecord],
+    pub calls: &'a Calls,
     /// What each watcher received, in order.
     pub live: &'a [(String, LiveEvent)],
     /// What the clients did and what the runtime answered.
@@ -64,7 +64,7 @@ pub struct Observed<'a> {
 pub struct Observations {
     pub events: Vec<Event>,
     pub threads: Vec<StoredThread>,
-    pub calls: Vec<ModelCallRecord>,
+    pub calls: Calls,
     pub live: Vec<(String, LiveEvent)>,
     pub actions: Vec<ActionRecord>,
     pub reads: Vec<HistoryRead>,

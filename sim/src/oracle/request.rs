@@ -29,7 +29,7 @@ pub(super) fn mismatches(o: &Observed<'_>) -> Vec<(usize, String)> {
             };
             let turn = script.turns.get(n - 1)?;
             let expect = turn.expect.as_ref()?;
-            mismatch(expect, &c.request).map(|m| (i, m))
+            mismatch(expect, &c.request, o.calls.messages(c)).map(|m| (i, m))
         })
         .collect()
 }
@@ -50,7 +50,11 @@ pub(super) fn violations(o: &Observed<'_>, mismatches: &[(usize, String)]) -> Ve
 }
 
 /// Compares a request with a turn's expectation; `None` when it matches.
-fn mismatch(expect: &RequestExpect, request: &ModelRequest) -> Option<String> {
+fn mismatch(
+    expect: &RequestExpect,
+    request: &ModelRequest,
+    messages: &[ModelMessage],
+) -> Option<String> {
     let mut out = Vec::new();
     let mut field = |name: &str, expected: String, got: String| {
         if expected != got {
@@ -81,10 +85,7 @@ fn mismatch(expect: &RequestExpect, request: &ModelRequest) -> Option<String> {
         field("timeout_ms", t.to_string(), got);
     }
     if let Some(m) = &expect.messages {
-        let got: Vec<String> = seed_free(&request.messages)
-            .iter()
-            .map(model_message)
-            .collect();
+        let got: Vec<String> = seed_free(messages).iter().map(model_message).collect();
         if *m != got {
             let d = diff(
                 &(m.join("\n") + "\n"),

@@ -97,7 +97,12 @@ fn sent(o: &Observed<'_>) -> Vec<Seen> {
     let mut out = Vec::new();
     for c in o.calls {
         let r = &c.request;
-        for m in r.messages.iter().filter(|m| m.role == Role::Assistant) {
+        for m in o
+            .calls
+            .messages(c)
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+        {
             for part in &m.content {
                 if let ModelContent::Text { text } = part
                     && !written.contains(&text.as_str())

@@ -112,7 +112,7 @@ fn thrown_texts_unsent(o: &Observed<'_>, outputs: &HookOutputs<'_>) -> Vec<Viola
     let authored = authored(o.scenario);
     let mut out = Vec::new();
     for c in o.calls {
-        let contents = c.request.messages.iter().flat_map(|m| &m.content);
+        let contents = o.calls.messages(c).iter().flat_map(|m| &m.content);
         for p in contents {
             let leaked = tools.iter().find(|(tool, text)| match p {
                 ModelContent::ToolResult {
@@ -225,9 +225,9 @@ fn hidden_details(o: &Observed<'_>) -> Vec<Violation> {
     let mut out = Vec::new();
     for (run, detail) in &details {
         for c in o.calls {
-            let sent = c
-                .request
-                .messages
+            let sent = o
+                .calls
+                .messages(c)
                 .iter()
                 .flat_map(|m| &m.content)
                 .any(|p| match p {
@@ -314,7 +314,7 @@ fn replacements_read(o: &Observed<'_>, replaced: &Replaced<'_>) -> Vec<Violation
     let hidden = hidden_from_context(o);
     let removed = removed_by_rewrite(o, replaced);
     for c in o.calls {
-        for p in c.request.messages.iter().flat_map(|m| &m.content) {
+        for p in o.calls.messages(c).iter().flat_map(|m| &m.content) {
             if let ModelContent::ToolResult {
                 call_id, output, ..
             } = p

@@ -7,15 +7,13 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 
-use pai_runtime::{
-    ModelRequest,
-    message::{ModelContent, ModelMessage},
-};
+use pai_runtime::message::{ModelContent, ModelMessage};
 use similar::{Algorithm, DiffOp};
 
 use crate::format::{model_message, quoted, route};
 use crate::oracle::{Observed, Verdicts};
 use crate::scenario::{Recording, RecordingKind};
+use crate::world::{Calls, ModelCallRecord};
 
 /// Every model call with the request it carried.
 pub(super) fn calls(out: &mut String, o: &Observed<'_>, verdicts: &Verdicts) {
@@ -28,7 +26,7 @@ pub(super) fn calls(out: &mut String, o: &Observed<'_>, verdicts: &Verdicts) {
         .iter()
         .map(|e| (e.run_id.as_str(), e.thread_id.as_str()))
         .collect();
-    let mut previous: BTreeMap<&str, (usize, &ModelRequest)> = BTreeMap::new();
+    let mut previous: BTreeMap<&str, (usize, Sent<'_>)> = BTreeMap::new();
     for (i, c) in o.calls.iter().enumerate() {
         let r = &c.request;
         let _ = writeln!(
@@ -54,9 +52,10 @@ pub(super) fn calls(out: &mut String, o: &Observed<'_>, verdicts: &Verdicts) {
         let tools: Vec<&str> = r.tools.iter().map(|t| t.name.as_str()).collect();
         let _ = writeln!(out, "    tools [{}]", tools.join(","));
         let thread = threads.get(r.run_id.as_str()).copied().unwrap_or("?");
-        let before = previous.get(thread).map(|(n, b)| (*n, Sent::from(*b)));
-        sent_changes(out, r.into(), before);
-        previous.insert(thread, (i + 1, r));
+        let now = Sent::of(o.calls, c);
+        let before = previous.get(thread).copied();
+        sent_changes(out, now, before);
+        previous.insert(thread, (i + 1, now));
     }
 }
 
@@ -106,11 +105,12 @@ struct Sent<'a> {
     messages: &'a [ModelMessage],
 }
 
-impl<'a> From<&'a ModelRequest> for Sent<'a> {
-    fn from(r: &'a ModelRequest) -> Self {
+impl<'a> Sent<'a> {
+    /// Call `c` of `calls`: its instructions and the messages it was sent.
+    fn of(calls: &'a Calls, c: &'a ModelCallRecord) -> Self {
         Sent {
-            instructions: &r.instructions,
-            messages: &r.messages,
+            instructions: &c.request.instructions,
+            messages: calls.messages(c),
         }
     }
 }

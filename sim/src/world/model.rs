@@ -9,11 +9,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use pai_runtime::{
-    Clock, HookFuture, IdKind, IdSource, LanguageModel, Millis, ModelError, ModelRequest,
-    StreamPart,
+    Clock, HookFuture, IdKind, IdSource, LanguageModel, ModelError, ModelRequest, StreamPart,
     model::{BoxStream, FinishReason, ModelProvider, PartStream},
 };
 
+use super::calls::Calls;
 use super::clock::VirtualClock;
 use super::lock::lock;
 use super::replay::ReplayStream;
@@ -59,20 +59,8 @@ impl fmt::Display for ScriptName {
     }
 }
 
-/// One model call as a scripted model received it.
-#[derive(Debug, Clone)]
-pub struct ModelCallRecord {
-    pub at: Millis,
-    pub request: ModelRequest,
-    /// Which script answered.
-    pub script: ScriptName,
-    pub answer: Answer,
-    /// The recording the turn replayed, if it was one.
-    pub recording: Option<Arc<Recording>>,
-}
-
 /// Every model call of a run, in order, across scripts.
-pub type CallLog = Arc<Mutex<Vec<ModelCallRecord>>>;
+pub type CallLog = Arc<Mutex<Calls>>;
 
 /// One answer of a script: a scripted turn or a recording.
 enum Turn {
@@ -144,13 +132,8 @@ impl ScriptedModel {
     }
 
     fn record(&self, request: &ModelRequest, answer: Answer, recording: Option<Arc<Recording>>) {
-        lock(&self.log).push(ModelCallRecord {
-            at: self.clock.now(),
-            request: request.clone(),
-            script: self.script.clone(),
-            answer,
-            recording,
-        });
+        let at = self.clock.now();
+        lock(&self.log).push((at, request), self.script.clone(), answer, recording);
     }
 
     /// The stream of one recording, after the script's latency; an error
@@ -306,7 +289,7 @@ impl ScriptedProvider {
     }
 
     /// Every call so far, in order; the log is left empty.
-    pub fn take_calls(&self) -> Vec<ModelCallRecord> {
+    pub fn take_calls(&self) -> Calls {
         std::mem::take(&mut *lock(&self.log))
     }
 }
