@@ -162,5 +162,11 @@ mod tests {
         assert_eq!(texts(&calls, 0), ["a"]);
         assert!(!calls.edit_messages(9, |_| {}));
         assert!(calls.iter().all(|c| c.request.messages.is_empty()));
+        let mut seen = 0;
+        for c in &calls {
+            assert!(!calls.messages(c).is_empty());
+            seen += 1;
+        }
+        assert_eq!(seen, 4, "iterating the log visits every call");
     }
 }
