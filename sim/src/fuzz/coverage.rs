@@ -97,6 +97,7 @@ pub const KEYS: &[&str] = &[
     "cross.hook_on_resume",
     "cross.bound_handle_after_delete",
     "cross.answer_by_call_id",
+    "cross.answer_after_cancel",
     "cross.hook_expectation",
     "cross.slow_summary",
     // Cases also run on the other store and compared (memory and SQLite,
@@ -229,6 +230,8 @@ impl Coverage {
         }
         let by_id = super::crossings::answer_by_call_id(spec, events);
         self.hit_if(by_id, "cross.answer_by_call_id");
+        let late = super::crossings::answer_after_cancel(spec, events);
+        self.hit_if(late, "cross.answer_after_cancel");
     }
 
     fn note(&mut self, d: &NoteDecision) {

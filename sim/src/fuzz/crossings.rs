@@ -210,6 +210,35 @@ pub fn answer_by_call_id(spec: &ScenarioSpec, events: &[Event]) -> bool {
         .any(|t| by_id(t) && rewritten(&t.thread, t.at))
 }
 
+/// `cross.answer_after_cancel`: an answer came on a thread after a cancel
+/// reached a run there that had made calls answerable (`awaiting` or
+/// `wait`) and had not ended yet, so the answer met a run asked to cancel
+/// (SPEC T8, T9: the store must refuse it and change nothing).
+pub fn answer_after_cancel(spec: &ScenarioSpec, events: &[Event]) -> bool {
+    let of = |run: &str, at: u64, kind: fn(&EventKind) -> bool| {
+        events
+            .iter()
+            .any(|e| e.run_id == run && e.at <= at && kind(&e.kind))
+    };
+    let answerable =
+        |k: &EventKind| matches!(k, EventKind::Awaiting { .. } | EventKind::Waiting { .. });
+    let ended = |k: &EventKind| matches!(k, EventKind::Ended { .. });
+    let met = |t: &TimelineEntry| {
+        events.iter().any(|e| {
+            matches!(e.kind, EventKind::CancelRequested { .. })
+                && e.thread_id == t.thread
+                && e.at <= t.at
+                && of(&e.run_id, t.at, answerable)
+                && !of(&e.run_id, t.at, ended)
+        })
+    };
+    spec.timeline.iter().any(|t| answers(t) && met(t))
+}
+
+fn answers(t: &TimelineEntry) -> bool {
+    t.approve.is_some() || t.deny.is_some() || t.submit_result.is_some()
+}
+
 fn by_id(t: &TimelineEntry) -> bool {
     t.approve.as_ref().is_some_and(|c| c.call.is_some())
         || t.deny.as_ref().is_some_and(|c| c.call.is_some())

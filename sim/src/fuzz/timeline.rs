@@ -150,10 +150,7 @@ fn answers(g: &mut Gen, waiters: &[Waiter], out: &mut Vec<TimelineEntry>) {
                 send: Some(g.text(4)),
                 ..base
             }),
-            2 => out.push(TimelineEntry {
-                cancel: cancel(g),
-                ..base
-            }),
+            2 => cancel_then_answer(g, waiters, base, out),
             _ => {}
         }
     }
@@ -176,6 +173,28 @@ fn answers(g: &mut Gen, waiters: &[Waiter], out: &mut Vec<TimelineEntry>) {
             by_call_id(&mut entry, g.range(1, 4) as usize);
         }
         out.push(entry);
+    }
+}
+
+/// A cancel that reaches a waiting (or answerable) run, and often an
+/// answer to one of its calls soon after: the store must refuse it and
+/// change nothing (SPEC T8, T9; `cross.answer_after_cancel`).
+fn cancel_then_answer(
+    g: &mut Gen,
+    waiters: &[Waiter],
+    base: TimelineEntry,
+    out: &mut Vec<TimelineEntry>,
+) {
+    let (at, thread) = (base.at, base.thread.clone());
+    out.push(TimelineEntry {
+        cancel: cancel(g),
+        ..base
+    });
+    if g.chance(60) {
+        let w = g.pick(waiters).clone();
+        let call = (w.name.clone(), g.range(1, w.calls as u64) as usize);
+        let at = at + g.range(0, 40);
+        out.push(answer(g, &w, call, at, thread));
     }
 }
 

@@ -60,6 +60,7 @@ mod t7;
 mod t8_results;
 mod t9;
 mod t9_awaiting;
+mod t9_cancelled;
 mod x3;
 
 pub use observed::{ClusterObs, Observations, Observed, Verdicts, Violation};
@@ -104,6 +105,7 @@ fn run_oracles(o: &Observed<'_>, mismatches: &[(usize, String)]) -> Vec<Violatio
     violations.extend(t7::check(o));
     violations.extend(t9::check(o));
     violations.extend(t9_awaiting::check(o));
+    violations.extend(t9_cancelled::check(o));
     violations.extend(t8_results::check(o));
     violations.extend(s4::check(o));
     violations.extend(a2::check(o));
