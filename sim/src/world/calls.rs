@@ -5,14 +5,53 @@
 //! what it adds. A long thread's calls then take memory linear in the
 //! thread, not in the sum of every context sent (issue 27).
 
+use std::fmt;
 use std::ops::{Deref, Range};
 use std::sync::Arc;
 
 use pai_runtime::message::ModelMessage;
 use pai_runtime::{Millis, ModelRequest};
 
-use super::model::{Answer, ScriptName};
 use crate::scenario::Recording;
+
+/// How a script answered one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// With its turn number `n` (from 1).
+    Turn(usize),
+    /// The model is down (`unavailable = true`).
+    Unavailable,
+    /// The script had no turn left.
+    Exhausted,
+}
+
+impl fmt::Display for Answer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Answer::Turn(n) => write!(f, "turn {n}"),
+            Answer::Unavailable => f.write_str("unavailable"),
+            Answer::Exhausted => f.write_str("exhausted"),
+        }
+    }
+}
+
+/// Which script answered a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScriptName {
+    /// The default script (`[[model.turns]]`).
+    Default,
+    /// The script of this model name (`[models.<name>]`).
+    Model(String),
+}
+
+impl fmt::Display for ScriptName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScriptName::Default => f.write_str("default"),
+            ScriptName::Model(name) => f.write_str(name),
+        }
+    }
+}
 
 /// One model call as a scripted model received it. Its request's
 /// `messages` are kept in the [`Calls`] that holds it: read them with

@@ -19,11 +19,11 @@ mod tool;
 
 pub use actions::ActionRecord;
 pub use answer::{Answering, answer, check_waiting, saw_calls};
-pub use calls::{Calls, ModelCallRecord};
+pub use calls::{Answer, Calls, ModelCallRecord, ScriptName};
 pub use clock::VirtualClock;
 pub use cluster_log::{ClientWrite, ClusterEvent, ClusterLog, ClusterRecord};
 pub use commits::{CommitRecord, reported, run_version};
-pub use model::{Answer, ScriptName, ScriptedProvider, SharedProvider};
+pub use model::{ScriptedProvider, SharedProvider};
 pub use recorder::Recorder;
 pub use seeded::{Rng, SimIds};
 #[cfg(test)]

@@ -13,51 +13,12 @@ use pai_runtime::{
     model::{BoxStream, FinishReason, ModelProvider, PartStream},
 };
 
-use super::calls::Calls;
+use super::calls::{Answer, Calls, ScriptName};
 use super::clock::VirtualClock;
 use super::lock::lock;
 use super::replay::ReplayStream;
 use super::seeded::SimIds;
 use crate::scenario::{ModelSpec, Recording, RecordingKind, Replay, Scenario, TurnSpec};
-
-/// How a script answered one call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answer {
-    /// With its turn number `n` (from 1).
-    Turn(usize),
-    /// The model is down (`unavailable = true`).
-    Unavailable,
-    /// The script had no turn left.
-    Exhausted,
-}
-
-impl fmt::Display for Answer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Answer::Turn(n) => write!(f, "turn {n}"),
-            Answer::Unavailable => f.write_str("unavailable"),
-            Answer::Exhausted => f.write_str("exhausted"),
-        }
-    }
-}
-
-/// Which script answered a call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ScriptName {
-    /// The default script (`[[model.turns]]`).
-    Default,
-    /// The script of this model name (`[models.<name>]`).
-    Model(String),
-}
-
-impl fmt::Display for ScriptName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ScriptName::Default => f.write_str("default"),
-            ScriptName::Model(name) => f.write_str(name),
-        }
-    }
-}
 
 /// Every model call of a run, in order, across scripts.
 pub type CallLog = Arc<Mutex<Calls>>;
