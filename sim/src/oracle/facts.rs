@@ -229,6 +229,13 @@ pub(super) fn reshapes_context(s: &Scenario) -> bool {
     })
 }
 
+/// A hash map for lookups on an oracle's hot path (a request's texts, a
+/// message's id): SipHash with fixed keys, so nothing depends on the
+/// process's random state. Never iterated for output: anything an oracle
+/// reports is read in an order of its own (ids, positions).
+pub(super) type LookupMap<K, V> =
+    std::collections::HashMap<K, V, std::hash::BuildHasherDefault<std::hash::DefaultHasher>>;
+
 /// A model message's text contents, joined.
 /// [`model_text`], borrowed when the message has one text part (the
 /// common case: no copy per message per request).

@@ -32,7 +32,7 @@ use crate::world::{ClusterEvent, CommitRecord};
 
 /// Each message's visibility changes, by (thread, message id): thread
 /// version, context-visible before, after; in version order.
-type Changes<'a> = BTreeMap<(&'a str, &'a str), Vec<Change>>;
+type Changes<'a> = super::facts::LookupMap<(&'a str, &'a str), Vec<Change>>;
 
 /// One visibility change: thread version, context-visible before, after.
 type Change = (u64, bool, bool);

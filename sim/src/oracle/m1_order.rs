@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use pai_runtime::message::ModelMessage;
 use pai_runtime::{Event, ModelRequest, Role, event::EventKind, store::StoredThread};
 
-use super::facts::{hook_written, model_text_ref};
+use super::facts::{LookupMap, hook_written, model_text_ref};
 use super::m1_begun::steps;
 use super::observed::{Observed, Violation};
 use crate::scenario::OracleId;
@@ -34,21 +34,26 @@ use crate::scenario::OracleId;
 /// position in one process, a thread version among workers.
 type Order = u64;
 
-/// What the log says about runs and the messages they committed.
+/// What the log says about runs and the messages they committed. Maps
+/// read once per sent message are [`LookupMap`]s (a 4,000-send thread
+/// sends millions of messages); those iterated for output are ordered.
 #[derive(Debug, Default)]
 struct Runs<'a> {
     /// Run → its trigger message id.
     trigger: BTreeMap<&'a str, &'a str>,
     /// Trigger message id → the first run (by id) it is the trigger of.
-    triggered: BTreeMap<&'a str, &'a str>,
+    triggered: LookupMap<&'a str, &'a str>,
     /// Run → where it was first claimed.
-    claimed: BTreeMap<&'a str, Order>,
+    claimed: LookupMap<&'a str, Order>,
     /// Answer message id → (run, step, where it was committed).
-    answers: BTreeMap<&'a str, (&'a str, u32, Order)>,
+    answers: LookupMap<&'a str, (&'a str, u32, Order)>,
     /// Run → its steers' message ids.
-    steers: BTreeMap<&'a str, Vec<&'a str>>,
+    steers: LookupMap<&'a str, Vec<&'a str>>,
     /// Run → where it was admitted (one process only).
-    admitted: BTreeMap<&'a str, Order>,
+    admitted: LookupMap<&'a str, Order>,
+    /// The runs never claimed, by id, with their triggers and admissions
+    /// (one process only): the only triggers `no_younger_trigger` reads.
+    unclaimed: Vec<(&'a str, &'a str, Order)>,
 }
 
 impl<'a> Runs<'a> {
@@ -85,6 +90,9 @@ impl<'a> Runs<'a> {
         }
         for (run, trigger) in &r.trigger {
             r.triggered.entry(*trigger).or_insert(*run);
+            if let (false, Some(&at)) = (r.claimed.contains_key(run), r.admitted.get(run)) {
+                r.unclaimed.push((run, trigger, at));
+            }
         }
         r
     }
@@ -173,14 +181,17 @@ fn steers_taken<'a>(
 /// Each stored user or assistant message a request sent, by id: its
 /// place in the request and its text, for messages judged by text.
 struct Sent<'t> {
-    at: BTreeMap<&'t str, (usize, &'t str)>,
+    /// (id, place, text), in id order.
+    at: Vec<(&'t str, usize, &'t str)>,
 }
 
 /// A stored thread's messages whose (role, text) is theirs alone:
 /// non-empty, no hook's own text, the only stored message with it. By
-/// role, then text (so a request's text is looked up without a copy).
+/// role, then text (so a request's text is looked up without a copy),
+/// each with its id and the id's rank among them (so a request's hits
+/// sort in id order by a number).
 struct Unique<'t> {
-    by_text: BTreeMap<Role, BTreeMap<String, &'t str>>,
+    by_text: LookupMap<Role, LookupMap<String, (u32, &'t str)>>,
 }
 
 impl<'t> Unique<'t> {
@@ -189,11 +200,18 @@ impl<'t> Unique<'t> {
         for m in &thread.messages {
             stored.entry((m.role, m.text())).or_default().push(&m.id);
         }
-        let mut by_text: BTreeMap<Role, BTreeMap<String, &'t str>> = BTreeMap::new();
-        for ((role, text), ids) in stored {
-            if ids.len() == 1 && !text.is_empty() && !written.contains(&text.as_str()) {
-                by_text.entry(role).or_default().insert(text, ids[0]);
-            }
+        let mut unique: Vec<(&'t str, Role, String)> = stored
+            .into_iter()
+            .filter(|((_, text), ids)| {
+                ids.len() == 1 && !text.is_empty() && !written.contains(&text.as_str())
+            })
+            .map(|((role, text), ids)| (ids[0], role, text))
+            .collect();
+        unique.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut by_text: LookupMap<Role, LookupMap<String, (u32, &'t str)>> = LookupMap::default();
+        for (rank, (id, role, text)) in unique.into_iter().enumerate() {
+            let rank = u32::try_from(rank).unwrap_or(u32::MAX);
+            by_text.entry(role).or_default().insert(text, (rank, id));
         }
         Unique { by_text }
     }
@@ -203,7 +221,7 @@ impl<'u> Sent<'u> {
     /// The messages of `thread` told apart by text that the request sent
     /// exactly once (a text sent twice names no place).
     fn of(thread: &'u Unique<'_>, messages: &[ModelMessage]) -> Sent<'u> {
-        let mut hits: Vec<(&'u str, usize, &'u str)> = Vec::new();
+        let mut hits: Vec<(u32, usize, &'u str, &'u str)> = Vec::new();
         for (i, m) in messages.iter().enumerate() {
             if !matches!(m.role, Role::User | Role::Assistant) {
                 continue;
@@ -211,24 +229,26 @@ impl<'u> Sent<'u> {
             let Some(texts) = thread.by_text.get(&m.role) else {
                 continue;
             };
-            if let Some((text, id)) = texts.get_key_value(model_text_ref(m).as_ref()) {
-                hits.push((id, i, text.as_str()));
+            if let Some((text, &(rank, id))) = texts.get_key_value(model_text_ref(m).as_ref()) {
+                hits.push((rank, i, id, text.as_str()));
             }
         }
         hits.sort_unstable();
-        let mut at = BTreeMap::new();
-        for (k, &(id, place, text)) in hits.iter().enumerate() {
-            let same = |j: Option<usize>| j.and_then(|j| hits.get(j)).is_some_and(|h| h.0 == id);
+        let mut at = Vec::with_capacity(hits.len());
+        for (k, &(rank, place, id, text)) in hits.iter().enumerate() {
+            let same = |j: Option<usize>| j.and_then(|j| hits.get(j)).is_some_and(|h| h.0 == rank);
             let sent_twice = same(k.checked_sub(1)) || same(Some(k + 1));
             if !sent_twice {
-                at.insert(id, (place, text));
+                at.push((id, place, text));
             }
         }
         Sent { at }
     }
 
     fn place(&self, id: &str) -> Option<(usize, &'u str)> {
-        self.at.get(id).copied()
+        let k = self.at.binary_search_by(|e| e.0.cmp(id)).ok()?;
+        let (_, place, text) = self.at[k];
+        Some((place, text))
     }
 }
 
@@ -241,13 +261,13 @@ fn trigger_order(runs: &Runs<'_>, sent: &Sent<'_>, run: &str, flag: &mut impl Fn
     let Some((t_at, t_text)) = sent.place(trigger) else {
         return;
     };
-    for (id, (m_at, m_text)) in &sent.at {
-        if id == trigger {
+    for &(id, m_at, m_text) in &sent.at {
+        if id == *trigger {
             continue;
         }
         let problem = match runs.before_claim(id, run) {
-            Some(true) if *m_at > t_at => "committed before the run was claimed, yet sent after",
-            Some(false) if *m_at < t_at => "the run's own later answer, yet sent before",
+            Some(true) if m_at > t_at => "committed before the run was claimed, yet sent after",
+            Some(false) if m_at < t_at => "the run's own later answer, yet sent before",
             _ => continue,
         };
         flag(format!(
@@ -269,12 +289,12 @@ fn steer_order(
         let (Some((s_at, s_text)), Some(&taker)) = (sent.place(steer), taken.get(steer)) else {
             continue;
         };
-        for (id, (m_at, m_text)) in &sent.at {
+        for &(id, m_at, m_text) in &sent.at {
             let earlier = runs
                 .answers
                 .get(id)
                 .is_some_and(|&(owner, s, _)| owner == run && s < taker);
-            if earlier && *m_at > s_at {
+            if earlier && m_at > s_at {
                 flag(format!(
                     "{m_text:?}, the answer of an earlier step, was sent after the steer {s_text:?} step {taker} took"
                 ));
@@ -289,9 +309,8 @@ fn no_younger_trigger(runs: &Runs<'_>, sent: &Sent<'_>, run: &str, flag: &mut im
     let Some(&admitted) = runs.admitted.get(run) else {
         return;
     };
-    for (other, trigger) in &runs.trigger {
-        let younger = runs.admitted.get(other).is_some_and(|&a| a > admitted);
-        if *other == run || !younger || runs.claimed.contains_key(other) {
+    for &(other, trigger, at) in &runs.unclaimed {
+        if other == run || at <= admitted {
             continue;
         }
         if let Some((_, text)) = sent.place(trigger) {
@@ -346,11 +365,12 @@ mod tests {
 
     /// A request that sent these message ids, in this order.
     fn sent(ids: &[&'static str]) -> Sent<'static> {
-        let at = ids
+        let mut at: Vec<_> = ids
             .iter()
             .enumerate()
-            .map(|(i, id)| (*id, (i, *id)))
+            .map(|(i, id)| (*id, i, *id))
             .collect();
+        at.sort_unstable();
         Sent { at }
     }
 
@@ -437,10 +457,19 @@ mod tests {
     /// (cancelled while queued) never enters an older run's context.
     #[test]
     fn m1_a_cancelled_queued_trigger_stays_out_of_an_older_run() {
-        let events = [admit("r1", "m1"), claim("r1", 2), admit("r2", "m2")];
+        let events = [
+            admit("r0", "m0"),
+            admit("r1", "m1"),
+            claim("r1", 2),
+            admit("r2", "m2"),
+        ];
         let runs = Runs::of(events.iter().enumerate(), false);
         assert_eq!(flags(&runs, &sent(&["m1", "m2"]), "r1").len(), 1);
         assert!(flags(&runs, &sent(&["m1"]), "r1").is_empty());
+        // r0 never claimed either, but admitted before r1: not judged here.
+        assert!(flags(&runs, &sent(&["m0", "m1"]), "r1").is_empty());
+        // The younger run's own request is not judged against itself.
+        assert!(flags(&runs, &sent(&["m1", "m2"]), "r2").is_empty());
     }
 
     /// SPEC M1/A4: a steer comes after its run's answers of the steps

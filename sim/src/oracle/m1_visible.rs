@@ -15,7 +15,7 @@ use pai_runtime::{
     Event, Message, Role, event::EventKind, message::ModelMessage, store::StoredThread,
 };
 
-use super::facts::{hook_written, model_text_ref, reshapes_context};
+use super::facts::{LookupMap, hook_written, model_text_ref, reshapes_context};
 use super::m1_begun::{Begun, steps};
 use super::m1_cluster::StoreOrder;
 use super::observed::{Observed, Violation};
@@ -23,7 +23,7 @@ use crate::scenario::OracleId;
 
 /// Each message's visibility changes, by (thread, message id): position,
 /// context-visible before, after.
-type Changes<'a> = BTreeMap<(&'a str, &'a str), Vec<(usize, bool, bool)>>;
+type Changes<'a> = LookupMap<(&'a str, &'a str), Vec<(usize, bool, bool)>>;
 
 /// How the oracle places a visibility change, or a queued run's trigger,
 /// against a step's read.
@@ -113,7 +113,7 @@ struct Queue<'a> {
     /// Trigger message id → each of its runs' admission and first lease,
     /// by position (a regeneration admits a new run on a message that
     /// already started one, R1).
-    waits: BTreeMap<&'a str, Vec<Wait<'a>>>,
+    waits: LookupMap<&'a str, Vec<Wait<'a>>>,
 }
 
 /// One run's wait in the queue: the run, its admission and first lease.
@@ -122,7 +122,7 @@ type Wait<'a> = (&'a str, usize, Option<usize>);
 impl<'a> Queue<'a> {
     fn of(events: &'a [Event]) -> Queue<'a> {
         let mut trigger: BTreeMap<&str, &str> = BTreeMap::new();
-        let mut waits: BTreeMap<&str, Vec<Wait<'_>>> = BTreeMap::new();
+        let mut waits: LookupMap<&str, Vec<Wait<'_>>> = LookupMap::default();
         for (i, e) in events.iter().enumerate() {
             match &e.kind {
                 EventKind::Admitted { trigger: m } => {
@@ -170,7 +170,7 @@ impl<'a> Queue<'a> {
 }
 
 fn changes(events: &[Event]) -> Changes<'_> {
-    let mut out: Changes<'_> = BTreeMap::new();
+    let mut out: Changes<'_> = LookupMap::default();
     for (i, e) in events.iter().enumerate() {
         if let EventKind::Mutated { visibility, .. } = &e.kind {
             for v in visibility {
@@ -221,8 +221,8 @@ fn judged<'t>(thread: &'t StoredThread, added: &[&str]) -> Vec<(&'t Message, Str
 }
 
 /// How often each (role, text) of the user and assistant messages occurs.
-fn texts(messages: &[ModelMessage]) -> BTreeMap<(Role, Cow<'_, str>), usize> {
-    let mut out = BTreeMap::new();
+fn texts(messages: &[ModelMessage]) -> LookupMap<(Role, Cow<'_, str>), usize> {
+    let mut out = LookupMap::default();
     for m in messages {
         if !matches!(m.role, Role::User | Role::Assistant) {
             continue;
