@@ -181,3 +181,19 @@ fn fuzz_merge_sums_the_shards_into_the_whole_campaign() {
     let stderr = String::from_utf8_lossy(&twice.stderr);
     assert!(stderr.contains("shard 1/2 is given twice"), "{stderr}");
 }
+
+/// Issue 28: `--store postgres` points at the conformance suite that
+/// exists (`cargo test -p pai-store-check`), not a subcommand that does not.
+#[test]
+fn store_postgres_points_at_the_conformance_suite() {
+    for args in [
+        &["run", "--store", "postgres"][..],
+        &["fuzz", "--store", "postgres"],
+    ] {
+        let out = bin().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("cargo test -p pai-store-check"), "{stderr}");
+        assert!(!stderr.contains("check-store"), "{stderr}");
+    }
+}
