@@ -321,8 +321,11 @@ fn compare_snapshot(
     let wrote = if mode == SnapshotMode::Check {
         snapshot::write(&pending, &input, transcript)?;
         format!(
-            " (new transcript written to {}; review with `cargo insta review` or accept with --update)",
-            pending.display()
+            " (new transcript written to {}; review it with `cargo insta review` (needs a \
+             terminal), accept it with `cargo insta accept --snapshot {}`, or accept every new \
+             transcript with --update)",
+            pending.display(),
+            file.display()
         )
     } else {
         String::new()

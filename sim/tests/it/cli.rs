@@ -182,6 +182,20 @@ fn fuzz_merge_sums_the_shards_into_the_whole_campaign() {
     assert!(stderr.contains("shard 1/2 is given twice"), "{stderr}");
 }
 
+/// A suite of one scenario in a fresh temp folder: `scenarios/a/x.toml`
+/// (a copy of `basics/plain_answer.toml`), no snapshot yet.
+fn temp_suite(name: &str) -> PathBuf {
+    let dir = temp(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("scenarios/a")).unwrap();
+    std::fs::copy(
+        root().join("scenarios/basics/plain_answer.toml"),
+        dir.join("scenarios/a/x.toml"),
+    )
+    .unwrap();
+    dir
+}
+
 /// Issue 28: `--store postgres` points at the conformance suite that
 /// exists (`cargo test -p pai-store-check`), not a subcommand that does not.
 #[test]
@@ -196,4 +210,30 @@ fn store_postgres_points_at_the_conformance_suite() {
         assert!(stderr.contains("cargo test -p pai-store-check"), "{stderr}");
         assert!(!stderr.contains("check-store"), "{stderr}");
     }
+}
+
+/// Issue 28: a missing snapshot's message says how to accept it without a
+/// terminal (`cargo insta review` needs one).
+#[test]
+fn a_new_transcript_says_how_to_accept_it_without_a_terminal() {
+    let dir = temp_suite("pending");
+    let out = bin()
+        .args(["run", "scenarios"])
+        .current_dir(&dir)
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let snap = std::fs::canonicalize(&dir)
+        .unwrap()
+        .join("snapshots/a__x.snap");
+    assert!(
+        stdout.contains("`cargo insta review` (needs a terminal)"),
+        "{stdout}"
+    );
+    let accept = format!("`cargo insta accept --snapshot {}`", snap.display());
+    assert!(stdout.contains(&accept), "{stdout}");
+    assert!(dir.join("snapshots/a__x.snap.new").exists());
+    let _ = std::fs::remove_dir_all(&dir);
 }
