@@ -47,8 +47,8 @@ pub use scenario::{
 };
 pub use schema::{EventRecord, event_log_json, schema_text};
 pub use suite::{
-    CaseResult, CaseStatus, SnapshotMode, discover, load_all, orphans, run_case,
-    run_case_on_every_store, table,
+    CaseResult, CaseStatus, Orphans, SnapshotMode, discover, load_all, nearest_scenarios, orphans,
+    run_case, run_case_on_every_store, table,
 };
 pub use timeline::timeline_html;
 pub use world::{Rng, StoreKind};

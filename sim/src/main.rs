@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 mod cli {
     pub mod fuzz;
     pub mod fuzz_merge;
+    pub mod locate;
     pub mod rules;
     pub mod run;
     pub mod schema;

@@ -32,6 +32,21 @@ pub fn discover(paths: &[PathBuf]) -> io::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// The nearest `scenarios/` folder from `from` up (`from`'s own first),
+/// written relative to `from` (`scenarios`, `../scenarios`, ...) so that the
+/// paths of reports and replay lines work where the command ran; `None`
+/// when no folder from `from` up to the file system's root holds one.
+pub fn nearest_scenarios(from: &Path) -> Option<PathBuf> {
+    let mut up = PathBuf::new();
+    for dir in from.ancestors() {
+        if dir.join("scenarios").is_dir() {
+            return Some(up.join("scenarios"));
+        }
+        up.push("..");
+    }
+    None
+}
+
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
@@ -137,6 +152,9 @@ pub enum SnapshotMode {
 pub enum CaseStatus {
     /// It met its expectation and matched its snapshot.
     Ok,
+    /// It met its expectation; it has no snapshot to match, being outside
+    /// every `scenarios/` folder.
+    NoSnapshot,
     /// It met its expectation; its snapshot was (re)written.
     Updated,
     /// Something failed; see the case's problems.
@@ -147,6 +165,7 @@ impl CaseStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             CaseStatus::Ok => "ok",
+            CaseStatus::NoSnapshot => "ok, no snapshot",
             CaseStatus::Updated => "updated",
             CaseStatus::Fail => "FAIL",
         }
@@ -297,6 +316,7 @@ fn compare_snapshot(
 ) -> io::Result<()> {
     // A scenario outside every suite has no snapshot to compare.
     let Some(at) = snapshot::locate(path) else {
+        case.status = CaseStatus::NoSnapshot;
         return Ok(());
     };
     let (file, pending, input) = (at.file(), at.pending(), at.input_file);
@@ -321,8 +341,11 @@ fn compare_snapshot(
     let wrote = if mode == SnapshotMode::Check {
         snapshot::write(&pending, &input, transcript)?;
         format!(
-            " (new transcript written to {}; review with `cargo insta review` or accept with --update)",
-            pending.display()
+            " (new transcript written to {}; review it with `cargo insta review` (needs a \
+             terminal), accept it with `cargo insta accept --snapshot {}`, or accept every new \
+             transcript with --update)",
+            pending.display(),
+            file.display()
         )
     } else {
         String::new()
@@ -338,6 +361,33 @@ fn compare_snapshot(
         )),
     }
     Ok(())
+}
+
+/// Snapshot files no scenario file owns, as the totals line counts them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Orphans {
+    /// Left in place: they fail the run.
+    pub left: usize,
+    /// Removed (`--prune`).
+    pub removed: usize,
+}
+
+impl Orphans {
+    /// `, 1 orphaned snapshot` / `, 2 orphaned snapshots removed`, or nothing.
+    fn totals(self) -> String {
+        let count = |n: usize| match n {
+            1 => "1 orphaned snapshot".to_string(),
+            n => format!("{n} orphaned snapshots"),
+        };
+        let mut out = String::new();
+        if self.left > 0 {
+            out.push_str(&format!(", {}", count(self.left)));
+        }
+        if self.removed > 0 {
+            out.push_str(&format!(", {} removed", count(self.removed)));
+        }
+        out
+    }
 }
 
 /// The widest a name column grows; longer names are cut with an ellipsis.
@@ -372,9 +422,10 @@ fn pad(text: &str, width: usize, right: bool) -> String {
     }
 }
 
-/// The summary table, one row per scenario, then the totals line. Columns
-/// are measured in display width (CJK and emoji take two).
-pub fn table(cases: &[CaseResult]) -> String {
+/// The summary table, one row per scenario, then the totals line, which
+/// names the orphaned snapshots too (left ones fail the run). Columns are
+/// measured in display width (CJK and emoji take two).
+pub fn table(cases: &[CaseResult], orphans: Orphans) -> String {
     let headers = ["scenario", "rules", "steps", "virtual", "result"];
     let rows: Vec<[String; 5]> = cases
         .iter()
@@ -413,8 +464,9 @@ pub fn table(cases: &[CaseResult]) -> String {
     }
     let failed = cases.iter().filter(|c| c.failed()).count();
     out.push_str(&format!(
-        "\n{} passed, {failed} failed\n",
-        cases.len() - failed
+        "\n{} passed, {failed} failed{}\n",
+        cases.len() - failed,
+        orphans.totals()
     ));
     out
 }
@@ -440,16 +492,53 @@ mod tests {
 
     #[test]
     fn the_table_measures_display_width_and_cuts_long_names() {
-        let t = table(&[
-            case("日本語のシナリオ"),
-            case("ascii"),
-            case(&"x".repeat(65_536)),
-        ]);
+        let t = table(
+            &[
+                case("日本語のシナリオ"),
+                case("ascii"),
+                case(&"x".repeat(65_536)),
+            ],
+            Orphans::default(),
+        );
         let lines: Vec<&str> = t.lines().collect();
         let at = |l: &str| l.find("L1").map(|i| l[..i].width());
         assert_eq!(at(lines[1]), at(lines[2]), "{t}");
         assert_eq!(at(lines[2]), at(lines[3]), "{t}");
         assert!(lines[3].contains('…'));
         assert!(t.ends_with("3 passed, 0 failed\n"));
+    }
+
+    #[test]
+    fn the_totals_line_names_orphaned_snapshots() {
+        let last = |o: Orphans| table(&[case("a")], o).lines().last().unwrap().to_string();
+        assert_eq!(last(Orphans::default()), "1 passed, 0 failed");
+        let one = Orphans {
+            left: 1,
+            removed: 0,
+        };
+        assert_eq!(last(one), "1 passed, 0 failed, 1 orphaned snapshot");
+        let gone = Orphans {
+            left: 0,
+            removed: 2,
+        };
+        assert_eq!(
+            last(gone),
+            "1 passed, 0 failed, 2 orphaned snapshots removed"
+        );
+    }
+
+    #[test]
+    fn the_nearest_scenarios_folder_is_found_walking_up() {
+        let dir = std::env::temp_dir().join(format!("pai-nearest-{}", std::process::id()));
+        let deep = dir.join("scenarios/a/b");
+        std::fs::create_dir_all(&deep).unwrap();
+        assert_eq!(nearest_scenarios(&dir), Some(PathBuf::from("scenarios")));
+        let up = nearest_scenarios(&deep).unwrap();
+        assert_eq!(up, Path::new("../../../scenarios"));
+        assert_eq!(
+            std::fs::canonicalize(deep.join(&up)).unwrap(),
+            std::fs::canonicalize(dir.join("scenarios")).unwrap()
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -11,11 +11,12 @@ use pai_sim::{RuleCoverage, TestRef};
 /// What `pai-sim rules` was asked.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Scenario folders to read (default: scenarios/).
+    /// Scenario folders to read (default: the nearest scenarios/, in the
+    /// working folder or one above it).
     #[arg(long = "scenarios")]
     scenario_dirs: Vec<PathBuf>,
     /// Source folders whose tests are read (default: runtime, sim, tests,
-    /// benches, where present).
+    /// benches beside the nearest scenarios/ folder, where present).
     #[arg(long = "sources")]
     source_dirs: Vec<PathBuf>,
     /// List only the rules nothing checks.
@@ -25,15 +26,18 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let dirs = if args.scenario_dirs.is_empty() {
-        vec![PathBuf::from("scenarios")]
+        vec![super::locate::scenarios_dir(
+            "pai-sim rules --scenarios DIR",
+        )?]
     } else {
         args.scenario_dirs.clone()
     };
     let scenarios = scenario_rules(&dirs)?;
     let sources = if args.source_dirs.is_empty() {
+        let root = super::locate::suite_root();
         ["runtime", "sim", "tests", "benches"]
             .iter()
-            .map(PathBuf::from)
+            .map(|d| root.join(d))
             .filter(|p| p.is_dir())
             .collect()
     } else {

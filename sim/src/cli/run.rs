@@ -6,12 +6,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
-use pai_sim::{CaseResult, CaseStatus, SnapshotMode};
+use pai_sim::{CaseResult, CaseStatus, Orphans, SnapshotMode};
 
 /// What `pai-sim run` was asked.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Files or folders (default: scenarios/).
+    /// Files or folders (default: the nearest scenarios/, in the working
+    /// folder or one above it).
     paths: Vec<PathBuf>,
     /// Only scenarios whose name or path contains this text.
     #[arg(long)]
@@ -71,10 +72,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     }
-    let paths = if args.paths.is_empty() {
-        vec![PathBuf::from("scenarios")]
-    } else {
-        args.paths.clone()
+    let paths = match args.paths.is_empty() {
+        true => vec![super::locate::scenarios_dir("pai-sim run PATH ...")?],
+        false => args.paths.clone(),
     };
     let files = pai_sim::discover(&paths).context("finding scenario files")?;
     let scenarios = match pai_sim::load_all(&files) {
@@ -114,6 +114,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             false => pai_sim::run_case(path, s, args.seed, (args.store, args.differential), mode),
         };
         out.case(&case);
+        warn_if_no_snapshot(&case);
         cases.push(case);
     }
     let stale = stale_snapshots(&args, &paths, &files, &mut out)?;
@@ -121,8 +122,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         std::fs::write(file, junit(&cases))
             .with_context(|| format!("writing {}", file.display()))?;
     }
-    out.finish(&cases);
-    let failed = cases.iter().any(|c| c.failed()) || stale;
+    out.finish(&cases, stale);
+    let failed = cases.iter().any(|c| c.failed()) || stale.left > 0;
     Ok(if failed {
         ExitCode::FAILURE
     } else {
@@ -130,20 +131,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// A scenario outside every suite passed with nothing to compare its
+/// transcript with: say so, and why, on stderr.
+fn warn_if_no_snapshot(case: &CaseResult) {
+    if case.status == CaseStatus::NoSnapshot {
+        eprintln!(
+            "warning: {}: no snapshot was compared, because the file is not inside a \
+             scenarios/ folder (its snapshot's place is snapshots/ beside scenarios/); only \
+             its expectation and the oracles judged it",
+            case.path.display()
+        );
+    }
+}
+
 /// When the whole suite ran, lists (or with `--prune` removes) snapshots no
-/// scenario owns; `true` if some are left, which fails the run.
+/// scenario owns; those left fail the run.
 fn stale_snapshots(
     args: &Args,
     paths: &[PathBuf],
     files: &[PathBuf],
     out: &mut Out,
-) -> anyhow::Result<bool> {
+) -> anyhow::Result<Orphans> {
     let whole = args.filter.is_none()
         && paths
             .iter()
             .any(|p| p.file_name().is_some_and(|n| n == "scenarios"));
     if !whole {
-        return Ok(false);
+        return Ok(Orphans::default());
     }
     let orphans = pai_sim::orphans(files).context("listing snapshots")?;
     for o in &orphans {
@@ -157,7 +171,16 @@ fn stale_snapshots(
             ));
         }
     }
-    Ok(!args.prune && !orphans.is_empty())
+    Ok(match args.prune {
+        true => Orphans {
+            left: 0,
+            removed: orphans.len(),
+        },
+        false => Orphans {
+            left: orphans.len(),
+            removed: 0,
+        },
+    })
 }
 
 /// Where results go: the text report (coloured on a terminal unless
@@ -216,22 +239,26 @@ impl Out {
         }
     }
 
+    /// A note above the table; on stderr with `--format json`, whose
+    /// stdout holds scenario lines only.
     fn note(&mut self, text: &str) {
-        if !self.json {
-            self.write(&format!("{}\n", self.paint(text, "33")));
+        match self.json {
+            true => eprintln!("{text}"),
+            false => self.write(&format!("{}\n", self.paint(text, "33"))),
         }
     }
 
-    fn finish(&mut self, cases: &[CaseResult]) {
+    fn finish(&mut self, cases: &[CaseResult], orphans: Orphans) {
         if self.json {
             return;
         }
-        let table = pai_sim::table(cases);
+        let table = pai_sim::table(cases, orphans);
         let painted = table
             .lines()
             .map(|l| match l.rsplit_once("  ") {
                 Some((rest, "FAIL")) => format!("{rest}  {}", self.paint("FAIL", "31;1")),
                 Some((rest, "ok")) => format!("{rest}  {}", self.paint("ok", "32")),
+                Some((rest, r @ "ok, no snapshot")) => format!("{rest}  {}", self.paint(r, "33")),
                 _ => l.to_string(),
             })
             .collect::<Vec<_>>()

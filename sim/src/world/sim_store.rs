@@ -39,8 +39,9 @@ impl std::str::FromStr for StoreKind {
             "sqlite" => Ok(StoreKind::Sqlite),
             p if p == "postgres" || p.starts_with("postgres=") => Err(
                 "postgres cannot serve a simulated run (a real socket cannot live under paused \
-                 virtual time); judge it with the store conformance suite: \
-                 `pai-sim check-store postgres=URL` (see README)"
+                 virtual time); judge a Postgres store with the store conformance suite instead: \
+                 `cargo test -p pai-store-check` in a checkout (it starts a throwaway server when \
+                 the PostgreSQL server binaries are installed; see README, Stores)"
                     .to_string(),
             ),
             other => Err(format!(
