@@ -90,6 +90,21 @@ impl Report {
     }
 
     /// Whether a fault placed at a store request fired (with workers).
+    /// The faults carried out among workers, by name (`crash`, `heal`,
+    /// ...), in the order they happened.
+    pub fn faults_carried_out(&self) -> Vec<&'static str> {
+        let Some(c) = &self.cluster else {
+            return Vec::new();
+        };
+        c.log
+            .iter()
+            .filter_map(|r| match &r.what {
+                crate::world::ClusterEvent::Fault { action, .. } => Some(action.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn fired_at_request(&self) -> bool {
         self.cluster.as_ref().is_some_and(|c| {
             c.log.iter().any(|r| {

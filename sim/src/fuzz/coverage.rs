@@ -105,6 +105,19 @@ pub const KEYS: &[&str] = &[
     "diff.sqlite",
     "cross.fault_at_request",
     "cross.renew_before_tools",
+    // Among workers (`Coverage::cluster`): cases with workers, faults
+    // carried out, runs taken over by another worker.
+    "workers.case",
+    "workers.three_or_more",
+    "fault.crash",
+    "fault.restart",
+    "fault.partition",
+    "fault.heal",
+    "fault.hold",
+    "fault.release",
+    "fault.pause",
+    "fault.resume",
+    "lease.takeover",
 ];
 
 /// The hooks counted by name whenever one decides (`<hook>#<index>`, the
@@ -356,6 +369,31 @@ impl Coverage {
         }
     }
 
+    /// What a case among workers reached: how many workers it had, each
+    /// fault carried out (by name), and whether a run's lease went to
+    /// another worker than the one that held it before (K3).
+    pub fn cluster(&mut self, workers: usize, faults: &[&'static str], events: &[Event]) {
+        self.hit_if(workers > 0, "workers.case");
+        self.hit_if(workers >= 3, "workers.three_or_more");
+        for name in faults {
+            match KEYS.iter().find(|k| k.strip_prefix("fault.") == Some(name)) {
+                Some(key) => self.hit(key),
+                None => debug_assert!(false, "a fault with no counter: {name}"),
+            }
+        }
+        let mut holder: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut taken_over = false;
+        for e in events {
+            let (EventKind::LeaseAcquired { .. }, Some(w)) = (&e.kind, &e.worker) else {
+                continue;
+            };
+            if let Some(before) = holder.insert(e.run_id.as_str(), w.as_str()) {
+                taken_over |= before != w.as_str();
+            }
+        }
+        self.hit_if(taken_over, "lease.takeover");
+    }
+
     /// Counts a case in which a fault placed at a store request fired
     /// (issue 25: the instants timed faults rarely land on).
     pub fn fault_at_request(&mut self, fired: bool) {
@@ -444,5 +482,50 @@ fn transition_key(t: &Transition) -> &'static str {
         Transition::Aborted { .. } => "transition.aborted",
         Transition::Complete { reason: None } => "transition.complete",
         Transition::Complete { reason: Some(_) } => "transition.max_steps",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pai_runtime::store::FencingToken;
+
+    fn acquired(run: &str, worker: &str, episode: u32) -> Event {
+        Event {
+            at: 0,
+            thread_id: "t".into(),
+            run_id: run.into(),
+            worker: Some(worker.into()),
+            kind: EventKind::LeaseAcquired {
+                episode,
+                token: FencingToken::from(u64::from(episode)),
+                version: u64::from(episode),
+            },
+        }
+    }
+
+    /// A run's lease passing to another worker is a takeover; the same
+    /// worker again (a restart, a resume) is not; each fault is counted
+    /// under its own name.
+    #[test]
+    fn cluster_counts_workers_faults_and_takeovers() {
+        let mut c = Coverage::default();
+        let same = [acquired("r1", "w1", 1), acquired("r1", "w1", 2)];
+        c.cluster(2, &["crash", "restart"], &same);
+        assert_eq!(c.count("workers.case"), 1);
+        assert_eq!(c.count("workers.three_or_more"), 0);
+        assert_eq!((c.count("fault.crash"), c.count("fault.restart")), (1, 1));
+        assert_eq!(c.count("lease.takeover"), 0);
+        let other = [
+            acquired("r1", "w1", 1),
+            acquired("r2", "w2", 1),
+            acquired("r1", "w2", 2),
+        ];
+        c.cluster(3, &["pause", "resume", "pause"], &other);
+        assert_eq!(c.count("lease.takeover"), 1);
+        assert_eq!(c.count("workers.three_or_more"), 1);
+        assert_eq!(c.count("fault.pause"), 2);
+        c.cluster(0, &[], &[]);
+        assert_eq!(c.count("workers.case"), 2);
     }
 }

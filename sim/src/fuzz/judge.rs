@@ -136,6 +136,11 @@ pub fn evaluate_across(spec: &ScenarioSpec, store: StoreKind, across: bool) -> E
     coverage.fault_at_request(first.fired_at_request());
     coverage.renew_before_tools(first.faulted_before_tools());
     coverage.watch_among_workers(first.watched_among_workers());
+    coverage.cluster(
+        spec.workers.len(),
+        &first.faults_carried_out(),
+        &first.events,
+    );
     let (mut failure, mut message) = verdict(&first, &second);
     if failure.is_none() && across {
         coverage.compared_stores();
