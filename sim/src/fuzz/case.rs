@@ -58,7 +58,7 @@ pub fn case_with(seed: u64, features: Features) -> ScenarioSpec {
             tools,
             ..AgentSpec::default()
         },
-        lifecycle,
+        lifecycle: lifecycle.into_iter().map(LifecycleEntry::from).collect(),
         model,
         models,
         docs,

@@ -229,9 +229,9 @@ impl Coverage {
     /// The crossings of features the case reached (issue 25).
     fn crossings(&mut self, spec: &ScenarioSpec, events: &[Event]) {
         self.steer_runs(events);
-        let on_resume = spec.lifecycle.iter().any(|h| match h {
-            HookSpec::Fail(f) => f.on_resume,
-            HookSpec::Delay(d) => d.on_resume,
+        let on_resume = spec.lifecycle.iter().any(|h| match h.library() {
+            Some(HookSpec::Fail(f)) => f.on_resume,
+            Some(HookSpec::Delay(d)) => d.on_resume,
             _ => false,
         });
         let resumed = events

@@ -25,14 +25,14 @@ pub(super) fn facade(seed: u64, features: Features, spec: &mut ScenarioSpec) {
     let mut g = Gen::new(seed ^ STREAM, features);
     if spec.cluster.is_some() {
         spec.lifecycle
-            .retain(|h| !matches!(h, HookSpec::Compaction(_)));
+            .retain(|h| !matches!(h.library(), Some(HookSpec::Compaction(_))));
         among_workers(&mut g, spec);
         return;
     }
     let slow_summary = spec
         .lifecycle
         .iter()
-        .any(|h| matches!(h, HookSpec::Compaction(c) if c.latency_ms > 0));
+        .any(|h| matches!(h.library(), Some(HookSpec::Compaction(c)) if c.latency_ms > 0));
     if slow_summary && g.chance(70) {
         during_summaries(&mut g, spec);
     }

@@ -6,6 +6,7 @@ mod after_step;
 mod base_context;
 mod compaction;
 mod delay;
+mod entry;
 mod fail;
 mod fallback;
 mod guardrail;
@@ -30,6 +31,7 @@ mod stream_guard;
 mod system_message;
 mod timeout;
 mod uppercase;
+mod user;
 
 use pai_runtime::hook::Phase;
 use schemars::JsonSchema;
@@ -39,6 +41,7 @@ pub use after_step::{AfterStep, AfterStepSpec};
 pub use base_context::BaseContext;
 pub use compaction::{CompactionSpec, SummaryCall, SummaryLog};
 pub use delay::Delay;
+pub use entry::{LifecycleEntry, UseSpec};
 pub use fail::{Fail, PhaseName};
 pub use fallback::Fallback;
 pub use guardrail::Guardrail;
@@ -64,6 +67,7 @@ pub use stream_guard::StreamGuard;
 pub use system_message::{MessageLevel, SystemMessage};
 pub use timeout::Timeout;
 pub use uppercase::Uppercase;
+pub use user::{Registry, UserHook, UserHookDef};
 
 /// One `[[lifecycle]]` entry: the hook named by `hook = "..."` and its fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

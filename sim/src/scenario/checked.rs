@@ -15,7 +15,9 @@ use super::names::OracleId;
 use super::replay::{self, Replays};
 use super::spec::{Expect, FaultSpec, ModelSpec, OnOutputSpec, ScenarioSpec, ToolSpec};
 use super::timeline::{Moment, timeline};
-use crate::hooks::HookSpec;
+use pai_runtime::hook::Phase;
+
+use crate::hooks::{HookSpec, LifecycleEntry, Registry, SimHook, SummaryLog, UserHookDef};
 
 /// A scenario, checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -116,7 +118,49 @@ pub enum Behaviour {
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookDef {
     pub name: String,
-    pub spec: HookSpec,
+    pub source: HookSource,
+}
+
+/// Where a hook of the lifecycle comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HookSource {
+    /// The built-in library, whose hooks the oracles know.
+    Library(HookSpec),
+    /// A hook a harness registered: the oracles know only the phases it
+    /// handles, never what it decides.
+    User(UserHookDef),
+}
+
+impl HookDef {
+    /// The library hook, if it is one.
+    pub fn library(&self) -> Option<&HookSpec> {
+        match &self.source {
+            HookSource::Library(h) => Some(h),
+            HookSource::User(_) => None,
+        }
+    }
+
+    /// Whether the hook handles `phase` (a library hook handles one).
+    pub fn handles(&self, phase: Phase) -> bool {
+        match &self.source {
+            HookSource::Library(h) => h.phase() == phase,
+            HookSource::User(u) => u.handles(phase),
+        }
+    }
+
+    /// Whether the hook is a registered one, whose decisions no oracle
+    /// can foresee.
+    pub fn is_user(&self) -> bool {
+        matches!(self.source, HookSource::User(_))
+    }
+
+    /// The hook, recording what it sends its own models in `summaries`.
+    pub fn build(&self, summaries: &SummaryLog) -> SimHook {
+        match &self.source {
+            HookSource::Library(h) => h.build(&self.name, summaries),
+            HookSource::User(u) => u.build(&self.name),
+        }
+    }
 }
 
 impl Scenario {
@@ -129,6 +173,16 @@ impl Scenario {
     /// Checks a spec into the model the simulator runs; recordings a script
     /// replays are read relative to `dir` (the scenario file's folder).
     pub fn from_spec_in(spec: ScenarioSpec, dir: &Path) -> Result<Scenario, CheckError> {
+        Scenario::from_spec_with(spec, dir, &Registry::default())
+    }
+
+    /// [`Scenario::from_spec_in`] with the hooks `registry` knows by name
+    /// (`use = "..."` entries).
+    pub fn from_spec_with(
+        spec: ScenarioSpec,
+        dir: &Path,
+        registry: &Registry,
+    ) -> Result<Scenario, CheckError> {
         header(&spec)?;
         let expect = expectation(spec.expect, spec.oracle)?;
         if spec.agent.max_steps == 0 {
@@ -148,7 +202,7 @@ impl Scenario {
         scripts(&spec.model, &spec.models)?;
         let replays = replay::load(&spec.model, &spec.models, dir)?;
         docs(&spec.docs)?;
-        let hooks = hooks(spec.lifecycle)?;
+        let hooks = hooks(spec.lifecycle, registry)?;
         faults(&spec.faults)?;
         let cluster = cluster(&spec.workers, spec.cluster, &spec.faults, time_limit_ms)?;
         if cluster.is_some()
@@ -234,10 +288,10 @@ fn header(spec: &ScenarioSpec) -> Result<(), CheckError> {
 /// `on_resume` limits a `fail` or `delay` hook to resumed episodes; with
 /// no tool a run can wait on (client or approval) and no workers to take a
 /// run over, no episode resumes and the hook would never fire.
-fn on_resume(specs: &[HookSpec], can_resume: bool) -> Result<(), CheckError> {
-    let limited = specs.iter().position(|h| match h {
-        HookSpec::Fail(f) => f.on_resume,
-        HookSpec::Delay(d) => d.on_resume,
+fn on_resume(specs: &[LifecycleEntry], can_resume: bool) -> Result<(), CheckError> {
+    let limited = specs.iter().position(|h| match h.library() {
+        Some(HookSpec::Fail(f)) => f.on_resume,
+        Some(HookSpec::Delay(d)) => d.on_resume,
         _ => false,
     });
     match limited {
@@ -253,24 +307,49 @@ fn on_resume(specs: &[HookSpec], can_resume: bool) -> Result<(), CheckError> {
     }
 }
 
-/// Hooks, named as the event log shows them, each with values it can use.
-fn hooks(specs: Vec<HookSpec>) -> Result<Vec<HookDef>, CheckError> {
-    let mut out = Vec::with_capacity(specs.len());
-    for (i, spec) in specs.into_iter().enumerate() {
-        if let Err((field, message)) = spec.check() {
-            let at = [
+/// Hooks, named as the event log shows them, each with values it can use:
+/// a library hook's own checks, a registered hook's configuration read by
+/// its type.
+fn hooks(entries: Vec<LifecycleEntry>, registry: &Registry) -> Result<Vec<HookDef>, CheckError> {
+    let mut out = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.into_iter().enumerate() {
+        let at = |field: &'static str| {
+            [
                 Segment::Key("lifecycle"),
                 Segment::Index(i),
                 Segment::Key(field),
-            ];
-            return fail(&at, format!("{}: {message}", spec.kind()));
-        }
-        let name = spec
-            .given_name()
-            .map_or_else(|| format!("{}#{i}", spec.kind()), str::to_string);
-        out.push(HookDef { name, spec });
+            ]
+        };
+        let (kind, given, source) = match entry {
+            LifecycleEntry::Library(spec) => {
+                if let Err((field, message)) = spec.check() {
+                    return fail(&at(field), format!("{}: {message}", spec.kind()));
+                }
+                let given = spec.given_name().map(str::to_string);
+                (spec.kind().to_string(), given, HookSource::Library(spec))
+            }
+            LifecycleEntry::User(u) => {
+                if u.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
+                    return fail(&at("name"), "must not be empty (leave it out for a generated name)");
+                }
+                let def = registry
+                    .check(&u.use_, &u.config)
+                    .map_err(|message| fail_error(&at("use"), message))?;
+                (u.use_, u.name, HookSource::User(def))
+            }
+        };
+        let name = given.unwrap_or_else(|| format!("{kind}#{i}"));
+        out.push(HookDef { name, source });
     }
     Ok(out)
+}
+
+/// A check error at `at`, as a value.
+fn fail_error(at: &[Segment], message: String) -> CheckError {
+    CheckError {
+        at: super::field::FieldPath::at(at),
+        message,
+    }
 }
 
 /// Scripted turns: a turn whose provider fails before the stream has no

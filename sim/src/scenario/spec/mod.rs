@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::names::OracleId;
-use crate::hooks::HookSpec;
+use crate::hooks::LifecycleEntry;
 
 mod cluster;
 mod facade;
@@ -91,9 +91,10 @@ pub struct ScenarioSpec {
     #[serde(default, skip_serializing_if = "AgentSpec::is_default")]
     pub agent: AgentSpec,
     /// The lifecycle hooks, in composition order: each entry is one hook of
-    /// the built-in library, named by `hook`.
+    /// the built-in library, named by `hook`, or one a harness registered,
+    /// named by `use`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub lifecycle: Vec<HookSpec>,
+    pub lifecycle: Vec<LifecycleEntry>,
     /// The default script: answers any model name without its own script.
     #[serde(default, skip_serializing_if = "ModelSpec::is_empty")]
     pub model: ModelSpec,
