@@ -8,6 +8,7 @@ mod field;
 mod handles;
 mod names;
 mod position;
+mod references;
 mod replay;
 mod spec;
 mod timeline;
