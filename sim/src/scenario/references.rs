@@ -268,3 +268,7 @@ fn unknown_tool(name: &str, tools: &[&str]) -> String {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "references_tests.rs"]
+mod tests;
