@@ -193,11 +193,17 @@ fn answer_gone_call(g: &mut Gen, spec: &mut ScenarioSpec, at: u64) {
         .filter(|t| t.approval || t.client)
         .map(|t| (t.name.clone(), t.client))
         .collect();
-    if waiting.is_empty() {
+    // `#N` among the calls the scripts make: the loader refuses any other.
+    let scripted = std::iter::once(&spec.model)
+        .chain(spec.models.values())
+        .flat_map(|m| &m.turns)
+        .map(|t| t.tool_calls.len())
+        .sum::<usize>();
+    if waiting.is_empty() || scripted == 0 {
         return;
     }
     let (_, client) = g.pick(&waiting).clone();
-    let call = Some(format!("#{}", g.range(1, 3)));
+    let call = Some(format!("#{}", g.range(1, scripted.min(3) as u64)));
     let entry = match client {
         true => TimelineEntry {
             submit_result: Some(SubmitSpec {

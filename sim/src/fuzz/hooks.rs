@@ -141,14 +141,17 @@ fn stream_or_tool_hook(g: &mut Gen, kind: usize, tools: &[String]) -> HookSpec {
         11 => HookSpec::Redact(redact(g)),
         12 => HookSpec::Uppercase(Uppercase { name: None }),
         13 => HookSpec::StreamGuard(stream_guard(g)),
+        // A tool hook names one of the agent's tools (the loader refuses
+        // any other); an agent without tools gets a stream hook instead.
+        14..=16 if tools.is_empty() => HookSpec::Uppercase(Uppercase { name: None }),
         14 => HookSpec::RejectTool(RejectTool {
             name: None,
-            tool: tool_name(g, tools),
+            tool: g.pick(tools).clone(),
             message: "not allowed here".into(),
         }),
         15 => HookSpec::ReplaceToolInput(ReplaceToolInput {
             name: None,
-            tool: tool_name(g, tools),
+            tool: g.pick(tools).clone(),
             input: json!({ "q": g.pick(WORDS).to_string() }),
             merge: g.chance(50),
         }),
@@ -252,14 +255,6 @@ pub(super) fn phase(g: &mut Gen) -> PhaseName {
     ])
 }
 
-/// A tool of the agent, or now and then one it does not have.
-fn tool_name(g: &mut Gen, tools: &[String]) -> String {
-    match tools.is_empty() || g.chance(15) {
-        true => "ghost".into(),
-        false => g.pick(tools).clone(),
-    }
-}
-
 fn messages(g: &mut Gen) -> Vec<MessageSpec> {
     (0..g.range(1, 2))
         .map(|_| MessageSpec {
@@ -346,7 +341,7 @@ fn replace_output(g: &mut Gen, tools: &[String]) -> ReplaceToolOutput {
     let output = g.maybe(50, |g| json!({ "summary": g.text(3) }));
     ReplaceToolOutput {
         name: None,
-        tool: tool_name(g, tools),
+        tool: g.pick(tools).clone(),
         remove: if output.is_none() {
             vec!["secret".into()]
         } else {

@@ -165,12 +165,15 @@ fn answers(g: &mut Gen, waiters: &[Waiter], out: &mut Vec<TimelineEntry>) {
     }
     if g.chance(30) {
         let w = g.pick(waiters).clone();
-        let call = (w.name.clone(), g.range(1, 3) as usize);
+        // Only calls the scripts make: the loader refuses an answer that
+        // names any other (without `expect_error`).
+        let call = (w.name.clone(), g.range(1, w.calls as u64) as usize);
         let at = g.range(0, 400);
         let thread = thread(g);
         let mut entry = answer(g, &w, call, at, thread);
         if g.chance(40) {
-            by_call_id(&mut entry, g.range(1, 4) as usize);
+            let scripted: usize = waiters.iter().map(|w| w.calls).sum();
+            by_call_id(&mut entry, g.range(1, scripted.min(4) as u64) as usize);
         }
         out.push(entry);
     }

@@ -51,7 +51,10 @@ fn give_up_window(g: &mut Gen, spec: &mut ScenarioSpec) {
     let answers: Vec<usize> = (0..spec.timeline.len())
         .filter(|&i| {
             let t = &spec.timeline[i];
-            t.approve.is_some() || t.deny.is_some() || t.submit_result.is_some()
+            // Not an answer meant to be refused (it names no call a script
+            // makes, which the loader allows only with its `expect_error`).
+            let answer = t.approve.is_some() || t.deny.is_some() || t.submit_result.is_some();
+            answer && t.expect_error.is_none()
         })
         .collect();
     if answers.is_empty() {

@@ -5,7 +5,8 @@ use std::path::Path;
 
 use crate::scenario::{Action, CallName, Scenario};
 
-const HEAD: &str = "name = \"x\"\nrules = [\"T9\"]\n[[timeline]]\nsend = \"hi\"\n";
+/// A client tool `t` the script calls twice: the calls the answers name.
+const HEAD: &str = "name = \"x\"\nrules = [\"T9\"]\n[[agent.tools]]\nname = \"t\"\nclient = true\n[[model.turns]]\ntool_calls = [{ tool = \"t\" }, { tool = \"t\" }]\n[[timeline]]\nsend = \"hi\"\n";
 
 fn parse(entry: &str) -> Result<Scenario, String> {
     let text = format!("{HEAD}[[timeline]]\nat = 5\n{entry}\n");

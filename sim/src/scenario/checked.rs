@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::cluster::{Cluster, cluster};
 use super::field::{CheckError, Segment, fail};
 use super::names::OracleId;
+use super::references::Named;
 use super::replay::{self, Replays};
 use super::spec::{Expect, FaultSpec, ModelSpec, OnOutputSpec, ScenarioSpec, ToolSpec};
 use super::timeline::{Moment, timeline};
@@ -194,6 +195,7 @@ impl Scenario {
         }
         let time_limit_ms = spec.time_limit_ms.unwrap_or(DEFAULT_TIME_LIMIT_MS);
         let first_live = spec.timeline.iter().position(|t| !t.live.is_empty());
+        let entries = spec.timeline.clone();
         let timeline = timeline(spec.timeline, time_limit_ms)?;
         let can_resume =
             !spec.workers.is_empty() || spec.agent.tools.iter().any(|t| t.approval || t.client);
@@ -218,6 +220,18 @@ impl Scenario {
                 "with [[workers]] a watcher hears the store's change feed (commits, waits, run ends, a delete's close); live text stays in the worker that streams it, so `live` transforms are not available",
             );
         }
+        Named {
+            tools: tools.iter().map(|t| t.name.as_str()).collect(),
+            hooks: hooks.iter().map(|h| &h.spec).collect(),
+            model: &spec.model,
+            models: &spec.models,
+            timeline: &entries,
+            violation: match expect {
+                Expectation::Violation(o) => Some(o),
+                Expectation::Pass => None,
+            },
+        }
+        .check()?;
         let faults = spec
             .faults
             .into_iter()

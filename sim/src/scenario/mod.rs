@@ -8,9 +8,11 @@ mod field;
 mod handles;
 mod names;
 mod position;
+mod references;
 mod replay;
 mod spec;
 mod timeline;
+mod wording;
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -103,15 +105,22 @@ impl ScenarioSpec {
     pub fn parse(path: &Path, text: &str) -> Result<ScenarioSpec, ScenarioError> {
         if is_json(path) {
             serde_json::from_str(text).map_err(|e| {
-                let err = ScenarioError::new(path, position::strip_json_position(&e.to_string()));
-                match position::offset(text, e.line(), e.column()) {
+                let message = position::strip_json_position(&e.to_string());
+                let at = position::offset(text, e.line(), e.column());
+                let key = at.and_then(|at| wording::json_key_at(text, at));
+                let err = ScenarioError::new(path, wording::reword(&message, key));
+                match at {
                     Some(at) => err.at_span(text, at..at),
                     None => err,
                 }
             })
         } else {
             toml::from_str(text).map_err(|e| {
-                let err = ScenarioError::new(path, e.message().trim().to_string());
+                let message = e.message().trim();
+                let key = e
+                    .span()
+                    .and_then(|s| wording::toml_key_before(text, s.start));
+                let err = ScenarioError::new(path, wording::reword(message, key));
                 match e.span() {
                     Some(s) => err.at_span(text, position::refine(text, s, e.message())),
                     None => err,
@@ -203,6 +212,25 @@ send = "hi"
             Scenario::parse(Path::new("a.json"), "{\"name\": \"x\",\n \"rules\": 3}").unwrap_err();
         assert_eq!(e.location, Some((2, 11)), "{e}");
         assert!(e.message.contains("invalid type"), "{e}");
+    }
+
+    /// SPEC X1: a number of the wrong kind is said in the format's words,
+    /// a time as a time (JSON too, whose errors point past the value).
+    #[test]
+    fn x1_wrong_numbers_are_said_in_words() {
+        let text = "{\"name\": \"x\", \"rules\": [\"X1\"], \"seed\": \"s\",\n \"timeline\": [{\"send\": \"hi\"}]}";
+        let e = Scenario::parse(Path::new("a.json"), text).unwrap_err();
+        let expected = "invalid type: string \"s\", expected a whole number, 0 or more";
+        assert_eq!(e.message, expected);
+        let text = "{\"name\": \"x\", \"rules\": [\"X1\"],\n \"timeline\": [{\"at\": -5, \"send\": \"hi\"}]}";
+        let e = Scenario::parse(Path::new("a.json"), text).unwrap_err();
+        let expected = "invalid value: integer `-5`, expected a time in virtual ms, 0 or more";
+        assert_eq!(e.message, expected);
+        let text = MINIMAL.replace("send = \"hi\"", "send = \"hi\"\nat = 1.5");
+        let e = Scenario::parse(Path::new("a.toml"), &text).unwrap_err();
+        let expected =
+            "invalid type: floating point `1.5`, expected a time in virtual ms, 0 or more";
+        assert_eq!(e.message, expected);
     }
 
     #[test]

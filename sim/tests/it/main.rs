@@ -2,6 +2,7 @@
 //! linked once (a binary per file cost CI a link each). Run one area with
 //! `cargo test -p pai-sim --test it props::`.
 
+mod browser;
 mod cli;
 mod common;
 mod fuzz;

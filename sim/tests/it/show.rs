@@ -6,18 +6,18 @@ use std::process::{Command, Output};
 
 use roxmltree::{Document, Node, ParsingOptions};
 
-fn bin() -> Command {
+pub(super) fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_pai-sim"))
 }
 
-fn root() -> PathBuf {
+pub(super) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("workspace")
         .to_path_buf()
 }
 
-fn temp(name: &str) -> PathBuf {
+pub(super) fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("pai-show-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -332,70 +332,8 @@ fn user_text_is_escaped() {
     );
 }
 
-/// With a headless browser installed, the page renders and its lanes are in
-/// the DOM; without one the test says so and passes.
-#[test]
-fn a_headless_browser_renders_the_lanes() {
-    let names = [
-        "chromium",
-        "chromium-browser",
-        "google-chrome",
-        "google-chrome-stable",
-    ];
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let browser = std::env::split_paths(&path)
-        .flat_map(|dir| names.map(|n| dir.join(n)))
-        .find(|p| p.is_file());
-    let Some(browser) = browser else {
-        eprintln!("skipped: no headless browser found (looked for {names:?} on PATH)");
-        return;
-    };
-    let dom = browser_dom(
-        &browser,
-        "scenarios/streams/s4_abort_after_live_release.toml",
-    );
-    assert_eq!(dom.matches("class=\"lane run\"").count(), 1, "{dom}");
-    assert!(dom.contains("data-watcher=\"phone\""));
-    assert!(dom.contains("id=\"verdicts\""));
-    // Among workers: a lane per worker, the run held by both in turn.
-    let scenario =
-        "scenarios/workers/k5_a_crash_before_the_result_commits_runs_the_call_again.toml";
-    let dom = browser_dom(&browser, scenario);
-    assert_eq!(dom.matches("class=\"lane worker\"").count(), 2, "{dom}");
-    assert!(dom.contains("data-worker=\"w1 w2\""), "{dom}");
-    assert!(dom.contains("crash at_ms=150"), "{dom}");
-    assert!(!dom.contains("worker local"), "{dom}");
-}
-
-/// The DOM a headless browser builds from the page of `scenario`.
-fn browser_dom(browser: &Path, scenario: &str) -> String {
-    let dir = temp("browser");
-    let page = dir.join("timeline.html");
-    let status = bin()
-        .arg("show")
-        .arg(root().join(scenario))
-        .arg("--html")
-        .arg(&page)
-        .output()
-        .unwrap()
-        .status;
-    assert!(status.success());
-    let out = Command::new(browser)
-        .args(["--headless", "--disable-gpu", "--no-sandbox", "--dump-dom"])
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// `pai-sim show` on a scenario that must pass; its stdout and its page.
-fn show_ok(scenario: &str, name: &str) -> (String, String) {
+pub(super) fn show_ok(scenario: &str, name: &str) -> (String, String) {
     let (out, html) = show(scenario, name, &[]);
     assert!(
         out.status.success(),
@@ -407,7 +345,7 @@ fn show_ok(scenario: &str, name: &str) -> (String, String) {
 
 /// Who acquired each episode, from the transcript's `[w1] run
 /// lease_acquired episode=N` lines: (run, episode, worker), in order.
-fn transcript_holders(transcript: &str) -> Vec<(String, String, String)> {
+pub(super) fn transcript_holders(transcript: &str) -> Vec<(String, String, String)> {
     transcript
         .lines()
         .filter_map(|line| {

@@ -138,7 +138,7 @@ impl ScenarioSpec {
         crate::schema::document::<ScenarioSpec>(
             "urn:pai-sim:schema:scenario",
             "pai-sim scenario",
-            "A scenario file of pai-sim (SPEC D5, D6): the agent under test, its lifecycle hooks, scripted models and tools, a timeline of client actions, and what the run must show. Written as TOML (people) or JSON (the same model). Checks a schema cannot express (duplicate tool or watcher names, a timeline entry at or past the scenario's own `time_limit_ms`, a swap of an event with itself, a redaction class whose range descends) are made by the loader only.",
+            "A scenario file of pai-sim (SPEC D5, D6): the agent under test, its lifecycle hooks, scripted models and tools, a timeline of client actions, and what the run must show. Written as TOML (people) or JSON (the same model). Checks a schema cannot express (duplicate tool or watcher names, a timeline entry at or past the scenario's own `time_limit_ms`, a swap of an event with itself, a redaction class whose range descends, a tool the agent lacks and no script calls, an answer naming a call no script makes) are made by the loader only.",
         )
     }
 }
