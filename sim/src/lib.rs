@@ -13,6 +13,7 @@ mod differential;
 mod faults;
 mod format;
 pub mod fuzz;
+mod harness;
 pub mod hooks;
 mod oracle;
 mod planted;
@@ -33,6 +34,7 @@ mod world;
 
 pub use differential::{across_stores, compare as compare_reports, other_store};
 pub use format::diff;
+pub use harness::{DirOutcome, Harness};
 pub use oracle::Violation;
 pub use planted::{PLANTED_PANIC, quiet_planted_panics};
 pub use report::{Report, SimError};
@@ -41,7 +43,7 @@ pub use rules::{Rule, rule, rules};
 pub use run::{check, check_on, replay_command, replay_on, simulate, simulate_on, verdict};
 pub use scenario::{
     Action, AgentDef, AgentSpec, Behaviour, CancelRun, CancelSpec, CheckError, Cluster,
-    ClusterSpec, DEFAULT_TIME_LIMIT_MS, Expect, Expectation, FaultSpec, FieldPath, HookDef,
+    ClusterSpec, DEFAULT_TIME_LIMIT_MS, Expect, Expectation, FaultSpec, FieldPath, HookDef, HookSource,
     ModelSpec, Moment, OracleId, ReplayFormat, RequestExpect, Scenario, ScenarioError,
     ScenarioSpec, Segment, TimelineEntry, ToolCallSpec, ToolDef, ToolSpec, TurnSpec, WorkerSpec,
 };

@@ -36,7 +36,7 @@ pub(crate) fn agent(
     let hooks = s
         .hooks
         .iter()
-        .map(|h| h.spec.build(&h.name, summaries))
+        .map(|h| h.build(summaries))
         .collect();
     let agent = agent.lifecycle(compose(hooks));
     let context = SimContext {

@@ -8,7 +8,7 @@ use super::draw::{DOCS, Features, Gen, MODELS, WORDS};
 use super::hooks::hook;
 use super::timeline::timeline;
 use super::tools::{tools, waiters};
-use crate::hooks::HookSpec;
+use crate::hooks::{HookSpec, LifecycleEntry};
 use crate::scenario::{AgentSpec, ModelSpec, ScenarioSpec, ToolCallSpec, TurnSpec};
 
 /// The case of `seed`, its features chosen by swarm testing.

@@ -14,7 +14,7 @@
 //! the cases they draw stay as they were.
 
 use super::draw::{Features, Gen};
-use crate::hooks::{AfterStep, AfterStepSpec, Delay, HookSpec, PhaseName};
+use crate::hooks::{AfterStep, AfterStepSpec, Delay, HookSpec, LifecycleEntry, PhaseName};
 use crate::scenario::ScenarioSpec;
 
 /// A stream of the seed's rng apart from the other generators'.
@@ -40,14 +40,14 @@ fn give_up_window(g: &mut Gen, spec: &mut ScenarioSpec) {
         name: None,
         decision: AfterStepSpec::Complete,
         step: g.maybe(50, |g| g.range(0, 1) as u32),
-    }));
+    })));
     spec.lifecycle.push(LifecycleEntry::from(HookSpec::Delay(Delay {
         name: None,
         phase: PhaseName::AfterToolResult,
         ms: g.range(20, 80),
         step: None,
         on_resume: false,
-    }));
+    })));
     let answers: Vec<usize> = (0..spec.timeline.len())
         .filter(|&i| {
             let t = &spec.timeline[i];

@@ -46,7 +46,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         .scenario
         .hooks
         .iter()
-        .filter(|h| matches!(h.spec, HookSpec::Compaction(_)))
+        .filter(|h| matches!(h.library(), Some(HookSpec::Compaction(_))))
         .count();
     if helpers != 1 {
         return Vec::new();

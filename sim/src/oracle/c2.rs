@@ -61,8 +61,11 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     if !judged(o.scenario) {
         return Vec::new();
     }
-    let mut written: BTreeSet<&str> = hook_written(o.scenario).into_iter().collect();
-    written.extend(o.scenario.hooks.iter().filter_map(|h| match &h.spec {
+    let Some(written) = hook_written(o.scenario) else {
+        return Vec::new();
+    };
+    let mut written: BTreeSet<&str> = written.into_iter().collect();
+    written.extend(o.scenario.hooks.iter().filter_map(|h| match h.library()? {
         HookSpec::SystemMessage(m) => Some(m.text.as_str()),
         _ => None,
     }));
@@ -94,7 +97,7 @@ fn bounded(
     threads: &[StoredThread],
     sent: &[Sent<'_>],
 ) -> Vec<Violation> {
-    let Some(threshold) = s.hooks.iter().find_map(|h| match &h.spec {
+    let Some(threshold) = s.hooks.iter().find_map(|h| match h.library()? {
         HookSpec::Compaction(c) => Some(c.threshold),
         _ => None,
     }) else {
@@ -103,13 +106,15 @@ fn bounded(
     // Another resolver that adds messages (a history probe, a second
     // `next`) changes the count; one that only waits or fails does not.
     let other_resolver = s.hooks.iter().any(|h| {
-        h.spec.phase() == pai_runtime::hook::Phase::ResolveModelContext
+        h.handles(pai_runtime::hook::Phase::ResolveModelContext)
             && !matches!(
-                h.spec,
-                HookSpec::Compaction(_)
-                    | HookSpec::Delay(_)
-                    | HookSpec::SlowResolver(_)
-                    | HookSpec::Fail(_)
+                h.library(),
+                Some(
+                    HookSpec::Compaction(_)
+                        | HookSpec::Delay(_)
+                        | HookSpec::SlowResolver(_)
+                        | HookSpec::Fail(_)
+                )
             )
     });
     if other_resolver {
@@ -209,7 +214,7 @@ fn judged(s: &Scenario) -> bool {
     let compactions = s
         .hooks
         .iter()
-        .filter(|h| matches!(h.spec, HookSpec::Compaction(_)))
+        .filter(|h| matches!(h.library(), Some(HookSpec::Compaction(_))))
         .count();
     compactions == 1 && !super::facts::reshaped(s)
 }

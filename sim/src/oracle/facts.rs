@@ -194,39 +194,67 @@ pub(super) fn run_commit_version(kind: &EventKind) -> Option<u64> {
 pub(super) fn handlers(s: &Scenario, phase: Phase) -> Vec<&str> {
     s.hooks
         .iter()
-        .filter(|h| h.spec.phase() == phase)
+        .filter(|h| h.handles(phase))
         .map(|h| h.name.as_str())
         .collect()
+}
+
+/// The phases in which a hook shapes what a model call is sent.
+const CONTEXT_PHASES: [Phase; 4] = [
+    Phase::PrepareRun,
+    Phase::PrepareModelStep,
+    Phase::ResolveModelContext,
+    Phase::AroundModelCall,
+];
+
+/// Whether a registered hook (a harness user's, whose decisions no oracle
+/// foresees) handles one of `phases`.
+pub(super) fn registered_in(s: &Scenario, phases: &[Phase]) -> bool {
+    s.hooks
+        .iter()
+        .any(|h| h.is_user() && phases.iter().any(|p| h.handles(*p)))
 }
 
 /// Texts a scenario's hooks write into model context themselves (a base,
 /// a replacement, a system message): application messages, not stored ones,
 /// so the oracles that match texts to stored messages leave them aside.
-pub(super) fn hook_written(s: &Scenario) -> Vec<&str> {
+/// `None` when a registered hook shapes the context: any text a request
+/// carries may then be that hook's, and matching texts judges nothing.
+pub(super) fn hook_written(s: &Scenario) -> Option<Vec<&str>> {
+    if registered_in(s, &CONTEXT_PHASES) {
+        return None;
+    }
     let mut out = Vec::new();
     for h in &s.hooks {
-        match &h.spec {
-            HookSpec::BaseContext(b) => out.extend(b.messages.iter().map(|m| m.text.as_str())),
-            HookSpec::ReplaceMessages(r) => out.extend(r.messages.iter().map(|m| m.text.as_str())),
+        match h.library() {
+            Some(HookSpec::BaseContext(b)) => {
+                out.extend(b.messages.iter().map(|m| m.text.as_str()))
+            }
+            Some(HookSpec::ReplaceMessages(r)) => {
+                out.extend(r.messages.iter().map(|m| m.text.as_str()))
+            }
             _ => {}
         }
     }
-    out
+    Some(out)
 }
 
 /// Whether a hook chooses its own context (a window, a base, a replacement,
 /// compaction's summary): then what a step sends is the hook's choice, not
 /// the stored history.
 pub(super) fn reshapes_context(s: &Scenario) -> bool {
-    s.hooks.iter().any(|h| {
-        matches!(
-            h.spec,
-            HookSpec::RecentWindow(_)
-                | HookSpec::BaseContext(_)
-                | HookSpec::ReplaceMessages(_)
-                | HookSpec::Compaction(_)
-        )
-    })
+    registered_in(s, &CONTEXT_PHASES)
+        || s.hooks.iter().any(|h| {
+            matches!(
+                h.library(),
+                Some(
+                    HookSpec::RecentWindow(_)
+                        | HookSpec::BaseContext(_)
+                        | HookSpec::ReplaceMessages(_)
+                        | HookSpec::Compaction(_)
+                )
+            )
+        })
 }
 
 /// A hash map for lookups on an oracle's hot path (a request's texts, a
@@ -396,10 +424,15 @@ pub(super) fn old_incarnation_runs(events: &[Event]) -> BTreeSet<(&str, &str)> {
 /// base, a replacement): then a request does not show the resolved context.
 pub(super) fn reshaped(s: &crate::scenario::Scenario) -> bool {
     use crate::hooks::HookSpec;
-    s.hooks.iter().any(|h| {
-        matches!(
-            h.spec,
-            HookSpec::RecentWindow(_) | HookSpec::BaseContext(_) | HookSpec::ReplaceMessages(_)
-        )
-    })
+    registered_in(s, &CONTEXT_PHASES)
+        || s.hooks.iter().any(|h| {
+            matches!(
+                h.library(),
+                Some(
+                    HookSpec::RecentWindow(_)
+                        | HookSpec::BaseContext(_)
+                        | HookSpec::ReplaceMessages(_)
+                )
+            )
+        })
 }

@@ -82,10 +82,10 @@ fn reached_failures_fail(o: &Observed<'_>) -> Vec<Violation> {
             .scenario
             .hooks
             .iter()
-            .filter(|h| h.spec.phase() == inv.phase)
+            .filter(|h| h.handles(inv.phase))
             .enumerate()
         {
-            let HookSpec::Fail(f) = &h.spec else {
+            let Some(HookSpec::Fail(f)) = h.library() else {
                 continue;
             };
             let at_step = f.step.is_none_or(|s| step.is_none_or(|t| s == t))

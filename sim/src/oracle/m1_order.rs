@@ -117,7 +117,9 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         Some(c) => Runs::of(o.events.iter().chain(&c.raw_events).enumerate(), true),
     };
     let begun = steps(o.events, cluster);
-    let written = hook_written(o.scenario);
+    let Some(written) = hook_written(o.scenario) else {
+        return Vec::new();
+    };
     // Each thread's messages told apart by text, once per thread.
     let unique: BTreeMap<&str, Unique<'_>> = o
         .threads

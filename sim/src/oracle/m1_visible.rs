@@ -62,7 +62,9 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         },
         Some(c) => Placing::Store(StoreOrder::of(o.events, c, o.commits)),
     };
-    let added = hook_written(o.scenario);
+    let Some(added) = hook_written(o.scenario) else {
+        return Vec::new();
+    };
     // No hook drops or replaces default-context messages: every visible
     // one must then be sent.
     let whole = !reshapes_context(o.scenario);

@@ -93,7 +93,9 @@ fn live(o: &Observed<'_>) -> Vec<Seen> {
 /// Every assistant text the model was sent back as context (but those the
 /// scenario's hooks wrote).
 fn sent(o: &Observed<'_>) -> Vec<Seen> {
-    let written = hook_written(o.scenario);
+    let Some(written) = hook_written(o.scenario) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     for c in o.calls {
         let r = &c.request;

@@ -68,10 +68,8 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
 
 /// The replacement a scenario's guard with this reason stores, transformed.
 fn replacement(o: &Observed<'_>, reason: &str) -> Option<String> {
-    o.scenario.hooks.iter().find_map(|h| match &h.spec {
-        HookSpec::StreamGuard(g) if g.reason == reason => {
-            Some(canonical(o.scenario, &g.replacement))
-        }
+    o.scenario.hooks.iter().find_map(|h| match h.library()? {
+        HookSpec::StreamGuard(g) if g.reason == reason => canonical(o.scenario, &g.replacement),
         _ => None,
     })
 }

@@ -222,7 +222,7 @@ impl Scenario {
         }
         Named {
             tools: tools.iter().map(|t| t.name.as_str()).collect(),
-            hooks: hooks.iter().map(|h| &h.spec).collect(),
+            hooks: hooks.iter().map(HookDef::library).collect(),
             model: &spec.model,
             models: &spec.models,
             timeline: &entries,

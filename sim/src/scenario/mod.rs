@@ -20,8 +20,10 @@ use std::sync::Arc;
 
 use annotate_snippets::{AnnotationKind, Level, Renderer, Snippet};
 
+use crate::hooks::Registry;
+
 pub use checked::{
-    AgentDef, Behaviour, DEFAULT_TIME_LIMIT_MS, Expectation, HookDef, Scenario, ToolDef,
+    AgentDef, Behaviour, DEFAULT_TIME_LIMIT_MS, Expectation, HookDef, HookSource, Scenario, ToolDef,
 };
 pub use cluster::{Cluster, FaultAction, Placed, StoreBugs, Timed};
 pub use field::{CheckError, FieldPath, Segment};
@@ -137,18 +139,32 @@ fn is_json(path: &Path) -> bool {
 impl Scenario {
     /// Loads and checks a `.toml` or `.json` scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        Scenario::load_with(path, &Registry::default())
+    }
+
+    /// [`Scenario::load`] with the hooks `registry` knows by name.
+    pub fn load_with(path: &Path, registry: &Registry) -> Result<Scenario, ScenarioError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ScenarioError::new(path, format!("cannot read: {e}")))?;
-        Scenario::parse(path, &text)
+        Scenario::parse_with(path, &text, registry)
     }
 
     /// Parses and checks scenario text. A check that fails after parsing
     /// still names the line and column (TOML) or the JSON pointer (JSON) of
     /// the field at fault.
     pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_with(path, text, &Registry::default())
+    }
+
+    /// [`Scenario::parse`] with the hooks `registry` knows by name.
+    pub fn parse_with(
+        path: &Path,
+        text: &str,
+        registry: &Registry,
+    ) -> Result<Scenario, ScenarioError> {
         let spec = ScenarioSpec::parse(path, text)?;
         let dir = path.parent().unwrap_or(Path::new(""));
-        Scenario::from_spec_in(spec, dir).map_err(|e| {
+        Scenario::from_spec_with(spec, dir, registry).map_err(|e| {
             let err = ScenarioError::new(path, e.to_string());
             if is_json(path) {
                 let pointer = position::json_pointer(e.at.segments());

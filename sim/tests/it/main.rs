@@ -6,6 +6,7 @@ mod browser;
 mod cli;
 mod common;
 mod fuzz;
+mod harness;
 mod k2_faults;
 mod module_graph;
 mod props;

@@ -1,0 +1,198 @@
+//! Library mode: an agent author's own hooks under the simulator, from
+//! their own `cargo test`. A [`Harness`] knows hooks by name; scenario
+//! files name them with `[[lifecycle]] use = "..."` and their
+//! configuration inline; [`Harness::run_dir`] runs a folder of them with
+//! every oracle, twice (D4), and compares each transcript with its
+//! snapshot in the author's crate.
+//!
+//! ```no_run
+//! use pai_runtime::{HookFuture, hook, hook::RunDecision};
+//! use pai_sim::{Harness, hooks::{SimHook, UserHook}};
+//!
+//! /// A policy that answers every run with one fixed line.
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Closed {
+//!     reply: String,
+//! }
+//!
+//! impl UserHook for Closed {
+//!     fn build(&self, name: &str) -> SimHook {
+//!         let reply = self.reply.clone();
+//!         Box::new(hook::prepare_run(name, move |_, _| {
+//!             let _ = &reply;
+//!             HookFuture::ready(Ok(RunDecision::default()))
+//!         }))
+//!     }
+//! }
+//!
+//! let mut harness = Harness::new();
+//! harness.hook::<Closed>("closed");
+//! harness.run_dir("tests/scenarios");
+//! ```
+
+use std::path::Path;
+
+use crate::hooks::{Registry, UserHook};
+use crate::scenario::{Scenario, ScenarioError};
+use crate::suite::{self, CaseResult, SnapshotMode};
+use crate::world::StoreKind;
+
+/// The simulator with an author's hooks registered.
+#[derive(Debug, Clone, Default)]
+pub struct Harness {
+    registry: Registry,
+}
+
+/// What [`Harness::check_dir`] found: every scenario's result, and the
+/// files that did not load.
+#[derive(Debug)]
+pub struct DirOutcome {
+    pub cases: Vec<CaseResult>,
+    pub load_errors: Vec<ScenarioError>,
+    /// The seed every scenario ran under (`PAI_SIM_SEED`), if not its own.
+    pub seed: Option<u64>,
+}
+
+impl DirOutcome {
+    /// Whether every file loaded and every scenario passed.
+    pub fn passed(&self) -> bool {
+        self.load_errors.is_empty() && self.cases.iter().all(|c| !c.failed())
+    }
+
+    /// The summary table, then each failure with the command that replays
+    /// it, then each file that did not load.
+    pub fn report(&self) -> String {
+        let mut out = suite::table(&self.cases, suite::Orphans::default());
+        for c in self.cases.iter().filter(|c| c.failed()) {
+            out.push_str(&format!("\nFAIL {} ({})\n", c.name, c.path.display()));
+            for p in &c.problems {
+                out.push_str(&format!("  {p}\n"));
+            }
+            out.push_str(&format!("  replay: {}\n", replay_line(c, self.seed)));
+        }
+        for e in &self.load_errors {
+            out.push_str(&format!("\n{}\n", e.render(false)));
+        }
+        out
+    }
+}
+
+/// The command that runs one failed case again from the author's tests:
+/// the filter (and the seed, when it was not the scenario's own) that
+/// [`Harness::check_dir`] reads from the environment.
+fn replay_line(c: &CaseResult, seed: Option<u64>) -> String {
+    let shown = c.path.display().to_string();
+    let quoted = shlex::try_quote(&shown).map_or(shown.clone(), |q| q.into_owned());
+    match seed {
+        Some(seed) => format!("PAI_SIM_FILTER={quoted} PAI_SIM_SEED={seed} cargo test"),
+        None => format!("PAI_SIM_FILTER={quoted} cargo test"),
+    }
+}
+
+impl Harness {
+    /// A harness that knows only the built-in library.
+    pub fn new() -> Harness {
+        Harness::default()
+    }
+
+    /// Registers the configuration type `C` under `name`: an entry
+    /// `[[lifecycle]] use = "<name>"` is read into a `C` and builds its
+    /// hook. Panics when `name` is registered already (two hooks under one
+    /// name is a mistake in the test's setup, not in a scenario).
+    pub fn hook<C: UserHook>(&mut self, name: &str) -> &mut Harness {
+        assert!(
+            self.registry.hook::<C>(name),
+            "a hook is registered as {name:?} already"
+        );
+        self
+    }
+
+    /// Loads and checks one scenario file, with the registered hooks.
+    pub fn load(&self, path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
+        Scenario::load_with(path.as_ref(), &self.registry)
+    }
+
+    /// Parses and checks scenario text (`path` names it in errors, and
+    /// its extension picks TOML or JSON).
+    pub fn parse(&self, path: impl AsRef<Path>, text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_with(path.as_ref(), text, &self.registry)
+    }
+
+    /// Runs every scenario file under `dir` (`.toml`, `.json`) with every
+    /// oracle, twice, and compares each transcript with its snapshot in
+    /// `snapshots/` beside the nearest `scenarios/` folder above the file
+    /// (so `tests/scenarios/x.toml` has `tests/snapshots/x.snap`). A new or
+    /// changed transcript is left as a `.snap.new` for `cargo insta review`
+    /// (nothing is written when `CI` is set; `PAI_SIM_UPDATE=1` accepts
+    /// every transcript). `PAI_SIM_FILTER` keeps the files whose path or
+    /// name contains it; `PAI_SIM_SEED` runs every scenario under that seed
+    /// (the oracles then judge, no snapshot is compared).
+    pub fn check_dir(&self, dir: impl AsRef<Path>) -> DirOutcome {
+        let filter = std::env::var("PAI_SIM_FILTER").ok();
+        let seed = std::env::var("PAI_SIM_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok());
+        let mode = snapshot_mode();
+        let files = match suite::discover(&[dir.as_ref().to_path_buf()]) {
+            Ok(files) => files,
+            Err(e) => {
+                let message = format!("cannot read the folder: {e}");
+                return DirOutcome {
+                    cases: Vec::new(),
+                    load_errors: vec![ScenarioError::new(dir.as_ref(), message)],
+                    seed,
+                };
+            }
+        };
+        let mut outcome = DirOutcome {
+            cases: Vec::new(),
+            load_errors: Vec::new(),
+            seed,
+        };
+        for path in &files {
+            let s = match self.load(path) {
+                Ok(s) => s,
+                Err(e) => {
+                    outcome.load_errors.push(e);
+                    continue;
+                }
+            };
+            let wanted = |f: &str| path.display().to_string().contains(f) || s.name.contains(f);
+            if filter.as_deref().is_none_or(wanted) {
+                let on = (StoreKind::Memory, false);
+                outcome.cases.push(suite::run_case(path, &s, seed, on, mode));
+            }
+        }
+        outcome
+    }
+
+    /// [`Harness::check_dir`], for a `#[test]`: prints the summary table,
+    /// and panics with every failure (each with the command that replays
+    /// it) when a scenario failed or a file did not load, or when `dir`
+    /// holds no scenario at all.
+    pub fn run_dir(&self, dir: impl AsRef<Path>) {
+        let outcome = self.check_dir(&dir);
+        let report = outcome.report();
+        if outcome.cases.is_empty() && outcome.load_errors.is_empty() {
+            panic!(
+                "no scenario file under {} (PAI_SIM_FILTER may have left none)",
+                dir.as_ref().display()
+            );
+        }
+        assert!(outcome.passed(), "{report}");
+        println!("{report}");
+    }
+}
+
+/// Update with `PAI_SIM_UPDATE=1`, write nothing under `CI`, else leave
+/// pending `.snap.new` files.
+fn snapshot_mode() -> SnapshotMode {
+    let set = |name: &str| {
+        std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0" && v != "false")
+    };
+    match (set("CI"), set("PAI_SIM_UPDATE")) {
+        (true, _) => SnapshotMode::CheckReadOnly,
+        (false, true) => SnapshotMode::Update,
+        (false, false) => SnapshotMode::Check,
+    }
+}
