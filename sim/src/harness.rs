@@ -160,7 +160,9 @@ impl Harness {
             let wanted = |f: &str| path.display().to_string().contains(f) || s.name.contains(f);
             if filter.as_deref().is_none_or(wanted) {
                 let on = (StoreKind::Memory, false);
-                outcome.cases.push(suite::run_case(path, &s, seed, on, mode));
+                outcome
+                    .cases
+                    .push(suite::run_case(path, &s, seed, on, mode));
             }
         }
         outcome
@@ -180,7 +182,11 @@ impl Harness {
             );
         }
         assert!(outcome.passed(), "{report}");
-        println!("{report}");
+        // For a #[test]: libtest captures it, and shows it with --nocapture.
+        #[allow(clippy::print_stdout)]
+        {
+            println!("{report}");
+        }
     }
 }
 

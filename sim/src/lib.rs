@@ -43,8 +43,8 @@ pub use rules::{Rule, rule, rules};
 pub use run::{check, check_on, replay_command, replay_on, simulate, simulate_on, verdict};
 pub use scenario::{
     Action, AgentDef, AgentSpec, Behaviour, CancelRun, CancelSpec, CheckError, Cluster,
-    ClusterSpec, DEFAULT_TIME_LIMIT_MS, Expect, Expectation, FaultSpec, FieldPath, HookDef, HookSource,
-    ModelSpec, Moment, OracleId, ReplayFormat, RequestExpect, Scenario, ScenarioError,
+    ClusterSpec, DEFAULT_TIME_LIMIT_MS, Expect, Expectation, FaultSpec, FieldPath, HookDef,
+    HookSource, ModelSpec, Moment, OracleId, ReplayFormat, RequestExpect, Scenario, ScenarioError,
     ScenarioSpec, Segment, TimelineEntry, ToolCallSpec, ToolDef, ToolSpec, TurnSpec, WorkerSpec,
 };
 pub use schema::{EventRecord, event_log_json, schema_text};

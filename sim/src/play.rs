@@ -33,11 +33,7 @@ pub(crate) fn agent(
             agent = agent.on_output(&tool, world::on_output(spec.clone()));
         }
     }
-    let hooks = s
-        .hooks
-        .iter()
-        .map(|h| h.build(summaries))
-        .collect();
+    let hooks = s.hooks.iter().map(|h| h.build(summaries)).collect();
     let agent = agent.lifecycle(compose(hooks));
     let context = SimContext {
         docs: s.docs.clone(),

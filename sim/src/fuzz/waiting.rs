@@ -36,18 +36,20 @@ pub(super) fn waiting(seed: u64, features: Features, spec: &mut ScenarioSpec) {
 /// step's answerable calls are given up over a window; an answer already
 /// drawn is sent again a little later, into it or past it.
 fn give_up_window(g: &mut Gen, spec: &mut ScenarioSpec) {
-    spec.lifecycle.push(LifecycleEntry::from(HookSpec::AfterStep(AfterStep {
-        name: None,
-        decision: AfterStepSpec::Complete,
-        step: g.maybe(50, |g| g.range(0, 1) as u32),
-    })));
-    spec.lifecycle.push(LifecycleEntry::from(HookSpec::Delay(Delay {
-        name: None,
-        phase: PhaseName::AfterToolResult,
-        ms: g.range(20, 80),
-        step: None,
-        on_resume: false,
-    })));
+    spec.lifecycle
+        .push(LifecycleEntry::from(HookSpec::AfterStep(AfterStep {
+            name: None,
+            decision: AfterStepSpec::Complete,
+            step: g.maybe(50, |g| g.range(0, 1) as u32),
+        })));
+    spec.lifecycle
+        .push(LifecycleEntry::from(HookSpec::Delay(Delay {
+            name: None,
+            phase: PhaseName::AfterToolResult,
+            ms: g.range(20, 80),
+            step: None,
+            on_resume: false,
+        })));
     let answers: Vec<usize> = (0..spec.timeline.len())
         .filter(|&i| {
             let t = &spec.timeline[i];

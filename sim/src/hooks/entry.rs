@@ -90,7 +90,8 @@ mod tests {
 
     #[test]
     fn an_entry_with_use_is_registered_and_keeps_its_fields_as_configuration() {
-        let e: LifecycleEntry = toml::from_str("use = \"pii\"\nname = \"p\"\nmask = \"#\"\n").unwrap();
+        let e: LifecycleEntry =
+            toml::from_str("use = \"pii\"\nname = \"p\"\nmask = \"#\"\n").unwrap();
         let LifecycleEntry::User(u) = &e else {
             panic!("{e:?}")
         };

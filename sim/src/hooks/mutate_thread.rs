@@ -122,7 +122,10 @@ mod tests {
     #[test]
     fn h3_mutate_thread_takes_an_expectation_and_a_window() {
         let s = parse("private = { cursor = 1 }\nexpect = \"private\"\nwait_ms = 20").unwrap();
-        assert_eq!(s.hooks[0].spec.kind(), "mutate_thread");
+        assert_eq!(
+            s.hooks[0].library().map(|h| h.kind()),
+            Some("mutate_thread")
+        );
     }
 
     #[test]

@@ -83,7 +83,9 @@ impl Registry {
     /// Each registered name with its configuration's schema.
     pub fn schemas(&self, generator: &mut SchemaGenerator) -> Vec<(String, Schema)> {
         let hooks = self.hooks.iter();
-        hooks.map(|(n, f)| (n.clone(), f.schema(generator))).collect()
+        hooks
+            .map(|(n, f)| (n.clone(), f.schema(generator)))
+            .collect()
     }
 
     /// The entry `use_name` with `config`, checked into a hook of the

@@ -344,7 +344,10 @@ fn hooks(entries: Vec<LifecycleEntry>, registry: &Registry) -> Result<Vec<HookDe
             }
             LifecycleEntry::User(u) => {
                 if u.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
-                    return fail(&at("name"), "must not be empty (leave it out for a generated name)");
+                    return fail(
+                        &at("name"),
+                        "must not be empty (leave it out for a generated name)",
+                    );
                 }
                 let def = registry
                     .check(&u.use_, &u.config)

@@ -51,6 +51,20 @@ pub(crate) fn refine(text: &str, span: Range<usize>, message: &str) -> Range<usi
         });
         return found.unwrap_or(span);
     }
+    // A lifecycle entry is read whole, so its tag's own span is lost: the
+    // unknown hook kind is found by its quoted value in the entry.
+    if let Some(variant) = message
+        .strip_prefix("unknown variant `")
+        .and_then(|rest| rest.split('`').next())
+    {
+        let quoted = format!("\"{variant}\"");
+        let found = find_in_table(text, &span, |line| {
+            line.find(&quoted).map(|i| i..i + quoted.len())
+        });
+        if let Some(found) = found {
+            return found;
+        }
+    }
     if let Some(value) = message.split('"').nth(1).filter(|v| !v.is_empty()) {
         let quoted = format!("\"{value}\"");
         let found = find_in_table(text, &span, |line| {

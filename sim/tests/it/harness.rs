@@ -102,16 +102,28 @@ fn registered_hooks_run_under_every_oracle_and_match_their_snapshots() {
 #[test]
 fn the_transcript_names_the_authors_hooks() {
     let h = harness();
-    let s = h.load(Path::new(DIR).join("note_on_every_step.toml")).unwrap();
+    let s = h
+        .load(Path::new(DIR).join("note_on_every_step.toml"))
+        .unwrap();
     assert_eq!(s.hooks[0].name, "house-style");
     assert!(s.hooks[0].is_user());
     let report = pai_sim::simulate(&s, s.seed).unwrap();
     assert!(report.violations.is_empty(), "{:?}", report.violations);
-    assert!(report.transcript.contains("house-style"), "{}", report.transcript);
-    let s = h.load(Path::new(DIR).join("policy_answers_refunds_itself.toml")).unwrap();
+    assert!(
+        report.transcript.contains("house-style"),
+        "{}",
+        report.transcript
+    );
+    let s = h
+        .load(Path::new(DIR).join("policy_answers_refunds_itself.toml"))
+        .unwrap();
     assert_eq!(s.hooks[0].name, "policy#0");
     let report = pai_sim::simulate(&s, s.seed).unwrap();
-    assert!(report.transcript.contains("policy#0"), "{}", report.transcript);
+    assert!(
+        report.transcript.contains("policy#0"),
+        "{}",
+        report.transcript
+    );
     assert!(report.transcript.contains("Refunds go through support"));
 }
 
@@ -121,14 +133,16 @@ fn the_transcript_names_the_authors_hooks() {
 fn unknown_names_and_bad_configurations_are_located_errors() {
     let h = harness();
     let head = "name = \"n\"\nrules = [\"L1\"]\n[[timeline]]\nsend = \"hi\"\n\n[[lifecycle]]\n";
-    let err = |body: &str| {
-        h.parse("x.toml", &format!("{head}{body}"))
-            .unwrap_err()
-    };
+    let err = |body: &str| h.parse("x.toml", &format!("{head}{body}")).unwrap_err();
     let e = err("use = \"polcy\"\n");
     assert_eq!(e.location.map(|l| l.0), Some(7), "{}", e.render(false));
     assert!(e.message.contains("\"polcy\""), "{}", e.message);
-    assert!(e.message.contains("[\"inject\", \"policy\", \"step_note\"]"), "{}", e.message);
+    assert!(
+        e.message
+            .contains("[\"inject\", \"policy\", \"step_note\"]"),
+        "{}",
+        e.message
+    );
     let e = err("use = \"policy\"\ncontains = \"x\"\n");
     assert!(e.message.contains("missing field `reply`"), "{}", e.message);
     assert_eq!(e.location.map(|l| l.0), Some(7), "{}", e.render(false));
@@ -136,9 +150,17 @@ fn unknown_names_and_bad_configurations_are_located_errors() {
     assert!(e.message.contains("invalid type"), "{}", e.message);
     let e = err("use = \"step_note\"\ntext = \"t\"\ntone = \"dry\"\n");
     assert!(e.message.contains("unknown field `tone`"), "{}", e.message);
-    let plain = pai_sim::Scenario::parse(Path::new("x.toml"), &format!("{head}use = \"policy\"\ncontains = \"a\"\nreply = \"b\"\n"));
+    let plain = pai_sim::Scenario::parse(
+        Path::new("x.toml"),
+        &format!("{head}use = \"policy\"\ncontains = \"a\"\nreply = \"b\"\n"),
+    );
     let e = plain.unwrap_err();
-    assert!(e.message.contains("only a pai_sim::Harness knows hooks by name"), "{}", e.message);
+    assert!(
+        e.message
+            .contains("only a pai_sim::Harness knows hooks by name"),
+        "{}",
+        e.message
+    );
 }
 
 /// A failing scenario's report names the problem and the command that
@@ -149,9 +171,14 @@ fn a_failure_prints_the_line_that_replays_it() {
     let scenarios = dir.join("scenarios");
     std::fs::create_dir_all(&scenarios).unwrap();
     let file = scenarios.join("wrong.toml");
-    let text = std::fs::read_to_string(Path::new(DIR).join("policy_answers_refunds_itself.toml")).unwrap();
+    let text =
+        std::fs::read_to_string(Path::new(DIR).join("policy_answers_refunds_itself.toml")).unwrap();
     // The scenario claims a violation that never comes.
-    let text = text.replacen("rules = [\"L12\", \"L14\"]", "rules = [\"L12\"]\nexpect = \"violation\"\noracle = \"L12\"", 1);
+    let text = text.replacen(
+        "rules = [\"L12\", \"L14\"]",
+        "rules = [\"L12\"]\nexpect = \"violation\"\noracle = \"L12\"",
+        1,
+    );
     std::fs::write(&file, text).unwrap();
     let outcome = harness().check_dir(&scenarios);
     let _ = std::fs::remove_dir_all(&dir);
