@@ -44,8 +44,9 @@ pub use run::{check, check_on, replay_command, replay_on, simulate, simulate_on,
 pub use scenario::{
     Action, AgentDef, AgentSpec, Behaviour, CancelRun, CancelSpec, CheckError, Cluster,
     ClusterSpec, DEFAULT_TIME_LIMIT_MS, Expect, Expectation, FaultSpec, FieldPath, HookDef,
-    HookSource, ModelSpec, Moment, OracleId, ReplayFormat, RequestExpect, Scenario, ScenarioError,
-    ScenarioSpec, Segment, TimelineEntry, ToolCallSpec, ToolDef, ToolSpec, TurnSpec, WorkerSpec,
+    HookSource, LifecycleEntry, ModelSpec, Moment, OracleId, ReplayFormat, RequestExpect, Scenario,
+    ScenarioError, ScenarioSpec, Segment, TimelineEntry, ToolCallSpec, ToolDef, ToolSpec, TurnSpec,
+    UseSpec, WorkerSpec,
 };
 pub use schema::{EventRecord, event_log_json, schema_text};
 pub use suite::{

@@ -8,8 +8,8 @@ use super::draw::{DOCS, Features, Gen, MODELS, WORDS};
 use super::hooks::hook;
 use super::timeline::timeline;
 use super::tools::{tools, waiters};
-use crate::hooks::{HookSpec, LifecycleEntry};
-use crate::scenario::{AgentSpec, ModelSpec, ScenarioSpec, ToolCallSpec, TurnSpec};
+use crate::hooks::HookSpec;
+use crate::scenario::{AgentSpec, LifecycleEntry, ModelSpec, ScenarioSpec, ToolCallSpec, TurnSpec};
 
 /// The case of `seed`, its features chosen by swarm testing.
 pub fn case(seed: u64) -> ScenarioSpec {

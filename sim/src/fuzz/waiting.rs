@@ -14,8 +14,8 @@
 //! the cases they draw stay as they were.
 
 use super::draw::{Features, Gen};
-use crate::hooks::{AfterStep, AfterStepSpec, Delay, HookSpec, LifecycleEntry, PhaseName};
-use crate::scenario::ScenarioSpec;
+use crate::hooks::{AfterStep, AfterStepSpec, Delay, HookSpec, PhaseName};
+use crate::scenario::{LifecycleEntry, ScenarioSpec};
 
 /// A stream of the seed's rng apart from the other generators'.
 const STREAM: u64 = 0x5eed_a3a3_907e_11f0;

@@ -12,7 +12,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::SimHook;
+use super::shared::SimHook;
 
 /// A configuration that builds a hook: the type a scenario's
 /// `[[lifecycle]] use = "..."` entry is read into (its fields are the

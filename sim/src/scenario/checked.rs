@@ -14,11 +14,13 @@ use super::field::{CheckError, Segment, fail};
 use super::names::OracleId;
 use super::references::Named;
 use super::replay::{self, Replays};
-use super::spec::{Expect, FaultSpec, ModelSpec, OnOutputSpec, ScenarioSpec, ToolSpec};
+use super::spec::{
+    Expect, FaultSpec, LifecycleEntry, ModelSpec, OnOutputSpec, ScenarioSpec, ToolSpec,
+};
 use super::timeline::{Moment, timeline};
 use pai_runtime::hook::Phase;
 
-use crate::hooks::{HookSpec, LifecycleEntry, Registry, SimHook, SummaryLog, UserHookDef};
+use crate::hooks::{HookSpec, Registry, SimHook, SummaryLog, UserHookDef};
 
 /// A scenario, checked.
 #[derive(Debug, Clone, PartialEq)]

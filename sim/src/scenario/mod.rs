@@ -31,9 +31,9 @@ pub use names::OracleId;
 pub use replay::{Recording, RecordingKind, Replay};
 pub use spec::{
     AgentSpec, CallRef, CancelRun, CancelSpec, ClusterSpec, DenySpec, Expect, ExpectSpec,
-    FaultSpec, HostOrder, ModelSpec, MutateSpec, OnOutputSpec, ReplayFormat, RequestAt,
-    RequestExpect, ScenarioSpec, SubmitSpec, TimelineEntry, ToolCallSpec, ToolSpec, TurnSpec,
-    VisibilitySpec, WorkerSpec,
+    FaultSpec, HostOrder, LifecycleEntry, ModelSpec, MutateSpec, OnOutputSpec, ReplayFormat,
+    RequestAt, RequestExpect, ScenarioSpec, SubmitSpec, TimelineEntry, ToolCallSpec, ToolSpec,
+    TurnSpec, UseSpec, VisibilitySpec, WorkerSpec,
 };
 pub use timeline::{Action, CallName, Moment};
 

@@ -11,16 +11,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::names::OracleId;
-use crate::hooks::LifecycleEntry;
 
 mod cluster;
 mod facade;
 mod faults;
+mod lifecycle;
 mod timeline;
 
 pub use cluster::{ClusterSpec, HostOrder, WorkerSpec};
 pub use facade::{ExpectSpec, MutateSpec, VisibilitySpec};
 pub use faults::{FaultSpec, RequestAt};
+pub use lifecycle::{LifecycleEntry, UseSpec};
 pub use timeline::{CallRef, CancelRun, CancelSpec, DenySpec, SubmitSpec, TimelineEntry};
 
 /// What a scenario run must show (SPEC D5).

@@ -9,7 +9,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, de::Error as _};
 use serde_json::{Map, Value};
 
-use super::HookSpec;
+use crate::hooks::HookSpec;
 
 /// One `[[lifecycle]]` entry.
 #[derive(Debug, Clone, PartialEq, Serialize)]
