@@ -243,18 +243,9 @@ pub(super) fn hook_written(s: &Scenario) -> Option<Vec<&str>> {
 /// compaction's summary): then what a step sends is the hook's choice, not
 /// the stored history.
 pub(super) fn reshapes_context(s: &Scenario) -> bool {
-    registered_in(s, &CONTEXT_PHASES)
-        || s.hooks.iter().any(|h| {
-            matches!(
-                h.library(),
-                Some(
-                    HookSpec::RecentWindow(_)
-                        | HookSpec::BaseContext(_)
-                        | HookSpec::ReplaceMessages(_)
-                        | HookSpec::Compaction(_)
-                )
-            )
-        })
+    let compaction =
+        |h: &crate::scenario::HookDef| matches!(h.library(), Some(HookSpec::Compaction(_)));
+    reshaped(s) || s.hooks.iter().any(compaction)
 }
 
 /// A hash map for lookups on an oracle's hot path (a request's texts, a
