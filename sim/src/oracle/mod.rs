@@ -12,6 +12,8 @@ mod c2;
 mod check;
 mod composition;
 mod facts;
+#[cfg(test)]
+mod facts_tests;
 mod h1;
 mod h2;
 mod h3;
