@@ -52,6 +52,10 @@ fn library_hooks_are_foreseen_and_a_registered_context_hook_is_not() {
     assert!(!registered_in(&library, &CONTEXT));
     assert_eq!(hook_written(&library), Some(vec!["b"]));
     assert!(reshapes_context(&library) && reshaped(&library));
+    let replaced = scenario(
+        "[[lifecycle]]\nhook = \"replace_messages\"\nat = \"step\"\nmessages = [{ role = \"user\", text = \"r\" }]\n",
+    );
+    assert_eq!(hook_written(&replaced), Some(vec!["r"]));
     let mine = scenario("[[lifecycle]]\nuse = \"note\"\ntext = \"t\"\n");
     assert!(registered_in(&mine, &CONTEXT));
     assert!(!registered_in(&mine, &[Phase::TransformStepStream]));
