@@ -107,6 +107,18 @@ impl Harness {
         self
     }
 
+    /// The scenario format's JSON Schema with the registered hooks: each
+    /// `use = "<name>"` entry checked against its configuration type, for
+    /// an editor (`#:schema` in TOML, `$schema` in JSON). Write it with
+    /// [`crate::schema_text`]. Panics when a configuration type's schema
+    /// name is one of the format's own (rename the type).
+    pub fn schema(&self) -> serde_json::Value {
+        match crate::harness_schema::schema(&self.registry) {
+            Ok(schema) => schema,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
     /// Loads and checks one scenario file, with the registered hooks.
     pub fn load(&self, path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
         Scenario::load_with(path.as_ref(), &self.registry)

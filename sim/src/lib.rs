@@ -14,6 +14,7 @@ mod faults;
 mod format;
 pub mod fuzz;
 mod harness;
+mod harness_schema;
 pub mod hooks;
 mod oracle;
 mod planted;

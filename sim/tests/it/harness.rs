@@ -188,3 +188,52 @@ fn a_failure_prints_the_line_that_replays_it() {
     assert!(report.contains("PAI_SIM_FILTER="), "{report}");
     assert!(report.contains("wrong.toml cargo test"), "{report}");
 }
+
+/// The harness's schema checks each registered entry against its
+/// configuration type: `use` is that name, the type's fields beside it.
+#[test]
+fn the_schema_names_each_registered_hook_with_its_fields() {
+    let schema = harness().schema();
+    let entries = schema["$defs"]["UseSpec"]["oneOf"].as_array().unwrap();
+    let names: Vec<&str> = entries
+        .iter()
+        .map(|e| e["properties"]["use"]["const"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["inject", "policy", "step_note"]);
+    let policy = &entries[1];
+    assert_eq!(policy["required"][0], "use");
+    assert!(
+        policy["required"]
+            .as_array()
+            .unwrap()
+            .contains(&"reply".into())
+    );
+    assert_eq!(policy["additionalProperties"], false, "{policy}");
+    assert!(policy["properties"]["contains"].is_object());
+    assert!(policy["properties"]["name"].is_object());
+    // The library's entries are untouched.
+    assert!(schema["$defs"]["HookSpec"].is_object());
+    let text = pai_sim::schema_text(&schema);
+    assert_eq!(text, pai_sim::schema_text(&harness().schema()), "stable");
+}
+
+/// A configuration type whose schema name is one of the format's own.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "MessageSpec")]
+struct Clash {}
+
+impl UserHook for Clash {
+    fn build(&self, name: &str) -> SimHook {
+        Box::new(hook::prepare_run(name, |_, _| {
+            HookFuture::ready(Ok(RunDecision::default()))
+        }))
+    }
+}
+
+#[test]
+#[should_panic(expected = "has the name of a type of the scenario format")]
+fn a_configuration_named_like_a_format_type_is_refused_in_the_schema() {
+    let mut h = harness();
+    h.hook::<Clash>("clash");
+    let _ = h.schema();
+}

@@ -1,0 +1,76 @@
+//! The scenario schema of one harness (issue 28, item 5): the published
+//! schema, with each registered hook's entry (`use = "<name>"`, its
+//! configuration's fields) in place of the open `UseSpec`, so an editor
+//! completes and checks an author's hook configurations too.
+
+use schemars::generate::SchemaSettings;
+use serde_json::{Map, Value, json};
+
+use crate::hooks::Registry;
+use crate::scenario::ScenarioSpec;
+
+/// The scenario schema with `registry`'s hooks; an error names a
+/// configuration type whose schema name is the library's own (rename it).
+pub(crate) fn schema(registry: &Registry) -> Result<Value, String> {
+    let mut doc = ScenarioSpec::schema();
+    let mut generator = SchemaSettings::draft2020_12().into_generator();
+    let configs = registry.schemas(&mut generator);
+    let added = generator.take_definitions(true);
+    let Some(defs) = doc.get_mut("$defs").and_then(Value::as_object_mut) else {
+        return Err("the published schema has no $defs".into());
+    };
+    for (name, def) in &added {
+        if defs.contains_key(name) {
+            return Err(format!(
+                "the configuration type {name:?} has the name of a type of the scenario format; give it another name (or #[schemars(rename = \"...\")])"
+            ));
+        }
+        defs.insert(name.clone(), def.clone());
+    }
+    let entries: Vec<Value> = configs
+        .into_iter()
+        .map(|(name, config)| entry(&name, config.to_value(), defs))
+        .collect();
+    defs.insert(
+        "UseSpec".into(),
+        json!({
+            "description": "A hook this harness registered: `use` names it, its configuration's fields beside it.",
+            "oneOf": entries,
+        }),
+    );
+    Ok(doc)
+}
+
+/// One registered hook's entry: its configuration's object schema (looked
+/// up when it is a reference) with `use` (this name) and `name` added.
+fn entry(name: &str, config: Value, defs: &Map<String, Value>) -> Value {
+    let target = config
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+        .and_then(|d| defs.get(d))
+        .cloned()
+        .unwrap_or(config);
+    let mut object = match target {
+        Value::Object(o) if o.get("type") == Some(&json!("object")) => o,
+        other => return json!({ "allOf": [other, head(name)] }),
+    };
+    let properties = object.entry("properties").or_insert_with(|| json!({}));
+    if let Some(p) = properties.as_object_mut() {
+        p.insert("use".into(), json!({ "const": name }));
+        p.insert(
+            "name".into(),
+            json!({ "type": "string", "description": "The name the event log shows (default: `<use>#<index>`)." }),
+        );
+    }
+    let required = object.entry("required").or_insert_with(|| json!([]));
+    if let Some(r) = required.as_array_mut() {
+        r.insert(0, json!("use"));
+    }
+    Value::Object(object)
+}
+
+/// What every registered entry has: `use` naming it.
+fn head(name: &str) -> Value {
+    json!({ "type": "object", "properties": { "use": { "const": name } }, "required": ["use"] })
+}
