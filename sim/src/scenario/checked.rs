@@ -188,13 +188,6 @@ impl Scenario {
     ) -> Result<Scenario, CheckError> {
         header(&spec)?;
         let expect = expectation(spec.expect, spec.oracle)?;
-        if spec.agent.max_steps == 0 {
-            let at = [Segment::Key("agent"), Segment::Key("max_steps")];
-            return fail(
-                &at,
-                "must be at least 1 (SPEC A2: a run may take one step or more)",
-            );
-        }
         let time_limit_ms = spec.time_limit_ms.unwrap_or(DEFAULT_TIME_LIMIT_MS);
         let first_live = spec.timeline.iter().position(|t| !t.live.is_empty());
         let entries = spec.timeline.clone();
@@ -209,18 +202,8 @@ impl Scenario {
         let hooks = hooks(spec.lifecycle, registry)?;
         faults(&spec.faults)?;
         let cluster = cluster(&spec.workers, spec.cluster, &spec.faults, time_limit_ms)?;
-        if cluster.is_some()
-            && let Some(i) = first_live
-        {
-            let at = [
-                Segment::Key("timeline"),
-                Segment::Index(i),
-                Segment::Key("live"),
-            ];
-            return fail(
-                &at,
-                "with [[workers]] a watcher hears the store's change feed (commits, waits, run ends, a delete's close); live text stays in the worker that streams it, so `live` transforms are not available",
-            );
+        if cluster.is_some() {
+            no_live_among_workers(first_live)?;
         }
         Named {
             tools: tools.iter().map(|t| t.name.as_str()).collect(),
@@ -265,7 +248,25 @@ impl Scenario {
     }
 }
 
-/// The scenario's own fields: format, name, rules, time limit.
+/// Among workers, live text stays in the worker that streams it: the
+/// first timeline entry with `live` transforms (`first_live`) is refused.
+fn no_live_among_workers(first_live: Option<usize>) -> Result<(), CheckError> {
+    let Some(i) = first_live else {
+        return Ok(());
+    };
+    let at = [
+        Segment::Key("timeline"),
+        Segment::Index(i),
+        Segment::Key("live"),
+    ];
+    fail(
+        &at,
+        "with [[workers]] a watcher hears the store's change feed (commits, waits, run ends, a delete's close); live text stays in the worker that streams it, so `live` transforms are not available",
+    )
+}
+
+/// The scenario's own fields: format, name, rules, time limit, and the
+/// agent's name, model and step limit.
 fn header(spec: &ScenarioSpec) -> Result<(), CheckError> {
     if let Some(v) = spec.format.filter(|v| *v != FORMAT) {
         let message = format!("{v} is not a format this pai-sim knows; it reads format {FORMAT}");
@@ -286,6 +287,13 @@ fn header(spec: &ScenarioSpec) -> Result<(), CheckError> {
     }
     if spec.time_limit_ms == Some(0) {
         return fail(&[Segment::Key("time_limit_ms")], "must be at least 1");
+    }
+    if spec.agent.max_steps == 0 {
+        let at = [Segment::Key("agent"), Segment::Key("max_steps")];
+        return fail(
+            &at,
+            "must be at least 1 (SPEC A2: a run may take one step or more)",
+        );
     }
     if spec.agent.name.is_empty() || spec.agent.model.is_empty() {
         let field = if spec.agent.name.is_empty() {
@@ -351,9 +359,10 @@ fn hooks(entries: Vec<LifecycleEntry>, registry: &Registry) -> Result<Vec<HookDe
                         "must not be empty (leave it out for a generated name)",
                     );
                 }
-                let def = registry
-                    .check(&u.use_, &u.config)
-                    .map_err(|message| fail_error(&at("use"), message))?;
+                let def = match registry.check(&u.use_, &u.config) {
+                    Ok(def) => def,
+                    Err(message) => return fail(&at("use"), message),
+                };
                 (u.use_, u.name, HookSource::User(def))
             }
         };
@@ -361,14 +370,6 @@ fn hooks(entries: Vec<LifecycleEntry>, registry: &Registry) -> Result<Vec<HookDe
         out.push(HookDef { name, source });
     }
     Ok(out)
-}
-
-/// A check error at `at`, as a value.
-fn fail_error(at: &[Segment], message: String) -> CheckError {
-    CheckError {
-        at: super::field::FieldPath::at(at),
-        message,
-    }
 }
 
 /// Scripted turns: a turn whose provider fails before the stream has no
