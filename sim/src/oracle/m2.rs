@@ -58,7 +58,6 @@ fn resolvers(s: &Scenario) -> Resolvers<'_> {
         ) {
             r.bases.push(name);
         }
-        // A registered resolver may give a base or not: the leaf is not judged.
         r.unforeseen |= h.is_user();
     }
     r
@@ -125,8 +124,9 @@ fn step_chain(run: &str, step: u32, chain: &Chain<'_>, r: &Resolvers<'_>) -> Vec
         }
     }
     let based = r.bases.iter().any(|b| chain.notes.contains_key(b));
-    let judged = chain.leaves.iter().filter(|_| !r.unforeseen);
-    if let Some(leaf) = judged.clone().find(|b| **b != based) {
+    // A registered resolver may give a base or not: the leaf is not judged.
+    let wrong = chain.leaves.iter().find(|b| !r.unforeseen && **b != based);
+    if let Some(leaf) = wrong {
         let (was, want) = match leaf {
             true => ("a base", "the stored history: no resolver gave a base"),
             false => (
