@@ -220,6 +220,12 @@ mod tests {
         let r = chain(&[("window", 1)], &[]);
         let stray = judge(&[leaf(true), note("window"), resolved()], &r);
         assert_eq!(stray.len(), 1, "{stray:?}");
+        // A registered resolver may have given the base: not judged.
+        let r = Resolvers {
+            unforeseen: true,
+            ..chain(&[("mine", 1)], &[])
+        };
+        assert_eq!(judge(&[leaf(true), note("mine"), resolved()], &r), vec![]);
     }
 
     /// A step that failed before it resolved leaves nothing for the next.
