@@ -62,3 +62,42 @@ fn library_hooks_are_foreseen_and_a_registered_context_hook_is_not() {
     assert_eq!(hook_written(&mine), None);
     assert!(reshapes_context(&mine) && reshaped(&mine));
 }
+
+/// A registered hook that declares the stream phase (its transform is the
+/// default, unchanged stream: what matters is what it declares).
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Stream {}
+
+struct StreamHook;
+
+impl pai_runtime::Lifecycle<crate::hooks::SimContext> for StreamHook {
+    fn phases(&self) -> pai_runtime::hook::Phases {
+        pai_runtime::hook::Phases::only(Phase::TransformStepStream)
+    }
+}
+
+impl UserHook for Stream {
+    fn build(&self, _: &str) -> SimHook {
+        Box::new(StreamHook)
+    }
+}
+
+#[test]
+fn a_registered_stream_hook_leaves_the_canonical_text_unforeseen() {
+    let mut registry = Registry::default();
+    registry.hook::<Stream>("stream");
+    let load = |lifecycle: &str| {
+        let text =
+            format!("name = \"n\"\nrules = [\"L12\"]\n[[timeline]]\nsend = \"hi\"\n{lifecycle}");
+        Scenario::parse_with(Path::new("x.toml"), &text, &registry).unwrap()
+    };
+    let upper = load("[[lifecycle]]\nhook = \"uppercase\"\n");
+    assert_eq!(
+        super::reference::canonical(&upper, "ab").as_deref(),
+        Some("AB")
+    );
+    let mine = load("[[lifecycle]]\nhook = \"uppercase\"\n[[lifecycle]]\nuse = \"stream\"\n");
+    assert_eq!(super::reference::canonical(&mine, "ab"), None);
+    // A stream hook shapes no request: the texts stay foreseen.
+    assert_eq!(hook_written(&mine), Some(vec![]));
+}
