@@ -30,17 +30,23 @@
 //! harness.run_dir("tests/scenarios");
 //! ```
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::hooks::{Registry, UserHook};
+use crate::fuzz::Campaign;
+use crate::harness_fuzz::FuzzOutcome;
+use crate::hooks::UserHook;
+use crate::observe::{Finding, Observation, UserOracle};
+use crate::registry::Registry;
 use crate::scenario::{Scenario, ScenarioError};
 use crate::suite::{self, CaseResult, SnapshotMode};
 use crate::world::StoreKind;
 
-/// The simulator with an author's hooks registered.
+/// The simulator with an author's hooks and oracles registered.
 #[derive(Debug, Clone, Default)]
 pub struct Harness {
     registry: Registry,
+    /// Where [`Harness::fuzz`] writes its finds (default `tests/fuzz-finds`).
+    finds: Option<PathBuf>,
 }
 
 /// What [`Harness::check_dir`] found: every scenario's result, and the
@@ -107,6 +113,83 @@ impl Harness {
         self
     }
 
+    /// [`Harness::hook`], and lets [`Harness::fuzz`] draw the hook into
+    /// its cases, each with a configuration from the strategy `configs`
+    /// makes (a function, so the strategy may be any proptest strategy).
+    ///
+    /// ```
+    /// use proptest::prelude::*;
+    /// # use pai_runtime::{HookFuture, hook, hook::RunDecision};
+    /// # use pai_sim::hooks::{SimHook, UserHook};
+    /// #[derive(Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    /// struct Closed { reply: String }
+    /// # impl UserHook for Closed {
+    /// #     fn build(&self, name: &str) -> SimHook {
+    /// #         Box::new(hook::prepare_run(name, |_, _| HookFuture::ready(Ok(RunDecision::default()))))
+    /// #     }
+    /// # }
+    ///
+    /// fn closed_configs() -> impl Strategy<Value = Closed> {
+    ///     "[a-z ]{1,12}".prop_map(|reply| Closed { reply })
+    /// }
+    ///
+    /// let mut harness = pai_sim::Harness::new();
+    /// harness.hook_with("closed", closed_configs);
+    /// ```
+    pub fn hook_with<S, F>(&mut self, name: &str, configs: F) -> &mut Harness
+    where
+        F: Fn() -> S + Send + Sync + 'static,
+        S: proptest::strategy::Strategy,
+        S::Value: UserHook + serde::Serialize,
+    {
+        self.hook::<S::Value>(name);
+        self.registry
+            .drawn(name, crate::harness_fuzz::drawer(configs));
+        self
+    }
+
+    /// [`Harness::hook_with`] with the configuration type's own strategy
+    /// (`C: Arbitrary`, e.g. derived with `proptest-derive`).
+    pub fn hook_arbitrary<C>(&mut self, name: &str) -> &mut Harness
+    where
+        C: UserHook + proptest::arbitrary::Arbitrary + serde::Serialize,
+    {
+        self.hook_with(name, proptest::arbitrary::any::<C>)
+    }
+
+    /// Registers an oracle of the author's own: after every run of every
+    /// scenario and fuzz case this harness loads, `judge` reads the run
+    /// through the [`Observation`] API, and an `Err` is reported like a
+    /// built-in oracle's violation, under `name` (`VIOLATION <name> run=…`
+    /// in the transcript; a scenario expecting to pass fails). An oracle
+    /// that panics is reported the same way. Panics when `name` is taken,
+    /// by another registered oracle or a built-in one.
+    ///
+    /// ```
+    /// let mut harness = pai_sim::Harness::new();
+    /// harness.oracle("no_email_in_model_calls", |obs| {
+    ///     match obs.model_calls().find(|c| c.text().contains('@')) {
+    ///         Some(c) => Err(format!("model call {} was sent an e-mail address", c.index())),
+    ///         None => Ok(()),
+    ///     }
+    /// });
+    /// ```
+    pub fn oracle<F, E>(&mut self, name: &str, judge: F) -> &mut Harness
+    where
+        F: Fn(&Observation<'_>) -> Result<(), E> + Send + Sync + 'static,
+        E: Into<Finding>,
+    {
+        let built_in = crate::scenario::OracleId::ALL
+            .iter()
+            .any(|o| o.as_str() == name);
+        assert!(!built_in, "{name:?} names a built-in oracle");
+        assert!(
+            self.registry.oracle(UserOracle::new(name, judge)),
+            "an oracle is registered as {name:?} already"
+        );
+        self
+    }
+
     /// The scenario format's JSON Schema with the registered hooks: each
     /// `use = "<name>"` entry checked against its configuration type, for
     /// an editor (`#:schema` in TOML, `$schema` in JSON). Write it with
@@ -116,6 +199,65 @@ impl Harness {
         match crate::harness_schema::schema(&self.registry) {
             Ok(schema) => schema,
             Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Where [`Harness::fuzz`] writes the scenario file of each find
+    /// (default: `tests/fuzz-finds`, from the crate's folder, where `cargo
+    /// test` runs).
+    pub fn finds_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Harness {
+        self.finds = Some(dir.into());
+        self
+    }
+
+    /// A fuzz campaign over the author's compositions: `cases` generated
+    /// cases from `seed` (the library's hooks, tools, scripted models,
+    /// timelines with waiting, steering, queueing, cancels, deletes,
+    /// rewrites and compaction, and workers with faults), each with some
+    /// of the hooks registered with [`Harness::hook_with`] mixed in at
+    /// random places, every case judged twice by every oracle (the
+    /// harness's own too). The campaign stops at the first failing case,
+    /// which is shrunk and written as a scenario file into
+    /// [`Harness::finds_dir`]. `PAI_SIM_FUZZ_CASES`
+    /// and `PAI_SIM_FUZZ_SEED` override the arguments (a longer campaign,
+    /// or a replay, from the same test).
+    pub fn check_fuzz(&self, cases: u64, seed: u64) -> FuzzOutcome {
+        let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse().ok());
+        let cases = env("PAI_SIM_FUZZ_CASES").unwrap_or(cases);
+        let seed = env("PAI_SIM_FUZZ_SEED").unwrap_or(seed);
+        let campaign = Campaign {
+            seed,
+            cases: Some(cases),
+            shard: (1, 1),
+            keep_going: false,
+            shrink_budget: 200,
+            store: StoreKind::Memory,
+            differential: 0,
+            swarm: true,
+            registry: self.registry.clone(),
+        };
+        let summary = campaign.run(|_| true);
+        let dir = self
+            .finds
+            .clone()
+            .unwrap_or_else(|| "tests/fuzz-finds".into());
+        let written = crate::harness_fuzz::write_finds(&dir, seed, &summary);
+        FuzzOutcome {
+            seed,
+            summary,
+            written,
+        }
+    }
+
+    /// [`Harness::check_fuzz`], for a `#[test]`: prints the report, and
+    /// panics with it when a case failed.
+    pub fn fuzz(&self, cases: u64, seed: u64) {
+        let outcome = self.check_fuzz(cases, seed);
+        let report = outcome.report();
+        assert!(outcome.passed(), "{report}");
+        #[allow(clippy::print_stdout)]
+        {
+            println!("{report}");
         }
     }
 

@@ -6,7 +6,7 @@
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
-use crate::hooks::Registry;
+use crate::registry::Registry;
 use crate::scenario::ScenarioSpec;
 
 /// The scenario schema with `registry`'s hooks; an error names a

@@ -14,12 +14,15 @@ mod faults;
 mod format;
 pub mod fuzz;
 mod harness;
+mod harness_fuzz;
 mod harness_schema;
 pub mod hooks;
+pub mod observe;
 mod oracle;
 mod planted;
 mod play;
 mod play_facade;
+mod registry;
 mod report;
 mod rule_coverage;
 mod rules;
@@ -36,8 +39,10 @@ mod world;
 pub use differential::{across_stores, compare as compare_reports, other_store};
 pub use format::diff;
 pub use harness::{DirOutcome, Harness};
+pub use harness_fuzz::FuzzOutcome;
 pub use oracle::Violation;
 pub use planted::{PLANTED_PANIC, quiet_planted_panics};
+pub use registry::Registry;
 pub use report::{Report, SimError};
 pub use rule_coverage::{RuleCoverage, TestRef, coverage, tests_in};
 pub use rules::{Rule, rule, rules};
@@ -45,9 +50,9 @@ pub use run::{check, check_on, replay_command, replay_on, simulate, simulate_on,
 pub use scenario::{
     Action, AgentDef, AgentSpec, Behaviour, CancelRun, CancelSpec, CheckError, Cluster,
     ClusterSpec, DEFAULT_TIME_LIMIT_MS, Expect, Expectation, FaultSpec, FieldPath, HookDef,
-    HookSource, LifecycleEntry, ModelSpec, Moment, OracleId, ReplayFormat, RequestExpect, Scenario,
-    ScenarioError, ScenarioSpec, Segment, TimelineEntry, ToolCallSpec, ToolDef, ToolSpec, TurnSpec,
-    UseSpec, WorkerSpec,
+    HookSource, LifecycleEntry, ModelSpec, Moment, OracleId, OracleName, ReplayFormat,
+    RequestExpect, Scenario, ScenarioError, ScenarioSpec, Segment, TimelineEntry, ToolCallSpec,
+    ToolDef, ToolSpec, TurnSpec, UseSpec, WorkerSpec,
 };
 pub use schema::{EventRecord, event_log_json, schema_text};
 pub use suite::{

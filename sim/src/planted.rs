@@ -9,13 +9,7 @@ pub const PLANTED_PANIC: &str = "[planted panic]";
 pub fn quiet_planted_panics() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let payload = info.payload();
-        let text = payload
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| payload.downcast_ref::<&str>().copied())
-            .unwrap_or("");
-        if !text.starts_with(PLANTED_PANIC) {
+        if !crate::observe::panic_text(info.payload()).starts_with(PLANTED_PANIC) {
             previous(info);
         }
     }));

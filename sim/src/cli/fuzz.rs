@@ -164,6 +164,7 @@ fn campaign(args: &Args, timed: bool) -> anyhow::Result<Campaign> {
         store: args.store,
         differential: args.differential,
         swarm: !args.no_swarm,
+        registry: Default::default(),
     })
 }
 

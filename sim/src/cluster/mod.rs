@@ -96,7 +96,7 @@ pub fn simulate(s: &Scenario, seed: u64, kind: StoreKind) -> Result<Report, SimE
         Err(p) => {
             return Err(SimError::Setup(format!(
                 "turmoil panicked: {}",
-                panic_text(&*p)
+                crate::observe::panic_text(&*p)
             )));
         }
     };
@@ -136,14 +136,6 @@ fn turmoil_sim<'a>(s: &Scenario, seed: u64, cluster: &Cluster) -> turmoil::Sim<'
         // released, every timed-out request's reconnect among them.
         .tcp_capacity(1 << 16)
         .build()
-}
-
-/// What a panic said, when it said it as text.
-fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
 }
 
 /// Steps turmoil until the client is done, carrying out faults as their

@@ -4,8 +4,10 @@
 use super::case::case_with;
 use super::coverage::Coverage;
 use super::draw::Features;
-use super::judge::{Failure, case_seed, differential, evaluate_across, in_shard};
+use super::judge::{Evaluation, Failure, case_seed, differential, evaluate_with, in_shard};
+use super::mix::{MixCoverage, mix};
 use super::shrink::shrink;
+use crate::registry::Registry;
 use crate::scenario::ScenarioSpec;
 use crate::world::StoreKind;
 
@@ -32,6 +34,10 @@ pub struct Campaign {
     /// generator's kinds (`Features::swarm`); off, every case may use every
     /// kind.
     pub swarm: bool,
+    /// A harness's hooks and oracles: the hooks it lets cases draw are
+    /// mixed into every case, and its oracles judge every case (empty:
+    /// the built-in library only, as `pai-sim fuzz` runs).
+    pub registry: Registry,
 }
 
 /// The default share of cases run differentially: one in eight.
@@ -56,6 +62,9 @@ pub struct Summary {
     pub cases: u64,
     pub finds: Vec<Find>,
     pub coverage: Coverage,
+    /// How the harness's hooks met the runtime's other features (empty
+    /// without a harness).
+    pub mixed: MixCoverage,
 }
 
 impl Campaign {
@@ -77,15 +86,25 @@ impl Campaign {
                 true => Features::swarm(case_seed),
                 false => Features::ALL,
             };
-            let spec = case_with(case_seed, features);
+            let mut spec = case_with(case_seed, features);
+            let mixed = mix(case_seed, &self.registry, &mut spec);
             let across = differential(case_seed, self.differential);
-            let judged = evaluate_across(&spec, self.store, across);
+            let judged = match &mixed {
+                Ok(_) => evaluate_with(&spec, self.store, across, &self.registry),
+                Err(e) => Evaluation::failed(Failure::Error(e.clone())),
+            };
             summary.cases += 1;
             summary.coverage.merge(&judged.coverage);
+            summary.mixed.count(
+                mixed.as_deref().unwrap_or_default(),
+                &spec,
+                &judged.coverage,
+            );
             let Some(failure) = judged.failure else {
                 continue;
             };
-            let (shrunk, steps) = shrink(&spec, &failure, self.shrink_budget, self.store);
+            let budget = (self.shrink_budget, self.store);
+            let (shrunk, steps) = shrink(&spec, &failure, budget, &self.registry);
             summary.finds.push(Find {
                 index,
                 case_seed,

@@ -73,7 +73,12 @@ fn d2_a_differential_find_shrinks_into_a_file_that_replays_it() {
         store: StoreKind::Memory,
         against: StoreKind::Sqlite,
     };
-    let (shrunk, steps) = shrink(&spec, &failure, 80, StoreKind::Memory);
+    let (shrunk, steps) = shrink(
+        &spec,
+        &failure,
+        (80, StoreKind::Memory),
+        &Default::default(),
+    );
     assert!(steps > 0);
     let dir = std::env::temp_dir().join(format!("pai-diff-{}", std::process::id()));
     let file = write_find(&dir, &shrunk, &failure, (1, 9, steps)).expect("written");

@@ -1,19 +1,21 @@
 //! Judging one case: run it twice, and name the first way it failed.
 
 use std::fmt;
+use std::path::Path;
 
 use super::coverage::Coverage;
+use crate::registry::Registry;
 use crate::report::Report;
 use crate::run::simulate_on;
-use crate::scenario::{OracleId, Scenario, ScenarioSpec};
+use crate::scenario::{OracleName, Scenario, ScenarioSpec};
 use crate::world::Rng;
 use crate::world::StoreKind;
 
 /// Why a case failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
-    /// An oracle reported a violation.
-    Oracle(OracleId),
+    /// An oracle reported a violation (a built-in one or a harness's).
+    Oracle(OracleName),
     /// Two runs with one seed differed (D4).
     Nondeterministic,
     /// The run on `store` and the run on `against` differed: transcript,
@@ -63,7 +65,11 @@ impl Failure {
         match self {
             // An oracle named after its rule names it; others (`K2-steps`,
             // `liveness`, `request`) name the first rule they judge.
-            Failure::Oracle(o) => o.judges().first().copied().unwrap_or("D8"),
+            // A harness's own oracle judges no SPEC rule: D8 found it.
+            Failure::Oracle(o) => o
+                .rule()
+                .and_then(|o| o.judges().first().copied())
+                .unwrap_or("D8"),
             Failure::Nondeterministic => "D4",
             Failure::Differential { .. } => "D1",
             Failure::RuntimePanic | Failure::Error(_) => "X2",
@@ -79,6 +85,17 @@ pub struct Evaluation {
     pub failure: Option<Failure>,
     pub message: String,
     pub coverage: Coverage,
+}
+
+impl Evaluation {
+    /// A case that failed before it ran (it could not be built).
+    pub(crate) fn failed(failure: Failure) -> Evaluation {
+        Evaluation {
+            failure: Some(failure),
+            message: String::new(),
+            coverage: Coverage::default(),
+        }
+    }
 }
 
 /// The seed of case `index` of a campaign with `seed`.
@@ -110,18 +127,22 @@ pub fn differential(case_seed: u64, every: u64) -> bool {
 /// [`evaluate_on`]; with `across`, a case that passes on `store` runs once
 /// more on the other store and fails if anything observed differs (D1).
 pub fn evaluate_across(spec: &ScenarioSpec, store: StoreKind, across: bool) -> Evaluation {
-    let failed = |failure, message: String| Evaluation {
-        failure: Some(failure),
-        message,
-        coverage: Coverage::default(),
-    };
-    let s = match Scenario::from_spec(spec.clone()) {
+    evaluate_with(spec, store, across, &Registry::default())
+}
+
+/// [`evaluate_across`] with the hooks and oracles a harness registered:
+/// its `use = "..."` entries are built from `registry`, and its oracles
+/// judge both runs beside the built-in ones.
+pub fn evaluate_with(
+    spec: &ScenarioSpec,
+    store: StoreKind,
+    across: bool,
+    registry: &Registry,
+) -> Evaluation {
+    let s = match Scenario::from_spec_with(spec.clone(), Path::new(""), registry) {
         Ok(s) => s,
         Err(e) => {
-            return failed(
-                Failure::Error(format!("an invalid case: {e}")),
-                String::new(),
-            );
+            return Evaluation::failed(Failure::Error(format!("an invalid case: {e}")));
         }
     };
     let (first, second) = match (
@@ -129,7 +150,7 @@ pub fn evaluate_across(spec: &ScenarioSpec, store: StoreKind, across: bool) -> E
         simulate_on(&s, s.seed, store),
     ) {
         (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => return failed(Failure::Error(e.to_string()), String::new()),
+        (Err(e), _) | (_, Err(e)) => return Evaluation::failed(Failure::Error(e.to_string())),
     };
     let mut coverage = Coverage::default();
     coverage.add(spec, &first.events, &first.threads);
@@ -161,7 +182,7 @@ fn verdict(first: &Report, second: &Report) -> (Option<Failure>, String) {
             "two runs with one seed differ".to_string(),
         )
     } else if let Some(v) = first.violations.first() {
-        (Some(Failure::Oracle(v.oracle)), v.message.clone())
+        (Some(Failure::Oracle(v.oracle.clone())), v.message.clone())
     } else if first.runtime_panicked {
         (
             Some(Failure::RuntimePanic),

@@ -15,6 +15,7 @@ mod draw;
 mod facade;
 mod hooks;
 mod judge;
+mod mix;
 mod shrink;
 mod timeline;
 mod tools;
@@ -26,7 +27,9 @@ pub use case::{case, case_with};
 pub use coverage::{Coverage, KEYS as COVERAGE_KEYS};
 pub use draw::Features;
 pub use judge::{
-    Evaluation, Failure, case_seed, differential, evaluate, evaluate_across, evaluate_on, in_shard,
+    Evaluation, Failure, case_seed, differential, evaluate, evaluate_across, evaluate_on,
+    evaluate_with, in_shard,
 };
+pub use mix::{CROSSINGS, MixCoverage};
 pub use shrink::shrink;
-pub use write::{find_digest, write_find};
+pub use write::{find_digest, write_find, write_find_as};

@@ -4,18 +4,20 @@
 //! its `on_output` or its output's required fields), and kept while the
 //! same failure still shows. Every loop is bounded by a budget of runs.
 
-use super::judge::{Failure, evaluate_across};
+use super::judge::{Failure, evaluate_with};
+use crate::registry::Registry;
 use crate::scenario::ScenarioSpec;
 use crate::world::StoreKind;
 
 /// The smallest spec found that fails the same way, and how many changes
 /// were kept. At most `budget` candidates are run (each twice, and a
-/// differential failure's once more on the other store).
+/// differential failure's once more on the other store). A case with a
+/// harness's hooks is judged with `registry` (empty otherwise).
 pub fn shrink(
     spec: &ScenarioSpec,
     failure: &Failure,
-    budget: usize,
-    store: StoreKind,
+    (budget, store): (usize, StoreKind),
+    registry: &Registry,
 ) -> (ScenarioSpec, usize) {
     let across = matches!(failure, Failure::Differential { .. });
     let mut best = spec.clone();
@@ -28,7 +30,8 @@ pub fn shrink(
                 return (best, kept);
             }
             tried += 1;
-            if evaluate_across(&candidate, store, across).failure.as_ref() == Some(failure) {
+            let judged = evaluate_with(&candidate, store, across, registry);
+            if judged.failure.as_ref() == Some(failure) {
                 best = candidate;
                 kept += 1;
                 progressed = true;

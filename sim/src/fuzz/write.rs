@@ -16,17 +16,30 @@ pub fn write_find(
     failure: &Failure,
     (seed, index, steps): (u64, u64, usize),
 ) -> io::Result<PathBuf> {
-    let mut spec = spec.clone();
-    spec.name = format!("fuzz find: {failure} (campaign seed {seed}, case {index})");
-    spec.rules = vec![failure.rule().to_string()];
-    spec.description = Some(format!(
+    let how = format!(
         "Found by `pai-sim fuzz --seed {seed}` at case {index} and shrunk in {steps} steps. \
          The run fails: {failure}. Replay it with `pai-sim run` on this file{}.",
         match failure.replay_flags() {
             "" => String::new(),
             flags => format!(" and `{}`", flags.trim()),
         }
-    ));
+    );
+    write_find_as(dir, spec, failure, (seed, index), how)
+}
+
+/// [`write_find`] with `how` as the file's description (how it was found
+/// and how to replay it).
+pub fn write_find_as(
+    dir: &Path,
+    spec: &ScenarioSpec,
+    failure: &Failure,
+    (seed, index): (u64, u64),
+    how: String,
+) -> io::Result<PathBuf> {
+    let mut spec = spec.clone();
+    spec.name = format!("fuzz find: {failure} (campaign seed {seed}, case {index})");
+    spec.rules = vec![failure.rule().to_string()];
+    spec.description = Some(how);
     std::fs::create_dir_all(dir)?;
     let stem = format!("fuzz-{}-{seed}-{index}", failure.rule().to_lowercase());
     let toml_file = dir.join(format!("{stem}.toml"));

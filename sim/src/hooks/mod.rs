@@ -65,7 +65,8 @@ pub use stream_guard::StreamGuard;
 pub use system_message::{MessageLevel, SystemMessage};
 pub use timeout::Timeout;
 pub use uppercase::Uppercase;
-pub use user::{Registry, UserHook, UserHookDef};
+pub(crate) use user::{Factory, Typed};
+pub use user::{UserHook, UserHookDef};
 
 /// One `[[lifecycle]]` entry: the hook named by `hook = "..."` and its fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

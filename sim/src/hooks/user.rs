@@ -1,8 +1,8 @@
 //! Hooks an agent author registers with a [`crate::Harness`]: the
-//! [`UserHook`] trait a configuration type implements, the registry of
-//! names, and a registered hook of one scenario, checked at load.
+//! [`UserHook`] trait a configuration type implements, the factory that
+//! reads an entry into it, and a registered hook of one scenario, checked
+//! at load. The names live in the [`crate::Registry`].
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -27,7 +27,7 @@ pub trait UserHook: DeserializeOwned + JsonSchema + Send + Sync + 'static {
 }
 
 /// Makes a registered kind's hooks from an entry's configuration.
-trait Factory: Send + Sync {
+pub(crate) trait Factory: Send + Sync {
     /// The configuration read, as a maker of hooks; or why it is refused.
     fn check(&self, config: &Map<String, Value>) -> Result<Maker, String>;
     /// The configuration's schema.
@@ -35,9 +35,10 @@ trait Factory: Send + Sync {
 }
 
 /// Builds one scenario's hook (under the name the log shows).
-type Maker = Arc<dyn Fn(&str) -> SimHook + Send + Sync>;
+pub(crate) type Maker = Arc<dyn Fn(&str) -> SimHook + Send + Sync>;
 
-struct Typed<C>(PhantomData<fn() -> C>);
+/// The factory of the configuration type `C`.
+pub(crate) struct Typed<C>(pub(crate) PhantomData<fn() -> C>);
 
 impl<C: UserHook> Factory for Typed<C> {
     fn check(&self, config: &Map<String, Value>) -> Result<Maker, String> {
@@ -51,76 +52,6 @@ impl<C: UserHook> Factory for Typed<C> {
     }
 }
 
-/// The hooks a harness knows by name (`use = "<name>"`), in name order.
-#[derive(Clone, Default)]
-pub struct Registry {
-    hooks: BTreeMap<String, Arc<dyn Factory>>,
-}
-
-impl fmt::Debug for Registry {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.hooks.keys()).finish()
-    }
-}
-
-impl Registry {
-    /// Registers `C` under `name`; `false` if the name was taken (the
-    /// first registration stays).
-    pub fn hook<C: UserHook>(&mut self, name: &str) -> bool {
-        if self.hooks.contains_key(name) {
-            return false;
-        }
-        let factory: Arc<dyn Factory> = Arc::new(Typed::<C>(PhantomData));
-        self.hooks.insert(name.to_string(), factory);
-        true
-    }
-
-    /// The registered names, in order.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.hooks.keys().map(String::as_str)
-    }
-
-    /// Each registered name with its configuration's schema.
-    pub fn schemas(&self, generator: &mut SchemaGenerator) -> Vec<(String, Schema)> {
-        let hooks = self.hooks.iter();
-        hooks
-            .map(|(n, f)| (n.clone(), f.schema(generator)))
-            .collect()
-    }
-
-    /// The entry `use_name` with `config`, checked into a hook of the
-    /// scenario: its maker and the phases the hook handles; or why not.
-    pub(crate) fn check(
-        &self,
-        use_name: &str,
-        config: &Map<String, Value>,
-    ) -> Result<UserHookDef, String> {
-        let Some(factory) = self.hooks.get(use_name) else {
-            return Err(self.unknown(use_name));
-        };
-        let make = factory.check(config)?;
-        let phases = make(use_name).phases();
-        Ok(UserHookDef {
-            use_name: use_name.to_string(),
-            config: config.clone(),
-            phases,
-            make,
-        })
-    }
-
-    fn unknown(&self, use_name: &str) -> String {
-        match self.hooks.is_empty() {
-            true => format!(
-                "no hook is registered as {use_name:?}: only a pai_sim::Harness knows hooks by name (the pai-sim binary runs the built-in library, `hook = \"...\"`)"
-            ),
-            false => {
-                let known: Vec<&str> = self.names().collect();
-                format!("no hook is registered as {use_name:?}; registered: {known:?}")
-            }
-        }
-    }
-}
-
 /// A registered hook of one scenario, checked: the name it was registered
 /// under, its configuration as written, and the phases it handles.
 #[derive(Clone)]
@@ -128,7 +59,7 @@ pub struct UserHookDef {
     pub use_name: String,
     pub config: Map<String, Value>,
     pub phases: Phases,
-    make: Maker,
+    pub(crate) make: Maker,
 }
 
 impl UserHookDef {

@@ -8,7 +8,8 @@ use pai_runtime::hook::{Phase, StepDecision};
 use pai_runtime::model::Patch;
 
 use super::facts::{hook_written, registered_in, reshaped, reshapes_context};
-use crate::hooks::{Registry, SimHook, UserHook};
+use crate::hooks::{SimHook, UserHook};
+use crate::registry::Registry;
 use crate::scenario::Scenario;
 
 /// A registered prepare_model_step hook: a system note.

@@ -72,7 +72,7 @@ pub(super) fn versions(events: &[Event]) -> Vec<Violation> {
         let prev = last.insert(e.thread_id.as_str(), version);
         if prev.is_some_and(|p| version <= p) {
             out.push(Violation {
-                oracle: OracleId::H1,
+                oracle: OracleId::H1.into(),
                 run: Some(e.run_id.to_string()),
                 message: format!(
                     "version went from {} to {version} on thread {}",
@@ -133,7 +133,7 @@ pub(super) fn watchers(o: &Observed<'_>) -> Vec<Violation> {
             && *version != prev + 1
         {
             out.push(Violation {
-                oracle: OracleId::H1,
+                oracle: OracleId::H1.into(),
                 run: None,
                 message: format!("watcher {name} was told version {version} after {prev}"),
             });

@@ -38,7 +38,7 @@ pub(super) fn check(calls: &Calls) -> Vec<Violation> {
         }
         if let Some(p) = problem {
             out.push(Violation {
-                oracle: OracleId::H6,
+                oracle: OracleId::H6.into(),
                 run: Some(c.request.run_id.to_string()),
                 message: format!("model context of step {}: {p}", c.request.step),
             });

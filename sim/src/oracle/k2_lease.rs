@@ -203,7 +203,7 @@ mod tests {
         };
         check(&c)
             .into_iter()
-            .map(|v| (v.oracle, v.message))
+            .map(|v| (v.oracle.rule().expect("a built-in oracle"), v.message))
             .collect()
     }
 

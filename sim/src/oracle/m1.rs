@@ -51,7 +51,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
                 && !written.contains(&text.as_str())
             {
                 out.push(Violation {
-                    oracle: OracleId::M1,
+                    oracle: OracleId::M1.into(),
                     run: Some(r.run_id.to_string()),
                     message: format!(
                         "step {} saw message #{seq} ({text:?}) above its anchor #{anchor}",

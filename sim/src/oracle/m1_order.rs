@@ -144,7 +144,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         let sent = Sent::of(thread, messages);
         let mut flag = |problem: String| {
             out.push(Violation {
-                oracle: OracleId::M1,
+                oracle: OracleId::M1.into(),
                 run: Some(r.run_id.to_string()),
                 message: format!("step {}: {problem}", r.step),
             })

@@ -96,7 +96,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
                 _ => continue,
             };
             out.push(Violation {
-                oracle: OracleId::M1,
+                oracle: OracleId::M1.into(),
                 run: Some(r.run_id.to_string()),
                 message: format!(
                     "step {}: {:?} message #{} ({:?}) was {problem}",

@@ -67,11 +67,20 @@ mod x3;
 
 pub use observed::{ClusterObs, Observations, Observed, Verdicts, Violation};
 
+use crate::scenario::OracleName;
+
 /// Runs every oracle over one run.
 pub fn check_all(o: &Observed<'_>) -> Verdicts {
     let mismatches = request::mismatches(o);
     let mut violations = run_oracles(o, &mismatches);
     violations.extend(lease_and_thread_oracles(o));
+    // A harness's own oracles, after the built-in ones (none without one).
+    let findings = o.scenario.oracles.judge(o).into_iter();
+    violations.extend(findings.map(|(name, f)| Violation {
+        oracle: OracleName::User(name),
+        run: f.run,
+        message: f.message,
+    }));
     Verdicts {
         violations,
         mismatches,

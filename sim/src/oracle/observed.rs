@@ -1,15 +1,18 @@
 //! What the oracles observe of one run, and what they report.
 
-use pai_runtime::{Event, event::LiveEvent, store::StoredThread};
+use pai_runtime::{
+    Event, Millis, ModelRequest, event::LiveEvent, message::ModelMessage, store::StoredThread,
+};
 
 use crate::hooks::{HistoryRead, SummaryCall};
-use crate::scenario::{OracleId, Scenario};
+use crate::scenario::{OracleId, OracleName, Scenario};
 use crate::world::{ActionRecord, Calls, ClientView, CommitRecord, TapLog};
 
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
-    pub oracle: OracleId,
+    /// The oracle that reported it.
+    pub oracle: OracleName,
     pub run: Option<String>,
     pub message: String,
 }
@@ -21,7 +24,7 @@ impl Violation {
         message: impl Into<String>,
     ) -> Violation {
         Violation {
-            oracle,
+            oracle: oracle.into(),
             run: run.map(str::to_string),
             message: message.into(),
         }
@@ -56,6 +59,42 @@ pub struct Observed<'a> {
     pub cut_short: bool,
     /// With several workers: the raw log, the store's lease log, the bounds.
     pub cluster: Option<&'a ClusterObs>,
+}
+
+/// The observation API's view of a run ([`crate::observe::Observation`]).
+impl crate::observe::View for Observed<'_> {
+    fn scenario(&self) -> &str {
+        &self.scenario.name
+    }
+
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    fn events(&self) -> &[Event] {
+        self.events
+    }
+
+    fn threads(&self) -> &[StoredThread] {
+        self.threads
+    }
+
+    fn live(&self) -> &[(String, LiveEvent)] {
+        self.live
+    }
+
+    fn cut_short(&self) -> bool {
+        self.cut_short
+    }
+
+    fn calls(&self) -> usize {
+        self.calls.len()
+    }
+
+    fn call(&self, index: usize) -> (Millis, &ModelRequest, &[ModelMessage]) {
+        let c = &self.calls[index];
+        (c.at, &c.request, self.calls.messages(c))
+    }
 }
 
 /// What one run left behind, owned: the data an [`Observed`] view borrows.

@@ -41,7 +41,7 @@ pub(super) fn violations(o: &Observed<'_>, mismatches: &[(usize, String)]) -> Ve
         .map(|(i, m)| {
             let c = &o.calls[*i];
             Violation {
-                oracle: OracleId::Request,
+                oracle: OracleId::Request.into(),
                 run: Some(c.request.run_id.to_string()),
                 message: format!("step {} ({}): {m}", c.request.step, c.answer),
             }

@@ -25,7 +25,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     seen.into_iter()
         .filter(|(_, _, text)| redactions.iter().any(|r| r.regex.is_match(text)))
         .map(|(run, place, text)| Violation {
-            oracle: OracleId::S3,
+            oracle: OracleId::S3.into(),
             run,
             message: format!("{place} holds unredacted text {text:?}"),
         })

@@ -22,7 +22,7 @@ pub(super) fn check(events: &[Event]) -> Vec<Violation> {
             EventKind::BeforeToolCall { step, call_id, .. } => {
                 if let Some(first) = started.get(&(e.run_id.as_str(), *step)) {
                     out.push(Violation {
-                        oracle: OracleId::T1,
+                        oracle: OracleId::T1.into(),
                         run: Some(e.run_id.to_string()),
                         message: format!(
                             "before_tool_call for {call_id} ran after tool {first} had started (step {step})"

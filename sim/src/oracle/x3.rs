@@ -32,7 +32,7 @@ pub(super) fn check(events: &[Event], threads: &[StoredThread]) -> Vec<Violation
             && !rewritten_away(&events[i..], e, id)
         {
             out.push(Violation {
-                oracle: OracleId::X3,
+                oracle: OracleId::X3.into(),
                 run: Some(e.run_id.to_string()),
                 message: format!("committed message {id} is not stored any more"),
             });
@@ -42,14 +42,14 @@ pub(super) fn check(events: &[Event], threads: &[StoredThread]) -> Vec<Violation
         let mut ids = std::collections::BTreeSet::new();
         if let Some(m) = t.messages.iter().find(|m| !ids.insert(m.id.as_str())) {
             out.push(Violation {
-                oracle: OracleId::X3,
+                oracle: OracleId::X3.into(),
                 run: m.pai.run_id.as_ref().map(|r| r.to_string()),
                 message: format!("thread {} stores message {} twice", t.id, m.id),
             });
         }
         if let Some(w) = t.messages.windows(2).find(|w| w[0].seq >= w[1].seq) {
             out.push(Violation {
-                oracle: OracleId::X3,
+                oracle: OracleId::X3.into(),
                 run: None,
                 message: format!("thread {} stores #{} before #{}", t.id, w[0].seq, w[1].seq),
             });

@@ -20,7 +20,9 @@ use super::spec::{
 use super::timeline::{Moment, timeline};
 use pai_runtime::hook::Phase;
 
-use crate::hooks::{HookSpec, Registry, SimHook, SummaryLog, UserHookDef};
+use crate::hooks::{HookSpec, SimHook, SummaryLog, UserHookDef};
+use crate::observe::UserOracles;
+use crate::registry::Registry;
 
 /// A scenario, checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,6 +52,9 @@ pub struct Scenario {
     pub cluster: Option<Cluster>,
     /// Virtual milliseconds after which a run not yet idle fails.
     pub time_limit_ms: u64,
+    /// The oracles of the harness that checked the scenario, judging each
+    /// of its runs beside the built-in ones (none without a harness).
+    pub oracles: UserOracles,
 }
 
 /// The virtual-time limit of a scenario that sets none: one hour.
@@ -244,6 +249,7 @@ impl Scenario {
             faults,
             cluster,
             time_limit_ms,
+            oracles: registry.oracles(),
         })
     }
 }

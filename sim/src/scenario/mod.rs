@@ -20,14 +20,14 @@ use std::sync::Arc;
 
 use annotate_snippets::{AnnotationKind, Level, Renderer, Snippet};
 
-use crate::hooks::Registry;
+use crate::registry::Registry;
 
 pub use checked::{
     AgentDef, Behaviour, DEFAULT_TIME_LIMIT_MS, Expectation, HookDef, HookSource, Scenario, ToolDef,
 };
 pub use cluster::{Cluster, FaultAction, Placed, StoreBugs, Timed};
 pub use field::{CheckError, FieldPath, Segment};
-pub use names::OracleId;
+pub use names::{OracleId, OracleName};
 pub use replay::{Recording, RecordingKind, Replay};
 pub use spec::{
     AgentSpec, CallRef, CancelRun, CancelSpec, ClusterSpec, DenySpec, Expect, ExpectSpec,

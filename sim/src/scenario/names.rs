@@ -91,3 +91,49 @@ impl fmt::Display for OracleId {
         f.write_str(self.as_str())
     }
 }
+
+/// Who reported a violation: a built-in oracle, or one a harness
+/// registered under a name ([`crate::Harness::oracle`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum OracleName {
+    /// A built-in oracle.
+    Rule(OracleId),
+    /// An oracle registered with a harness, by its name.
+    User(std::sync::Arc<str>),
+}
+
+impl OracleName {
+    /// The name reports and transcripts print.
+    pub fn as_str(&self) -> &str {
+        match self {
+            OracleName::Rule(id) => id.as_str(),
+            OracleName::User(name) => name,
+        }
+    }
+
+    /// The built-in oracle, if it is one.
+    pub fn rule(&self) -> Option<OracleId> {
+        match self {
+            OracleName::Rule(id) => Some(*id),
+            OracleName::User(_) => None,
+        }
+    }
+}
+
+impl From<OracleId> for OracleName {
+    fn from(id: OracleId) -> OracleName {
+        OracleName::Rule(id)
+    }
+}
+
+impl PartialEq<OracleId> for OracleName {
+    fn eq(&self, other: &OracleId) -> bool {
+        self.rule() == Some(*other)
+    }
+}
+
+impl fmt::Display for OracleName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -16,6 +16,7 @@ fn campaign(cases: u64, shard: (u64, u64)) -> Campaign {
         store: StoreKind::Memory,
         differential: 8,
         swarm: true,
+        registry: Default::default(),
     }
 }
 
@@ -65,15 +66,15 @@ fn a_failure_shrinks_into_a_file_that_replays_it() {
     let judged = evaluate(&spec);
     assert_eq!(
         judged.failure,
-        Some(Failure::Oracle(OracleId::L14)),
+        Some(Failure::Oracle(OracleId::L14.into())),
         "{}",
         judged.message
     );
     let (shrunk, steps) = shrink(
         &spec,
-        &Failure::Oracle(OracleId::L14),
-        300,
-        StoreKind::Memory,
+        &Failure::Oracle(OracleId::L14.into()),
+        (300, StoreKind::Memory),
+        &Default::default(),
     );
     let size = |s: &ScenarioSpec| s.lifecycle.len() + s.model.turns.len() + s.timeline.len();
     assert!(size(&shrunk) <= size(&spec));
@@ -82,7 +83,7 @@ fn a_failure_shrinks_into_a_file_that_replays_it() {
     let file = write_find(
         &dir,
         &shrunk,
-        &Failure::Oracle(OracleId::L14),
+        &Failure::Oracle(OracleId::L14.into()),
         (7, 3, steps),
     )
     .expect("written");

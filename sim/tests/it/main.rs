@@ -7,6 +7,7 @@ mod cli;
 mod common;
 mod fuzz;
 mod harness;
+mod harness_fuzz;
 mod k2_faults;
 mod module_graph;
 mod props;

@@ -69,7 +69,12 @@ fn write_case() {
     let out = std::env::var("OUT").unwrap_or_else(|_| "fuzz-failures".into());
     let spec = case(seed);
     let failure = evaluate(&spec).failure.expect("the case fails");
-    let (small, steps) = pai_sim::fuzz::shrink(&spec, &failure, 400, pai_sim::StoreKind::Memory);
+    let (small, steps) = pai_sim::fuzz::shrink(
+        &spec,
+        &failure,
+        (400, pai_sim::StoreKind::Memory),
+        &Default::default(),
+    );
     let dir = std::path::Path::new(&out);
     let file = pai_sim::fuzz::write_find(dir, &small, &failure, (0, seed, steps)).expect("written");
     let line = format!("wrote {0}; replay: pai-sim run {0}\n", file.display());

@@ -1,0 +1,123 @@
+//! What a harness registered: its hooks by name (`use = "<name>"`), the
+//! configurations fuzz cases draw for them, and its own oracles. A
+//! scenario is checked against one registry (empty without a harness).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use schemars::{Schema, SchemaGenerator};
+use serde_json::{Map, Value};
+
+use crate::hooks::{Factory, Typed, UserHook, UserHookDef};
+use crate::observe::{UserOracle, UserOracles};
+
+/// What a harness registered: the hooks it knows by name
+/// (`use = "<name>"`), in name order, and its own oracles, in the order
+/// they were registered.
+#[derive(Clone, Default)]
+pub struct Registry {
+    hooks: BTreeMap<String, Arc<dyn Factory>>,
+    /// The hooks a fuzz campaign draws, each with its drawer of
+    /// configurations.
+    drawers: BTreeMap<String, Drawer>,
+    oracles: Vec<UserOracle>,
+}
+
+/// Draws one configuration of a registered hook from a seed (the same seed,
+/// the same configuration), as the entry's fields; or why it cannot.
+pub(crate) type Drawer = Arc<dyn Fn(u64) -> Result<Map<String, Value>, String> + Send + Sync>;
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("hooks", &self.hooks.keys())
+            .field("oracles", &self.oracles().names().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Registry {
+    /// Registers `C` under `name`; `false` if the name was taken (the
+    /// first registration stays).
+    pub fn hook<C: UserHook>(&mut self, name: &str) -> bool {
+        if self.hooks.contains_key(name) {
+            return false;
+        }
+        let factory: Arc<dyn Factory> = Arc::new(Typed::<C>(PhantomData));
+        self.hooks.insert(name.to_string(), factory);
+        true
+    }
+
+    /// Lets fuzz cases draw the hook registered as `name`, its
+    /// configurations from `drawer`.
+    pub(crate) fn drawn(&mut self, name: &str, drawer: Drawer) {
+        self.drawers.insert(name.to_string(), drawer);
+    }
+
+    /// The hooks fuzz cases draw, in name order, with their drawers.
+    pub(crate) fn drawers(&self) -> impl Iterator<Item = (&str, &Drawer)> {
+        self.drawers.iter().map(|(n, d)| (n.as_str(), d))
+    }
+
+    /// Registers `oracle`; `false` if an oracle of its name was
+    /// registered already (the first stays).
+    pub(crate) fn oracle(&mut self, oracle: UserOracle) -> bool {
+        if self.oracles.iter().any(|o| o.name() == oracle.name()) {
+            return false;
+        }
+        self.oracles.push(oracle);
+        true
+    }
+
+    /// The registered oracles, for a scenario checked with this registry.
+    pub fn oracles(&self) -> UserOracles {
+        UserOracles::new(self.oracles.clone())
+    }
+
+    /// The registered hooks' names, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.hooks.keys().map(String::as_str)
+    }
+
+    /// Each registered name with its configuration's schema.
+    pub fn schemas(&self, generator: &mut SchemaGenerator) -> Vec<(String, Schema)> {
+        let hooks = self.hooks.iter();
+        hooks
+            .map(|(n, f)| (n.clone(), f.schema(generator)))
+            .collect()
+    }
+
+    /// The entry `use_name` with `config`, checked into a hook of the
+    /// scenario: its maker and the phases the hook handles; or why not.
+    pub(crate) fn check(
+        &self,
+        use_name: &str,
+        config: &Map<String, Value>,
+    ) -> Result<UserHookDef, String> {
+        let Some(factory) = self.hooks.get(use_name) else {
+            return Err(self.unknown(use_name));
+        };
+        let make = factory.check(config)?;
+        let phases = make(use_name).phases();
+        Ok(UserHookDef {
+            use_name: use_name.to_string(),
+            config: config.clone(),
+            phases,
+            make,
+        })
+    }
+
+    fn unknown(&self, use_name: &str) -> String {
+        match self.hooks.is_empty() {
+            true => format!(
+                "no hook is registered as {use_name:?}: only a pai_sim::Harness knows hooks by name (the pai-sim binary runs the built-in library, `hook = \"...\"`)"
+            ),
+            false => {
+                let known: Vec<&str> = self.names().collect();
+                format!("no hook is registered as {use_name:?}; registered: {known:?}")
+            }
+        }
+    }
+}
