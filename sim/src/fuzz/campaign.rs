@@ -87,19 +87,14 @@ impl Campaign {
                 false => Features::ALL,
             };
             let mut spec = case_with(case_seed, features);
-            let mixed = mix(case_seed, &self.registry, &mut spec);
             let across = differential(case_seed, self.differential);
-            let judged = match &mixed {
-                Ok(_) => evaluate_with(&spec, self.store, across, &self.registry),
-                Err(e) => Evaluation::failed(Failure::Error(e.clone())),
+            let judged = match mix(case_seed, &self.registry, &mut spec) {
+                Ok(()) => evaluate_with(&spec, self.store, across, &self.registry),
+                Err(e) => Evaluation::failed(Failure::Error(e)),
             };
             summary.cases += 1;
             summary.coverage.merge(&judged.coverage);
-            summary.mixed.count(
-                mixed.as_deref().unwrap_or_default(),
-                &spec,
-                &judged.coverage,
-            );
+            summary.mixed.count(&spec, &judged.coverage);
             let Some(failure) = judged.failure else {
                 continue;
             };

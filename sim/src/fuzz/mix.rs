@@ -12,24 +12,22 @@ use crate::scenario::{LifecycleEntry, ScenarioSpec, TimelineEntry, UseSpec};
 use crate::world::Rng;
 
 /// Mixes the registry's drawn hooks into `spec`, the case of `case_seed`:
-/// each with even odds, and at least one when there are any. Returns the
-/// names mixed in, in the order drawn; or why a configuration could not be
-/// drawn.
+/// each with even odds, and at least one when there are any; or why a
+/// configuration could not be drawn.
 pub(crate) fn mix(
     case_seed: u64,
     registry: &Registry,
     spec: &mut ScenarioSpec,
-) -> Result<Vec<String>, String> {
+) -> Result<(), String> {
     let drawers: Vec<_> = registry.drawers().collect();
     if drawers.is_empty() {
-        return Ok(Vec::new());
+        return Ok(());
     }
     let mut rng = Rng::new(case_seed ^ 0x005E_ED0F_0A57_0F0E);
     let mut chosen: Vec<usize> = (0..drawers.len()).filter(|_| rng.below(2) == 0).collect();
     if chosen.is_empty() {
         chosen.push(rng.below(drawers.len() as u64) as usize);
     }
-    let mut names = Vec::with_capacity(chosen.len());
     for i in chosen {
         let (name, draw) = drawers[i];
         let config = draw(rng.next_u64())
@@ -41,9 +39,8 @@ pub(crate) fn mix(
             config,
         };
         spec.lifecycle.insert(at, LifecycleEntry::User(entry));
-        names.push(name.to_string());
     }
-    Ok(names)
+    Ok(())
 }
 
 /// The features a harness's hook met in the cases it was mixed into: how
@@ -67,11 +64,22 @@ pub const CROSSINGS: &[&str] = &[
 pub struct MixCoverage(BTreeMap<String, BTreeMap<&'static str, u64>>);
 
 impl MixCoverage {
-    /// Counts one case that mixed in the hooks `names`: what it reached.
-    pub(crate) fn count(&mut self, names: &[String], spec: &ScenarioSpec, c: &Coverage) {
+    /// Counts one case: for each registered hook its composition holds,
+    /// what the case reached.
+    pub(crate) fn count(&mut self, spec: &ScenarioSpec, c: &Coverage) {
         let reached = reached(spec, c);
+        let mut names: Vec<&str> = spec
+            .lifecycle
+            .iter()
+            .filter_map(|e| match e {
+                LifecycleEntry::User(u) => Some(u.use_.as_str()),
+                LifecycleEntry::Library(_) => None,
+            })
+            .collect();
+        names.sort_unstable();
+        names.dedup();
         for name in names {
-            let counts = self.0.entry(name.clone()).or_default();
+            let counts = self.0.entry(name.to_string()).or_default();
             for (key, hit) in CROSSINGS.iter().zip(reached) {
                 *counts.entry(key).or_default() += u64::from(hit);
             }
