@@ -157,6 +157,21 @@ impl Harness {
         self.hook_with(name, proptest::arbitrary::any::<C>)
     }
 
+    /// Texts of the author's domain (an account number, a phrase a policy
+    /// reacts to, a word in another script) that [`Harness::fuzz`] weaves
+    /// into a third of its users' messages and scripted model texts, at
+    /// random places, the model's text then cut into stream deltas at
+    /// random characters: the generated cases then say what the author's
+    /// hooks are there to handle.
+    pub fn fuzz_words<I, S>(&mut self, words: I) -> &mut Harness
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.registry.add_words(words.into_iter().map(Into::into));
+        self
+    }
+
     /// Registers an oracle of the author's own: after every run of every
     /// scenario and fuzz case this harness loads, `judge` reads the run
     /// through the [`Observation`] API, and an `Err` is reported like a

@@ -22,6 +22,9 @@ pub struct Registry {
     /// The hooks a fuzz campaign draws, each with its drawer of
     /// configurations.
     drawers: BTreeMap<String, Drawer>,
+    /// Texts of the author's domain that fuzz cases weave into what their
+    /// users and models say.
+    words: Vec<String>,
     oracles: Vec<UserOracle>,
 }
 
@@ -59,6 +62,16 @@ impl Registry {
     /// The hooks fuzz cases draw, in name order, with their drawers.
     pub(crate) fn drawers(&self) -> impl Iterator<Item = (&str, &Drawer)> {
         self.drawers.iter().map(|(n, d)| (n.as_str(), d))
+    }
+
+    /// Adds texts fuzz cases weave into what users and models say.
+    pub(crate) fn add_words(&mut self, words: impl IntoIterator<Item = String>) {
+        self.words.extend(words);
+    }
+
+    /// The texts fuzz cases weave in, in the order added.
+    pub(crate) fn words(&self) -> &[String] {
+        &self.words
     }
 
     /// Registers `oracle`; `false` if an oracle of its name was

@@ -12,18 +12,20 @@ use crate::scenario::{LifecycleEntry, ScenarioSpec, TimelineEntry, UseSpec};
 use crate::world::Rng;
 
 /// Mixes the registry's drawn hooks into `spec`, the case of `case_seed`:
-/// each with even odds, and at least one when there are any; or why a
+/// each with even odds, and at least one when there are any; and weaves
+/// its words into what the case's users and models say. Fails with why a
 /// configuration could not be drawn.
 pub(crate) fn mix(
     case_seed: u64,
     registry: &Registry,
     spec: &mut ScenarioSpec,
 ) -> Result<(), String> {
+    let mut rng = Rng::new(case_seed ^ 0x005E_ED0F_0A57_0F0E);
+    weave(&mut rng, registry.words(), spec);
     let drawers: Vec<_> = registry.drawers().collect();
     if drawers.is_empty() {
         return Ok(());
     }
-    let mut rng = Rng::new(case_seed ^ 0x005E_ED0F_0A57_0F0E);
     let mut chosen: Vec<usize> = (0..drawers.len()).filter(|_| rng.below(2) == 0).collect();
     if chosen.is_empty() {
         chosen.push(rng.below(drawers.len() as u64) as usize);
@@ -41,6 +43,65 @@ pub(crate) fn mix(
         spec.lifecycle.insert(at, LifecycleEntry::User(entry));
     }
     Ok(())
+}
+
+/// Weaves the author's `words` into a third of the case's user messages
+/// and scripted texts, each at a random place; a scripted text is then cut
+/// anew into as many stream deltas as it had, at random characters, so a
+/// word is often split across deltas (what a stream hook must survive).
+fn weave(rng: &mut Rng, words: &[String], spec: &mut ScenarioSpec) {
+    if words.is_empty() {
+        return;
+    }
+    let pick = |rng: &mut Rng| words[rng.below(words.len() as u64) as usize].clone();
+    for t in spec.timeline.iter_mut() {
+        let Some(text) = t.send.as_mut() else {
+            continue;
+        };
+        if rng.below(3) == 0 {
+            let word = pick(rng);
+            *text = insert(rng, text, &word);
+        }
+    }
+    let scripts = std::iter::once(&mut spec.model).chain(spec.models.values_mut());
+    for turn in scripts.flat_map(|m| m.turns.iter_mut()) {
+        if turn.text.is_empty() || rng.below(3) != 0 {
+            continue;
+        }
+        let word = pick(rng);
+        let text = insert(rng, &turn.text.concat(), &word);
+        turn.text = cut(rng, &text, turn.text.len().max(2));
+    }
+}
+
+/// `text` with `word` inserted at a random word boundary, spaced.
+fn insert(rng: &mut Rng, text: &str, word: &str) -> String {
+    let spaces: Vec<usize> = text.match_indices(' ').map(|(i, _)| i).collect();
+    let at = match spaces.len() {
+        0 => text.len(),
+        n => spaces[rng.below(n as u64) as usize],
+    };
+    format!("{} {word}{}", &text[..at], &text[at..])
+}
+
+/// `text` cut into `pieces` deltas at random characters (some may be
+/// empty).
+fn cut(rng: &mut Rng, text: &str, pieces: usize) -> Vec<String> {
+    let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).skip(1).collect();
+    let mut cuts: Vec<usize> = (1..pieces)
+        .map(|_| match bounds.len() {
+            0 => text.len(),
+            n => bounds[rng.below(n as u64) as usize],
+        })
+        .collect();
+    cuts.sort_unstable();
+    let mut out = Vec::with_capacity(pieces);
+    let mut from = 0;
+    for c in cuts.into_iter().chain([text.len()]) {
+        out.push(text[from..c].to_string());
+        from = c;
+    }
+    out
 }
 
 /// The features a harness's hook met in the cases it was mixed into: how
@@ -161,4 +222,46 @@ fn reached(spec: &ScenarioSpec, c: &Coverage) -> [bool; 10] {
             .iter()
             .any(|k| k.starts_with("fault.") && hit(k)),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_text_joins_back_whole_and_cuts_only_between_characters() {
+        for seed in 0..200 {
+            let mut rng = Rng::new(seed);
+            let text = "Konto ACCT-4417 für Jörg 🙂 ok";
+            let pieces = cut(&mut rng, text, 4);
+            assert_eq!(pieces.len(), 4);
+            assert_eq!(pieces.concat(), text);
+        }
+    }
+
+    #[test]
+    fn an_inserted_word_is_spaced_and_keeps_the_text() {
+        let mut rng = Rng::new(1);
+        let out = insert(&mut rng, "one two three", "ACCT-1");
+        assert!(out.contains(" ACCT-1"), "{out}");
+        assert_eq!(out.replace(" ACCT-1", ""), "one two three");
+        assert_eq!(insert(&mut rng, "", "w"), " w");
+    }
+
+    #[test]
+    fn words_reach_a_case_and_are_split_across_deltas_somewhere() {
+        let mut registry = Registry::default();
+        registry.add_words(["ACCT-4417".to_string()]);
+        let (mut reached, mut split) = (0, 0);
+        for seed in 0..60 {
+            let mut spec = crate::fuzz::case(seed);
+            mix(seed, &registry, &mut spec).unwrap();
+            let turns = spec.model.turns.iter();
+            for t in turns.filter(|t| t.text.concat().contains("ACCT-4417")) {
+                reached += 1;
+                split += usize::from(!t.text.iter().any(|d| d.contains("ACCT-4417")));
+            }
+        }
+        assert!(reached > 5 && split > 0, "reached {reached}, split {split}");
+    }
 }
