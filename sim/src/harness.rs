@@ -237,6 +237,7 @@ impl Harness {
     /// and `PAI_SIM_FUZZ_SEED` override the arguments (a longer campaign,
     /// or a replay, from the same test).
     pub fn check_fuzz(&self, cases: u64, seed: u64) -> FuzzOutcome {
+        quiet_planted_panics();
         let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse().ok());
         let cases = env("PAI_SIM_FUZZ_CASES").unwrap_or(cases);
         let seed = env("PAI_SIM_FUZZ_SEED").unwrap_or(seed);
@@ -297,6 +298,7 @@ impl Harness {
     /// name contains it; `PAI_SIM_SEED` runs every scenario under that seed
     /// (the oracles then judge, no snapshot is compared).
     pub fn check_dir(&self, dir: impl AsRef<Path>) -> DirOutcome {
+        quiet_planted_panics();
         let filter = std::env::var("PAI_SIM_FILTER").ok();
         let seed = std::env::var("PAI_SIM_SEED")
             .ok()
@@ -357,6 +359,14 @@ impl Harness {
             println!("{report}");
         }
     }
+}
+
+/// Keeps the panics of hooks and tools built to panic (generated cases
+/// plant some) out of the test's output, once per process; any other
+/// panic is reported as before.
+fn quiet_planted_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(crate::quiet_planted_panics);
 }
 
 /// Update with `PAI_SIM_UPDATE=1`, write nothing under `CI`, else leave

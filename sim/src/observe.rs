@@ -29,6 +29,7 @@ use pai_runtime::message::ModelMessage;
 use pai_runtime::store::StoredThread;
 use pai_runtime::tool::ToolSpec;
 use pai_runtime::{Event, Millis, ModelRequest};
+use serde_json::{Map, Value};
 
 /// What the simulator shows a user's oracle of one run. The oracles'
 /// own view implements it (`oracle::Observed`); this module imports
@@ -41,6 +42,12 @@ pub(crate) trait View {
     fn threads(&self) -> &[StoredThread];
     fn live(&self) -> &[(String, LiveEvent)];
     fn cut_short(&self) -> bool;
+    /// How many hooks the composition has.
+    fn hook_count(&self) -> usize;
+    /// Hook `index` of the composition: its name in the event log, and
+    /// for a registered hook the name it was registered under and its
+    /// configuration.
+    fn hook(&self, index: usize) -> (&str, Option<(&str, &Map<String, Value>)>);
     /// How many model calls the run made.
     fn calls(&self) -> usize;
     /// Model call `index`: when, the request (its messages left out), and
@@ -98,6 +105,31 @@ impl<'a> Observation<'a> {
         })
     }
 
+    /// The scenario's lifecycle, in composition order: each hook's name in
+    /// the event log and, for one a harness registered, the name it was
+    /// registered under and its configuration (an oracle about one hook
+    /// judges only the runs whose composition holds it).
+    pub fn hooks(&self) -> impl Iterator<Item = HookInfo<'a>> + 'a {
+        let view = self.view;
+        (0..view.hook_count()).map(move |i| {
+            let (name, registered) = view.hook(i);
+            HookInfo {
+                name,
+                registered_as: registered.map(|r| r.0),
+                config: registered.map(|r| r.1),
+            }
+        })
+    }
+
+    /// The configuration of each hook registered as `use_name` in the
+    /// composition, in order (none: the hook is not in this run).
+    pub fn configs(&self, use_name: &'a str) -> impl Iterator<Item = &'a Map<String, Value>> + 'a {
+        let hooks = self.hooks();
+        hooks
+            .filter(move |h| h.registered_as == Some(use_name))
+            .filter_map(|h| h.config)
+    }
+
     /// Every thread as the store holds it at the end: its messages, public
     /// and private metadata, runs and lease.
     pub fn threads(&self) -> &'a [StoredThread] {
@@ -115,6 +147,18 @@ impl<'a> Observation<'a> {
     pub fn cut_short(&self) -> bool {
         self.view.cut_short()
     }
+}
+
+/// One hook of the composition.
+#[derive(Debug, Clone, Copy)]
+pub struct HookInfo<'a> {
+    /// Its name in the event log.
+    pub name: &'a str,
+    /// The name a harness registered it under (`use = "..."`); `None` for
+    /// a hook of the built-in library.
+    pub registered_as: Option<&'a str>,
+    /// A registered hook's configuration, as the scenario wrote it.
+    pub config: Option<&'a Map<String, Value>>,
 }
 
 /// One model call: what the model was sent.

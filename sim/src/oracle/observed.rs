@@ -87,6 +87,25 @@ impl crate::observe::View for Observed<'_> {
         self.cut_short
     }
 
+    fn hook_count(&self) -> usize {
+        self.scenario.hooks.len()
+    }
+
+    fn hook(
+        &self,
+        index: usize,
+    ) -> (
+        &str,
+        Option<(&str, &serde_json::Map<String, serde_json::Value>)>,
+    ) {
+        let h = &self.scenario.hooks[index];
+        let registered = match &h.source {
+            crate::scenario::HookSource::User(u) => Some((u.use_name.as_str(), &u.config)),
+            crate::scenario::HookSource::Library(_) => None,
+        };
+        (&h.name, registered)
+    }
+
     fn calls(&self) -> usize {
         self.calls.len()
     }

@@ -1,0 +1,149 @@
+//! The harness every test uses: the agent's hooks registered under the
+//! names scenario files `use`, with the configurations the fuzzer draws,
+//! and the agent's own oracles.
+
+use pai_runtime::Role;
+use pai_sim::Harness;
+use pai_sim::hooks::{SimHook, UserHook};
+use pai_sim::observe::{Finding, Observation};
+use proptest::prelude::*;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use support_agent::{KnowledgeBase, PiiRedactor, RefundLimit, RefundPolicy};
+
+/// A hook of the agent as a scenario entry: the same configuration type,
+/// read from the entry's fields (a newtype, because `UserHook` and the
+/// agent's types both live in other crates).
+macro_rules! entry {
+    ($entry:ident, $config:ty) => {
+        #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+        #[serde(transparent)]
+        pub struct $entry(pub $config);
+
+        impl UserHook for $entry {
+            fn build(&self, name: &str) -> SimHook {
+                Box::new(self.0.hook(name))
+            }
+        }
+    };
+}
+
+entry!(Pii, PiiRedactor);
+entry!(Policy, RefundPolicy);
+entry!(Limit, RefundLimit);
+entry!(Knowledge, KnowledgeBase);
+
+/// The redactor's configurations: account numbers always, sometimes
+/// phone numbers too, any replacement.
+fn pii_configs() -> impl Strategy<Value = Pii> {
+    let patterns = prop_oneof![
+        Just(vec!["ACCT-[0-9]+"]),
+        Just(vec!["ACCT-[0-9]+", "\\+44[0-9]+"]),
+    ];
+    (patterns, "\\[[a-z]{1,8}\\]").prop_map(|(patterns, replacement)| {
+        let text = serde_json::json!({ "patterns": patterns, "replacement": replacement });
+        serde_json::from_value(text).expect("valid patterns")
+    })
+}
+
+fn policy_configs() -> impl Strategy<Value = Policy> {
+    (1u64..500, "[A-Za-z ]{1,20}")
+        .prop_map(|(max_amount, reply)| Policy(RefundPolicy { max_amount, reply }))
+}
+
+fn limit_configs() -> impl Strategy<Value = Limit> {
+    (prop_oneof![Just("refund"), Just("lookup")], 1u64..500).prop_map(|(tool, max_amount)| {
+        Limit(RefundLimit {
+            tool: tool.into(),
+            max_amount,
+        })
+    })
+}
+
+fn knowledge_configs() -> impl Strategy<Value = Knowledge> {
+    proptest::collection::btree_map("[a-z]{3,6}", "[A-Za-z ]{1,30}", 0..3)
+        .prop_map(|articles| Knowledge(KnowledgeBase { articles }))
+}
+
+/// The agent's hooks, its fuzz words and its oracles.
+pub fn harness() -> Harness {
+    let mut h = Harness::new();
+    h.hook_with("pii", pii_configs)
+        .hook_with("refund_policy", policy_configs)
+        .hook_with("refund_limit", limit_configs)
+        .hook_with("knowledge", knowledge_configs)
+        .fuzz_words([
+            "ACCT-4417",
+            "ACCT-90210",
+            "a refund of $120",
+            "a refund of $900",
+        ])
+        .oracle(
+            "no_account_number_from_the_model",
+            no_account_number_from_the_model,
+        )
+        .oracle("no_refund_over_the_limit", no_refund_over_the_limit);
+    h
+}
+
+/// With the redactor in the composition, nothing the model wrote that is
+/// stored, heard by a watcher or sent back to a model holds an account
+/// number (customers may type theirs; the model must not repeat it).
+pub fn no_account_number_from_the_model(obs: &Observation<'_>) -> Result<(), Finding> {
+    if obs.configs("pii").next().is_none() {
+        return Ok(());
+    }
+    for thread in obs.threads() {
+        for m in thread.messages.iter().filter(|m| m.role == Role::Assistant) {
+            if let Some(at) = account_number(&m.text()) {
+                let message = format!("stored assistant message {} holds {at:?}", m.seq);
+                return Err(Finding {
+                    run: m.pai.run_id.as_ref().map(|r| r.to_string()),
+                    message,
+                });
+            }
+        }
+    }
+    for call in obs.model_calls() {
+        let said = call.messages().iter().filter(|m| m.role == Role::Assistant);
+        if let Some(at) = said.filter_map(|m| account_number(&m.text())).next() {
+            let message = format!(
+                "model call {} was sent {at:?} in an assistant message",
+                call.index() + 1
+            );
+            return Err(Finding::in_run(call.run(), message));
+        }
+    }
+    Ok(())
+}
+
+/// With the limit in the composition, no call of its tool over the limit
+/// ever starts.
+pub fn no_refund_over_the_limit(obs: &Observation<'_>) -> Result<(), Finding> {
+    for config in obs.configs("refund_limit") {
+        let limit: RefundLimit = serde_json::from_value(config.clone().into())
+            .map_err(|e| Finding::from(format!("unreadable refund_limit config: {e}")))?;
+        for e in obs.events() {
+            let pai_runtime::event::EventKind::ToolStart { tool, input, .. } = &e.kind else {
+                continue;
+            };
+            let amount = input.get("amount").and_then(|a| a.as_u64());
+            if *tool == limit.tool && amount.is_some_and(|a| a > limit.max_amount) {
+                let message = format!(
+                    "{tool} started with amount {amount:?} over {}",
+                    limit.max_amount
+                );
+                return Err(Finding::in_run(&e.run_id, message));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The first account number in `text` (`ACCT-` and a digit).
+fn account_number(text: &str) -> Option<String> {
+    let at = text
+        .match_indices("ACCT-")
+        .find(|(i, _)| text[i + 5..].starts_with(|c: char| c.is_ascii_digit()))?;
+    Some(text[at.0..].chars().take(12).collect())
+}
