@@ -44,10 +44,8 @@ pub(crate) trait View {
     fn cut_short(&self) -> bool;
     /// How many hooks the composition has.
     fn hook_count(&self) -> usize;
-    /// Hook `index` of the composition: its name in the event log, and
-    /// for a registered hook the name it was registered under and its
-    /// configuration.
-    fn hook(&self, index: usize) -> (&str, Option<(&str, &Map<String, Value>)>);
+    /// Hook `index` of the composition.
+    fn hook(&self, index: usize) -> HookInfo<'_>;
     /// How many model calls the run made.
     fn calls(&self) -> usize;
     /// Model call `index`: when, the request (its messages left out), and
@@ -111,14 +109,7 @@ impl<'a> Observation<'a> {
     /// judges only the runs whose composition holds it).
     pub fn hooks(&self) -> impl Iterator<Item = HookInfo<'a>> + 'a {
         let view = self.view;
-        (0..view.hook_count()).map(move |i| {
-            let (name, registered) = view.hook(i);
-            HookInfo {
-                name,
-                registered_as: registered.map(|r| r.0),
-                config: registered.map(|r| r.1),
-            }
-        })
+        (0..view.hook_count()).map(move |i| view.hook(i))
     }
 
     /// The configuration of each hook registered as `use_name` in the

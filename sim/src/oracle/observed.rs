@@ -91,19 +91,17 @@ impl crate::observe::View for Observed<'_> {
         self.scenario.hooks.len()
     }
 
-    fn hook(
-        &self,
-        index: usize,
-    ) -> (
-        &str,
-        Option<(&str, &serde_json::Map<String, serde_json::Value>)>,
-    ) {
+    fn hook(&self, index: usize) -> crate::observe::HookInfo<'_> {
         let h = &self.scenario.hooks[index];
-        let registered = match &h.source {
-            crate::scenario::HookSource::User(u) => Some((u.use_name.as_str(), &u.config)),
+        let user = match &h.source {
+            crate::scenario::HookSource::User(u) => Some(u),
             crate::scenario::HookSource::Library(_) => None,
         };
-        (&h.name, registered)
+        crate::observe::HookInfo {
+            name: &h.name,
+            registered_as: user.map(|u| u.use_name.as_str()),
+            config: user.map(|u| &u.config),
+        }
     }
 
     fn calls(&self) -> usize {
