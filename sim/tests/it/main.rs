@@ -10,4 +10,6 @@ mod harness;
 mod k2_faults;
 mod module_graph;
 mod props;
+#[cfg(feature = "record")]
+mod record;
 mod show;
