@@ -319,3 +319,81 @@ async fn no_upstream_is_a_502_and_a_turn_without_recording() {
         "{line}"
     );
 }
+
+/// An upstream on raw TCP that answers one request with `body` in chunks
+/// of the chunked encoding, all written at once, then closes the
+/// connection without the last chunk: a cut right behind the data.
+async fn cut_upstream(body: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut reply = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                      transfer-encoding: chunked\r\n\r\n"
+        .to_vec();
+    for chunk in body.chunks(100) {
+        reply.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        reply.extend_from_slice(chunk);
+        reply.extend_from_slice(b"\r\n");
+    }
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut request = vec![0; 64 * 1024];
+        let _ = socket.read(&mut request).await.unwrap();
+        socket.write_all(&reply).await.unwrap();
+        socket.shutdown().await.unwrap();
+    });
+    format!("http://{addr}")
+}
+
+#[tokio::test]
+async fn a_cut_right_behind_the_data_still_passes_every_byte_on() {
+    let body = recording(Format::OpenAiChat, "text-multibyte.sse");
+    let half = &body[..body.len() / 2];
+    let out = out_dir("cut-behind");
+    let config = RecordConfig::new(cut_upstream(half).await, &out).max_turns(Some(1));
+    let recorder = Recorder::bind("127.0.0.1:0".parse().unwrap(), config)
+        .await
+        .unwrap();
+    let url = format!("http://{}/v1/chat/completions", recorder.local_addr());
+    let run = tokio::spawn(recorder.run());
+    let response = reqwest::Client::new()
+        .post(url)
+        .body(r#"{"stream":true}"#)
+        .send()
+        .await
+        .unwrap();
+    let (received, end) = chunks(response).await;
+    assert!(end.is_err(), "the client sees the cut");
+    assert!(
+        received.concat() == half,
+        "every byte before the cut arrives"
+    );
+    let turns = run.await.unwrap().unwrap();
+    assert!(std::fs::read(out.join("turn-001.sse")).unwrap() == half);
+    let error = turns[0].error.as_deref().unwrap();
+    assert!(
+        error.starts_with("the upstream connection failed mid-body"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_client_that_hangs_up_does_not_cut_the_recording() {
+    let body = recording(Format::OpenAiChat, "text-multibyte.sse");
+    let slow = Duration::from_millis(20);
+    let server = Server::start(vec![Reply::stream(&body, 64, slow, End::Finish)]).await;
+    let out = out_dir("hang-up");
+    let (base, run) = recorder(&server, &out, 1).await;
+    let mut response = reqwest::Client::new()
+        .post(format!("{base}/chat/completions"))
+        .body(r#"{"stream":true}"#)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.chunk().await.unwrap().is_some());
+    drop(response);
+    let turns = run.await.unwrap();
+    assert!(std::fs::read(out.join("turn-001.sse")).unwrap() == body);
+    assert_eq!(turns[0].error, None);
+    assert_eq!(turns[0].decoded, Some(Ok(())));
+}
