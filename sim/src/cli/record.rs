@@ -69,9 +69,9 @@ async fn serve(args: &Args) -> anyhow::Result<Vec<Turn>> {
     let recorder = Recorder::bind(args.listen, config).await?;
     let addr = recorder.local_addr();
     eprintln!(
-        "recording on http://{addr} (point the client's base URL at http://{addr}/v1), forwarding to {}, into {}",
-        args.upstream,
-        args.out.display()
+        "recording on http://{addr} into {}: http://{addr}/PATH goes to {}/PATH",
+        args.out.display(),
+        args.upstream.trim_end_matches('/'),
     );
     Ok(recorder.run().await?)
 }
