@@ -39,6 +39,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use futures_util::future;
 use tokio::sync::watch;
 
 pub use turn::Turn;
@@ -259,6 +260,16 @@ impl Recorder {
     /// returns the turns in order. Must run inside a tokio runtime with
     /// I/O and time.
     pub async fn run(self) -> Result<Vec<Turn>, RecordError> {
+        self.run_until(std::future::pending()).await
+    }
+
+    /// [`run`](Recorder::run), stopping also when `stop` completes (a
+    /// Ctrl-C): no new request is taken, and the turns streaming finish
+    /// before the turns are returned.
+    pub async fn run_until(
+        self,
+        stop: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<Vec<Turn>, RecordError> {
         let app = self.app;
         let router = Router::new()
             .fallback(forward::handle)
@@ -266,14 +277,15 @@ impl Recorder {
             .with_state(app.clone());
         let limit = app.config.max_turns;
         let mut done = app.done.subscribe();
-        let stop = async move {
+        let limit_reached = async move {
             match limit {
                 Some(limit) => drop(done.wait_for(|&n| n >= limit).await),
                 None => std::future::pending().await,
             }
         };
+        let stop = future::select(Box::pin(limit_reached), Box::pin(stop));
         axum::serve(self.listener, router)
-            .with_graceful_shutdown(stop)
+            .with_graceful_shutdown(async move { drop(stop.await) })
             .await
             .map_err(|e| RecordError::Serve(e.to_string()))?;
         let turns = std::mem::take(&mut *app.turns.lock().expect("not poisoned"));

@@ -2,9 +2,10 @@
 //! provider (cargo feature `record`, on by default). Each response body
 //! streams through to the client and is written byte for byte to
 //! `OUT/turn-NNN.sse` (or `.body` for anything but an event stream), the
-//! request beside it; one line per turn on stderr. With `--max-turns` it
-//! stops after that many turns and prints the `[model]` table that replays
-//! them. The proxy itself is `pai_providers::Recorder`.
+//! request beside it; one line per turn on stderr. It stops after
+//! `--max-turns` turns or at Ctrl-C (the turns under way finish first) and
+//! prints the `[model]` table that replays them. The proxy itself is
+//! `pai_providers::Recorder`.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -29,7 +30,7 @@ pub struct Args {
     /// The address to listen on (port 0: any free port, printed at start).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8089")]
     listen: SocketAddr,
-    /// Stop after this many turns (default: run until interrupted).
+    /// Stop after this many turns (default: run until Ctrl-C).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     max_turns: Option<u64>,
     /// Seconds the upstream may take to answer, and then between two
@@ -73,7 +74,14 @@ async fn serve(args: &Args) -> anyhow::Result<Vec<Turn>> {
         args.out.display(),
         args.upstream.trim_end_matches('/'),
     );
-    Ok(recorder.run().await?)
+    let interrupted = async {
+        match tokio::signal::ctrl_c().await {
+            Ok(()) => eprintln!("interrupted: finishing the turns under way"),
+            // No handler: Ctrl-C ends the process as usual.
+            Err(_) => std::future::pending().await,
+        }
+    };
+    Ok(recorder.run_until(interrupted).await?)
 }
 
 /// The `[model]` table replaying the recorded turns in order, their
