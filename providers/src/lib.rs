@@ -15,6 +15,9 @@
 //! With the cargo feature `http`, [`HttpModel`] is the runtime's model
 //! over HTTP in any of the three formats: requests built from the
 //! runtime's `ModelRequest`, bodies streamed through these decoders.
+//! With the feature `record`, [`Recorder`] is a recording proxy that
+//! writes each response body streamed through it to a file, for the
+//! simulator to replay.
 //!
 //! Bad streams are [`DecodeError`]s, never panics or silent loss: a body
 //! that ends before its terminal event, an event whose JSON is malformed, a
@@ -47,10 +50,14 @@ mod event;
 mod http;
 mod openai_chat;
 mod openai_responses;
+#[cfg(feature = "record")]
+mod record;
 mod report;
 
 pub use decoder::{Decoded, Decoder, Format, decode};
 pub use error::DecodeError;
 #[cfg(feature = "http")]
 pub use http::{HttpConfig, HttpError, HttpModel};
+#[cfg(feature = "record")]
+pub use record::{RecordConfig, RecordError, Recorder, Turn};
 pub use report::{StreamReport, Usage};

@@ -8,6 +8,8 @@ mod cli {
     pub mod fuzz;
     pub mod fuzz_merge;
     pub mod locate;
+    #[cfg(feature = "record")]
+    pub mod record;
     pub mod rules;
     pub mod run;
     pub mod schema;
@@ -32,6 +34,10 @@ enum Command {
     Fuzz(cli::fuzz::Args),
     /// Run scenario files and folders; compare each transcript with its snapshot.
     Run(cli::run::Args),
+    /// Record a real conversation: a proxy to a provider that writes each
+    /// streamed response to a file the simulator can replay.
+    #[cfg(feature = "record")]
+    Record(cli::record::Args),
     /// List every rule with the scenarios, oracles and tests that check it,
     /// and the rules nothing checks.
     Rules(cli::rules::Args),
@@ -61,6 +67,8 @@ fn real_main() -> anyhow::Result<ExitCode> {
         Command::Run(args) => cli::run::run(args),
         Command::Show(args) => cli::show::run(args),
         Command::Rules(args) => cli::rules::run(args),
+        #[cfg(feature = "record")]
+        Command::Record(args) => cli::record::run(args),
         Command::Schema(args) => cli::schema::run(args),
     }
 }

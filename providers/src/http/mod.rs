@@ -92,7 +92,7 @@ pub use error::HttpError;
 
 use crate::body::error_message;
 use crate::decoder::{Decoder, Format};
-use error::chain;
+pub(crate) use error::chain;
 use stream::HttpStream;
 
 /// The largest error body read to name a failure.

@@ -11,4 +11,6 @@ mod harness_fuzz;
 mod k2_faults;
 mod module_graph;
 mod props;
+#[cfg(feature = "record")]
+mod record;
 mod show;

@@ -2,9 +2,12 @@
 //! recordings with chosen chunking and delays, and failing on purpose: an
 //! error status, a cut connection, a stall past the idle timeout, no
 //! headers in time, a refused connection. Also the request bodies the
-//! model sent. Nothing here reaches the network.
+//! model sent, and the recording proxy (`record.rs`) between a client and
+//! that server. Nothing here reaches the network.
 
 mod bodies;
+#[cfg(feature = "record")]
+mod record;
 mod runtime;
 mod server;
 
