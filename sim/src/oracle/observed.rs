@@ -9,8 +9,14 @@ use crate::world::{ActionRecord, Calls, ClientView, CommitRecord, TapLog};
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
+    /// The oracle that found it; it names the SPEC rules it judges
+    /// ([`OracleId::judges`]).
     pub oracle: OracleId,
+    /// The run it concerns, by run id; `None` for a violation about a thread,
+    /// the store or the whole scenario (printed as `-`).
     pub run: Option<String>,
+    /// What was broken, in words: the evidence the oracle saw, written for a
+    /// reader of the transcript.
     pub message: String,
 }
 
