@@ -49,7 +49,7 @@ pub enum LiveEvent {
     },
     /// The thread changed: refresh to see version `version` (H1).
     Committed {
-        /// When the commit was heard, on the runtime's clock (milliseconds).
+        /// When the watcher was told, on the runtime's clock (milliseconds).
         at: Millis,
         /// The thread's version after the commit: read the thread to see it.
         version: u64,

@@ -25,9 +25,9 @@ pub enum SimError {
 /// The result of one run.
 #[derive(Debug, Clone)]
 pub struct Report {
-    /// The run's transcript: the text its snapshot holds
-    /// (`snapshots/<name>.snap`), the same for every run with the same seed
-    /// (SPEC D4).
+    /// The run's transcript: the text its snapshot holds (see
+    /// [`snapshot::locate`](crate::snapshot::locate)), the same for every run
+    /// with the same seed (SPEC D4).
     pub transcript: String,
     /// Model steps committed, over all runs.
     pub steps: u32,

@@ -348,8 +348,9 @@ impl<C> fmt::Debug for Client<C> {
 }
 
 impl<C: Send + Sync + 'static> Client<C> {
-    /// The thread `id` as this client reaches it; it is created by the first
-    /// send, and belongs to this identity and the runtime's agent (SPEC H4).
+    /// The thread `id` as this client reaches it. The first send or watch
+    /// creates it, owned by this identity and the runtime's agent; a thread
+    /// of another owner or agent is refused (SPEC H4).
     pub fn thread(&self, id: impl Into<String>) -> ThreadHandle<C> {
         ThreadHandle {
             runtime: self.runtime.clone(),

@@ -38,8 +38,8 @@ pub enum Phase {
 pub(crate) const PHASES: usize = 10;
 
 impl Phase {
-    /// Every phase, in the order a step meets them (SPEC §1), the two rewrite
-    /// phases last.
+    /// Every phase, in the order a run meets them (SPEC §1), the two
+    /// history-rewrite phases last.
     pub const ALL: [Phase; PHASES] = [
         Phase::PrepareRun,
         Phase::ResolveModelContext,

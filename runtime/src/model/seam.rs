@@ -110,8 +110,8 @@ pub struct StreamedCall {
     pub call_id: CallId,
     /// The name of the tool called.
     pub tool: String,
-    /// The call's input, as the model wrote it (checked against the tool's
-    /// schema before the tool runs).
+    /// The call's input, as the model wrote it; a tool whose input type it
+    /// does not fit answers with an invalid-input result (SPEC X2).
     pub input: Value,
 }
 
