@@ -148,16 +148,24 @@ impl<C: 'static> Agent<C> {
         self
     }
 
+    /// The agent's instructions (its system prompt), sent with every model
+    /// request; empty by default.
     pub fn instructions(mut self, text: impl Into<String>) -> Self {
         self.instructions = text.into();
         self
     }
 
+    /// Adds a tool the model may call, offered in the order added (build one
+    /// with [`tool_fn`](crate::tool_fn), [`typed_tool`](crate::typed_tool) or
+    /// [`client_tool`](crate::client_tool)).
     pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
         self.tools.push(tool);
         self
     }
 
+    /// The agent's lifecycle, replacing any set before: usually a
+    /// [`compose`](crate::compose)d list of hooks. Without one, no hook runs
+    /// (every phase still emits its events).
     pub fn lifecycle(mut self, lifecycle: impl Lifecycle<C>) -> Self {
         self.lifecycle = Box::new(lifecycle);
         self
@@ -171,6 +179,8 @@ impl<C: 'static> Agent<C> {
         self
     }
 
+    /// The agent's name: threads belong to one agent, and a client reaches only
+    /// its own agent's threads (SPEC H4).
     pub fn name(&self) -> &str {
         &self.name
     }

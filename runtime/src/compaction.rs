@@ -37,8 +37,15 @@ pub const COMPACTION_KEY: &str = "pai.compaction";
 /// rewrite of any message up to it resets the cursor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompactionCursor {
+    /// The sequence number of the newest message summarized in context order:
+    /// messages after it (in context order) are sent as they are.
     pub through: u64,
+    /// The stored summary message that stands for every message up to
+    /// `through`.
     pub summary: MessageId,
+    /// The newest sequence number among the summarized messages (0 in cursors
+    /// written before it existed): a rewrite of any message up to it resets the
+    /// cursor.
     #[serde(default)]
     pub covers: u64,
 }

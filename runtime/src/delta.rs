@@ -21,6 +21,7 @@ impl Delta {
         Delta(CompactString::const_new(""))
     }
 
+    /// The text, as a `&str` (the same as dereferencing).
     #[inline]
     pub fn as_str(&self) -> &str {
         self.0.as_str()

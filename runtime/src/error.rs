@@ -9,6 +9,8 @@ use crate::model::ModelError;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct HookError {
+    /// What went wrong, in words: the error's `Display` text, which the
+    /// failed run reports (SPEC L4).
     pub message: String,
     /// Set when this is a provider error passed through from `next`: it is
     /// the provider's failure, not the hook's, so an outer hook may still
@@ -17,6 +19,8 @@ pub struct HookError {
 }
 
 impl HookError {
+    /// A hook's own failure with this message: its run fails, later hooks of
+    /// the phase do not run, and nothing uncommitted is stored (SPEC L4).
     pub fn new(message: impl Into<String>) -> HookError {
         HookError {
             message: message.into(),

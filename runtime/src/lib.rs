@@ -16,6 +16,7 @@
 //! watching), [`store`] (the store protocol and the durable stores) and
 //! [`facade`] (trusted admin writes and staged mutations), and [`id`] (the
 //! run, thread, message and call ids).
+#![warn(missing_docs)]
 
 mod agent;
 mod attempt;

@@ -27,33 +27,54 @@ pub enum LiveEvent {
     /// A released part of a step's stream, after the watcher's live transforms.
     #[serde(skip)]
     Part {
+        /// When it was released, on the runtime's clock (milliseconds).
         at: Millis,
+        /// The run streaming.
         run_id: RunId,
+        /// The step, within the run, from 0.
         step: u32,
+        /// The part, as the watcher's transforms left it.
         part: StreamPart,
     },
     /// The step's stream was aborted; parts already released stay released (S4).
     Aborted {
+        /// When the abort happened, on the runtime's clock (milliseconds).
         at: Millis,
+        /// The run whose step was aborted.
         run_id: RunId,
+        /// The step, within the run, from 0.
         step: u32,
+        /// Why, as the aborting stage gave it.
         reason: String,
     },
     /// The thread changed: refresh to see version `version` (H1).
-    Committed { at: Millis, version: u64 },
+    Committed {
+        /// When the watcher was told, on the runtime's clock (milliseconds).
+        at: Millis,
+        /// The thread's version after the commit: read the thread to see it.
+        version: u64,
+    },
     /// A run waits for a client to answer these calls (SPEC T7): a client
     /// shows them (approve, deny, run a client tool) and answers.
     RunWaiting {
+        /// When the run began to wait, on the runtime's clock (milliseconds).
         at: Millis,
+        /// The waiting run.
         run_id: RunId,
+        /// The calls waiting for an answer, in call order.
         calls: Vec<WaitingCall>,
     },
     /// A run ended (a run's status is not a commit, so watchers are told here).
     RunEnded {
+        /// When the run ended, on the runtime's clock (milliseconds).
         at: Millis,
+        /// The run that ended.
         run_id: RunId,
+        /// Its final status: completed, failed or cancelled.
         status: RunStatus,
+        /// Its outcome: completed, blocked by a guard, cancelled or failed.
         outcome: Outcome,
+        /// Why it failed or was cancelled, when it did.
         reason: Option<String>,
     },
 }

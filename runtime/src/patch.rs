@@ -49,6 +49,7 @@ impl ModelSettings {
         take(&mut self.stop_sequences, &other.stop_sequences);
     }
 
+    /// Whether no setting is set: merging it changes nothing.
     pub fn is_empty(&self) -> bool {
         let ModelSettings {
             max_output_tokens,
@@ -233,6 +234,8 @@ pub struct Patch {
 }
 
 impl Patch {
+    /// Whether the patch changes nothing: no route change and no messages
+    /// appended or replaced.
     pub fn is_empty(&self) -> bool {
         self.route.is_empty()
             && self.append_model_messages.is_empty()

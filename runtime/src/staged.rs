@@ -91,6 +91,7 @@ impl<'a> Staged<'a> {
         });
     }
 
+    /// Removes a client-readable metadata key (nothing if it is not set).
     pub fn remove_metadata(&mut self, key: impl Into<String>) {
         self.writes.push(Write::Metadata {
             key: key.into(),
@@ -106,6 +107,8 @@ impl<'a> Staged<'a> {
         });
     }
 
+    /// Removes a private metadata key (server side only, SPEC H4; nothing if it
+    /// is not set).
     pub fn remove_private(&mut self, key: impl Into<String>) {
         self.writes.push(Write::PrivateMetadata {
             key: key.into(),
@@ -137,6 +140,9 @@ pub enum MutateError {
     /// A `prepare_history_rewrite` hook failed: the rewrite was not committed.
     #[error("prepare_history_rewrite refused the rewrite: {0}")]
     Hook(String),
+    /// The store failed the request, or refused it on other grounds than a
+    /// [`Refusal`] (no such thread, another identity's); when the store was
+    /// unavailable, the mutation may or may not have committed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -53,7 +53,9 @@ pub struct Harness {
 /// files that did not load.
 #[derive(Debug)]
 pub struct DirOutcome {
+    /// Each scenario that loaded (and passed the filter), with its result.
     pub cases: Vec<CaseResult>,
+    /// Each file that did not load, with its located error.
     pub load_errors: Vec<ScenarioError>,
     /// The seed every scenario ran under (`PAI_SIM_SEED`), if not its own.
     pub seed: Option<u64>,

@@ -6,6 +6,7 @@
 //! virtual clock, scripted model and tools, the built-in [`hooks`] library)
 //! → one observed value → oracles and transcript → [`Report`] →
 //! [`snapshot`] files.
+#![warn(missing_docs)]
 
 mod cluster;
 mod defaults;

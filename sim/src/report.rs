@@ -16,6 +16,8 @@ use crate::world::ScriptedProvider;
 /// A scenario that could not be run at all.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
+    /// The simulated runtime (or the store of the kind asked for) could not be
+    /// built; the message says why.
     #[error("cannot start the simulated runtime: {0}")]
     Setup(String),
 }
@@ -23,11 +25,16 @@ pub enum SimError {
 /// The result of one run.
 #[derive(Debug, Clone)]
 pub struct Report {
+    /// The run's transcript: the text its snapshot holds (see
+    /// [`snapshot::locate`](crate::snapshot::locate)), the same for every run
+    /// with the same seed (SPEC D4).
     pub transcript: String,
     /// Model steps committed, over all runs.
     pub steps: u32,
     /// Virtual time when the scenario went idle.
     pub virtual_ms: u64,
+    /// Every invariant the oracles found broken, in the order the transcript
+    /// lists them under `== oracles ==`; empty when all is quiet.
     pub violations: Vec<Violation>,
     /// Every stored thread at the end, as trusted code sees it.
     pub threads: Vec<StoredThread>,
@@ -89,7 +96,6 @@ impl Report {
         })
     }
 
-    /// Whether a fault placed at a store request fired (with workers).
     /// The faults carried out among workers, by name (`crash`, `heal`,
     /// ...), in the order they happened.
     pub fn faults_carried_out(&self) -> Vec<&'static str> {
@@ -105,6 +111,7 @@ impl Report {
             .collect()
     }
 
+    /// Whether a fault placed at a store request fired (with workers).
     pub fn fired_at_request(&self) -> bool {
         self.cluster.as_ref().is_some_and(|c| {
             c.log.iter().any(|r| {

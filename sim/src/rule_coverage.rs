@@ -10,16 +10,24 @@ use crate::scenario::OracleId;
 /// A test function, by file and name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TestRef {
+    /// The source file, as the caller named it (a path relative to the
+    /// repository root, such as `sim/tests/it/k2.rs`).
     pub file: String,
+    /// The test function's name.
     pub name: String,
 }
 
 /// One rule and everything that checks it.
 #[derive(Debug, Clone)]
 pub struct RuleCoverage {
+    /// The rule, from the catalogue.
     pub rule: &'static Rule,
+    /// The scenario files that name the rule in their `rules = [...]`, in the
+    /// order given.
     pub scenarios: Vec<PathBuf>,
+    /// The oracles that judge the rule on every run.
     pub oracles: Vec<OracleId>,
+    /// The tests whose name or `SPEC` comment names the rule.
     pub tests: Vec<TestRef>,
 }
 

@@ -9,8 +9,12 @@ use serde::Deserialize;
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
+    /// The rule's id: a letter for the SPEC section and a number (`K2`), as
+    /// scenarios name it in `rules = [...]`.
     pub id: String,
+    /// The SPEC section the rule belongs to (`Phase order`).
     pub section: String,
+    /// What the rule says, in one line of the project's own words.
     pub statement: String,
     /// Checked against a reference model by a property test.
     #[serde(default)]

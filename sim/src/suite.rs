@@ -162,6 +162,8 @@ pub enum CaseStatus {
 }
 
 impl CaseStatus {
+    /// The status as the results table prints it (`ok`, `ok, no snapshot`,
+    /// `updated`, `FAIL`).
     pub fn as_str(self) -> &'static str {
         match self {
             CaseStatus::Ok => "ok",
@@ -181,25 +183,39 @@ impl std::fmt::Display for CaseStatus {
 /// One scenario's result.
 #[derive(Debug, Clone)]
 pub struct CaseResult {
+    /// The scenario file, as discovered or named.
     pub path: PathBuf,
+    /// The scenario's `name`.
     pub name: String,
+    /// The SPEC rule ids the scenario names.
     pub rules: Vec<String>,
+    /// The seed it ran with: the file's, unless the caller gave another.
     pub seed: u64,
     /// The store the run kept its threads in.
     pub store: StoreKind,
     /// The run was also compared with one on the other store (`--differential`).
     pub differential: bool,
+    /// Model steps committed, over all runs (from the first run).
     pub steps: u32,
+    /// Virtual milliseconds at which the scenario went idle (from the first
+    /// run).
     pub virtual_ms: u64,
+    /// Ok, updated, without a snapshot, or failed.
     pub status: CaseStatus,
+    /// What went wrong, one message each: a run that could not start, a
+    /// broken expectation, a D4 or D1 difference, a snapshot mismatch; empty
+    /// when the case passed.
     pub problems: Vec<String>,
 }
 
 impl CaseResult {
+    /// Whether anything went wrong (`problems` is not empty).
     pub fn failed(&self) -> bool {
         !self.problems.is_empty()
     }
 
+    /// The one shell command that replays this case as it ran: its file, seed,
+    /// store and `--differential` when compared (SPEC D2).
     pub fn replay(&self) -> String {
         let line = replay_on(&self.path, self.seed, self.store);
         match self.differential {

@@ -32,19 +32,29 @@ use crate::worker::WorkerConfig;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
+    /// A required part was not given; the text names it (`a model provider`, `a
+    /// clock`, `an id source`).
     #[error("the runtime needs {0}")]
     Missing(&'static str),
     /// An agent must be allowed at least one step per run (SPEC A2).
     #[error("agent {agent}: max_steps must be at least 1")]
-    MaxSteps { agent: String },
+    MaxSteps {
+        /// The agent's name.
+        agent: String,
+    },
     /// An `on_output` handler updates another metadata type than the agent's.
     #[error(
         "agent {agent}: on_output of tool {tool} updates {found}, but the run metadata is {expected}"
     )]
     MetadataType {
+        /// The agent's name.
         agent: String,
+        /// The tool whose handler is mistyped.
         tool: String,
+        /// The run metadata type the agent declares
+        /// ([`Agent::run_metadata`](crate::Agent::run_metadata)).
         expected: &'static str,
+        /// The metadata type the handler updates.
         found: &'static str,
     },
 }
@@ -53,32 +63,59 @@ pub enum BuildError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
+    /// The store refused or failed the request (for instance, the thread is
+    /// another identity's, SPEC H4).
     #[error(transparent)]
     Store(#[from] StoreError),
     /// A cancel found no active or queued run on the thread (SPEC K6).
     #[error("thread {thread} has no active or queued run to cancel")]
-    NoRun { thread: ThreadId },
+    NoRun {
+        /// The thread asked.
+        thread: ThreadId,
+    },
     /// A cancel named a run that is not a run of this thread.
     #[error("thread {thread} has no run {run}")]
-    NoSuchRun { thread: ThreadId, run: RunId },
+    NoSuchRun {
+        /// The thread asked.
+        thread: ThreadId,
+        /// The run named.
+        run: RunId,
+    },
     /// A cancel named a run that has already ended.
     #[error("run {run} has already ended")]
-    RunEnded { run: RunId },
+    RunEnded {
+        /// The run named, which has ended.
+        run: RunId,
+    },
     /// No waiting call of the thread's current run has this id (SPEC T9).
     #[error("call {call} is not waiting for an answer")]
-    NotWaiting { call: CallId },
+    NotWaiting {
+        /// The call named.
+        call: CallId,
+    },
     /// The call has its answer already (SPEC T9).
     #[error("call {call} has been answered already")]
-    AlreadyAnswered { call: CallId },
+    AlreadyAnswered {
+        /// The call named.
+        call: CallId,
+    },
     /// An approval or denial for a client tool's call, or an output for an
     /// approval tool's call.
     #[error("call {call} is a call of a {kind} tool and cannot be answered so")]
-    WrongAnswer { call: CallId, kind: &'static str },
+    WrongAnswer {
+        /// The call named.
+        call: CallId,
+        /// The kind of its tool: `client` or `approval`.
+        kind: &'static str,
+    },
     /// A submitted output does not match the client tool's output type.
     #[error("output for call {call} does not match tool {tool}: {message}")]
     InvalidOutput {
+        /// The call named.
         call: CallId,
+        /// The client tool it calls.
         tool: String,
+        /// What does not match, in words.
         message: String,
     },
 }
@@ -105,16 +142,22 @@ impl<C: 'static> fmt::Debug for RuntimeBuilder<C> {
 }
 
 impl<C: Send + Sync + 'static> RuntimeBuilder<C> {
+    /// The models the runtime calls, by the names routes give (required).
     pub fn models(mut self, models: impl ModelProvider) -> Self {
         self.models = Some(Box::new(models));
         self
     }
 
+    /// The clock the runtime reads for every timestamp and timer (required):
+    /// a wall clock in production, a virtual one in the simulator; the
+    /// runtime never reads the OS clock itself.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = Some(clock);
         self
     }
 
+    /// Where run, thread, message and call ids come from (required): a seeded
+    /// source makes runs reproducible.
     pub fn ids(mut self, ids: Arc<dyn IdSource>) -> Self {
         self.ids = Some(ids);
         self
@@ -148,6 +191,9 @@ impl<C: Send + Sync + 'static> RuntimeBuilder<C> {
         self
     }
 
+    /// The runtime, checked: refused when a required part is missing, the
+    /// agent's `max_steps` is 0 or an `on_output` handler updates another
+    /// metadata type than the agent's.
     pub fn build(self) -> Result<Runtime<C>, BuildError> {
         if self.agent.max_steps == 0 {
             return Err(BuildError::MaxSteps {
@@ -213,17 +259,28 @@ impl<C: 'static> fmt::Debug for Runtime<C> {
 /// A thread as its client sees it: transcript-visible messages only.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThreadState {
+    /// The thread's id.
     pub id: ThreadId,
+    /// The thread's version: it grows with every committed change, and live
+    /// events name the version they follow.
     pub version: u64,
+    /// The transcript-visible messages, oldest first (context-only messages,
+    /// such as hidden lifecycle messages, are left out).
     pub messages: Vec<Message>,
+    /// The thread's client-readable metadata (trusted code's private metadata
+    /// is not shown).
     pub metadata: Map<String, Value>,
+    /// Every run of the thread, oldest first, with its status and outcome.
     pub runs: Vec<RunRecord>,
 }
 
 /// What `send` created.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sent {
+    /// The stored user message.
     pub message_id: MessageId,
+    /// The run that answers it: queued, or started at once when the thread is
+    /// idle; for a steer taken by the active run, that run.
     pub run_id: RunId,
 }
 
@@ -291,6 +348,9 @@ impl<C> fmt::Debug for Client<C> {
 }
 
 impl<C: Send + Sync + 'static> Client<C> {
+    /// The thread `id` as this client reaches it. The first send or watch
+    /// creates it, owned by this identity and the runtime's agent; a thread
+    /// of another owner or agent is refused (SPEC H4).
     pub fn thread(&self, id: impl Into<String>) -> ThreadHandle<C> {
         ThreadHandle {
             runtime: self.runtime.clone(),
@@ -299,6 +359,7 @@ impl<C: Send + Sync + 'static> Client<C> {
         }
     }
 
+    /// A fresh thread id from the runtime's id source.
     pub fn new_thread_id(&self) -> String {
         self.runtime.shared.ids.next_id(IdKind::Thread)
     }
@@ -321,6 +382,7 @@ impl<C> fmt::Debug for ThreadHandle<C> {
 }
 
 impl<C: Send + Sync + 'static> ThreadHandle<C> {
+    /// The thread's id.
     pub fn id(&self) -> &str {
         &self.id
     }

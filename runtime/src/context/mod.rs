@@ -18,10 +18,17 @@ pub(crate) mod cache;
 /// A history read that the fence refused (SPEC M3, H5).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HistoryError {
+    /// The thread no longer exists (deleted, SPEC H5); it holds the thread's
+    /// id.
     #[error("thread {0} no longer exists")]
     Gone(String),
+    /// The thread is another incarnation than the resolver's (deleted and
+    /// created again, SPEC H5) or another agent's (SPEC M3).
     #[error("thread {thread} is a different incarnation or agent than this resolver's")]
-    Fenced { thread: String },
+    Fenced {
+        /// The thread's id.
+        thread: String,
+    },
     /// The store could not answer the read.
     #[error(transparent)]
     Store(StoreError),
@@ -201,6 +208,7 @@ impl fmt::Debug for ResolverThread<'_> {
 }
 
 impl ResolverThread<'_> {
+    /// The thread's id.
     pub fn id(&self) -> &str {
         self.history.thread
     }
@@ -219,8 +227,12 @@ impl ResolverThread<'_> {
 /// Input of `resolve_model_context`.
 #[derive(Debug)]
 pub struct ContextInput<'a> {
+    /// The step being resolved, numbered from 0 across the run's episodes.
     pub step: u32,
+    /// The thread's stored history as of the step's start (its anchor, SPEC
+    /// M1): what a resolver reads to build the context.
     pub history: &'a History<'a>,
+    /// The thread's metadata, read-only (SPEC M4).
     pub thread: &'a ResolverThread<'a>,
 }
 

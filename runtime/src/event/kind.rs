@@ -51,6 +51,7 @@ macro_rules! event_kinds {
         #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
         pub enum EventName {
             $(
+                $(#[doc = $doc])*
                 #[serde(rename = $name)]
                 $variant,
             )*

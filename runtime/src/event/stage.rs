@@ -76,6 +76,9 @@ impl RunStage {
         ),
     ];
 
+    /// The stage's name in the event log and in `Display`: the phase's name for
+    /// a phase (`prepare_run`), else the stage's own (`stream`, `between
+    /// steps`).
     pub fn as_str(self) -> &'static str {
         match self {
             RunStage::Phase(p) => p.as_str(),

@@ -71,10 +71,14 @@ impl<C> Composed<C> {
             .map(|&i| &*self.hooks[i])
     }
 
+    /// The number of hooks composed, in composition order (a nested composition
+    /// counts as one).
     pub fn len(&self) -> usize {
         self.hooks.len()
     }
 
+    /// Whether no hook was composed: the lifecycle then does nothing, as
+    /// [`NoLifecycle`](super::NoLifecycle) does.
     pub fn is_empty(&self) -> bool {
         self.hooks.is_empty()
     }

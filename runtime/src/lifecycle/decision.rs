@@ -121,6 +121,8 @@ pub enum AfterStepDecision {
 }
 
 impl AfterStepDecision {
+    /// The decision's name in the event log (`natural`, `next_step`,
+    /// `complete`).
     pub fn as_str(self) -> &'static str {
         match self {
             AfterStepDecision::Natural => "natural",
@@ -194,6 +196,8 @@ pub enum NoteDecision {
     // One provider attempt, or the next hook in.
     #[cfg_attr(feature = "schema", schemars(with = "AttemptPatch"))]
     Next {
+        /// The patch it passed: the route and settings changed for that
+        /// attempt.
         #[serde(flatten)]
         patch: AttemptPatch,
     },

@@ -16,13 +16,16 @@ use crate::patch::Route;
 pub struct HookCx<'a, C> {
     /// The application's typed runtime context.
     pub context: &'a C,
+    /// The run the hook runs for.
     pub run_id: &'a str,
+    /// The thread of that run.
     pub thread_id: &'a str,
     /// Execution episode number, from 1.
     pub episode: u32,
     /// The episode resumes the run: after a wait (SPEC T7), or a takeover
     /// among workers (K3); what `prepare_run`'s input says too.
     pub resumed: bool,
+    /// The time on the runtime's clock when the hook was called (milliseconds).
     pub now: Millis,
     pub(crate) trace: Option<&'a dyn HookTrace>,
     /// The run's thread facade (metadata, hidden messages), inside a run.
@@ -92,6 +95,8 @@ pub enum StreamKind {
 pub struct StreamInput {
     /// The model step, for model streams.
     pub step: Option<u32>,
+    /// What the stream carries: a model step's output, a `prepare_run` response
+    /// or an abort's replacement.
     pub kind: StreamKind,
 }
 
@@ -125,8 +130,11 @@ pub struct StepInput<'a> {
 /// Input of `before_tool_call`.
 #[derive(Debug)]
 pub struct ToolCallInput<'a> {
+    /// Step number within the run, from 0.
     pub step: u32,
+    /// The call's id, as the model's stream gave it.
     pub call_id: &'a str,
+    /// The name of the tool called.
     pub tool: &'a str,
     /// The input, as replaced by earlier hooks.
     pub input: &'a Value,
@@ -153,6 +161,7 @@ pub struct ToolResult {
 /// Input of `after_tool_result`.
 #[derive(Debug)]
 pub struct ToolResultInput<'a> {
+    /// Step number within the run, from 0.
     pub step: u32,
     /// The result, with earlier hooks' replacements applied.
     pub result: &'a ToolResult,
@@ -161,8 +170,11 @@ pub struct ToolResultInput<'a> {
 /// Input of `after_step`.
 #[derive(Debug)]
 pub struct AfterStepInput<'a> {
+    /// Step number within the run, from 0.
     pub step: u32,
     /// The assembled, committed assistant message. Read-only (SPEC A1).
     pub message: &'a Message,
+    /// The step's final tool results, in call order, with `after_tool_result`
+    /// replacements applied.
     pub tool_results: &'a [ToolResult],
 }

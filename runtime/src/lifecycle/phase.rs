@@ -38,6 +38,8 @@ pub enum Phase {
 pub(crate) const PHASES: usize = 10;
 
 impl Phase {
+    /// Every phase, in the order a run meets them (SPEC §1), the two
+    /// history-rewrite phases last.
     pub const ALL: [Phase; PHASES] = [
         Phase::PrepareRun,
         Phase::ResolveModelContext,
@@ -51,6 +53,8 @@ impl Phase {
         Phase::HistoryRewritten,
     ];
 
+    /// The phase's name in the event log, in scenario files and in `Display`
+    /// (`prepare_run`).
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::PrepareRun => "prepare_run",
@@ -83,17 +87,23 @@ impl fmt::Display for Phase {
 pub struct Phases(u16);
 
 impl Phases {
+    /// No phase: a hook that handles nothing is never called.
     pub const NONE: Phases = Phases(0);
+    /// Every phase.
     pub const ALL: Phases = Phases(0b11_1111_1111);
 
+    /// The one phase `phase`.
     pub const fn only(phase: Phase) -> Phases {
         Phases(phase.bit())
     }
 
+    /// This set with `phase` added.
     pub const fn with(self, phase: Phase) -> Phases {
         Phases(self.0 | phase.bit())
     }
 
+    /// Whether `phase` is in the set: composition calls a hook in a phase only
+    /// then.
     pub const fn contains(self, phase: Phase) -> bool {
         self.0 & phase.bit() != 0
     }

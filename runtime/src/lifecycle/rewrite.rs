@@ -13,14 +13,20 @@ use crate::store::{StoredThread, VisibilityChange, Write};
 pub enum RewriteKind {
     /// History after user message `from` is removed and a new run starts from it.
     Regenerate {
+        /// The user message the new run answers again.
         from: MessageId,
+        /// The messages removed: every message after `from`, oldest first.
         removed: Vec<MessageId>,
     },
     /// Trusted code changed stored visibility of these messages.
-    Visibility { changes: Vec<VisibilityChange> },
+    Visibility {
+        /// The changes, one per message, in the order they were asked.
+        changes: Vec<VisibilityChange>,
+    },
 }
 
 impl RewriteKind {
+    /// The rewrite's name in the event log (`regenerate`, `visibility`).
     pub fn name(&self) -> &'static str {
         match self {
             RewriteKind::Regenerate { .. } => "regenerate",
@@ -33,7 +39,9 @@ impl RewriteKind {
 /// stored before it (trusted server code: private metadata included).
 #[derive(Debug)]
 pub struct RewriteInput<'a> {
+    /// The rewrite about to commit.
     pub kind: &'a RewriteKind,
+    /// The thread as stored before it, private metadata included.
     pub thread: &'a StoredThread,
 }
 
@@ -41,13 +49,16 @@ pub struct RewriteInput<'a> {
 /// to `Some(value)` or removed with `None`. Later hooks' keys win (L11).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RewritePatch {
+    /// Client-readable metadata keys to set.
     pub metadata: Map<String, Value>,
+    /// Private (server-only) metadata keys to set.
     pub private_metadata: Map<String, Value>,
     /// Keys to remove: `(private, key)`.
     pub removed: Vec<(bool, String)>,
 }
 
 impl RewritePatch {
+    /// Whether the patch changes nothing (no commit is needed for it).
     pub fn is_empty(&self) -> bool {
         self.metadata.is_empty() && self.private_metadata.is_empty() && self.removed.is_empty()
     }
@@ -121,7 +132,10 @@ impl RewritePatch {
 pub struct RewriteFact {
     /// The thread's version the rewrite committed.
     pub version: u64,
+    /// The incarnation of the thread the rewrite happened to: a thread deleted
+    /// and created again is a new incarnation (SPEC H5).
     pub incarnation: u64,
+    /// What was rewritten.
     pub kind: RewriteKind,
 }
 

@@ -10,11 +10,19 @@ use crate::clock::Millis;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Producer {
+    /// A client's user message (a send or a steer), or a user message trusted
+    /// code appended.
     User,
+    /// The model: a step's assistant message.
     Model,
+    /// A lifecycle hook: a `prepare_run` response, or a message a hook stored
+    /// during a run.
     Lifecycle,
+    /// A tool: a tool result message.
     Tool,
+    /// Trusted code outside any run (an admin write).
     Runtime,
+    /// The compaction helper: a summary standing for older messages (SPEC C1).
     Compaction,
 }
 
@@ -50,6 +58,8 @@ pub struct Visibility {
 }
 
 impl Visibility {
+    /// Shown in the transcript and sent to the model: what ordinary messages
+    /// have.
     pub const ALL: Visibility = Visibility {
         transcript: true,
         context: true,
@@ -77,6 +87,8 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The outcome's name in the event log and the store (`completed`,
+    /// `blocked`, `cancelled`, `failed`).
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Completed => "completed",
@@ -90,12 +102,18 @@ impl Outcome {
 /// Runtime-owned provenance of a message (`metadata.pai`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PaiMeta {
+    /// Who wrote the message.
     pub producer: Producer,
+    /// The run that wrote it; `None` for messages written outside any run.
     pub run_id: Option<RunId>,
+    /// The step of that run that wrote it, from 0; `None` outside a step.
     pub step: Option<u32>,
+    /// When the message was last written, on the runtime's clock
+    /// (milliseconds).
     pub updated_at: Millis,
     /// Set on terminal lifecycle responses (SPEC L12).
     pub outcome: Option<Outcome>,
+    /// With `outcome`: why the run ended so, in words.
     pub reason: Option<String>,
 }
 
@@ -150,6 +168,8 @@ pub enum ResultSource {
 }
 
 impl ResultSource {
+    /// The source's name in the event log and the store (`tool`,
+    /// `invalid_input`, `client`).
     pub fn as_str(self) -> &'static str {
         match self {
             ResultSource::Tool => "tool",
@@ -201,6 +221,7 @@ pub enum Part {
 }
 
 impl Part {
+    /// A text part.
     pub fn text(text: impl Into<String>) -> Part {
         Part::Text { text: text.into() }
     }
@@ -212,10 +233,15 @@ impl Part {
 /// the store answers with the first number it gave.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewMessage {
+    /// The message's id, from the runtime's id source.
     pub id: MessageId,
+    /// Who speaks.
     pub role: Role,
+    /// What the message holds, in order.
     pub parts: Vec<Part>,
+    /// Where it may appear: transcript, model context, both or neither.
     pub visibility: Visibility,
+    /// Runtime-owned provenance: producer, run, step, time (`metadata.pai`).
     pub pai: PaiMeta,
 }
 
@@ -243,12 +269,17 @@ impl NewMessage {
 /// A stored message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
+    /// The message's id.
     pub id: MessageId,
     /// Physical sequence number in the thread, starting at 1, never reused.
     pub seq: u64,
+    /// Who speaks.
     pub role: Role,
+    /// What the message holds, in order.
     pub parts: Vec<Part>,
+    /// Where it may appear: transcript, model context, both or neither.
     pub visibility: Visibility,
+    /// Runtime-owned provenance: producer, run, step, time (`metadata.pai`).
     pub pai: PaiMeta,
 }
 
@@ -291,6 +322,7 @@ pub struct ModelMessage {
 }
 
 impl ModelMessage {
+    /// A system message with one text part.
     pub fn system(text: impl Into<String>) -> ModelMessage {
         ModelMessage {
             role: Role::System,
@@ -298,6 +330,7 @@ impl ModelMessage {
         }
     }
 
+    /// A user message with one text part.
     pub fn user(text: impl Into<String>) -> ModelMessage {
         ModelMessage {
             role: Role::User,

@@ -18,12 +18,20 @@ use crate::tool::ToolSpec;
 /// Everything one provider attempt receives.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelRequest {
+    /// The run the attempt is for (empty outside a run).
     pub run_id: RunId,
+    /// The step within the run, from 0.
     pub step: u32,
+    /// The route after every patch: the model name, its settings, tool choice
+    /// and provider options.
     pub route: Route,
+    /// The agent's instructions (its system prompt); the provider decides where
+    /// they go in its request.
     pub instructions: String,
     /// Registered tools offered to the model in this step.
     pub tools: Vec<ToolSpec>,
+    /// The messages to send, as resolved and patched for this step and attempt
+    /// (SPEC P4).
     pub messages: Vec<ModelMessage>,
     /// The attempt's timeout, set by `around_model_call` patches.
     pub timeout_ms: Option<crate::clock::Millis>,
@@ -69,6 +77,7 @@ pub enum FinishReason {
 }
 
 impl FinishReason {
+    /// The reason's name in the event log (`stop`, `tool_calls`, `length`).
     pub fn as_str(self) -> &'static str {
         match self {
             FinishReason::Stop => "stop",
@@ -86,6 +95,7 @@ pub enum StreamPart {
     TextDelta(Delta),
     /// A tool call (build one with [`StreamPart::tool_call`]).
     ToolCall(Box<StreamedCall>),
+    /// The provider finished, for this reason; nothing follows.
     Finish(FinishReason),
     /// The provider failed after the stream started (build one with
     /// [`StreamPart::error`]).
@@ -95,8 +105,13 @@ pub enum StreamPart {
 /// A tool call a provider streamed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamedCall {
+    /// The call's id, as the provider gave it; the tool result carries it
+    /// back.
     pub call_id: CallId,
+    /// The name of the tool called.
     pub tool: String,
+    /// The call's input, as the model wrote it; a tool whose input type it
+    /// does not fit answers with an invalid-input result (SPEC X2).
     pub input: Value,
 }
 
@@ -127,6 +142,8 @@ impl StreamPart {
 
 /// A provider stream, polled by the step loop.
 pub trait PartStream: Send {
+    /// The next part: `Ready(Some(part))`, `Ready(None)` at the end, or
+    /// `Pending` until one is ready (as a `Stream` would).
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<StreamPart>>;
 
     /// Hands `sink` the parts that are ready, in order, until the sink asks
@@ -160,6 +177,7 @@ pub trait PartSink {
 pub struct ReadyStream(std::vec::IntoIter<StreamPart>);
 
 impl ReadyStream {
+    /// A stream that gives `parts`, in order, every one at once.
     pub fn new(parts: Vec<StreamPart>) -> ReadyStream {
         ReadyStream(parts.into_iter())
     }
@@ -183,10 +201,15 @@ impl PartStream for ReadyStream {
 /// A provider failure before the stream exists.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ModelError {
+    /// No model is registered under the route's model name.
     #[error("model {0} is not registered")]
     UnknownModel(String),
+    /// The provider could not start the stream; the text says why (a
+    /// `fallback` hook may retry with another model).
     #[error("provider error: {0}")]
     Provider(String),
+    /// The attempt ran past its timeout, in milliseconds (set by an
+    /// `around_model_call` patch).
     #[error("model attempt timed out after {0}ms")]
     Timeout(crate::clock::Millis),
     /// The run was stopped; stop wins over everything an attempt does.
@@ -225,6 +248,7 @@ pub(crate) fn offered(registered: &[ToolSpec], route: &Route) -> Vec<ToolSpec> {
 
 /// Resolves a route's model name to a model.
 pub trait ModelProvider: Send + Sync + 'static {
+    /// The model registered under `name`, if any.
     fn model(&self, name: &str) -> Option<&dyn LanguageModel>;
 }
 
@@ -233,10 +257,13 @@ pub trait ModelProvider: Send + Sync + 'static {
 pub struct ModelMap(BTreeMap<String, Arc<dyn LanguageModel>>);
 
 impl ModelMap {
+    /// An empty map.
     pub fn new() -> ModelMap {
         ModelMap::default()
     }
 
+    /// This map with `model` registered under `name` (replacing one of that
+    /// name).
     pub fn with(mut self, name: impl Into<String>, model: Arc<dyn LanguageModel>) -> ModelMap {
         self.0.insert(name.into(), model);
         self

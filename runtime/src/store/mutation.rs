@@ -20,11 +20,18 @@ pub enum Expect {
     Nothing,
     /// Conflict if any change happened since the thread had this version
     /// (lease renewals included: the strict check).
-    Version { version: u64, incarnation: u64 },
+    Version {
+        /// The version the writer read.
+        version: u64,
+        /// The incarnation the writer read.
+        incarnation: u64,
+    },
     /// Conflict only if private metadata is no longer this map; other
     /// changes (messages, usage, lease renewals) do not conflict.
     PrivateMetadata {
+        /// The private metadata the writer read, whole.
         private: Map<String, Value>,
+        /// The incarnation the writer read.
         incarnation: u64,
     },
 }
@@ -53,12 +60,24 @@ pub enum Write {
     /// Appends a message (the store numbers it at commit).
     Append(NewMessage),
     /// Sets (`Some`) or removes (`None`) a key of the client-readable metadata.
-    Metadata { key: String, value: Option<Value> },
+    Metadata {
+        /// The key.
+        key: String,
+        /// The new value; `None` removes the key.
+        value: Option<Value>,
+    },
     /// Sets or removes a key of the private metadata (never sent to clients, H4).
-    PrivateMetadata { key: String, value: Option<Value> },
+    PrivateMetadata {
+        /// The key.
+        key: String,
+        /// The new value; `None` removes the key.
+        value: Option<Value>,
+    },
     /// Changes a stored message's visibility (a visibility rewrite, R1).
     Visibility {
+        /// The message, by id.
         message: MessageId,
+        /// Its new visibility.
         visibility: Visibility,
     },
 }
@@ -74,8 +93,16 @@ impl Write {
 /// token (SPEC K2, H7).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Writer {
+    /// Trusted server code (the admin API, SPEC H7): no lease, no fencing.
     Trusted,
-    Run { run: RunId, token: FencingToken },
+    /// A run's lease holder: the write lands only under the thread's newest
+    /// token (SPEC K2).
+    Run {
+        /// The run writing.
+        run: RunId,
+        /// The lease token it holds.
+        token: FencingToken,
+    },
 }
 
 /// Why a mutation or rewrite committed nothing, though the store was reached.
@@ -88,21 +115,36 @@ pub enum Refusal {
     /// the incarnation differs).
     #[error("conflict: the thread is at version {version} of incarnation {incarnation}{}", if *.private_changed { ", and its private metadata changed" } else { "" })]
     Conflict {
+        /// The thread's version now.
         version: u64,
+        /// The thread's incarnation now.
         incarnation: u64,
+        /// Whether private metadata differs from what a private-metadata
+        /// expectation named.
         private_changed: bool,
     },
     /// A history rewrite found a run holding or owed the thread (SPEC K4):
     /// a running or waiting run (its pending calls must keep their
     /// messages), or for a regeneration a queued run.
     #[error("run {run} is {} on this thread: a history rewrite must wait until it ends or is cancelled", .status.as_str())]
-    Busy { run: RunId, status: RunStatus },
+    Busy {
+        /// The run.
+        run: RunId,
+        /// Its status: running, waiting, or (for a regeneration) queued.
+        status: RunStatus,
+    },
     /// A write names a message the thread does not have.
     #[error("message {message} is not in the thread")]
-    NoMessage { message: MessageId },
+    NoMessage {
+        /// The message named.
+        message: MessageId,
+    },
     /// A regeneration must start from a user message.
     #[error("message {message} is not a user message: a regeneration starts from one")]
-    NotUserMessage { message: MessageId },
+    NotUserMessage {
+        /// The message named.
+        message: MessageId,
+    },
 }
 
 /// What a committed mutation did.
@@ -110,6 +152,7 @@ pub enum Refusal {
 pub struct Mutation {
     /// The thread's version after it (unchanged when nothing was staged).
     pub version: u64,
+    /// The thread's incarnation it committed to.
     pub incarnation: u64,
     /// Ids of the messages it appended, in order.
     pub appended: Vec<MessageId>,
@@ -133,7 +176,9 @@ pub struct VisibilityChange {
 /// What a committed regeneration did (SPEC R1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Regeneration {
+    /// The thread's version after it.
     pub version: u64,
+    /// The thread's incarnation it committed to.
     pub incarnation: u64,
     /// The run it started, queued behind nothing.
     pub run: RunId,

@@ -33,6 +33,9 @@ pub type StoreFuture<'a> = HookFuture<'a, Result<StoreReply, StoreError>>;
 /// refused under a stale one (K2). A store that cannot be reached answers
 /// [`StoreError::Unavailable`]: the request may or may not have landed.
 pub trait Store: Send + Sync + 'static {
+    /// Applies one request as one transaction and answers it with the reply of
+    /// the request's group; an error means nothing was applied (except
+    /// [`StoreError::Unavailable`], which cannot know).
     fn call(&self, request: StoreRequest) -> StoreFuture<'_>;
 }
 
@@ -41,13 +44,24 @@ pub trait Store: Send + Sync + 'static {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum StoreRequest {
     /// An operation on the thread `thread` (it may not exist yet).
-    On { thread: ThreadId, op: Op },
+    On {
+        /// The thread.
+        thread: ThreadId,
+        /// What is asked of it, by whom.
+        op: Op,
+    },
     /// Every thread's id, in order. Answered [`AdminReply::Ids`](super::AdminReply::Ids).
     ThreadIds,
     /// Takes the lease of a run on the first thread in id order that has
     /// one to take (see [`AdminOp::Claim`]). Answered
     /// [`AdminReply::Claimed`](super::AdminReply::Claimed).
-    ClaimAny { worker: String, ttl: Option<Millis> },
+    ClaimAny {
+        /// The worker claiming, as its events and the lease name it.
+        worker: String,
+        /// How long the lease lasts unless renewed, in milliseconds; `None`: it
+        /// never expires.
+        ttl: Option<Millis>,
+    },
 }
 
 /// An operation on one thread, by who asks.
@@ -55,15 +69,23 @@ pub enum StoreRequest {
 pub enum Op {
     /// A client acting for `owner` on `agent`'s thread (SPEC H4).
     Client {
+        /// The agent the client's runtime serves: a thread of another agent is
+        /// refused.
         agent: String,
+        /// The identity the client acts for: a thread of another owner is
+        /// refused.
         owner: String,
+        /// What the client asks.
         op: ClientOp,
     },
     /// A run's write (or fenced read) under its lease token: it lands only
     /// if `token` is the thread's newest and `run` holds the lease (K2).
     Run {
+        /// The run writing.
         run: RunId,
+        /// The lease token it holds.
         token: FencingToken,
+        /// What the run asks.
         op: RunOp,
     },
     /// A read without a lease token.
@@ -84,14 +106,26 @@ pub enum ClientOp {
     /// of the current run (with `steer`). A steer that finds no current run
     /// and no `new_run` is answered [`ClientReply::NeedRunId`](super::ClientReply::NeedRunId).
     Submit {
+        /// The user message, numbered by the store at commit.
         message: NewMessage,
+        /// A steer of the current run rather than a new run (SPEC A4).
         steer: bool,
+        /// The id the run gets when the message starts one.
         new_run: Option<RunId>,
     },
     /// Cancels the named run, or the current one, or the oldest queued one.
-    Cancel { run: Option<RunId> },
+    Cancel {
+        /// The run to cancel; `None`: the current run, or else the oldest
+        /// queued one.
+        run: Option<RunId>,
+    },
     /// Records a client's answer to a waiting call.
-    Answer { call_id: CallId, answer: Answer },
+    Answer {
+        /// The waiting call answered.
+        call_id: CallId,
+        /// The client's answer.
+        answer: Answer,
+    },
 }
 
 /// A run's requests under its lease token (SPEC K2). Answered
@@ -105,7 +139,9 @@ pub enum RunOp {
     Renew,
     /// Appends the run's messages; with `step`, the commit of that model step.
     Append {
+        /// The messages, in order, numbered by the store at commit.
         messages: Vec<NewMessage>,
+        /// The model step they commit, if they are a step's output.
         step: Option<u32>,
     },
     /// Takes a pending steer and answers the step's anchor.
@@ -116,28 +152,45 @@ pub enum RunOp {
     /// order (all, or only the run's newest user message) and that
     /// message's sequence number. A pending steer it hands to
     /// `prepare_run` is taken by the run for good (SPEC L1).
-    RunMessages { all: bool },
+    RunMessages {
+        /// Every visible message, or only the run's newest user message.
+        all: bool,
+    },
     /// Replaces the run's metadata.
-    SetRunMetadata { value: Value },
+    SetRunMetadata {
+        /// The run's typed metadata, as JSON.
+        value: Value,
+    },
     /// Makes `calls` answerable while the run still works (SPEC T9): every
     /// `before_tool_call` of its step let them through. One commit.
-    Await { calls: Vec<WaitingCall> },
+    Await {
+        /// The calls, in call order, each still unanswered.
+        calls: Vec<WaitingCall>,
+    },
     /// Puts the run to wait on `calls` (keeping answers already recorded
     /// for them) and releases its lease.
-    Wait { calls: Vec<WaitingCall> },
+    Wait {
+        /// The calls the run waits on, in call order.
+        calls: Vec<WaitingCall>,
+    },
     /// The run gives its answerable calls up (it completes or is cancelled
     /// without waiting, A3, T8): from now on the store takes no answer for
     /// them, and the answers it took are returned with the calls, so the
     /// results the run commits keep them (T9). No commit.
     CloseCalls,
     /// Appends a resumed run's results and forgets its waiting calls.
-    CommitResumed { messages: Vec<NewMessage> },
+    CommitResumed {
+        /// The results and messages the resumed run commits.
+        messages: Vec<NewMessage>,
+    },
     /// Records how the run ended. A steer left over is admitted as the run
     /// `next_run`; without one, the answer is [`Finish::NeedRunId`](super::Finish::NeedRunId).
     /// A run a cancel reached ends cancelled: another end is answered
     /// [`Finish::CancelFirst`](super::Finish::CancelFirst) and nothing changes.
     Finish {
+        /// How the run ended.
         end: RunEnd,
+        /// The id a leftover steer's run gets.
         next_run: Option<RunId>,
     },
 }
@@ -146,15 +199,29 @@ pub enum RunOp {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ReadOp {
     /// Whether a steering message waits for the next step of `run`.
-    HasSteer { run: RunId },
+    HasSteer {
+        /// The run.
+        run: RunId,
+    },
     /// The run's metadata.
-    RunMetadata { run: RunId },
+    RunMetadata {
+        /// The run.
+        run: RunId,
+    },
     /// The calls the run waits on.
-    WaitingCalls { run: RunId },
+    WaitingCalls {
+        /// The run.
+        run: RunId,
+    },
     /// A history read fenced to the agent and incarnation (SPEC M3).
     History {
+        /// The agent the reader serves: another agent's thread is refused (SPEC
+        /// M3).
         agent: String,
+        /// The incarnation the reader is bound to: a deleted one is refused
+        /// (SPEC H5).
         incarnation: u64,
+        /// What to read.
         read: HistoryRead,
     },
 }
@@ -167,18 +234,31 @@ pub enum FacadeOp {
     /// H3). Bound to `incarnation` when given (H5); a run's writes carry
     /// its token (K2); a trusted visibility rewrite waits for no run (K4).
     Mutate {
+        /// The incarnation the writer read, when bound to one (SPEC H5).
         incarnation: Option<u64>,
+        /// Who commits: trusted code or a run under its token.
         writer: Writer,
+        /// What the stored thread must still be for the commit to land (SPEC
+        /// H3).
         expect: Expect,
+        /// The writes, applied in order.
         writes: Vec<Write>,
     },
     /// Truncates after user message `from`, applies the rewrite's metadata
     /// `writes` and queues `new_run` from `from`, in one commit (SPEC R1, R2).
     Regenerate {
+        /// The incarnation the writer read, when bound to one (SPEC H5).
         incarnation: Option<u64>,
+        /// The user message to regenerate from: every message after it is
+        /// removed.
         from: MessageId,
+        /// The id of the run the regeneration starts.
         new_run: RunId,
+        /// What the stored thread must still be for the commit to land (SPEC
+        /// H3).
         expect: Expect,
+        /// Metadata writes `prepare_history_rewrite` hooks asked for, committed
+        /// with the rewrite (SPEC L11).
         writes: Vec<Write>,
     },
 }
@@ -193,12 +273,21 @@ pub enum AdminOp {
     Delete,
     /// Takes the lease of the thread's run to drive: its current run if it
     /// can resume or its lease expired, else the next queued run.
-    Claim { worker: String, ttl: Option<Millis> },
+    Claim {
+        /// The worker claiming, as its events and the lease name it.
+        worker: String,
+        /// How long the lease lasts unless renewed, in milliseconds; `None`: it
+        /// never expires.
+        ttl: Option<Millis>,
+    },
     /// Records how `run` ended without its lease ([`RunOp::Finish`] for
     /// trusted code). Answered [`AdminReply::Finished`](super::AdminReply::Finished).
     Finish {
+        /// The run that ended.
         run: RunId,
+        /// How it ended.
         end: RunEnd,
+        /// The id a leftover steer's run gets.
         next_run: Option<RunId>,
     },
 }
@@ -208,16 +297,21 @@ pub enum AdminOp {
 pub enum HistoryRead {
     /// Messages with sequence numbers in `from..=through`.
     Range {
+        /// The first sequence number.
         from: u64,
+        /// The last sequence number, included.
         through: u64,
     },
     /// Up to `limit` messages before `end` (exclusive).
     Before {
+        /// The sequence number the page ends before.
         end: u64,
+        /// The most messages to return: the newest ones before `end`.
         limit: usize,
     },
     /// Messages visible to a step (not of queued runs) up to `anchor`.
     Visible {
+        /// The step's anchor: the newest sequence number the read may see.
         anchor: u64,
     },
     /// [`Visible`](HistoryRead::Visible) for a reader that already holds
@@ -226,10 +320,14 @@ pub enum HistoryRead {
     /// otherwise (or without `cached`) all of them. Answered
     /// [`ReadReply::Visible`](super::ReadReply::Visible).
     VisibleAfter {
+        /// The step's anchor: the newest sequence number the read may see.
         anchor: u64,
+        /// What the reader already holds, if anything.
         cached: Option<CachedThrough>,
     },
+    /// The client-readable thread metadata.
     Metadata,
+    /// The private (server-only) thread metadata.
     PrivateMetadata,
 }
 
@@ -238,7 +336,9 @@ pub enum HistoryRead {
 /// whenever stored messages change other than by an append.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CachedThrough {
+    /// The history epoch the reader's copy is of.
     pub epoch: u64,
+    /// The sequence number the reader's copy runs through.
     pub seq: u64,
 }
 

@@ -14,19 +14,35 @@ use crate::message::{Message, Outcome};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum StoreError {
+    /// No thread has this id (never created, or deleted, SPEC H5).
     #[error("thread {0} does not exist")]
     NoThread(ThreadId),
+    /// The thread is another identity's or another agent's (SPEC H4): a client
+    /// never reaches it.
     #[error("thread {thread} belongs to another identity or agent")]
-    Forbidden { thread: ThreadId },
+    Forbidden {
+        /// The thread asked.
+        thread: ThreadId,
+    },
+    /// A run's request carried a lease token that is not the thread's
+    /// newest: the lease has moved on (a takeover among workers, SPEC K2,
+    /// K3), and nothing of the request was applied.
     #[error("stale lease token {given} (current {current})")]
     StaleLease {
+        /// The token the write carried.
         given: FencingToken,
+        /// The thread's newest token.
         current: FencingToken,
     },
     /// The token is the newest, but the run no longer holds the lease (it
     /// waited or ended since).
     #[error("run {run} does not hold the lease (token {token})")]
-    LeaseNotHeld { run: RunId, token: FencingToken },
+    LeaseNotHeld {
+        /// The run that wrote.
+        run: RunId,
+        /// The token it wrote under.
+        token: FencingToken,
+    },
     /// The store could not be reached, or did not answer in time: the
     /// request may or may not have been applied.
     #[error("store unavailable: {0}")]
@@ -38,7 +54,12 @@ pub enum StoreError {
     /// deleted (SPEC H5): a run, resolver, lease or handle of it can no
     /// longer read or write the thread.
     #[error("incarnation {incarnation} of thread {thread} was deleted")]
-    Deleted { thread: ThreadId, incarnation: u64 },
+    Deleted {
+        /// The thread.
+        thread: ThreadId,
+        /// The incarnation the request was bound to.
+        incarnation: u64,
+    },
 }
 
 impl StoreError {
@@ -77,6 +98,8 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// The status's name in the event log and the store (`queued`, `running`,
+    /// `waiting`, `completed`, `failed`, `cancelled`).
     pub fn as_str(self) -> &'static str {
         match self {
             RunStatus::Queued => "queued",
@@ -92,9 +115,15 @@ impl RunStatus {
 /// A run as the store records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
+    /// The run's id.
     pub id: RunId,
+    /// Where the run is: queued, running, waiting, or ended.
     pub status: RunStatus,
+    /// How the run ended, as far as the user is concerned; `None` until it
+    /// ends.
     pub outcome: Option<Outcome>,
+    /// Why it ended so, in words, when it failed or was cancelled (or a hook
+    /// gave a reason).
     pub reason: Option<String>,
     /// Model steps committed.
     pub steps: u32,
@@ -153,10 +182,14 @@ pub struct Answered {
 /// run's resume, or a takeover of a run whose holder's lease expired (K3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claimed {
+    /// The thread of the run.
     pub thread: ThreadId,
+    /// The run taken up.
     pub run: RunId,
     /// The run had begun before: it continues from its last committed step.
     pub resumed: bool,
+    /// A client asked to cancel the run before it was claimed (SPEC K6): the
+    /// run must end cancelled.
     pub cancel_requested: bool,
     /// The lease's fencing token, newer than every token before (K2).
     pub token: FencingToken,
@@ -186,16 +219,28 @@ pub struct Takeover {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Submitted {
     /// A new run, queued (SPEC K1).
-    Run { run: RunId, version: u64 },
+    Run {
+        /// The run created.
+        run: RunId,
+        /// The thread's version after the commit.
+        version: u64,
+    },
     /// A steering message for the current run (SPEC A4).
-    Steer { run: RunId, version: u64 },
+    Steer {
+        /// The run that takes the steer.
+        run: RunId,
+        /// The thread's version after the commit.
+        version: u64,
+    },
 }
 
 /// What a cancel reached (SPEC K6), and the thread's version after the
 /// cancel's commit (H1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CancelReached {
+    /// The run the cancel reached, and how.
     pub target: CancelTarget,
+    /// The thread's version after the cancel's commit.
     pub version: u64,
 }
 
@@ -224,16 +269,28 @@ pub enum CancelMiss {
 /// A thread as trusted server code sees it: every message, whatever its visibility.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredThread {
+    /// The thread's id.
     pub id: ThreadId,
+    /// The agent the thread belongs to: only that agent's runtime reaches it
+    /// (SPEC H4).
     pub agent: String,
+    /// The identity that owns it: the only client that reaches it (SPEC H4).
     pub owner: String,
+    /// The thread's incarnation: deleting a thread and creating it again under
+    /// the same id makes a new incarnation, and whatever was bound to the old
+    /// one is refused (SPEC H5).
     pub incarnation: u64,
+    /// The thread's version: it grows with every commit, lease revisions
+    /// included (SPEC H1).
     pub version: u64,
+    /// Every stored message, in sequence order, whatever its visibility.
     pub messages: Vec<Message>,
+    /// Client-readable thread metadata.
     pub metadata: Map<String, Value>,
     /// Server-side only (SPEC H4): never part of what a client receives.
     #[serde(default)]
     pub private_metadata: Map<String, Value>,
+    /// Every run of the thread, oldest first.
     pub runs: Vec<RunRecord>,
     /// The run holding the thread's lease, if any (SPEC K2; none while a run waits).
     pub lease_holder: Option<RunId>,
@@ -255,7 +312,10 @@ pub struct Appended {
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunEnd {
+    /// The run's final status: completed, failed or cancelled.
     pub status: RunStatus,
+    /// How it ended, as far as the user is concerned.
     pub outcome: Outcome,
+    /// Why it ended so, in words, when there is a reason to give.
     pub reason: Option<String>,
 }

@@ -21,10 +21,15 @@ use crate::message::Message;
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum StoreReply {
+    /// The answer to a client's request.
     Client(ClientReply),
+    /// The answer to a run's request under its lease.
     Run(RunReply),
+    /// The answer to a read without a lease.
     Read(ReadReply),
+    /// The answer to a facade transaction.
     Facade(FacadeReply),
+    /// The answer to a trusted request, `ThreadIds` or `ClaimAny`.
     Admin(AdminReply),
 }
 
@@ -37,7 +42,10 @@ pub enum ClientReply {
     Submitted(Submitted),
     /// `Submit`: a steer found no current run; ask again with a run id.
     NeedRunId,
+    /// `Cancel`: the run reached and how, or why none was.
     Cancelled(Result<CancelReached, CancelMiss>),
+    /// `Answer`: what recording the answer did, or why it was refused (SPEC
+    /// T9).
     Answered(Result<Answered, AnswerMiss>),
 }
 
@@ -47,30 +55,52 @@ pub enum RunReply {
     /// `NextEpisode`: the new episode's lease, and the thread's version
     /// after its commit.
     Lease {
+        /// The new, newest fencing token (SPEC K2).
         token: FencingToken,
+        /// The episode this lease begins, from 1.
         episode: u32,
+        /// The thread's version after the commit.
         version: u64,
     },
     /// `Renew`.
     Renewed {
+        /// A client asked to cancel the run: it must stop and end cancelled
+        /// (SPEC K6).
         cancel_requested: bool,
+        /// The thread's version after the renewal's commit.
         version: u64,
     },
     /// `Append` and `CommitResumed`.
     Appended(Appended),
     /// `TakeAnchor`.
-    Anchor { last_seq: u64, incarnation: u64 },
+    Anchor {
+        /// The step's anchor: the newest sequence number when the step starts
+        /// (SPEC M1); the step's reads stop there.
+        last_seq: u64,
+        /// The thread's incarnation, which the step's reads are bound to (SPEC
+        /// H5).
+        incarnation: u64,
+    },
     /// `TakeSteer`.
     SteerTaken,
     /// `RunMessages`.
     RunMessages {
+        /// The messages visible to the run, in context order: all of them, or
+        /// only its newest user message.
         messages: Vec<Message>,
+        /// The sequence number of the run's newest user message, if it has one.
         latest: Option<u64>,
     },
     /// `SetRunMetadata`: the thread's version after it.
-    MetadataSet { version: u64 },
+    MetadataSet {
+        /// The thread's version after the commit.
+        version: u64,
+    },
     /// `Await`: the thread's version after it.
-    Awaited { version: u64 },
+    Awaited {
+        /// The thread's version after the commit.
+        version: u64,
+    },
     /// `Wait`: the calls the run now waits on (with answers already
     /// recorded) and the thread's version; `None`: refused, a cancel came
     /// first.
@@ -87,7 +117,10 @@ pub enum Finish {
     /// Stored at `version`; the run a leftover steer started, with its
     /// trigger, if any.
     Stored {
+        /// The run a leftover steer started and the steer that triggered it, if
+        /// any.
         admitted: Option<(RunId, MessageId)>,
+        /// The thread's version after the commit.
         version: u64,
     },
     /// A steer is left over: ask again with a run id for it.
@@ -112,8 +145,13 @@ pub enum ReadReply {
     /// every visible message (`whole`) or only those after the reader's
     /// cached ones.
     Visible {
+        /// The thread's history epoch now: it changes whenever stored messages
+        /// change other than by an append.
         epoch: u64,
+        /// Whether `messages` holds every visible message (the reader's cache
+        /// is stale or absent) or only those after the cached ones.
         whole: bool,
+        /// The messages, in context order.
         messages: Vec<Message>,
     },
     /// `History` of `Metadata` or `PrivateMetadata`.
@@ -123,7 +161,10 @@ pub enum ReadReply {
 /// The answer to a [`FacadeOp`](super::FacadeOp).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum FacadeReply {
+    /// `Mutate`: what the committed mutation did, or why nothing committed.
     Mutated(Result<Mutation, Refusal>),
+    /// `Regenerate`: what the committed regeneration did, or why nothing
+    /// committed.
     Regenerated(Result<Regeneration, Refusal>),
 }
 

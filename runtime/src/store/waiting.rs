@@ -28,6 +28,7 @@ pub enum Answer {
 }
 
 impl Answer {
+    /// The answer's name in the event log (`approved`, `denied`, `submitted`).
     pub fn as_str(&self) -> &'static str {
         match self {
             Answer::Approved => "approved",
@@ -48,13 +49,18 @@ impl Answer {
 /// One call a waiting run's step is waiting on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WaitingCall {
+    /// The call's id, as the model's stream gave it: what a client answers.
     pub call_id: CallId,
+    /// The name of the tool called.
     pub tool: String,
     /// The input the policy let through (after any replacement).
     pub input: Value,
+    /// Whether a client approves the call (`approval`) or runs it and submits
+    /// its output (`client`).
     pub kind: ToolKind,
     /// The step that asked for it.
     pub step: u32,
+    /// The client's answer, once it came; `None` while the call is unanswered.
     pub answer: Option<Answer>,
 }
 

@@ -11,8 +11,13 @@ use crate::model::StreamPart;
 /// the run ends with `outcome` and `reason` (SPEC S4).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Abort {
+    /// Why the stream was aborted, in words: the run's end reason and the live
+    /// watchers' abort reason.
     pub reason: String,
+    /// How the run ends: usually [`Outcome::Blocked`] for a guard.
     pub outcome: Outcome,
+    /// What is stored as the step's message instead of the aborted text (parts
+    /// already released to watchers stay released).
     pub replacement: Vec<Part>,
 }
 
@@ -70,6 +75,7 @@ impl Emit {
         }
     }
 
+    /// Whether a stage has aborted the stream: later parts are then dropped.
     pub fn aborted(&self) -> bool {
         self.abort.is_some()
     }

@@ -41,6 +41,8 @@ pub enum Verdict {
     Hold,
     /// Safe: release what is held and pass the rest through unjudged.
     Release,
+    /// Unsafe: stop the stream with this abort; nothing held is released (SPEC
+    /// S4, S5).
     Abort(Abort),
 }
 

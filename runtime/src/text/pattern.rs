@@ -8,7 +8,9 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("pattern {pattern:?}: {message}")]
 pub struct PatternError {
+    /// The pattern as written.
     pub pattern: String,
+    /// What is wrong with it, in words.
     pub message: String,
 }
 
@@ -51,6 +53,9 @@ pub(super) enum Status {
 }
 
 impl Pattern {
+    /// Parses a pattern as written (`sk-[A-Za-z0-9_-]+`); a pattern this family
+    /// cannot express (an empty one, a class not at the end, a bad escape) is
+    /// an error.
     pub fn parse(source: &str) -> Result<Pattern, PatternError> {
         let err = |message: &str| PatternError {
             pattern: source.to_string(),

@@ -18,7 +18,9 @@ use crate::id::{CallId, RunId};
 /// What the model is told about a tool.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolSpec {
+    /// The tool's name, as model tool calls and routes name it.
     pub name: String,
+    /// What the tool does, as the model is told.
     pub description: String,
 }
 
@@ -35,6 +37,8 @@ pub enum ToolKind {
 }
 
 impl ToolKind {
+    /// The kind's name in the event log and the store (`backend`, `approval`,
+    /// `client`).
     pub fn as_str(self) -> &'static str {
         match self {
             ToolKind::Backend => "backend",
@@ -47,7 +51,9 @@ impl ToolKind {
 /// What a running tool knows about its call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCx {
+    /// The run the call belongs to.
     pub run_id: RunId,
+    /// The call's id, as the model's stream gave it.
     pub call_id: CallId,
     /// Run id + call id: the same on every attempt of this call (SPEC K5).
     pub idempotency_key: String,
@@ -56,6 +62,7 @@ pub struct ToolCx {
 /// How a tool call ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolOutcome {
+    /// The tool's output; the model sees it as the result.
     Output(Value),
     /// A deliberate failure; the model sees the value verbatim (SPEC T5).
     Fail(Value),
@@ -68,12 +75,16 @@ pub enum ToolOutcome {
 /// The error half of a typed tool's result.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolError {
+    /// A deliberate failure; the model sees the value verbatim (SPEC T5).
     Fail(Value),
+    /// An error; the model sees only a fixed message, the detail goes to logs
+    /// (SPEC T5).
     Throw(String),
 }
 
 /// A tool the model can call.
 pub trait Tool: Send + Sync + 'static {
+    /// The tool's name and description, as the model is told.
     fn spec(&self) -> &ToolSpec;
 
     /// Who executes this tool's calls; backend by default.

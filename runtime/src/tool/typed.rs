@@ -41,10 +41,13 @@ impl<I, O> fmt::Debug for TypedTool<I, O> {
 }
 
 impl<I, O> TypedTool<I, O> {
+    /// The tool's name, as model tool calls name it.
     pub fn name(&self) -> &str {
         &self.tool.spec().name
     }
 
+    /// Who executes the tool's calls: the runtime, once a client approves, or
+    /// the client.
     pub fn kind(&self) -> ToolKind {
         self.tool.kind()
     }

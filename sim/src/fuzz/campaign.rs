@@ -14,6 +14,9 @@ use crate::world::StoreKind;
 /// What a campaign runs.
 #[derive(Debug, Clone)]
 pub struct Campaign {
+    /// The campaign's seed: with the same seed, shard and settings a campaign
+    /// draws the same cases in the same order, so a find is reproduced by its
+    /// seed and case index (D4).
     pub seed: u64,
     /// Case indices `0..cases` (those of this shard); `None` runs until the
     /// caller says stop.
@@ -46,12 +49,24 @@ pub const DIFFERENTIAL_EVERY: u64 = 8;
 /// One failing case, shrunk.
 #[derive(Debug, Clone)]
 pub struct Find {
+    /// The case's index in the campaign (`0..cases`), as printed in the find's
+    /// report.
     pub index: u64,
+    /// The seed the case was drawn from ([`case_seed`](super::case_seed) of the
+    /// campaign's seed and the index).
     pub case_seed: u64,
+    /// The first way the case failed, as judged on the unshrunk case.
     pub failure: Failure,
+    /// What the first run said about the failure: the oracle's message, the
+    /// differing output, or the error.
     pub message: String,
+    /// The case as generated, before shrinking.
     pub original: ScenarioSpec,
+    /// The smallest case found that still fails the same way; the one written
+    /// as a reproduction.
     pub shrunk: ScenarioSpec,
+    /// The number of shrink candidates kept (each one smaller and still
+    /// failing) on the way from `original` to `shrunk`.
     pub steps: usize,
 }
 
@@ -60,7 +75,10 @@ pub struct Find {
 pub struct Summary {
     /// Cases judged; each ran twice (D4).
     pub cases: u64,
+    /// Every failing case, in case order; at most one unless `keep_going`.
     pub finds: Vec<Find>,
+    /// Which generator behaviours the judged cases reached, summed over every
+    /// case.
     pub coverage: Coverage,
     /// How the harness's hooks met the runtime's other features (empty
     /// without a harness).

@@ -419,6 +419,9 @@ impl Coverage {
         }
     }
 
+    /// How many times the cases reached behaviour `key` (one of
+    /// [`COVERAGE_KEYS`](super::COVERAGE_KEYS)); 0 for a key never reached or
+    /// unknown.
     pub fn count(&self, key: &str) -> u64 {
         self.0.get(key).copied().unwrap_or(0)
     }

@@ -21,7 +21,9 @@ pub enum Failure {
     /// The run on `store` and the run on `against` differed: transcript,
     /// event log or stored threads (D1 across stores, `--differential`).
     Differential {
+        /// The store the case's first run kept its threads in.
         store: StoreKind,
+        /// The other store, whose run differed from the first.
         against: StoreKind,
     },
     /// The runtime's own step loop panicked.
@@ -82,8 +84,13 @@ impl Failure {
 /// about it, and the events of that run for coverage.
 #[derive(Debug, Clone)]
 pub struct Evaluation {
+    /// The first way the case failed; `None` when it passed every oracle, ran
+    /// the same twice and finished within the time limit.
     pub failure: Option<Failure>,
+    /// What the first run said about the failure (the violation's message, the
+    /// differing output, the error); empty when the case passed.
     pub message: String,
+    /// The behaviours the case's first run reached, counted from its events.
     pub coverage: Coverage,
 }
 

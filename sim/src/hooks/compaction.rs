@@ -50,7 +50,10 @@ pub struct CompactionSpec {
 /// the oracles judge a summary by (SPEC C1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SummaryCall {
+    /// The run whose compaction sent the request.
     pub run_id: String,
+    /// The step at which it was sent, numbered from 0 across the run's episodes
+    /// as the event log numbers steps.
     pub step: u32,
     /// What it was asked to summarize.
     pub messages: Vec<ModelMessage>,

@@ -60,6 +60,7 @@ pub enum MetadataPhase {
 }
 
 impl MetadataPhase {
+    /// The runtime phase this name stands for.
     pub fn phase(self) -> pai_runtime::hook::Phase {
         use pai_runtime::hook::Phase;
         match self {

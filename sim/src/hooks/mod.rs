@@ -73,35 +73,92 @@ pub use user::{UserHook, UserHookDef};
 #[serde(tag = "hook", rename_all = "snake_case")]
 #[schemars(transform = crate::schema::checks::by_hook)]
 pub enum HookSpec {
+    /// `system_message`: a model-only system message in `prepare_run` (the
+    /// episode overlay) or `prepare_model_step` (one step).
     SystemMessage(SystemMessage),
+    /// `route`: a sparse route patch (model, settings, tool choice) at run,
+    /// step or attempt level (SPEC P5, P6).
     Route(Route),
+    /// `replace_messages`: replaces the messages the phase would send, at run
+    /// or step level (SPEC P4).
     ReplaceMessages(ReplaceMessages),
+    /// `rag`: at each step, the `[docs]` the latest user text mentions become a
+    /// model-only system message.
     Rag(Rag),
+    /// `recent_window`: a `resolve_model_context` resolver keeping the last
+    /// `last` messages of the downstream context.
     RecentWindow(RecentWindow),
+    /// `slow_resolver`: a resolver that waits virtual milliseconds before
+    /// reading the downstream context.
     SlowResolver(SlowResolver),
+    /// `resolve_twice`: a resolver that calls `next()` twice and returns the
+    /// second answer.
     ResolveTwice(ResolveTwice),
+    /// `base_context`: a resolver that runs the inner resolvers over its own
+    /// messages instead of the stored history.
     BaseContext(BaseContext),
+    /// `history_probe`: a resolver that reads the history view in pages and
+    /// records what it got (SPEC M1, M3).
     HistoryProbe(HistoryProbe),
+    /// `fallback`: in `around_model_call`, retries with another model when the
+    /// provider fails before the stream.
     Fallback(Fallback),
+    /// `timeout`: in `around_model_call`, gives each provider attempt a
+    /// virtual-time budget.
     Timeout(Timeout),
+    /// `redact`: a canonical stream stage replacing patterns, correct for every
+    /// chunking (SPEC S1, S3).
     Redact(Redact),
+    /// `uppercase`: a canonical stream stage that upper-cases text (stage
+    /// order, SPEC L7).
     Uppercase(Uppercase),
+    /// `stream_guard`: aborts the step with a replacement when the streamed
+    /// text contains a phrase (SPEC S4, S5).
     StreamGuard(StreamGuard),
+    /// `reject_tool`: in `before_tool_call`, rejects every call of one tool.
     RejectTool(RejectTool),
+    /// `replace_tool_input`: in `before_tool_call`, replaces or merges into one
+    /// tool's input (SPEC L8).
     ReplaceToolInput(ReplaceToolInput),
+    /// `replace_tool_output`: in `after_tool_result`, replaces one tool's
+    /// output or removes fields from it.
     ReplaceToolOutput(ReplaceToolOutput),
+    /// `after_step`: decides the step transition (next step, end the run), at
+    /// every step or one.
     AfterStep(AfterStep),
+    /// `guardrail`: in `prepare_run`, responds instead of running when the
+    /// latest user text contains a phrase (SPEC L12).
     Guardrail(Guardrail),
+    /// `fail`: fails or panics in one phase, at every step or one: how
+    /// scenarios exercise hook errors.
     Fail(Fail),
+    /// `delay`: waits virtual milliseconds in one phase, at every step or one.
     Delay(Delay),
+    /// `set_metadata`: sets the run metadata when a run starts (SPEC T6).
     SetMetadata(SetMetadata),
+    /// `patch_metadata`: updates the run metadata each time a phase runs (a
+    /// counter, merged keys).
     PatchMetadata(PatchMetadata),
+    /// `metadata_overlay`: shows the run metadata to the model as a model-only
+    /// system message, each episode.
     MetadataOverlay(MetadataOverlay),
+    /// `context_message`: stores a context-visible, transcript-hidden lifecycle
+    /// message when a run starts (SPEC L13).
     ContextMessage(ContextMessage),
+    /// `compaction`: the compaction helper as one resolver: summarizes old
+    /// messages with a scripted summary model (SPEC C1, C2).
     Compaction(CompactionSpec),
+    /// `rewrite_patch`: in `prepare_history_rewrite`, sets keys in the
+    /// rewrite's own transaction, or refuses it (L11).
     RewritePatch(RewritePatchSpec),
+    /// `rewrite_listener`: in `history_rewritten`, hears the rewrite's facts
+    /// after a delay, then succeeds or fails.
     RewriteListener(RewriteListener),
+    /// `hide_message`: after a step, hides (or shows again) a stored message
+    /// from the model context.
     HideMessage(HideMessage),
+    /// `mutate_thread`: after a step, sets thread and private metadata keys,
+    /// expecting what it read before (SPEC H3).
     MutateThread(MutateThread),
 }
 

@@ -27,10 +27,13 @@ pub struct SimContext {
 /// One history read a hook made, as it made it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistoryRead {
+    /// The run the read was made in.
     pub run_id: String,
     /// The episode it was read in (a step begun again after a takeover is
     /// another episode's).
     pub episode: u32,
+    /// The step it was read at, numbered from 0 across the run's episodes as
+    /// the event log numbers steps.
     pub step: u32,
     /// The anchor the history view reported.
     pub anchor: u64,

@@ -56,8 +56,11 @@ impl<C: UserHook> Factory for Typed<C> {
 /// under, its configuration as written, and the phases it handles.
 #[derive(Clone)]
 pub struct UserHookDef {
+    /// The name the hook was registered under (`use = "..."`).
     pub use_name: String,
+    /// The entry's configuration, as the scenario wrote it.
     pub config: Map<String, Value>,
+    /// The phases the built hook handles (the oracles know no more of it).
     pub phases: Phases,
     pub(crate) make: Maker,
 }
@@ -68,6 +71,7 @@ impl UserHookDef {
         (self.make)(name)
     }
 
+    /// Whether the hook handles `phase`.
     pub fn handles(&self, phase: Phase) -> bool {
         self.phases.contains(phase)
     }

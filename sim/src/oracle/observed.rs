@@ -11,9 +11,14 @@ use crate::world::{ActionRecord, Calls, ClientView, CommitRecord, TapLog};
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
-    /// The oracle that reported it.
+    /// The oracle that found it: a built-in one (it names the SPEC rules
+    /// it judges, [`OracleId::judges`]) or one a harness registered.
     pub oracle: OracleName,
+    /// The run it concerns, by run id; `None` for a violation about a thread,
+    /// the store or the whole scenario (printed as `-`).
     pub run: Option<String>,
+    /// What was broken, in words: the evidence the oracle saw, written for a
+    /// reader of the transcript.
     pub message: String,
 }
 

@@ -27,21 +27,32 @@ use crate::registry::Registry;
 /// A scenario, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
+    /// What the scenario shows, in a sentence (the file's `name`); snapshots
+    /// and reports name it.
     pub name: String,
     /// SPEC rule ids this scenario checks.
     pub rules: Vec<String>,
+    /// Why the scenario is built as it is, when the file says.
     pub description: Option<String>,
+    /// The seed of the run's random choices (1 when the file sets none); the
+    /// same seed gives the same run (SPEC D4).
     pub seed: u64,
+    /// What the run must show: every oracle quiet, or one oracle's violation
+    /// (SPEC D5).
     pub expect: Expectation,
+    /// The agent under test, with the file's defaults filled in.
     pub agent: AgentDef,
     /// The lifecycle, in composition order.
     pub hooks: Vec<HookDef>,
     /// The default script and the scripts per model name.
     pub model: ModelSpec,
+    /// Scripts per model name, used when a route (or a fallback) names that
+    /// model.
     pub models: BTreeMap<String, ModelSpec>,
     /// The scripts that replay recordings, loaded (SPEC X1: a file that
     /// cannot be read or decoded is refused at load).
     pub replays: Replays,
+    /// Documents for the `rag` hook: keyword → text.
     pub docs: BTreeMap<String, String>,
     /// Client actions, in time order (entries at one time in file order).
     pub timeline: Vec<Moment>,
@@ -84,31 +95,46 @@ impl fmt::Display for Expectation {
 /// The agent under test.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentDef {
+    /// The agent's name (`assistant` by default).
     pub name: String,
+    /// The model of the agent's base route (`small` by default); hooks may
+    /// route elsewhere.
     pub model: String,
+    /// The agent's instructions, its system prompt (empty by default).
     pub instructions: String,
+    /// The most model steps a run may take (8 by default, SPEC A2).
     pub max_steps: u32,
+    /// The agent's scripted tools, names unique.
     pub tools: Vec<ToolDef>,
 }
 
 /// A scripted tool.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolDef {
+    /// The tool's name, as model tool calls name it.
     pub name: String,
+    /// The description the model is given.
     pub description: String,
+    /// Virtual milliseconds each call takes before its outcome.
     pub latency_ms: u64,
+    /// Input fields a call must have; a call without them gets a typed
+    /// invalid-input error (SPEC X2).
     pub requires: Vec<String>,
+    /// What each call does once its latency has passed.
     pub behaviour: Behaviour,
     /// Each call waits for a client's approval before it runs (SPEC T7).
     pub approval: bool,
     /// With `Behaviour::Client`: fields a submitted output must have.
     pub output_requires: Vec<String>,
+    /// An `on_output` handler beside the tool (SPEC T6): for each successful
+    /// output it updates the run metadata.
     pub on_output: Option<OnOutputSpec>,
 }
 
 /// What a scripted tool does once its latency has passed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Behaviour {
+    /// Returns this value as the output.
     Output(Value),
     /// Returns the call's input.
     Echo,
@@ -125,7 +151,10 @@ pub enum Behaviour {
 /// One hook of the lifecycle, with the name the event log shows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookDef {
+    /// The hook's name in the event log: the entry's `name`, or
+    /// `<hook>#<index>` when it gives none.
     pub name: String,
+    /// The built-in hook or the registered one.
     pub source: HookSource,
 }
 

@@ -16,6 +16,7 @@ pub struct Cluster {
     pub workers: Vec<String>,
     /// When each worker starts looking for work, by its index.
     pub starts: Vec<u64>,
+    /// Lease and network settings (`[cluster]`), defaults filled in.
     pub settings: ClusterSpec,
     /// What happens to workers and links, in time order (file order at one time).
     pub schedule: Vec<Timed>,

@@ -10,9 +10,11 @@ pub struct FieldPath(Vec<Segment>);
 /// One step of a [`FieldPath`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Segment {
+    /// A field of the format, by its name in the file (`timeline`, `at`).
     Key(&'static str),
     /// A key the file chose: a `[docs]` keyword, a model name.
     Name(String),
+    /// A position in an array of the file, from 0.
     Index(usize),
 }
 
@@ -47,6 +49,7 @@ impl fmt::Display for FieldPath {
 pub struct CheckError {
     /// Where (empty: the scenario as a whole).
     pub at: FieldPath,
+    /// What is wrong, in words.
     pub message: String,
 }
 

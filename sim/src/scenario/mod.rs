@@ -41,12 +41,15 @@ pub use timeline::{Action, CallName, Moment};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}{}: {message}", path.display(), self.place())]
 pub struct ScenarioError {
+    /// The file that could not be loaded, as the caller named it.
     pub path: PathBuf,
     /// 1-based line and column, where the file can tell.
     pub location: Option<(usize, usize)>,
     /// For a JSON file, whose values keep no position after parsing: the
     /// JSON pointer of the field at fault.
     pub pointer: Option<String>,
+    /// What is wrong, in words; the `Display` form prefixes the path and
+    /// position.
     pub message: String,
     /// The source text and the byte range at fault, for [`Self::render`].
     source_span: Option<Box<(Arc<str>, Range<usize>)>>,

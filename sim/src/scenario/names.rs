@@ -21,6 +21,8 @@ macro_rules! oracles {
             /// Every oracle, in the order reports list them.
             pub const ALL: &[OracleId] = &[$(OracleId::$variant,)*];
 
+            /// The name scenario files (`oracle = "..."`) and transcripts use
+            /// for this oracle.
             pub fn as_str(self) -> &'static str {
                 match self {
                     $(OracleId::$variant => $name,)*

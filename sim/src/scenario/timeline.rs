@@ -11,9 +11,13 @@ use crate::hooks::TransformSpec;
 /// One client action at a virtual time.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Moment {
+    /// Virtual milliseconds from the start of the scenario.
     pub at: u64,
+    /// The client that acts: the identity it acts as (`alice` by default).
     pub client: String,
+    /// The thread it acts on, by the name the scenario gives it.
     pub thread: String,
+    /// What the client does.
     pub action: Action,
     /// The trusted handle a facade action acts through (`bind_thread`'s
     /// name), if not an unbound one.
@@ -25,12 +29,20 @@ pub struct Moment {
 /// What a client does.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
+    /// Send this text as a user message: a new run, queued behind an active
+    /// one.
     Send(String),
+    /// Steer the active run with this text (SPEC A4); a send when none is
+    /// active.
     Steer(String),
     /// Cancel the thread's current run, or (`Some(n)`) the run of its n-th send.
     Cancel(Option<usize>),
+    /// Start watching the thread live (SPEC S2).
     Watch {
+        /// The watcher's name, unique in the scenario; the transcript lists
+        /// what it received under it.
         name: String,
+        /// The watcher's own live (presentation-only) transforms, in order.
         live: Vec<TransformSpec>,
     },
     /// Approve a waiting approval call (SPEC T7).

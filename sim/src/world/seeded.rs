@@ -12,10 +12,13 @@ use super::lock::lock;
 pub struct Rng(u64);
 
 impl Rng {
+    /// The generator for `seed`: the same seed gives the same numbers on every
+    /// platform and version.
     pub fn new(seed: u64) -> Rng {
         Rng(seed)
     }
 
+    /// The next number of the sequence, uniform over all of `u64`.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;

@@ -15,6 +15,8 @@ use pai_runtime::{
 /// Which store a simulated run uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StoreKind {
+    /// The runtime's in-memory store: the default, and what snapshots are
+    /// recorded on.
     #[default]
     Memory,
     /// SQLite, in a private in-memory database.
@@ -22,6 +24,8 @@ pub enum StoreKind {
 }
 
 impl StoreKind {
+    /// The store's name on the command line (`--store memory`, `--store
+    /// sqlite`) and in replay commands.
     pub fn as_str(self) -> &'static str {
         match self {
             StoreKind::Memory => "memory",

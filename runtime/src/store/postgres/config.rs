@@ -22,11 +22,15 @@ impl Default for PgOptions {
 }
 
 impl PgOptions {
+    /// These options with tables in the Postgres schema `schema` (`pai` by
+    /// default).
     pub fn schema(mut self, schema: impl Into<String>) -> Self {
         self.schema = schema.into();
         self
     }
 
+    /// These options keeping up to `threads` threads decoded in memory (1024 by
+    /// default; 0 reads every thread back from the database).
     pub fn cached_threads(mut self, threads: usize) -> Self {
         self.cached_threads = threads;
         self

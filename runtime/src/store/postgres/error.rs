@@ -9,14 +9,19 @@ use crate::store::record::StoreError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PgError {
+    /// Postgres itself failed: the database could not be reached, or its tables
+    /// could not be read or set up.
     #[error("postgres: {0}")]
     Postgres(#[from] tokio_postgres::Error),
     /// The schema was written by a newer build: this one does not know it,
     /// and changes nothing.
     #[error("schema {schema} has version {found}; this build knows versions up to {supported}")]
     NewerSchema {
+        /// The Postgres schema the store's tables live in.
         schema: String,
+        /// The version that schema has.
         found: i64,
+        /// The newest version this build knows.
         supported: i64,
     },
     /// The store was called outside a Tokio runtime: its connection runs

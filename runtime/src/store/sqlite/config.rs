@@ -18,6 +18,8 @@ pub enum Durability {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SqliteConfig {
+    /// How hard a commit works to survive a crash ([`Durability::Full`] by
+    /// default).
     pub durability: Durability,
     /// Threads kept decoded in memory between requests (0: every request
     /// reads its thread back from the database).
@@ -34,11 +36,14 @@ impl Default for SqliteConfig {
 }
 
 impl SqliteConfig {
+    /// This configuration with `durability`.
     pub fn durability(mut self, durability: Durability) -> Self {
         self.durability = durability;
         self
     }
 
+    /// This configuration keeping up to `threads` threads decoded in memory
+    /// (1024 by default; 0 reads every thread back from the database).
     pub fn cached_threads(mut self, threads: usize) -> Self {
         self.cached_threads = threads;
         self

@@ -7,12 +7,18 @@ use crate::store::record::StoreError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SqliteError {
+    /// SQLite itself failed: the file could not be opened, read or set up.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),
     /// The database was written by a newer build: this one does not know
     /// its schema, and changes nothing.
     #[error("the database has schema version {found}; this build knows versions up to {supported}")]
-    NewerSchema { found: i64, supported: i64 },
+    NewerSchema {
+        /// The schema version the database has.
+        found: i64,
+        /// The newest schema version this build knows.
+        supported: i64,
+    },
 }
 
 /// A failure of the database itself during a request (not a refusal).

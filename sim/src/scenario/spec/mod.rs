@@ -36,6 +36,8 @@ pub enum Expect {
 }
 
 impl Expect {
+    /// Whether the file expects every oracle to stay quiet (the default, left
+    /// out when written).
     pub fn is_pass(&self) -> bool {
         *self == Expect::Pass
     }
@@ -189,6 +191,8 @@ pub struct AgentSpec {
 }
 
 impl AgentSpec {
+    /// Whether every field has its default (the agent is then left out when a
+    /// spec is written).
     pub fn is_default(&self) -> bool {
         *self == AgentSpec::default()
     }
@@ -337,6 +341,8 @@ pub struct ModelSpec {
 }
 
 impl ModelSpec {
+    /// Whether the script says nothing (the model is then left out when a spec
+    /// is written).
     pub fn is_empty(&self) -> bool {
         self.turns.is_empty()
             && !self.unavailable
