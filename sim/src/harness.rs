@@ -30,6 +30,7 @@
 //! harness.run_dir("tests/scenarios");
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::fuzz::Campaign;
@@ -59,6 +60,10 @@ pub struct DirOutcome {
     pub load_errors: Vec<ScenarioError>,
     /// The seed every scenario ran under (`PAI_SIM_SEED`), if not its own.
     pub seed: Option<u64>,
+    /// Each failed scenario's timeline page (the HTML `pai-sim show
+    /// --html` writes), by the scenario's path: written under the test
+    /// binary's target folder, `target/<profile>/pai-sim-pages/`.
+    pub pages: BTreeMap<PathBuf, PathBuf>,
 }
 
 impl DirOutcome {
@@ -75,6 +80,9 @@ impl DirOutcome {
             out.push_str(&format!("\nFAIL {} ({})\n", c.name, c.path.display()));
             for p in &c.problems {
                 out.push_str(&format!("  {p}\n"));
+            }
+            if let Some(page) = self.pages.get(&c.path) {
+                out.push_str(&format!("  timeline: file://{}\n", page.display()));
             }
             out.push_str(&format!("  replay: {}\n", replay_line(c, self.seed)));
         }
@@ -314,6 +322,7 @@ impl Harness {
                     cases: Vec::new(),
                     load_errors: vec![ScenarioError::new(dir.as_ref(), message)],
                     seed,
+                    pages: BTreeMap::new(),
                 };
             }
         };
@@ -321,6 +330,7 @@ impl Harness {
             cases: Vec::new(),
             load_errors: Vec::new(),
             seed,
+            pages: BTreeMap::new(),
         };
         for path in &files {
             let s = match self.load(path) {
@@ -333,9 +343,13 @@ impl Harness {
             let wanted = |f: &str| path.display().to_string().contains(f) || s.name.contains(f);
             if filter.as_deref().is_none_or(wanted) {
                 let on = (StoreKind::Memory, false);
-                outcome
-                    .cases
-                    .push(suite::run_case(path, &s, seed, on, mode));
+                let (case, report) = suite::run_case_keeping_report(path, &s, seed, on, mode);
+                if let (true, Some(report)) = (case.failed(), report)
+                    && let Some(page) = write_page(&s, case.seed, &report)
+                {
+                    outcome.pages.insert(path.clone(), page);
+                }
+                outcome.cases.push(case);
             }
         }
         outcome
@@ -361,6 +375,26 @@ impl Harness {
             println!("{report}");
         }
     }
+}
+
+/// Writes a failed run's timeline page beside the test binary (its
+/// target folder's `pai-sim-pages/`), named after the scenario; `None` when it
+/// cannot be written (the failure is reported all the same).
+fn write_page(s: &Scenario, seed: u64, report: &crate::Report) -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    // target/<profile>/deps/<test binary>: the page goes to target/<profile>/pai-sim-pages/.
+    let dir = exe.parent()?.parent()?.join("pai-sim-pages");
+    std::fs::create_dir_all(&dir).ok()?;
+    let stem: String = s
+        .name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .take(80)
+        .collect();
+    let page = dir.join(format!("{stem}.html"));
+    let html = crate::timeline_html(s, seed, report);
+    std::fs::write(&page, html).ok()?;
+    Some(page)
 }
 
 /// Keeps the panics of hooks and tools built to panic (generated cases

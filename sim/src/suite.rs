@@ -239,7 +239,7 @@ pub fn run_case(
 }
 
 /// [`run_case`], and the first run's report when the scenario ran.
-fn run_case_keeping_report(
+pub(crate) fn run_case_keeping_report(
     path: &Path,
     s: &Scenario,
     seed_override: Option<u64>,

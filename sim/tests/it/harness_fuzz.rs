@@ -186,3 +186,21 @@ fn one_seed_gives_one_campaign() {
     assert_eq!(a.report(), b.report());
     assert_ne!(a.report(), h.check_fuzz(20, 12).report());
 }
+
+#[test]
+fn a_failed_scenario_links_its_timeline_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenarios = dir.path().join("scenarios");
+    std::fs::create_dir_all(&scenarios).unwrap();
+    std::fs::write(scenarios.join("leaks.toml"), LEAKS).unwrap();
+    let mut h = Harness::new();
+    h.hook::<Inject>("inject");
+    no_secret(&mut h);
+    let outcome = h.check_dir(&scenarios);
+    assert!(!outcome.passed());
+    let page = outcome.pages.get(&scenarios.join("leaks.toml")).unwrap_or_else(|| panic!("{:?} {:?}", outcome.pages, outcome.cases));
+    let html = std::fs::read_to_string(page).unwrap();
+    assert!(html.contains("no_secret_in_model_calls"), "{html}");
+    let report = outcome.report();
+    assert!(report.contains(&format!("timeline: file://{}", page.display())), "{report}");
+}
