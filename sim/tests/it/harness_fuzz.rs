@@ -198,9 +198,12 @@ fn a_failed_scenario_links_its_timeline_page() {
     no_secret(&mut h);
     let outcome = h.check_dir(&scenarios);
     assert!(!outcome.passed());
-    let page = outcome.pages.get(&scenarios.join("leaks.toml")).unwrap_or_else(|| panic!("{:?} {:?}", outcome.pages, outcome.cases));
+    let page = &outcome.pages[&scenarios.join("leaks.toml")];
     let html = std::fs::read_to_string(page).unwrap();
     assert!(html.contains("no_secret_in_model_calls"), "{html}");
     let report = outcome.report();
-    assert!(report.contains(&format!("timeline: file://{}", page.display())), "{report}");
+    assert!(
+        report.contains(&format!("timeline: file://{}", page.display())),
+        "{report}"
+    );
 }
