@@ -359,7 +359,8 @@ fn compare_snapshot(
         format!(
             " (new transcript written to {}; review it with `cargo insta review` (needs a \
              terminal), accept it with `cargo insta accept --snapshot {}`, or accept every new \
-             transcript with --update)",
+             transcript with `pai-sim run --update` (`PAI_SIM_UPDATE=1 cargo test` with a \
+             harness))",
             pending.display(),
             file.display()
         )
