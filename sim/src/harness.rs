@@ -100,8 +100,11 @@ fn replay_line(c: &CaseResult, seed: Option<u64>) -> String {
     let shown = c.path.display().to_string();
     let quoted = shlex::try_quote(&shown).map_or(shown.clone(), |q| q.into_owned());
     match seed {
-        Some(seed) => format!("PAI_SIM_FILTER={quoted} PAI_SIM_SEED={seed} cargo test"),
-        None => format!("PAI_SIM_FILTER={quoted} cargo test"),
+        Some(seed) => format!(
+            "PAI_SIM_FILTER={quoted} PAI_SIM_SEED={seed} {}",
+            cargo_test()
+        ),
+        None => format!("PAI_SIM_FILTER={quoted} {}", cargo_test()),
     }
 }
 
@@ -403,6 +406,15 @@ fn write_page(s: &Scenario, seed: u64, report: &crate::Report) -> Option<PathBuf
 fn quiet_planted_panics() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(crate::quiet_planted_panics);
+}
+
+/// `cargo test -p <package>` for the package whose tests run now (cargo
+/// tells a test its package in `CARGO_PKG_NAME`), or `cargo test`.
+pub(crate) fn cargo_test() -> String {
+    match std::env::var("CARGO_PKG_NAME") {
+        Ok(name) if !name.is_empty() => format!("cargo test -p {name}"),
+        _ => "cargo test".to_string(),
+    }
 }
 
 /// Update with `PAI_SIM_UPDATE=1`, write nothing under `CI`, else leave

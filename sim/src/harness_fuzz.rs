@@ -94,10 +94,11 @@ fn describe(find: &Find, file: &Result<PathBuf, String>, seed: u64) -> String {
     let _ = match file {
         Ok(path) => writeln!(
             out,
-            "  shrunk in {} steps to {}\n  replay: PAI_SIM_FILTER={} cargo test (once the file is in your scenarios folder), or PAI_SIM_FUZZ_SEED={seed} cargo test",
+            "  shrunk in {} steps to {}\n  replay: PAI_SIM_FUZZ_SEED={seed} {test}, or PAI_SIM_FILTER={} {test} once the file is in your scenarios folder",
             find.steps,
             path.display(),
-            quoted(path)
+            quoted(path),
+            test = crate::harness::cargo_test(),
         ),
         Err(e) => writeln!(out, "  could not be written: {e}"),
     };
@@ -121,8 +122,11 @@ pub(crate) fn write_finds(
             let how = format!(
                 "Found by `Harness::fuzz` (seed {seed}) at case {} and shrunk in {} steps. \
                  The run fails: {}. Move it into your scenarios folder to keep it as a \
-                 regression; `PAI_SIM_FILTER=<this file> cargo test` runs it alone.",
-                f.index, f.steps, f.failure
+                 regression; `PAI_SIM_FILTER=<this file> {}` runs it alone.",
+                f.index,
+                f.steps,
+                f.failure,
+                crate::harness::cargo_test()
             );
             let at = (seed, f.index);
             write_find_as(dir, &f.shrunk, &f.failure, at, how).map_err(|e| e.to_string())
