@@ -3,6 +3,7 @@
 //! oracles judge, and their verdicts.
 
 mod calls;
+mod checks;
 mod cluster;
 mod event;
 mod facade;
@@ -151,6 +152,7 @@ pub(crate) fn render(o: &Observed<'_>, verdicts: &Verdicts, notes: &[String]) ->
     }
     let closed = o.cluster.map_or(&[][..], |c| &c.watch_closed[..]);
     live(&mut out, o.live, closed);
+    checks::checks(&mut out, o);
     out.push_str("\n== oracles ==\n");
     if verdicts.violations.is_empty() {
         out.push_str("all quiet\n");

@@ -186,7 +186,10 @@ fn a_failure_prints_the_line_that_replays_it() {
     let report = outcome.report();
     assert!(report.contains("FAIL"), "{report}");
     assert!(report.contains("PAI_SIM_FILTER="), "{report}");
-    assert!(report.contains("wrong.toml cargo test -p pai-sim"), "{report}");
+    assert!(
+        report.contains("wrong.toml cargo test -p pai-sim"),
+        "{report}"
+    );
 }
 
 /// The harness's schema checks each registered entry against its

@@ -154,7 +154,10 @@ fn fuzz_finds_what_the_authors_oracle_sees_and_writes_it_shrunk() {
     assert!(report.violations.iter().any(|v| v.oracle == oracle));
     let text = outcome.report();
     assert!(text.contains(&file.display().to_string()), "{text}");
-    assert!(text.contains("PAI_SIM_FUZZ_SEED=7 cargo test -p pai-sim"), "{text}");
+    assert!(
+        text.contains("PAI_SIM_FUZZ_SEED=7 cargo test -p pai-sim"),
+        "{text}"
+    );
 }
 
 #[test]
