@@ -64,7 +64,12 @@ fn suggest(message: &str) -> Option<String> {
     let (word, tail) = rest.split_once('`')?;
     let expected = tail.strip_prefix(", ")?;
     let names: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
-    let best = closest(word, names.iter().copied())?;
+    // The timeline's time is `at`; faults name theirs `at_ms` (their `at`
+    // is a store request), so one is often written for the other.
+    let best = match (word, names.contains(&"at")) {
+        ("at_ms", true) => "at",
+        _ => closest(word, names.iter().copied())?,
+    };
     let head = &message[..message.len() - tail.len()];
     Some(format!("{head}: did you mean `{best}`? ({expected})"))
 }
@@ -84,6 +89,10 @@ fn takes(expected: &str, key: Option<&str>) -> Option<String> {
         "f32" | "f64" => "a number".into(),
         "a sequence" => "a list (`[...]`)".into(),
         "a map" => "a table (`{ ... }`)".into(),
+        // A fault's `at` names a store request; its time is `at_ms`.
+        "struct RequestAt" => "a store request to place the fault at, a table such as \
+             `at = { request = \"claim\", nth = 1 }` (a fault's time in virtual ms is `at_ms`)"
+            .into(),
         t if t.starts_with("struct ") => "a table (`{ ... }`)".into(),
         "internally tagged enum HookSpec" => "a table with `hook = \"...\"`".into(),
         t if t.starts_with("internally tagged enum ") => "a table with `kind = \"...\"`".into(),
@@ -184,6 +193,15 @@ mod tests {
         );
         let far = "unknown field `zzz`, expected `at` or `send`";
         assert_eq!(reword(far, None), far);
+    }
+
+    #[test]
+    fn a_time_written_the_other_sections_way_is_pointed_to_its_name() {
+        let m = "unknown field `at_ms`, expected one of `at`, `client`, `send`";
+        assert!(reword(m, None).contains("did you mean `at`?"), "{}", reword(m, None));
+        let m = "invalid type: integer `5`, expected struct RequestAt";
+        let out = reword(m, Some("at"));
+        assert!(out.contains("a fault's time in virtual ms is `at_ms`"), "{out}");
     }
 
     #[test]
