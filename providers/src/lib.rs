@@ -53,6 +53,7 @@ mod openai_responses;
 #[cfg(feature = "record")]
 mod record;
 mod report;
+mod samples;
 
 pub use decoder::{Decoded, Decoder, Format, decode};
 pub use error::DecodeError;
@@ -61,3 +62,4 @@ pub use http::{HttpConfig, HttpError, HttpModel};
 #[cfg(feature = "record")]
 pub use record::{RecordConfig, RecordError, Recorder, Turn};
 pub use report::{StreamReport, Usage};
+pub use samples::{SAMPLES, Sample, sample};

@@ -70,6 +70,7 @@ pub fn case_with(seed: u64, features: Features) -> ScenarioSpec {
         schema: None,
         time_limit_ms: None,
     };
+    super::replayed::replayed(seed, &mut spec);
     spec.timeline = timeline(&mut g, &waiters(&spec));
     super::cluster::cluster(seed, features, &mut spec);
     super::facade::facade(seed, features, &mut spec);

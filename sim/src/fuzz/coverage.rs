@@ -118,6 +118,14 @@ pub const KEYS: &[&str] = &[
     "fault.pause",
     "fault.resume",
     "lease.takeover",
+    // Replayed provider streams (`fuzz/replayed.rs`, issue 29): cases whose
+    // model replays built-in recordings, and where those met waiting,
+    // workers, a stream transform and a cancel.
+    "replay.case",
+    "cross.replay_and_wait",
+    "cross.replay_among_workers",
+    "cross.replay_through_a_transform",
+    "cross.replay_and_cancel",
 ];
 
 /// The hooks counted by name whenever one decides (`<hook>#<index>`, the
@@ -245,6 +253,25 @@ impl Coverage {
         self.hit_if(by_id, "cross.answer_by_call_id");
         let late = super::crossings::answer_after_cancel(spec, events);
         self.hit_if(late, "cross.answer_after_cancel");
+        self.replayed(spec, events);
+    }
+
+    /// A case whose default model replays recordings, and what it met.
+    fn replayed(&mut self, spec: &ScenarioSpec, events: &[Event]) {
+        if spec.model.replay.is_empty() {
+            return;
+        }
+        self.hit("replay.case");
+        let any = |f: fn(&EventKind) -> bool| events.iter().any(|e| f(&e.kind));
+        self.hit_if(
+            any(|k| matches!(k, EventKind::Waiting { .. })),
+            "cross.replay_and_wait",
+        );
+        self.hit_if(!spec.workers.is_empty(), "cross.replay_among_workers");
+        let transform = |k: &EventKind| matches!(k, EventKind::Hook(n) if n.phase == pai_runtime::hook::Phase::TransformStepStream);
+        self.hit_if(any(transform), "cross.replay_through_a_transform");
+        let cancelled = |k: &EventKind| matches!(k, EventKind::CancelRequested { .. });
+        self.hit_if(any(cancelled), "cross.replay_and_cancel");
     }
 
     fn note(&mut self, d: &NoteDecision) {

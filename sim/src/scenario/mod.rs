@@ -28,7 +28,7 @@ pub use checked::{
 pub use cluster::{Cluster, FaultAction, Placed, StoreBugs, Timed};
 pub use field::{CheckError, FieldPath, Segment};
 pub use names::{OracleId, OracleName};
-pub use replay::{Recording, RecordingKind, Replay};
+pub use replay::{BUILT_IN, Recording, RecordingKind, Replay};
 pub use spec::{
     AgentSpec, CallRef, CancelRun, CancelSpec, ClusterSpec, DenySpec, Expect, ExpectSpec,
     FaultSpec, HostOrder, LifecycleEntry, ModelSpec, MutateSpec, OnOutputSpec, ReplayFormat,

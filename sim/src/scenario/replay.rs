@@ -139,12 +139,15 @@ fn recording(
     dir: &Path,
     at: &[Segment],
 ) -> Result<Recording, CheckError> {
-    let path = dir.join(file);
-    let body = match std::fs::read(&path) {
-        Ok(body) => body,
-        Err(e) => {
-            return fail(at, format!("cannot read recording {}: {e}", path.display()));
-        }
+    let body = match file.strip_prefix(BUILT_IN) {
+        Some(name) => built_in(name, format, at)?,
+        None => match std::fs::read(dir.join(file)) {
+            Ok(body) => body,
+            Err(e) => {
+                let path = dir.join(file);
+                return fail(at, format!("cannot read recording {}: {e}", path.display()));
+            }
+        },
     };
     let name = format.decoder().as_str();
     let kind = match decode(format.decoder(), &body) {
@@ -163,6 +166,28 @@ fn recording(
         body: body.into(),
         kind,
     })
+}
+
+/// The prefix that names a recording compiled into `pai-providers`
+/// (`pai-providers:anthropic/tool-use-split.sse`) instead of a file.
+pub const BUILT_IN: &str = "pai-providers:";
+
+/// The body of the built-in recording `name`, which must be in `format`.
+fn built_in(name: &str, format: ReplayFormat, at: &[Segment]) -> Result<Vec<u8>, CheckError> {
+    let Some(sample) = pai_providers::sample(name) else {
+        let known: Vec<&str> = pai_providers::SAMPLES.iter().map(|s| s.path).collect();
+        let message = format!("no built-in recording {BUILT_IN}{name}; there are {known:?}");
+        return fail(at, message);
+    };
+    if sample.format != format.decoder() {
+        let message = format!(
+            "{BUILT_IN}{name} is recorded in the {} format, not {}",
+            sample.format.as_str(),
+            format.decoder().as_str()
+        );
+        return fail(at, message);
+    }
+    Ok(sample.body.to_vec())
 }
 
 #[cfg(test)]
@@ -215,6 +240,27 @@ mod tests {
         // the anthropic decoder refuses the chat recording first, at [0]
         let e = load(&format!("replay = [{CHAT}]\nformat = \"anthropic\"")).unwrap_err();
         assert!(e.message.starts_with("model.replay[0]: recording"), "{e}");
+    }
+
+    #[test]
+    fn x1_a_built_in_recording_loads_as_its_file_does_and_a_wrong_one_is_refused() {
+        let built_in = load(
+            "replay = [\"pai-providers:openai-chat/text-multibyte.sse\"]\nformat = \"openai-chat\"",
+        )
+        .unwrap();
+        let file = load(&format!("replay = [{CHAT}]\nformat = \"openai-chat\"")).unwrap();
+        let (a, b) = (&built_in.replays[&None], &file.replays[&None]);
+        assert_eq!(a.recordings[0].body, b.recordings[0].body);
+        assert_eq!(a.recordings[0].kind, b.recordings[0].kind);
+        let e = refused(
+            "replay = [\"pai-providers:openai-chat/nope.sse\"]\nformat = \"openai-chat\"",
+            "model.replay[0]: no built-in recording pai-providers:openai-chat/nope.sse; there are [",
+        );
+        assert!(e.message.contains("anthropic/tool-use-split.sse"), "{e}");
+        refused(
+            "replay = [\"pai-providers:anthropic/text-multibyte.sse\"]\nformat = \"openai-chat\"",
+            "model.replay[0]: pai-providers:anthropic/text-multibyte.sse is recorded in the anthropic format, not openai-chat",
+        );
     }
 
     #[test]

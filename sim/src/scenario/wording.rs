@@ -198,10 +198,17 @@ mod tests {
     #[test]
     fn a_time_written_the_other_sections_way_is_pointed_to_its_name() {
         let m = "unknown field `at_ms`, expected one of `at`, `client`, `send`";
-        assert!(reword(m, None).contains("did you mean `at`?"), "{}", reword(m, None));
+        assert!(
+            reword(m, None).contains("did you mean `at`?"),
+            "{}",
+            reword(m, None)
+        );
         let m = "invalid type: integer `5`, expected struct RequestAt";
         let out = reword(m, Some("at"));
-        assert!(out.contains("a fault's time in virtual ms is `at_ms`"), "{out}");
+        assert!(
+            out.contains("a fault's time in virtual ms is `at_ms`"),
+            "{out}"
+        );
     }
 
     #[test]
