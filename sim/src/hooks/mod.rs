@@ -4,6 +4,7 @@
 
 mod after_step;
 mod base_context;
+mod build_context;
 mod compaction;
 mod delay;
 mod fail;
@@ -11,6 +12,7 @@ mod fallback;
 mod guardrail;
 mod hide_message;
 mod history_probe;
+mod library;
 mod metadata;
 mod mutate_thread;
 mod rag;
@@ -35,10 +37,12 @@ mod user;
 use pai_runtime::hook::Phase;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 pub use after_step::{AfterStep, AfterStepSpec};
 pub use base_context::BaseContext;
-pub use compaction::{CompactionSpec, SummaryCall, SummaryLog};
+pub use build_context::{BuildContext, SummaryCall, SummaryLog};
+pub use compaction::CompactionSpec;
 pub use delay::Delay;
 pub use fail::{Fail, PhaseName};
 pub use fallback::Fallback;
@@ -65,7 +69,8 @@ pub use stream_guard::StreamGuard;
 pub use system_message::{MessageLevel, SystemMessage};
 pub use timeout::Timeout;
 pub use uppercase::Uppercase;
-pub(crate) use user::{Factory, Typed};
+pub(crate) use library::{Kinds, register as register_library};
+pub(crate) use user::{Factory, Maker, Typed};
 pub use user::{UserHook, UserHookDef};
 
 /// One `[[lifecycle]]` entry: the hook named by `hook = "..."` and its fields.
@@ -170,6 +175,45 @@ fn nonempty(field: &'static str, value: &str, why: &str) -> Result<(), (&'static
     }
 }
 
+/// `$body` with `$h` bound to the configuration of whichever kind `$spec`
+/// is (each kind's configuration has a `name`).
+macro_rules! each {
+    ($spec:expr, $h:ident => $body:expr) => {
+        match $spec {
+            HookSpec::SystemMessage($h) => $body,
+            HookSpec::Route($h) => $body,
+            HookSpec::ReplaceMessages($h) => $body,
+            HookSpec::Rag($h) => $body,
+            HookSpec::RecentWindow($h) => $body,
+            HookSpec::SlowResolver($h) => $body,
+            HookSpec::ResolveTwice($h) => $body,
+            HookSpec::BaseContext($h) => $body,
+            HookSpec::HistoryProbe($h) => $body,
+            HookSpec::Fallback($h) => $body,
+            HookSpec::Timeout($h) => $body,
+            HookSpec::Redact($h) => $body,
+            HookSpec::Uppercase($h) => $body,
+            HookSpec::StreamGuard($h) => $body,
+            HookSpec::RejectTool($h) => $body,
+            HookSpec::ReplaceToolInput($h) => $body,
+            HookSpec::ReplaceToolOutput($h) => $body,
+            HookSpec::AfterStep($h) => $body,
+            HookSpec::Guardrail($h) => $body,
+            HookSpec::Fail($h) => $body,
+            HookSpec::Delay($h) => $body,
+            HookSpec::SetMetadata($h) => $body,
+            HookSpec::PatchMetadata($h) => $body,
+            HookSpec::MetadataOverlay($h) => $body,
+            HookSpec::ContextMessage($h) => $body,
+            HookSpec::Compaction($h) => $body,
+            HookSpec::RewritePatch($h) => $body,
+            HookSpec::RewriteListener($h) => $body,
+            HookSpec::HideMessage($h) => $body,
+            HookSpec::MutateThread($h) => $body,
+        }
+    };
+}
+
 impl HookSpec {
     /// The hook's kind, as `hook = "..."` names it.
     pub fn kind(&self) -> &'static str {
@@ -209,38 +253,26 @@ impl HookSpec {
 
     /// The name the entry gives itself, if any.
     pub fn given_name(&self) -> Option<&str> {
-        match self {
-            HookSpec::SystemMessage(h) => h.name.as_deref(),
-            HookSpec::Route(h) => h.name.as_deref(),
-            HookSpec::ReplaceMessages(h) => h.name.as_deref(),
-            HookSpec::Rag(h) => h.name.as_deref(),
-            HookSpec::RecentWindow(h) => h.name.as_deref(),
-            HookSpec::SlowResolver(h) => h.name.as_deref(),
-            HookSpec::ResolveTwice(h) => h.name.as_deref(),
-            HookSpec::BaseContext(h) => h.name.as_deref(),
-            HookSpec::HistoryProbe(h) => h.name.as_deref(),
-            HookSpec::Fallback(h) => h.name.as_deref(),
-            HookSpec::Timeout(h) => h.name.as_deref(),
-            HookSpec::Redact(h) => h.name.as_deref(),
-            HookSpec::Uppercase(h) => h.name.as_deref(),
-            HookSpec::StreamGuard(h) => h.name.as_deref(),
-            HookSpec::RejectTool(h) => h.name.as_deref(),
-            HookSpec::ReplaceToolInput(h) => h.name.as_deref(),
-            HookSpec::ReplaceToolOutput(h) => h.name.as_deref(),
-            HookSpec::AfterStep(h) => h.name.as_deref(),
-            HookSpec::Guardrail(h) => h.name.as_deref(),
-            HookSpec::Fail(h) => h.name.as_deref(),
-            HookSpec::Delay(h) => h.name.as_deref(),
-            HookSpec::SetMetadata(h) => h.name.as_deref(),
-            HookSpec::PatchMetadata(h) => h.name.as_deref(),
-            HookSpec::MetadataOverlay(h) => h.name.as_deref(),
-            HookSpec::ContextMessage(h) => h.name.as_deref(),
-            HookSpec::Compaction(h) => h.name.as_deref(),
-            HookSpec::RewritePatch(h) => h.name.as_deref(),
-            HookSpec::RewriteListener(h) => h.name.as_deref(),
-            HookSpec::HideMessage(h) => h.name.as_deref(),
-            HookSpec::MutateThread(h) => h.name.as_deref(),
-        }
+        each!(self, h => h.name.as_deref())
+    }
+
+    /// The entry with `name` as the name it gives itself.
+    pub fn named(mut self, name: Option<&str>) -> HookSpec {
+        each!(&mut self, h => h.name = name.map(str::to_string));
+        self
+    }
+
+    /// The entry's configuration: its fields but `hook` and `name`, as a
+    /// `use = "<kind>"` entry would write them; or why it cannot be written.
+    pub fn config(&self) -> Result<Map<String, Value>, String> {
+        let mut config = match serde_json::to_value(self) {
+            Ok(Value::Object(config)) => config,
+            Ok(other) => return Err(format!("{} is written as {other}", self.kind())),
+            Err(e) => return Err(e.to_string()),
+        };
+        config.remove("hook");
+        config.remove("name");
+        Ok(config)
     }
 
     /// A value the hook cannot use, as the field and the reason.
@@ -367,44 +399,6 @@ impl HookSpec {
             HookSpec::RewritePatch(_) => Phase::PrepareHistoryRewrite,
             HookSpec::RewriteListener(_) => Phase::HistoryRewritten,
             HookSpec::HideMessage(_) | HookSpec::MutateThread(_) => Phase::AfterStep,
-        }
-    }
-
-    /// The hook this entry builds, named `name` in the event log.
-    /// The hook, recording what it sends its own models (compaction's
-    /// summary model) in `summaries`.
-    pub fn build(&self, name: &str, summaries: &SummaryLog) -> SimHook {
-        match self {
-            HookSpec::SystemMessage(h) => h.build(name),
-            HookSpec::Route(h) => h.build(name),
-            HookSpec::ReplaceMessages(h) => h.build(name),
-            HookSpec::Rag(h) => h.build(name),
-            HookSpec::RecentWindow(h) => h.build(name),
-            HookSpec::SlowResolver(h) => h.build(name),
-            HookSpec::ResolveTwice(h) => h.build(name),
-            HookSpec::BaseContext(h) => h.build(name),
-            HookSpec::HistoryProbe(h) => h.build(name),
-            HookSpec::Fallback(h) => h.build(name),
-            HookSpec::Timeout(h) => h.build(name),
-            HookSpec::Redact(h) => h.build(name),
-            HookSpec::Uppercase(h) => h.build(name),
-            HookSpec::StreamGuard(h) => h.build(name),
-            HookSpec::RejectTool(h) => h.build(name),
-            HookSpec::ReplaceToolInput(h) => h.build(name),
-            HookSpec::ReplaceToolOutput(h) => h.build(name),
-            HookSpec::AfterStep(h) => h.build(name),
-            HookSpec::Guardrail(h) => h.build(name),
-            HookSpec::Fail(h) => h.build(name),
-            HookSpec::Delay(h) => h.build(name),
-            HookSpec::SetMetadata(h) => h.build(name),
-            HookSpec::PatchMetadata(h) => h.build(name),
-            HookSpec::MetadataOverlay(h) => h.build(name),
-            HookSpec::ContextMessage(h) => h.build(name),
-            HookSpec::Compaction(h) => h.build(name, summaries),
-            HookSpec::RewritePatch(h) => h.build(name),
-            HookSpec::RewriteListener(h) => h.build(name),
-            HookSpec::HideMessage(h) => h.build(name),
-            HookSpec::MutateThread(h) => h.build(name),
         }
     }
 }
