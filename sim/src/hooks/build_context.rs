@@ -31,4 +31,3 @@ pub struct SummaryCall {
 /// Where summary models record their requests: the world's, shared by
 /// every worker (a crash does not lose what was asked).
 pub type SummaryLog = Arc<Mutex<Vec<SummaryCall>>>;
-

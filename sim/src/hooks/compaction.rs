@@ -2,8 +2,8 @@
 //! scripted summary model: past `threshold` context-visible messages after
 //! its cursor, it summarizes all but the newest `keep`.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pai_runtime::{
     HookFuture, LanguageModel, ModelError, ModelRequest, StreamPart,
@@ -13,8 +13,8 @@ use pai_runtime::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::shared::SimHook;
 use super::build_context::{BuildContext, SummaryCall, SummaryLog};
+use super::shared::SimHook;
 
 /// The compaction helper, installed as one lifecycle value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -5,12 +5,13 @@
 
 use super::build_context::BuildContext;
 use super::shared::SimHook;
+use super::spec::HookSpec;
 use super::user::UserHook;
-use super::{
+use crate::hooks::{
     AfterStep, BaseContext, CompactionSpec, ContextMessage, Delay, Fail, Fallback, Guardrail,
-    HideMessage, HistoryProbe, HookSpec, MetadataOverlay, MutateThread, PatchMetadata, Rag,
-    RecentWindow, Redact, RejectTool, ReplaceMessages, ReplaceToolInput, ReplaceToolOutput,
-    ResolveTwice, RewriteListener, RewritePatchSpec, Route, SetMetadata, SlowResolver, StreamGuard,
+    HideMessage, HistoryProbe, MetadataOverlay, MutateThread, PatchMetadata, Rag, RecentWindow,
+    Redact, RejectTool, ReplaceMessages, ReplaceToolInput, ReplaceToolOutput, ResolveTwice,
+    RewriteListener, RewritePatchSpec, Route, SetMetadata, SlowResolver, StreamGuard,
     SystemMessage, Timeout, Uppercase,
 };
 

@@ -13,9 +13,9 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::HookSpec;
 use super::build_context::BuildContext;
 use super::shared::SimHook;
+use super::spec::HookSpec;
 
 /// A configuration that builds a hook: the type a scenario's
 /// `[[lifecycle]] use = "..."` entry is read into (its fields are the

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::cluster::{Cluster, cluster};
 use super::field::{CheckError, Segment, fail};
+use super::hooks::{HookDef, hooks};
 use super::names::OracleId;
 use super::references::Named;
 use super::replay::{self, Replays};
@@ -18,7 +19,6 @@ use super::spec::{
     Expect, FaultSpec, LifecycleEntry, ModelSpec, OnOutputSpec, ScenarioSpec, ToolSpec,
 };
 use super::timeline::{Moment, timeline};
-use super::hooks::{HookDef, hooks};
 
 use crate::hooks::HookSpec;
 use crate::observe::UserOracles;
