@@ -223,3 +223,66 @@ impl Registry {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hooks::{RecentWindow, Uppercase};
+
+    fn config(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn the_registry_lists_the_librarys_30_kinds_by_their_hook_names() {
+        let registry = Registry::default();
+        let schema = crate::scenario::ScenarioSpec::schema();
+        let kinds = schema.pointer("/$defs/HookSpec/properties/hook/enum");
+        let kinds: BTreeSet<&str> = kinds
+            .and_then(Value::as_array)
+            .map(|k| k.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let library: BTreeSet<&str> = registry.library().collect();
+        assert_eq!(library.len(), 30);
+        assert_eq!(library, kinds);
+        assert!(registry.names().eq(registry.library()));
+        assert_eq!(registry.authored().count(), 0);
+    }
+
+    #[test]
+    fn a_library_name_is_taken_and_other_names_are_free() {
+        let mut registry = Registry::default();
+        assert!(!registry.hook::<Uppercase>("system_message"));
+        assert!(registry.hook::<Uppercase>("shout"));
+        assert!(registry.authored().eq(["shout"]));
+        assert!(!registry.is_library("shout") && registry.is_library("uppercase"));
+    }
+
+    #[test]
+    fn a_library_kind_is_foreseen_named_and_checked_as_the_library_checks_it() {
+        let registry = Registry::default();
+        let checked = registry.check(
+            "recent_window",
+            Some("w"),
+            &config(serde_json::json!({"last": 2})),
+        );
+        let Ok(Checked::Foreseen(spec, _)) = checked else {
+            panic!("not foreseen")
+        };
+        let window = RecentWindow {
+            name: Some("w".into()),
+            last: 2,
+        };
+        assert_eq!(spec, HookSpec::RecentWindow(window));
+        let refused = registry.check(
+            "recent_window",
+            None,
+            &config(serde_json::json!({"last": 0})),
+        );
+        let message = "recent_window: must be at least 1: a window of 0 sends the model nothing";
+        assert_eq!(refused.err(), Some(Refusal::at(Some("last"), message)));
+        let unknown = registry.check("recnt_window", None, &Map::new()).err();
+        let unknown = unknown.map(|r| (r.field, r.message.contains("beyond the built-in library")));
+        assert_eq!(unknown, Some((None, true)));
+    }
+}
