@@ -1,6 +1,10 @@
 //! The built-in hook library. Each `[[lifecycle]]` entry of a scenario is one
 //! hook; each hook lives in its own file with its configuration (the part of
-//! the scenario format it owns) and handles exactly one phase.
+//! the scenario format it owns) and handles exactly one phase. Each
+//! configuration is a [`UserHook`], registered in every
+//! [`crate::Registry`] under its `hook` name (`library.rs`) by the function
+//! a harness registers its own hooks with; [`HookSpec`] is the typed view
+//! the oracles foresee the library's hooks by.
 
 mod after_step;
 mod base_context;

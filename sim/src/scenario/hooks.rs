@@ -121,3 +121,39 @@ pub(super) fn hooks(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::path::Path;
+
+    use pai_runtime::hook::Phases;
+
+    use crate::scenario::Scenario;
+
+    /// The oracles take a library hook's phase from its spec; the hook the
+    /// registry builds handles that phase, and no other but compaction's
+    /// (the runtime's helper also takes part in `prepare_history_rewrite`,
+    /// which the spec does not declare), for every library hook of the suite.
+    #[test]
+    fn a_library_hook_built_through_the_registry_handles_its_specs_phase() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let files = crate::suite::discover(&[root]).expect("the suite is readable");
+        let mut more = BTreeSet::new();
+        let mut seen = 0;
+        for f in &files {
+            let scenario = Scenario::load(f).expect("the suite loads");
+            for hook in &scenario.hooks {
+                let Some(spec) = hook.library() else { continue };
+                let built = hook.build(&Default::default()).phases();
+                assert!(built.contains(spec.phase()), "{}", hook.name);
+                if built != Phases::only(spec.phase()) {
+                    more.insert(spec.kind());
+                }
+                seen += 1;
+            }
+        }
+        assert!(seen > 100, "{seen}");
+        assert_eq!(more, BTreeSet::from(["compaction"]));
+    }
+}
