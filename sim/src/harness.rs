@@ -109,16 +109,23 @@ fn replay_line(c: &CaseResult, seed: Option<u64>) -> String {
 }
 
 impl Harness {
-    /// A harness that knows only the built-in library.
+    /// A harness that knows only the built-in library (its kinds
+    /// registered in the harness's registry, by their `hook` names).
     pub fn new() -> Harness {
         Harness::default()
     }
 
     /// Registers the configuration type `C` under `name`: an entry
     /// `[[lifecycle]] use = "<name>"` is read into a `C` and builds its
-    /// hook. Panics when `name` is registered already (two hooks under one
-    /// name is a mistake in the test's setup, not in a scenario).
+    /// hook. Panics when `name` is registered already, by the built-in
+    /// library (its kinds go by their `hook` names) or an earlier call (two
+    /// hooks under one name is a mistake in the test's setup, not in a
+    /// scenario).
     pub fn hook<C: UserHook>(&mut self, name: &str) -> &mut Harness {
+        assert!(
+            !self.registry.is_library(name),
+            "a hook is registered as {name:?} already: it is a kind of the built-in library (`hook = {name:?}`)"
+        );
         assert!(
             self.registry.hook::<C>(name),
             "a hook is registered as {name:?} already"

@@ -1,8 +1,10 @@
-//! What a harness registered: its hooks by name (`use = "<name>"`), the
-//! configurations fuzz cases draw for them, and its own oracles. A
-//! scenario is checked against one registry (empty without a harness).
+//! The hooks a scenario can name, and what a harness added: every kind of
+//! the built-in library and the harness's own hooks, registered alike by
+//! name (`hook = "<kind>"` or `use = "<name>"`), the configurations fuzz
+//! cases draw for them, and the harness's oracles. A scenario is checked
+//! against one registry (the library alone without a harness).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -10,15 +12,17 @@ use std::sync::Arc;
 use schemars::{Schema, SchemaGenerator};
 use serde_json::{Map, Value};
 
-use crate::hooks::{Factory, Typed, UserHook, UserHookDef};
+use crate::hooks::{Factory, HookSpec, Kinds, Maker, Typed, UserHook, UserHookDef};
 use crate::observe::{UserOracle, UserOracles};
 
-/// What a harness registered: the hooks it knows by name
-/// (`use = "<name>"`), in name order, and its own oracles, in the order
-/// they were registered.
-#[derive(Clone, Default)]
+/// The hooks known by name, in name order: the built-in library's kinds
+/// (registered by [`Registry::default`]) and a harness's own; and the
+/// harness's oracles, in the order they were registered.
+#[derive(Clone)]
 pub struct Registry {
     hooks: BTreeMap<String, Arc<dyn Factory>>,
+    /// The names the built-in library registered: no harness takes them.
+    library: BTreeSet<String>,
     /// The hooks a fuzz campaign draws, each with its drawer of
     /// configurations.
     drawers: BTreeMap<String, Drawer>,
@@ -32,18 +36,72 @@ pub struct Registry {
 /// the same configuration), as the entry's fields; or why it cannot.
 pub(crate) type Drawer = Arc<dyn Fn(u64) -> Result<Map<String, Value>, String> + Send + Sync>;
 
+/// An entry checked by the registry: the hook it builds and what the
+/// oracles know of it.
+pub(crate) enum Checked {
+    /// A kind the oracles foresee, as they model it, and its maker.
+    Foreseen(HookSpec, Maker),
+    /// A harness's own hook: the oracles know only its phases.
+    Unforeseen(UserHookDef),
+}
+
+/// Why the registry refuses an entry: the field at fault (`None`: the name
+/// the entry is registered under) and the reason.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Refusal {
+    pub(crate) field: Option<&'static str>,
+    pub(crate) message: String,
+}
+
+impl Refusal {
+    fn at(field: Option<&'static str>, message: impl Into<String>) -> Refusal {
+        let message = message.into();
+        Refusal { field, message }
+    }
+}
+
+impl Default for Registry {
+    /// The built-in library, every kind under its `hook` name.
+    fn default() -> Registry {
+        Registry::with_library()
+    }
+}
+
+impl Kinds for Registry {
+    fn kind<C: UserHook>(&mut self, name: &str) {
+        let fresh = self.hook::<C>(name);
+        debug_assert!(fresh, "the library registers {name:?} twice");
+    }
+}
+
 impl fmt::Debug for Registry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Registry")
-            .field("hooks", &self.hooks.keys())
+            .field("hooks", &self.authored().collect::<Vec<_>>())
             .field("oracles", &self.oracles().names().collect::<Vec<_>>())
             .finish()
     }
 }
 
 impl Registry {
-    /// Registers `C` under `name`; `false` if the name was taken (the
-    /// first registration stays).
+    /// The built-in library's kinds, each registered under the name
+    /// `hook = "..."` gives it, through [`Registry::hook`]; no hook of a
+    /// harness yet.
+    pub fn with_library() -> Registry {
+        let mut registry = Registry {
+            hooks: BTreeMap::new(),
+            library: BTreeSet::new(),
+            drawers: BTreeMap::new(),
+            words: Vec::new(),
+            oracles: Vec::new(),
+        };
+        crate::hooks::register_library(&mut registry);
+        registry.library = registry.hooks.keys().cloned().collect();
+        registry
+    }
+
+    /// Registers `C` under `name`; `false` if the name was taken, by the
+    /// library or an earlier registration (the first registration stays).
     pub fn hook<C: UserHook>(&mut self, name: &str) -> bool {
         if self.hooks.contains_key(name) {
             return false;
@@ -89,48 +147,142 @@ impl Registry {
         UserOracles::new(self.oracles.clone())
     }
 
-    /// The registered hooks' names, in order.
+    /// Every registered hook's name, the library's and a harness's, in
+    /// order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.hooks.keys().map(String::as_str)
     }
 
-    /// Each registered name with its configuration's schema.
+    /// The built-in library's kinds, in order.
+    pub fn library(&self) -> impl Iterator<Item = &str> {
+        self.library.iter().map(String::as_str)
+    }
+
+    /// Whether `name` is a kind of the built-in library.
+    pub fn is_library(&self, name: &str) -> bool {
+        self.library.contains(name)
+    }
+
+    /// The hooks a harness registered, beside the library, in order.
+    pub fn authored(&self) -> impl Iterator<Item = &str> {
+        self.names().filter(|n| !self.is_library(n))
+    }
+
+    /// Each hook a harness registered with its configuration's schema (the
+    /// library's are the published schema's own).
     pub fn schemas(&self, generator: &mut SchemaGenerator) -> Vec<(String, Schema)> {
-        let hooks = self.hooks.iter();
+        let hooks = self.hooks.iter().filter(|(n, _)| !self.is_library(n));
         hooks
             .map(|(n, f)| (n.clone(), f.schema(generator)))
             .collect()
     }
 
-    /// The entry `use_name` with `config`, checked into a hook of the
-    /// scenario: its maker and the phases the hook handles; or why not.
+    /// The entry registered as `use_name`, naming itself `given`, with
+    /// `config`, checked into a hook of the scenario; or why not. A kind
+    /// the oracles foresee is checked as the library checks it; an
+    /// author's hook only by its configuration's type.
     pub(crate) fn check(
         &self,
         use_name: &str,
+        given: Option<&str>,
         config: &Map<String, Value>,
-    ) -> Result<UserHookDef, String> {
+    ) -> Result<Checked, Refusal> {
         let Some(factory) = self.hooks.get(use_name) else {
-            return Err(self.unknown(use_name));
+            return Err(Refusal::at(None, self.unknown(use_name)));
         };
-        let make = factory.check(config)?;
-        let phases = make(use_name).phases();
-        Ok(UserHookDef {
+        let (make, foreseen) = factory.check(config).map_err(|m| Refusal::at(None, m))?;
+        if let Some(spec) = foreseen {
+            let spec = spec.named(given);
+            if let Err((field, message)) = spec.check() {
+                let message = format!("{}: {message}", spec.kind());
+                return Err(Refusal::at(Some(field), message));
+            }
+            return Ok(Checked::Foreseen(spec, make));
+        }
+        if given.is_some_and(|n| n.trim().is_empty()) {
+            let message = "must not be empty (leave it out for a generated name)";
+            return Err(Refusal::at(Some("name"), message));
+        }
+        let context = crate::hooks::BuildContext::default();
+        let phases = make(use_name, &context).phases();
+        Ok(Checked::Unforeseen(UserHookDef {
             use_name: use_name.to_string(),
             config: config.clone(),
             phases,
             make,
-        })
+        }))
     }
 
     fn unknown(&self, use_name: &str) -> String {
-        match self.hooks.is_empty() {
+        let known: Vec<&str> = self.authored().collect();
+        match known.is_empty() {
             true => format!(
-                "no hook is registered as {use_name:?}: only a pai_sim::Harness knows hooks by name (the pai-sim binary runs the built-in library, `hook = \"...\"`)"
+                "no hook is registered as {use_name:?}: only a pai_sim::Harness knows hooks by name beyond the built-in library's kinds (`hook = \"...\"`)"
             ),
-            false => {
-                let known: Vec<&str> = self.names().collect();
-                format!("no hook is registered as {use_name:?}; registered: {known:?}")
-            }
+            false => format!("no hook is registered as {use_name:?}; registered: {known:?}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hooks::{RecentWindow, Uppercase};
+
+    fn config(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn the_registry_lists_the_librarys_30_kinds_by_their_hook_names() {
+        let registry = Registry::default();
+        let schema = crate::scenario::ScenarioSpec::schema();
+        let kinds = schema.pointer("/$defs/HookSpec/properties/hook/enum");
+        let kinds: BTreeSet<&str> = kinds
+            .and_then(Value::as_array)
+            .map(|k| k.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let library: BTreeSet<&str> = registry.library().collect();
+        assert_eq!(library.len(), 30);
+        assert_eq!(library, kinds);
+        assert!(registry.names().eq(registry.library()));
+        assert_eq!(registry.authored().count(), 0);
+    }
+
+    #[test]
+    fn a_library_name_is_taken_and_other_names_are_free() {
+        let mut registry = Registry::default();
+        assert!(!registry.hook::<Uppercase>("system_message"));
+        assert!(registry.hook::<Uppercase>("shout"));
+        assert!(registry.authored().eq(["shout"]));
+        assert!(!registry.is_library("shout") && registry.is_library("uppercase"));
+    }
+
+    #[test]
+    fn a_library_kind_is_foreseen_named_and_checked_as_the_library_checks_it() {
+        let registry = Registry::default();
+        let checked = registry.check(
+            "recent_window",
+            Some("w"),
+            &config(serde_json::json!({"last": 2})),
+        );
+        let Ok(Checked::Foreseen(spec, _)) = checked else {
+            panic!("not foreseen")
+        };
+        let window = RecentWindow {
+            name: Some("w".into()),
+            last: 2,
+        };
+        assert_eq!(spec, HookSpec::RecentWindow(window));
+        let refused = registry.check(
+            "recent_window",
+            None,
+            &config(serde_json::json!({"last": 0})),
+        );
+        let message = "recent_window: must be at least 1: a window of 0 sends the model nothing";
+        assert_eq!(refused.err(), Some(Refusal::at(Some("last"), message)));
+        let unknown = registry.check("recnt_window", None, &Map::new()).err();
+        let unknown = unknown.map(|r| (r.field, r.message.contains("beyond the built-in library")));
+        assert_eq!(unknown, Some((None, true)));
     }
 }

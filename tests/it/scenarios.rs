@@ -71,6 +71,27 @@ fn every_scenario_matches_its_snapshot() {
     );
 }
 
+/// Issue 28: every `hook = "..."` entry of the suite is checked through the
+/// registry (its configuration read by the kind's registered type) into the
+/// very entry the file parsed: nothing is lost on the way.
+#[test]
+fn every_library_entry_checks_into_the_entry_it_parsed() {
+    let files = pai_sim::discover(&[root().join("scenarios")]).expect("scenarios/ is readable");
+    let mut kinds = std::collections::BTreeSet::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let spec = pai_sim::ScenarioSpec::parse(f, &text).unwrap();
+        let scenario = pai_sim::Scenario::load(f).unwrap();
+        for (entry, hook) in spec.lifecycle.iter().zip(&scenario.hooks) {
+            if let Some(parsed) = entry.library() {
+                assert_eq!(hook.library(), Some(parsed), "{}", f.display());
+                kinds.insert(parsed.kind());
+            }
+        }
+    }
+    assert!(kinds.len() >= 25, "{kinds:?}");
+}
+
 /// SPEC X1: a malformed scenario names file, line and column (a JSON
 /// pointer for checks of a JSON file after parsing); nothing runs.
 /// `tests/malformed/` holds files the schema refuses too; `tests/refused/`

@@ -35,7 +35,7 @@ pub struct AfterStep {
 }
 
 impl AfterStep {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let decision = match self.decision {
             AfterStepSpec::Natural => AfterStepDecision::Natural,
             AfterStepSpec::NextStep => AfterStepDecision::NextStep,

@@ -20,7 +20,7 @@ pub struct BaseContext {
 }
 
 impl BaseContext {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let base: Vec<_> = self
             .messages
             .iter()

@@ -2,18 +2,18 @@
 //! scripted summary model: past `threshold` context-visible messages after
 //! its cursor, it summarizes all but the newest `keep`.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
 use pai_runtime::{
     HookFuture, LanguageModel, ModelError, ModelRequest, StreamPart,
     hook::Compaction,
-    message::ModelMessage,
     model::{BoxStream, FinishReason, ReadyStream},
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::build_context::{BuildContext, SummaryCall, SummaryLog};
 use super::shared::SimHook;
 
 /// The compaction helper, installed as one lifecycle value.
@@ -45,25 +45,6 @@ pub struct CompactionSpec {
     #[schemars(extend("default" = 0))]
     pub latency_ms: u64,
 }
-
-/// One request the scripted summary model was sent, and its answer: what
-/// the oracles judge a summary by (SPEC C1).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SummaryCall {
-    /// The run whose compaction sent the request.
-    pub run_id: String,
-    /// The step at which it was sent, numbered from 0 across the run's episodes
-    /// as the event log numbers steps.
-    pub step: u32,
-    /// What it was asked to summarize.
-    pub messages: Vec<ModelMessage>,
-    /// The summary it gave, or why it failed.
-    pub answer: Result<String, String>,
-}
-
-/// Where summary models record their requests: the world's, shared by
-/// every worker (a crash does not lose what was asked).
-pub type SummaryLog = Arc<Mutex<Vec<SummaryCall>>>;
 
 /// The scripted summary model.
 struct Summarizer {
@@ -126,13 +107,14 @@ impl Summarizer {
 }
 
 impl CompactionSpec {
-    pub(super) fn build(&self, _name: &str, log: &SummaryLog) -> SimHook {
+    /// The helper, its summary model recording in the context's log.
+    pub(super) fn hook(&self, _name: &str, context: &BuildContext) -> SimHook {
         let model = Summarizer {
             summaries: self.summaries.clone(),
             fail_at: self.fail_at.clone(),
             latency_ms: self.latency_ms,
             calls: AtomicUsize::new(0),
-            log: log.clone(),
+            log: context.summaries.clone(),
         };
         Box::new(Compaction::new(self.threshold, self.keep, Arc::new(model)))
     }

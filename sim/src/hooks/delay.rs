@@ -66,7 +66,7 @@ impl Delay {
         }
     }
 
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let me = self.clone();
         match self.phase {
             PhaseName::PrepareRun => Box::new(hook::prepare_run(name, move |cx, _| {

@@ -102,7 +102,7 @@ impl Fail {
         HookFuture::ready(self.fire(resumed, step).map(|()| decision))
     }
 
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let me = self.clone();
         match self.phase {
             PhaseName::PrepareRun => Box::new(hook::prepare_run(name, move |cx, _| {

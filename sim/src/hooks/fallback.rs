@@ -21,7 +21,7 @@ pub struct Fallback {
 }
 
 impl Fallback {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let to = self.to.clone();
         Box::new(hook::around_model_call(name, move |_, _, next| {
             let to = to.clone();

@@ -33,7 +33,7 @@ pub struct Guardrail {
 }
 
 impl Guardrail {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let me = self.clone();
         Box::new(hook::prepare_run(name, move |_, input| {
             let latest = input

@@ -37,7 +37,7 @@ pub struct HideMessage {
 }
 
 impl HideMessage {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let (only, role, nth, show) = (self.step, role_of(self.role), self.nth, self.show);
         Box::new(hook::after_step(name, move |cx, input| {
             let step = input.step;

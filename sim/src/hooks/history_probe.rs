@@ -89,7 +89,7 @@ fn hashes(seqs: &[u64]) -> String {
 }
 
 impl HistoryProbe {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let (page, wait) = (self.page, self.wait_ms);
         Box::new(hook::resolve_model_context::<SimContext, _>(
             name,

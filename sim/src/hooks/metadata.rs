@@ -28,7 +28,7 @@ pub struct SetMetadata {
 }
 
 impl SetMetadata {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let values: std::sync::Arc<SimMetadata> =
             std::sync::Arc::new(self.values.clone().into_iter().collect());
         Box::new(hook::prepare_run(name, move |cx, input| {
@@ -108,7 +108,7 @@ impl PatchMetadata {
         .await
     }
 
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let me = std::sync::Arc::new(self.clone());
         match self.phase {
             MetadataPhase::PrepareRun => Box::new(hook::prepare_run(name, move |cx, _| {
@@ -161,7 +161,7 @@ pub struct MetadataOverlay {
 }
 
 impl MetadataOverlay {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         Box::new(hook::prepare_run(name, move |cx, _| {
             HookFuture::new(async move {
                 let m = cx.run_metadata::<SimMetadata>().await?;
@@ -188,7 +188,7 @@ pub struct ContextMessage {
 }
 
 impl ContextMessage {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let text = self.text.clone();
         Box::new(hook::prepare_run(name, move |cx, input| {
             let text = text.clone();

@@ -50,7 +50,7 @@ pub struct MutateThread {
 }
 
 impl MutateThread {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let spec = self.clone();
         Box::new(hook::after_step(name, move |cx, input| {
             let step = input.step;

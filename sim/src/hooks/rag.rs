@@ -19,7 +19,7 @@ pub struct Rag {
 }
 
 impl Rag {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         Box::new(hook::prepare_model_step::<SimContext, _>(
             name,
             |cx, input| {

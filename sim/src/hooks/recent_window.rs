@@ -21,7 +21,7 @@ pub struct RecentWindow {
 }
 
 impl RecentWindow {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let last = self.last;
         Box::new(hook::resolve_model_context(name, move |_, _, next| {
             HookFuture::new(async move {

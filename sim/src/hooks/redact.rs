@@ -25,7 +25,7 @@ pub struct Redact {
 }
 
 impl Redact {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let me = self.clone();
         Box::new(hook::transform_step_stream(name, move |_, _| {
             Some(redactor(&me.patterns, &me.replacement))

@@ -23,7 +23,7 @@ pub struct RejectTool {
 }
 
 impl RejectTool {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let me = self.clone();
         Box::new(hook::before_tool_call(name, move |_, input| {
             HookFuture::ready(Ok(if input.tool == me.tool {

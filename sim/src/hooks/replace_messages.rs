@@ -30,7 +30,7 @@ pub struct ReplaceMessages {
 }
 
 impl ReplaceMessages {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let patch = Patch {
             replace_model_messages: Some(
                 self.messages

@@ -42,7 +42,7 @@ impl ReplaceToolInput {
         next
     }
 
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let me = self.clone();
         Box::new(hook::before_tool_call(name, move |_, input| {
             HookFuture::ready(Ok(if input.tool == me.tool {

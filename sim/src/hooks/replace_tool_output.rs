@@ -39,7 +39,7 @@ impl ReplaceToolOutput {
         next
     }
 
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let me = self.clone();
         Box::new(hook::after_tool_result(name, move |_, input| {
             HookFuture::ready(Ok(if input.result.tool == me.tool {

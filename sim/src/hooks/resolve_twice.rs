@@ -18,7 +18,7 @@ pub struct ResolveTwice {
 }
 
 impl ResolveTwice {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         Box::new(hook::resolve_model_context(name, |_, _, next| {
             HookFuture::new(async move {
                 let first = next.run().await?;

@@ -141,7 +141,7 @@ impl Lifecycle<SimContext> for Listener {
 }
 
 impl RewritePatchSpec {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         Box::new(Patcher {
             name: name.to_string(),
             spec: self.clone(),
@@ -150,7 +150,7 @@ impl RewritePatchSpec {
 }
 
 impl RewriteListener {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         Box::new(Listener {
             name: name.to_string(),
             spec: self.clone(),

@@ -72,7 +72,7 @@ impl Route {
         }
     }
 
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let patch = self.patch();
         let only = self.step;
         match self.at {

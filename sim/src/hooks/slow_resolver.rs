@@ -23,7 +23,7 @@ pub struct SlowResolver {
 }
 
 impl SlowResolver {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let ms = self.ms;
         Box::new(hook::resolve_model_context(name, move |_, _, next| {
             HookFuture::new(async move {

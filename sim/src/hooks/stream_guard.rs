@@ -40,7 +40,7 @@ pub struct StreamGuard {
 }
 
 impl StreamGuard {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let me = self.clone();
         Box::new(hook::transform_step_stream(name, move |_, _| {
             let needle = me.contains.to_lowercase();

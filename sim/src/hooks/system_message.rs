@@ -58,7 +58,7 @@ impl SystemMessage {
         self.if_model.as_ref().is_none_or(|m| m == model)
     }
 
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let me = self.clone();
         match self.at {
             MessageLevel::Run => Box::new(hook::prepare_run(name, move |_, input| {

@@ -20,7 +20,7 @@ pub struct Timeout {
 }
 
 impl Timeout {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         let ms = self.ms;
         Box::new(hook::around_model_call(name, move |_, _, next| {
             HookFuture::new(async move { Ok(next.call(AttemptPatch::timeout(ms)).await?) })

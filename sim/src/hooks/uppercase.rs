@@ -19,7 +19,7 @@ pub struct Uppercase {
 }
 
 impl Uppercase {
-    pub(super) fn build(&self, name: &str) -> SimHook {
+    pub(super) fn hook(&self, name: &str) -> SimHook {
         Box::new(hook::transform_step_stream(name, |_, _| {
             Some(Box::new(UppercaseStage) as Box<dyn StreamTransform>)
         }))

@@ -1,7 +1,8 @@
-//! Hooks an agent author registers with a [`crate::Harness`]: the
-//! [`UserHook`] trait a configuration type implements, the factory that
-//! reads an entry into it, and a registered hook of one scenario, checked
-//! at load. The names live in the [`crate::Registry`].
+//! Hooks registered by name in a [`crate::Registry`]: the [`UserHook`]
+//! trait a configuration type implements (an agent author's, through a
+//! [`crate::Harness`], and each kind of the built-in library alike), the
+//! factory that reads an entry into it, and a registered hook of one
+//! scenario, checked at load.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -12,7 +13,9 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use super::build_context::BuildContext;
 use super::shared::SimHook;
+use super::spec::HookSpec;
 
 /// A configuration that builds a hook: the type a scenario's
 /// `[[lifecycle]] use = "..."` entry is read into (its fields are the
@@ -24,27 +27,47 @@ pub trait UserHook: DeserializeOwned + JsonSchema + Send + Sync + 'static {
     /// The hook this configuration describes, named `name` in the event
     /// log (return it from `Lifecycle::name`, so a failing oracle names it).
     fn build(&self, name: &str) -> SimHook;
+
+    /// [`build`](UserHook::build) in a run of the simulator, with what the
+    /// world lends its hooks (the log where a summary model records what it
+    /// is sent). By default the hook needs none of it.
+    fn build_in(&self, name: &str, context: &BuildContext) -> SimHook {
+        let _ = context;
+        self.build(name)
+    }
+
+    /// What the oracles foresee of the hook: the built-in library's kinds
+    /// return themselves as a [`HookSpec`], whose decisions the oracles
+    /// model. The default, `None`, is an author's hook: the oracles know
+    /// only the phases it handles and judge its effects.
+    fn foreseen(&self) -> Option<HookSpec> {
+        None
+    }
 }
 
 /// Makes a registered kind's hooks from an entry's configuration.
 pub(crate) trait Factory: Send + Sync {
-    /// The configuration read, as a maker of hooks; or why it is refused.
-    fn check(&self, config: &Map<String, Value>) -> Result<Maker, String>;
+    /// The configuration read, as a maker of hooks and what the oracles
+    /// foresee of them; or why it is refused.
+    fn check(&self, config: &Map<String, Value>) -> Result<(Maker, Option<HookSpec>), String>;
     /// The configuration's schema.
     fn schema(&self, generator: &mut SchemaGenerator) -> Schema;
 }
 
-/// Builds one scenario's hook (under the name the log shows).
-pub(crate) type Maker = Arc<dyn Fn(&str) -> SimHook + Send + Sync>;
+/// Builds one scenario's hook (under the name the log shows), in a run's
+/// context.
+pub(crate) type Maker = Arc<dyn Fn(&str, &BuildContext) -> SimHook + Send + Sync>;
 
 /// The factory of the configuration type `C`.
 pub(crate) struct Typed<C>(pub(crate) PhantomData<fn() -> C>);
 
 impl<C: UserHook> Factory for Typed<C> {
-    fn check(&self, config: &Map<String, Value>) -> Result<Maker, String> {
+    fn check(&self, config: &Map<String, Value>) -> Result<(Maker, Option<HookSpec>), String> {
         let typed: C =
             serde_json::from_value(Value::Object(config.clone())).map_err(|e| e.to_string())?;
-        Ok(Arc::new(move |name: &str| typed.build(name)))
+        let foreseen = typed.foreseen();
+        let make: Maker = Arc::new(move |name: &str, cx: &BuildContext| typed.build_in(name, cx));
+        Ok((make, foreseen))
     }
 
     fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
@@ -66,9 +89,9 @@ pub struct UserHookDef {
 }
 
 impl UserHookDef {
-    /// The hook, named `name` in the event log.
+    /// The hook, named `name` in the event log (in a context of its own).
     pub fn build(&self, name: &str) -> SimHook {
-        (self.make)(name)
+        (self.make)(name, &BuildContext::default())
     }
 
     /// Whether the hook handles `phase`.

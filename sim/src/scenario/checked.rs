@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::cluster::{Cluster, cluster};
 use super::field::{CheckError, Segment, fail};
+use super::hooks::{HookDef, hooks};
 use super::names::OracleId;
 use super::references::Named;
 use super::replay::{self, Replays};
@@ -18,9 +19,8 @@ use super::spec::{
     Expect, FaultSpec, LifecycleEntry, ModelSpec, OnOutputSpec, ScenarioSpec, ToolSpec,
 };
 use super::timeline::{Moment, timeline};
-use pai_runtime::hook::Phase;
 
-use crate::hooks::{HookSpec, SimHook, SummaryLog, UserHookDef};
+use crate::hooks::HookSpec;
 use crate::observe::UserOracles;
 use crate::registry::Registry;
 
@@ -146,58 +146,6 @@ pub enum Behaviour {
     Panic(String),
     /// None: a client tool, run by the client (SPEC T7).
     Client,
-}
-
-/// One hook of the lifecycle, with the name the event log shows.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HookDef {
-    /// The hook's name in the event log: the entry's `name`, or
-    /// `<hook>#<index>` when it gives none.
-    pub name: String,
-    /// The built-in hook or the registered one.
-    pub source: HookSource,
-}
-
-/// Where a hook of the lifecycle comes from.
-#[derive(Debug, Clone, PartialEq)]
-pub enum HookSource {
-    /// The built-in library, whose hooks the oracles know.
-    Library(HookSpec),
-    /// A hook a harness registered: the oracles know only the phases it
-    /// handles, never what it decides.
-    User(UserHookDef),
-}
-
-impl HookDef {
-    /// The library hook, if it is one.
-    pub fn library(&self) -> Option<&HookSpec> {
-        match &self.source {
-            HookSource::Library(h) => Some(h),
-            HookSource::User(_) => None,
-        }
-    }
-
-    /// Whether the hook handles `phase` (a library hook handles one).
-    pub fn handles(&self, phase: Phase) -> bool {
-        match &self.source {
-            HookSource::Library(h) => h.phase() == phase,
-            HookSource::User(u) => u.handles(phase),
-        }
-    }
-
-    /// Whether the hook is a registered one, whose decisions no oracle
-    /// can foresee.
-    pub fn is_user(&self) -> bool {
-        matches!(self.source, HookSource::User(_))
-    }
-
-    /// The hook, recording what it sends its own models in `summaries`.
-    pub fn build(&self, summaries: &SummaryLog) -> SimHook {
-        match &self.source {
-            HookSource::Library(h) => h.build(&self.name, summaries),
-            HookSource::User(u) => u.build(&self.name),
-        }
-    }
 }
 
 impl Scenario {
@@ -364,47 +312,6 @@ fn on_resume(specs: &[LifecycleEntry], can_resume: bool) -> Result<(), CheckErro
         ),
         _ => Ok(()),
     }
-}
-
-/// Hooks, named as the event log shows them, each with values it can use:
-/// a library hook's own checks, a registered hook's configuration read by
-/// its type.
-fn hooks(entries: Vec<LifecycleEntry>, registry: &Registry) -> Result<Vec<HookDef>, CheckError> {
-    let mut out = Vec::with_capacity(entries.len());
-    for (i, entry) in entries.into_iter().enumerate() {
-        let at = |field: &'static str| {
-            [
-                Segment::Key("lifecycle"),
-                Segment::Index(i),
-                Segment::Key(field),
-            ]
-        };
-        let (kind, given, source) = match entry {
-            LifecycleEntry::Library(spec) => {
-                if let Err((field, message)) = spec.check() {
-                    return fail(&at(field), format!("{}: {message}", spec.kind()));
-                }
-                let given = spec.given_name().map(str::to_string);
-                (spec.kind().to_string(), given, HookSource::Library(spec))
-            }
-            LifecycleEntry::User(u) => {
-                if u.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
-                    return fail(
-                        &at("name"),
-                        "must not be empty (leave it out for a generated name)",
-                    );
-                }
-                let def = match registry.check(&u.use_, &u.config) {
-                    Ok(def) => def,
-                    Err(message) => return fail(&at("use"), message),
-                };
-                (u.use_, u.name, HookSource::User(def))
-            }
-        };
-        let name = given.unwrap_or_else(|| format!("{kind}#{i}"));
-        out.push(HookDef { name, source });
-    }
-    Ok(out)
 }
 
 /// Scripted turns: a turn whose provider fails before the stream has no

@@ -6,6 +6,7 @@ mod checked;
 mod cluster;
 mod field;
 mod handles;
+mod hooks;
 mod names;
 mod position;
 mod references;
@@ -22,11 +23,10 @@ use annotate_snippets::{AnnotationKind, Level, Renderer, Snippet};
 
 use crate::registry::Registry;
 
-pub use checked::{
-    AgentDef, Behaviour, DEFAULT_TIME_LIMIT_MS, Expectation, HookDef, HookSource, Scenario, ToolDef,
-};
+pub use checked::{AgentDef, Behaviour, DEFAULT_TIME_LIMIT_MS, Expectation, Scenario, ToolDef};
 pub use cluster::{Cluster, FaultAction, Placed, StoreBugs, Timed};
 pub use field::{CheckError, FieldPath, Segment};
+pub use hooks::{HookDef, HookSource};
 pub use names::{OracleId, OracleName};
 pub use replay::{BUILT_IN, Recording, RecordingKind, Replay};
 pub use spec::{

@@ -163,6 +163,48 @@ fn unknown_names_and_bad_configurations_are_located_errors() {
     );
 }
 
+/// Issue 28: the library registers itself like an author's hooks, so
+/// `use = "<kind>"` names a library kind too, and checks into the very hook
+/// `hook = "<kind>"` does (foreseen by the oracles, refused by the
+/// library's checks), under the plain loader and a harness alike.
+#[test]
+fn a_library_kind_named_by_use_is_the_hook_its_hook_entry_is() {
+    let head = "name = \"n\"\nrules = [\"L1\"]\n[[timeline]]\nsend = \"hi\"\n\n[[lifecycle]]\n";
+    let text = |key: &str, body: &str| format!("{head}{key} = \"system_message\"\n{body}");
+    let plain =
+        |key: &str, body: &str| pai_sim::Scenario::parse(Path::new("x.toml"), &text(key, body));
+    for body in [
+        "name = \"greet\"\nat = \"run\"\ntext = \"be brief\"\n",
+        "at = \"step\"\ntext = \"t\"\n",
+    ] {
+        let by_hook = plain("hook", body).unwrap();
+        let by_use = plain("use", body).unwrap();
+        assert_eq!(by_use.hooks, by_hook.hooks);
+        assert!(by_use.hooks[0].library().is_some(), "{:?}", by_use.hooks);
+        let harnessed = harness().parse("x.toml", &text("use", body)).unwrap();
+        assert_eq!(harnessed.hooks, by_hook.hooks);
+    }
+    let refused = |key: &str| {
+        let body = "at = \"run\"\ntext = \"t\"\nname = \" \"\n";
+        let e = plain(key, body).unwrap_err();
+        (e.message, e.location)
+    };
+    let (message, location) = refused("hook");
+    assert_eq!(
+        message,
+        "lifecycle[0].name: system_message: must not be empty (leave it out for a generated name)"
+    );
+    assert_eq!((message, location), refused("use"));
+}
+
+/// The library's kinds are registered first: a harness cannot take their
+/// names.
+#[test]
+#[should_panic(expected = "a hook is registered as \"system_message\" already")]
+fn a_harness_cannot_register_over_a_library_kind() {
+    harness().hook::<Policy>("system_message");
+}
+
 /// A failing scenario's report names the problem and the command that
 /// replays it from the author's tests.
 #[test]

@@ -1,7 +1,9 @@
 //! One `[[lifecycle]]` entry as a file writes it: a hook of the built-in
-//! library (`hook = "..."`, its fields) or a hook an agent author
-//! registered with a [`crate::Harness`] (`use = "..."`, its configuration
-//! inline, read by the hook's own config type at load).
+//! library (`hook = "..."`, its fields, parsed as a typed [`HookSpec`]) or
+//! a hook registered by name (`use = "..."`, its configuration inline,
+//! read by the hook's own config type at load): an agent author's,
+//! registered with a [`crate::Harness`], or a library kind by its `hook`
+//! name. Both are checked by the one registry (`scenario::hooks`).
 
 use std::borrow::Cow;
 
