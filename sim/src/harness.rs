@@ -40,6 +40,7 @@ use crate::observe::{Finding, Observation, UserOracle};
 use crate::registry::Registry;
 use crate::scenario::{Scenario, ScenarioError};
 use crate::suite::{self, CaseResult, SnapshotMode};
+use crate::user_tool::UserTool;
 use crate::world::StoreKind;
 
 /// The simulator with an author's hooks and oracles registered.
@@ -119,6 +120,22 @@ impl Harness {
         assert!(
             self.registry.hook::<C>(name),
             "a hook is registered as {name:?} already"
+        );
+        self
+    }
+
+    /// Registers the tool configuration `T` under `name`: an entry
+    /// `[[agent.tools]] use = "<name>"` is read into a `T` and builds the
+    /// author's tool, which model tool calls name by the entry's `name`
+    /// (default: `<name>`). The entry may also set `latency_ms` (virtual
+    /// time before each call reaches the tool), `approval = true` (each
+    /// call waits for a client's approval, SPEC T7) and `on_output`. The
+    /// tool runs on the virtual clock: see [`UserTool`]. Panics when a tool
+    /// is registered as `name` already.
+    pub fn tool<T: UserTool>(&mut self, name: &str) -> &mut Harness {
+        assert!(
+            self.registry.tool::<T>(name),
+            "a tool is registered as {name:?} already"
         );
         self
     }
@@ -215,8 +232,8 @@ impl Harness {
         self
     }
 
-    /// The scenario format's JSON Schema with the registered hooks: each
-    /// `use = "<name>"` entry checked against its configuration type, for
+    /// The scenario format's JSON Schema with the registered hooks and
+    /// tools: each `use = "<name>"` entry checked against its configuration type, for
     /// an editor (`#:schema` in TOML, `$schema` in JSON). Write it with
     /// [`crate::schema_text`]. Panics when a configuration type's schema
     /// name is one of the format's own (rename the type).

@@ -12,6 +12,7 @@ mod references;
 mod replay;
 mod spec;
 mod timeline;
+mod tools;
 mod wording;
 
 use std::ops::Range;
@@ -32,8 +33,8 @@ pub use replay::{Recording, RecordingKind, Replay};
 pub use spec::{
     AgentSpec, CallRef, CancelRun, CancelSpec, ClusterSpec, DenySpec, Expect, ExpectSpec,
     FaultSpec, HostOrder, LifecycleEntry, ModelSpec, MutateSpec, OnOutputSpec, ReplayFormat,
-    RequestAt, RequestExpect, ScenarioSpec, SubmitSpec, TimelineEntry, ToolCallSpec, ToolSpec,
-    TurnSpec, UseSpec, VisibilitySpec, WorkerSpec,
+    RequestAt, RequestExpect, ScenarioSpec, SubmitSpec, TimelineEntry, ToolCallSpec, ToolEntry,
+    ToolSpec, TurnSpec, UseSpec, UseToolSpec, VisibilitySpec, WorkerSpec,
 };
 pub use timeline::{Action, CallName, Moment};
 

@@ -17,12 +17,14 @@ mod facade;
 mod faults;
 mod lifecycle;
 mod timeline;
+mod tool_entry;
 
 pub use cluster::{ClusterSpec, HostOrder, WorkerSpec};
 pub use facade::{ExpectSpec, MutateSpec, VisibilitySpec};
 pub use faults::{FaultSpec, RequestAt};
 pub use lifecycle::{LifecycleEntry, UseSpec};
 pub use timeline::{CallRef, CancelRun, CancelSpec, DenySpec, SubmitSpec, TimelineEntry};
+pub use tool_entry::{ToolEntry, UseToolSpec};
 
 /// What a scenario run must show (SPEC D5).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -185,9 +187,10 @@ pub struct AgentSpec {
     )]
     #[schemars(range(min = 1), extend("default" = default_max_steps()))]
     pub max_steps: u32,
-    /// The agent's scripted tools; names are unique (checked by the loader).
+    /// The agent's tools, scripted or registered (`use`); names are unique
+    /// (checked by the loader).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<ToolSpec>,
+    pub tools: Vec<ToolEntry>,
 }
 
 impl AgentSpec {
