@@ -7,22 +7,19 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
-use serde_json::Value;
-
 use super::cluster::{Cluster, cluster};
 use super::field::{CheckError, Segment, fail};
 use super::names::OracleId;
 use super::references::Named;
 use super::replay::{self, Replays};
-use super::spec::{Expect, FaultSpec, LifecycleEntry, ModelSpec, OnOutputSpec, ScenarioSpec};
+use super::spec::{Expect, FaultSpec, LifecycleEntry, ModelSpec, ScenarioSpec};
 use super::timeline::{Moment, timeline};
-use super::tools::tools;
+use super::tools::{ToolDef, tools};
 use pai_runtime::hook::Phase;
 
 use crate::hooks::{HookSpec, SimHook, SummaryLog, UserHookDef};
 use crate::observe::UserOracles;
 use crate::registry::Registry;
-use crate::user_tool::UserToolDef;
 
 /// A scenario, checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,49 +103,6 @@ pub struct AgentDef {
     pub max_steps: u32,
     /// The agent's scripted tools, names unique.
     pub tools: Vec<ToolDef>,
-}
-
-/// A scripted tool.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolDef {
-    /// The tool's name, as model tool calls name it.
-    pub name: String,
-    /// The description the model is given.
-    pub description: String,
-    /// Virtual milliseconds each call takes before its outcome.
-    pub latency_ms: u64,
-    /// Input fields a call must have; a call without them gets a typed
-    /// invalid-input error (SPEC X2).
-    pub requires: Vec<String>,
-    /// What each call does once its latency has passed.
-    pub behaviour: Behaviour,
-    /// Each call waits for a client's approval before it runs (SPEC T7).
-    pub approval: bool,
-    /// With `Behaviour::Client`: fields a submitted output must have.
-    pub output_requires: Vec<String>,
-    /// An `on_output` handler beside the tool (SPEC T6): for each successful
-    /// output it updates the run metadata.
-    pub on_output: Option<OnOutputSpec>,
-}
-
-/// What a scripted tool does once its latency has passed.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Behaviour {
-    /// Returns this value as the output.
-    Output(Value),
-    /// Returns the call's input.
-    Echo,
-    /// A deliberate failure (SPEC T5 `fail`).
-    Fail(Value),
-    /// An error with this detail (SPEC T5 `throw`).
-    Throw(String),
-    /// A panic with this message.
-    Panic(String),
-    /// None: a client tool, run by the client (SPEC T7).
-    Client,
-    /// A tool a harness registered (`use = "..."`): the author's own
-    /// code decides, so no oracle foresees its outputs.
-    Registered(UserToolDef),
 }
 
 /// One hook of the lifecycle, with the name the event log shows.

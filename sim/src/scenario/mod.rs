@@ -23,9 +23,7 @@ use annotate_snippets::{AnnotationKind, Level, Renderer, Snippet};
 
 use crate::registry::Registry;
 
-pub use checked::{
-    AgentDef, Behaviour, DEFAULT_TIME_LIMIT_MS, Expectation, HookDef, HookSource, Scenario, ToolDef,
-};
+pub use checked::{AgentDef, DEFAULT_TIME_LIMIT_MS, Expectation, HookDef, HookSource, Scenario};
 pub use cluster::{Cluster, FaultAction, Placed, StoreBugs, Timed};
 pub use field::{CheckError, FieldPath, Segment};
 pub use names::{OracleId, OracleName};
@@ -37,6 +35,7 @@ pub use spec::{
     ToolSpec, TurnSpec, UseSpec, UseToolSpec, VisibilitySpec, WorkerSpec,
 };
 pub use timeline::{Action, CallName, Moment};
+pub use tools::{Behaviour, ToolDef};
 
 /// A scenario file that could not be loaded (SPEC X1).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

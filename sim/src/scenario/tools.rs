@@ -5,11 +5,55 @@
 use std::collections::BTreeMap;
 
 use pai_runtime::tool::ToolKind;
+use serde_json::Value;
 
-use super::checked::{Behaviour, ToolDef};
 use super::field::{CheckError, Segment, fail};
 use super::spec::{OnOutputSpec, ToolEntry, ToolSpec, UseToolSpec};
 use crate::registry::Registry;
+use crate::user_tool::UserToolDef;
+
+/// A tool of the agent, checked: scripted, or registered by a harness.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDef {
+    /// The tool's name, as model tool calls name it.
+    pub name: String,
+    /// The description the model is given.
+    pub description: String,
+    /// Virtual milliseconds each call takes before its outcome.
+    pub latency_ms: u64,
+    /// Input fields a call must have; a call without them gets a typed
+    /// invalid-input error (SPEC X2).
+    pub requires: Vec<String>,
+    /// What each call does once its latency has passed.
+    pub behaviour: Behaviour,
+    /// Each call waits for a client's approval before it runs (SPEC T7).
+    pub approval: bool,
+    /// With `Behaviour::Client`: fields a submitted output must have.
+    pub output_requires: Vec<String>,
+    /// An `on_output` handler beside the tool (SPEC T6): for each successful
+    /// output it updates the run metadata.
+    pub on_output: Option<OnOutputSpec>,
+}
+
+/// What a scripted tool does once its latency has passed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Behaviour {
+    /// Returns this value as the output.
+    Output(Value),
+    /// Returns the call's input.
+    Echo,
+    /// A deliberate failure (SPEC T5 `fail`).
+    Fail(Value),
+    /// An error with this detail (SPEC T5 `throw`).
+    Throw(String),
+    /// A panic with this message.
+    Panic(String),
+    /// None: a client tool, run by the client (SPEC T7).
+    Client,
+    /// A tool a harness registered (`use = "..."`): the author's own
+    /// code decides, so no oracle foresees its outputs.
+    Registered(UserToolDef),
+}
 
 /// Every entry of `agent.tools`, checked in order.
 pub(super) fn tools(
