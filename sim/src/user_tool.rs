@@ -25,6 +25,53 @@ use serde_json::{Map, Value};
 /// `tokio::time::sleep`, which the simulator's clock drives. Each run of a
 /// scenario (and each worker) builds its tools afresh: keep any state in
 /// the tool, not in a `static`, or the two runs D4 compares differ.
+///
+/// ```
+/// use std::sync::Arc;
+/// use pai_runtime::{Tool, ToolError, tool_fn};
+/// use pai_sim::{Harness, UserTool};
+/// use serde_json::json;
+///
+/// /// Refunds an order, up to `limit`.
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Refund {
+///     limit: u64,
+/// }
+///
+/// #[derive(serde::Deserialize)]
+/// struct Input {
+///     amount: u64,
+/// }
+///
+/// impl UserTool for Refund {
+///     fn build(&self, name: &str) -> Arc<dyn Tool> {
+///         let limit = self.limit;
+///         tool_fn(name, "Refunds an order.", move |_cx, i: Input| async move {
+///             match i.amount <= limit {
+///                 true => Ok(json!({ "refunded": i.amount })),
+///                 false => Err(ToolError::Fail(json!({ "limit": limit }))),
+///             }
+///         })
+///     }
+/// }
+///
+/// let mut harness = Harness::new();
+/// harness.tool::<Refund>("refund");
+/// let text = r#"
+/// name = "a refund waits for approval"
+/// rules = ["T7"]
+///
+/// [[agent.tools]]
+/// use = "refund"
+/// approval = true
+/// limit = 100
+///
+/// [[timeline]]
+/// send = "Refund 30."
+/// "#;
+/// let scenario = harness.parse("refund.toml", text).unwrap();
+/// assert!(scenario.agent.tools[0].approval);
+/// ```
 pub trait UserTool: DeserializeOwned + JsonSchema + Send + Sync + 'static {
     /// The tool this configuration describes. The simulator names it
     /// `name` (the entry's `name`, else the `use` name) whatever its own
