@@ -1,7 +1,7 @@
-//! Library mode: an agent author's own hooks under the simulator, from
-//! their own `cargo test`. A [`Harness`] knows hooks by name; scenario
-//! files name them with `[[lifecycle]] use = "..."` and their
-//! configuration inline; [`Harness::run_dir`] runs a folder of them with
+//! Library mode: an agent author's own hooks and tools under the
+//! simulator, from their own `cargo test`. A [`Harness`] knows hooks and
+//! tools by name; scenario files name them with `[[lifecycle]] use = "..."`
+//! and `[[agent.tools]] use = "..."`, their configuration inline; [`Harness::run_dir`] runs a folder of them with
 //! every oracle, twice (D4), and compares each transcript with its
 //! snapshot in the author's crate.
 //!

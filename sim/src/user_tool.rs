@@ -77,7 +77,9 @@ pub trait UserTool: DeserializeOwned + JsonSchema + Send + Sync + 'static {
     /// `name` (the entry's `name`, else the `use` name) whatever its own
     /// spec says, and keeps its description; a tool of kind `Approval`
     /// waits for approval as if the entry said `approval = true`. A client
-    /// tool is refused at load (script one with `client = true`).
+    /// tool is refused at load (script one with `client = true`). Called
+    /// once at load (to read the kind and description) and once per run
+    /// (and per worker): keep it free of side effects.
     fn build(&self, name: &str) -> Arc<dyn Tool>;
 }
 
