@@ -1,7 +1,7 @@
-//! Library mode: an agent author's own hooks under the simulator, from
-//! their own `cargo test`. A [`Harness`] knows hooks by name; scenario
-//! files name them with `[[lifecycle]] use = "..."` and their
-//! configuration inline; [`Harness::run_dir`] runs a folder of them with
+//! Library mode: an agent author's own hooks and tools under the
+//! simulator, from their own `cargo test`. A [`Harness`] knows hooks and
+//! tools by name; scenario files name them with `[[lifecycle]] use = "..."`
+//! and `[[agent.tools]] use = "..."`, their configuration inline; [`Harness::run_dir`] runs a folder of them with
 //! every oracle, twice (D4), and compares each transcript with its
 //! snapshot in the author's crate.
 //!
@@ -40,6 +40,7 @@ use crate::observe::{Finding, Observation, UserOracle};
 use crate::registry::Registry;
 use crate::scenario::{Scenario, ScenarioError};
 use crate::suite::{self, CaseResult, SnapshotMode};
+use crate::user_tool::UserTool;
 use crate::world::StoreKind;
 
 /// The simulator with an author's hooks and oracles registered.
@@ -102,9 +103,12 @@ fn replay_line(c: &CaseResult, seed: Option<u64>) -> String {
     match seed {
         Some(seed) => format!(
             "PAI_SIM_FILTER={quoted} PAI_SIM_SEED={seed} {}",
-            cargo_test()
+            crate::harness_fuzz::cargo_test()
         ),
-        None => format!("PAI_SIM_FILTER={quoted} {}", cargo_test()),
+        None => format!(
+            "PAI_SIM_FILTER={quoted} {}",
+            crate::harness_fuzz::cargo_test()
+        ),
     }
 }
 
@@ -129,6 +133,22 @@ impl Harness {
         assert!(
             self.registry.hook::<C>(name),
             "a hook is registered as {name:?} already"
+        );
+        self
+    }
+
+    /// Registers the tool configuration `T` under `name`: an entry
+    /// `[[agent.tools]] use = "<name>"` is read into a `T` and builds the
+    /// author's tool, which model tool calls name by the entry's `name`
+    /// (default: `<name>`). The entry may also set `latency_ms` (virtual
+    /// time before each call reaches the tool), `approval = true` (each
+    /// call waits for a client's approval, SPEC T7) and `on_output`. The
+    /// tool runs on the virtual clock: see [`UserTool`]. Panics when a tool
+    /// is registered as `name` already.
+    pub fn tool<T: UserTool>(&mut self, name: &str) -> &mut Harness {
+        assert!(
+            self.registry.tool::<T>(name),
+            "a tool is registered as {name:?} already"
         );
         self
     }
@@ -225,8 +245,8 @@ impl Harness {
         self
     }
 
-    /// The scenario format's JSON Schema with the registered hooks: each
-    /// `use = "<name>"` entry checked against its configuration type, for
+    /// The scenario format's JSON Schema with the registered hooks and
+    /// tools: each `use = "<name>"` entry checked against its configuration type, for
     /// an editor (`#:schema` in TOML, `$schema` in JSON). Write it with
     /// [`crate::schema_text`]. Panics when a configuration type's schema
     /// name is one of the format's own (rename the type).
@@ -413,15 +433,6 @@ fn write_page(s: &Scenario, seed: u64, report: &crate::Report) -> Option<PathBuf
 fn quiet_planted_panics() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(crate::quiet_planted_panics);
-}
-
-/// `cargo test -p <package>` for the package whose tests run now (cargo
-/// tells a test its package in `CARGO_PKG_NAME`), or `cargo test`.
-pub(crate) fn cargo_test() -> String {
-    match std::env::var("CARGO_PKG_NAME") {
-        Ok(name) if !name.is_empty() => format!("cargo test -p {name}"),
-        _ => "cargo test".to_string(),
-    }
 }
 
 /// Update with `PAI_SIM_UPDATE=1`, write nothing under `CI`, else leave

@@ -98,7 +98,7 @@ fn describe(find: &Find, file: &Result<PathBuf, String>, seed: u64) -> String {
             find.steps,
             path.display(),
             quoted(path),
-            test = crate::harness::cargo_test(),
+            test = cargo_test(),
         ),
         Err(e) => writeln!(out, "  could not be written: {e}"),
     };
@@ -126,10 +126,19 @@ pub(crate) fn write_finds(
                 f.index,
                 f.steps,
                 f.failure,
-                crate::harness::cargo_test()
+                cargo_test()
             );
             let at = (seed, f.index);
             write_find_as(dir, &f.shrunk, &f.failure, at, how).map_err(|e| e.to_string())
         })
         .collect()
+}
+
+/// `cargo test -p <package>` for the package whose tests run now (cargo
+/// tells a test its package in `CARGO_PKG_NAME`), or `cargo test`.
+pub(crate) fn cargo_test() -> String {
+    match std::env::var("CARGO_PKG_NAME") {
+        Ok(name) if !name.is_empty() => format!("cargo test -p {name}"),
+        _ => "cargo test".to_string(),
+    }
 }

@@ -1,7 +1,8 @@
 //! The scenario schema of one harness (issue 28, item 5): the published
 //! schema, with each registered hook's entry (`use = "<name>"`, its
-//! configuration's fields) in place of the open `UseSpec`, so an editor
-//! completes and checks an author's hook configurations too.
+//! configuration's fields) in place of the open `UseSpec`, and each
+//! registered tool's in place of the open `UseToolSpec`, so an editor
+//! completes and checks an author's configurations too.
 
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
@@ -9,12 +10,13 @@ use serde_json::{Map, Value, json};
 use crate::registry::Registry;
 use crate::scenario::ScenarioSpec;
 
-/// The scenario schema with `registry`'s hooks; an error names a
+/// The scenario schema with `registry`'s hooks and tools; an error names a
 /// configuration type whose schema name is the library's own (rename it).
 pub(crate) fn schema(registry: &Registry) -> Result<Value, String> {
     let mut doc = ScenarioSpec::schema();
     let mut generator = SchemaSettings::draft2020_12().into_generator();
     let configs = registry.schemas(&mut generator);
+    let tools = registry.tool_schemas(&mut generator);
     let added = generator.take_definitions(true);
     let Some(defs) = doc.get_mut("$defs").and_then(Value::as_object_mut) else {
         return Err("the published schema has no $defs".into());
@@ -27,10 +29,26 @@ pub(crate) fn schema(registry: &Registry) -> Result<Value, String> {
         }
         defs.insert(name.clone(), def.clone());
     }
+    let hook_fields = Map::from_iter([(
+        "name".to_string(),
+        json!({ "type": "string", "description": "The name the event log shows (default: `<use>#<index>`)." }),
+    )]);
     let entries: Vec<Value> = configs
         .into_iter()
-        .map(|(name, config)| entry(&name, config.to_value(), defs))
+        .map(|(name, config)| entry(&name, config.to_value(), defs, &hook_fields))
         .collect();
+    let tool_fields = tool_fields(defs);
+    let tool_entries: Vec<Value> = tools
+        .into_iter()
+        .map(|(name, config)| entry(&name, config.to_value(), defs, &tool_fields))
+        .collect();
+    defs.insert(
+        "UseToolSpec".into(),
+        json!({
+            "description": "A tool this harness registered: `use` names it, its configuration's fields beside it.",
+            "oneOf": tool_entries,
+        }),
+    );
     defs.insert(
         "UseSpec".into(),
         json!({
@@ -41,9 +59,29 @@ pub(crate) fn schema(registry: &Registry) -> Result<Value, String> {
     Ok(doc)
 }
 
-/// One registered hook's entry: its configuration's object schema (looked
-/// up when it is a reference) with `use` (this name) and `name` added.
-fn entry(name: &str, config: Value, defs: &Map<String, Value>) -> Value {
+/// The fields a registered tool's entry has beside its configuration: the
+/// published `UseToolSpec`'s own (`name`, `latency_ms`, `approval`,
+/// `on_output`), `use` and the open rest left out.
+fn tool_fields(defs: &Map<String, Value>) -> Map<String, Value> {
+    let mut fields = defs
+        .get("UseToolSpec")
+        .and_then(|d| d.get("properties"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    fields.remove("use");
+    fields
+}
+
+/// One registered entry: its configuration's object schema (looked up
+/// when it is a reference) with `use` (this name) and the entry's own
+/// `fields` added.
+fn entry(
+    name: &str,
+    config: Value,
+    defs: &Map<String, Value>,
+    fields: &Map<String, Value>,
+) -> Value {
     let target = config
         .get("$ref")
         .and_then(Value::as_str)
@@ -58,10 +96,7 @@ fn entry(name: &str, config: Value, defs: &Map<String, Value>) -> Value {
     let properties = object.entry("properties").or_insert_with(|| json!({}));
     if let Some(p) = properties.as_object_mut() {
         p.insert("use".into(), json!({ "const": name }));
-        p.insert(
-            "name".into(),
-            json!({ "type": "string", "description": "The name the event log shows (default: `<use>#<index>`)." }),
-        );
+        p.extend(fields.clone());
     }
     let required = object.entry("required").or_insert_with(|| json!([]));
     if let Some(r) = required.as_array_mut() {

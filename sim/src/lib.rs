@@ -35,6 +35,7 @@ mod steps;
 mod suite;
 mod timeline;
 mod transcript;
+mod user_tool;
 mod world;
 
 pub use differential::{across_stores, compare as compare_reports, other_store};
@@ -53,7 +54,7 @@ pub use scenario::{
     ClusterSpec, DEFAULT_TIME_LIMIT_MS, Expect, Expectation, FaultSpec, FieldPath, HookDef,
     HookSource, LifecycleEntry, ModelSpec, Moment, OracleId, OracleName, ReplayFormat,
     RequestExpect, Scenario, ScenarioError, ScenarioSpec, Segment, TimelineEntry, ToolCallSpec,
-    ToolDef, ToolSpec, TurnSpec, UseSpec, WorkerSpec,
+    ToolDef, ToolEntry, ToolSpec, TurnSpec, UseSpec, UseToolSpec, WorkerSpec,
 };
 pub use schema::{EventRecord, event_log_json, schema_text};
 pub use suite::{
@@ -61,4 +62,5 @@ pub use suite::{
     run_case, run_case_on_every_store, table,
 };
 pub use timeline::timeline_html;
+pub use user_tool::{UserTool, UserToolDef};
 pub use world::{Rng, StoreKind};

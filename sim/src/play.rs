@@ -13,7 +13,7 @@ use pai_runtime::{
 
 use crate::hooks::{self, HistoryRead, SimContext, SimMetadata, SummaryLog};
 use crate::scenario::{Action, Moment, Scenario};
-use crate::world::{self, ActionRecord, Answering, Recorder, ScriptedTool, VirtualClock};
+use crate::world::{self, ActionRecord, Answering, Recorder, VirtualClock};
 
 /// The scenario's agent (scripted tools, the composed hook library) and
 /// the context its hooks read.
@@ -27,7 +27,7 @@ pub(crate) fn agent(
         .max_steps(s.agent.max_steps);
     agent = agent.run_metadata::<SimMetadata>();
     for t in &s.agent.tools {
-        let tool = TypedTool::dynamic(Arc::new(ScriptedTool::new(t.clone())));
+        let tool = TypedTool::dynamic(world::runtime_tool(t));
         agent = agent.typed_tool(&tool);
         if let Some(spec) = &t.on_output {
             agent = agent.on_output(&tool, world::on_output(spec.clone()));

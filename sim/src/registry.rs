@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::hooks::{Factory, HookSpec, Kinds, Maker, Typed, UserHook, UserHookDef};
 use crate::observe::{UserOracle, UserOracles};
+use crate::user_tool::{ToolFactory, TypedTool, UserTool, UserToolDef};
 
 /// The hooks known by name, in name order: the built-in library's kinds
 /// (registered by [`Registry::default`]) and a harness's own; and the
@@ -30,6 +31,8 @@ pub struct Registry {
     /// users and models say.
     words: Vec<String>,
     oracles: Vec<UserOracle>,
+    /// The tools it knows by name (`[[agent.tools]] use = "<name>"`).
+    tools: BTreeMap<String, Arc<dyn ToolFactory>>,
 }
 
 /// Draws one configuration of a registered hook from a seed (the same seed,
@@ -79,6 +82,7 @@ impl fmt::Debug for Registry {
         f.debug_struct("Registry")
             .field("hooks", &self.authored().collect::<Vec<_>>())
             .field("oracles", &self.oracles().names().collect::<Vec<_>>())
+            .field("tools", &self.tools.keys())
             .finish()
     }
 }
@@ -94,6 +98,7 @@ impl Registry {
             drawers: BTreeMap::new(),
             words: Vec::new(),
             oracles: Vec::new(),
+            tools: BTreeMap::new(),
         };
         crate::hooks::register_library(&mut registry);
         registry.library = registry.hooks.keys().cloned().collect();
@@ -220,6 +225,54 @@ impl Registry {
                 "no hook is registered as {use_name:?}: only a pai_sim::Harness knows hooks by name beyond the built-in library's kinds (`hook = \"...\"`)"
             ),
             false => format!("no hook is registered as {use_name:?}; registered: {known:?}"),
+        }
+    }
+}
+
+/// The registered tools (`[[agent.tools]] use = "<name>"`).
+impl Registry {
+    /// Registers the tool configuration `T` under `name`; `false` if a
+    /// tool of that name was registered already (the first stays).
+    pub fn tool<T: UserTool>(&mut self, name: &str) -> bool {
+        if self.tools.contains_key(name) {
+            return false;
+        }
+        let factory: Arc<dyn ToolFactory> = Arc::new(TypedTool::<T>(PhantomData));
+        self.tools.insert(name.to_string(), factory);
+        true
+    }
+
+    /// The registered tools' names, in order.
+    pub fn tool_names(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+
+    /// Each registered tool's name with its configuration's schema.
+    pub fn tool_schemas(&self, generator: &mut SchemaGenerator) -> Vec<(String, Schema)> {
+        let tools = self.tools.iter();
+        tools
+            .map(|(n, f)| (n.clone(), f.schema(generator)))
+            .collect()
+    }
+
+    /// The tool entry `use_name` with `config`, checked: the registered
+    /// tool and its description; or why not.
+    pub(crate) fn check_tool(
+        &self,
+        use_name: &str,
+        config: &Map<String, Value>,
+    ) -> Result<(UserToolDef, String), String> {
+        match self.tools.get(use_name) {
+            Some(factory) => UserToolDef::check(use_name, config, factory.as_ref()),
+            None if self.tools.is_empty() => Err(format!(
+                "no tool is registered as {use_name:?}: only a pai_sim::Harness knows tools by name (Harness::tool); a scripted tool has `name` and one of output, echo, fail, throw, panic, client"
+            )),
+            None => {
+                let known: Vec<&str> = self.tool_names().collect();
+                Err(format!(
+                    "no tool is registered as {use_name:?}; registered: {known:?}"
+                ))
+            }
         }
     }
 }

@@ -9,7 +9,9 @@ use super::hooks::hook;
 use super::timeline::timeline;
 use super::tools::{tools, waiters};
 use crate::hooks::HookSpec;
-use crate::scenario::{AgentSpec, LifecycleEntry, ModelSpec, ScenarioSpec, ToolCallSpec, TurnSpec};
+use crate::scenario::{
+    AgentSpec, LifecycleEntry, ModelSpec, ScenarioSpec, ToolCallSpec, ToolEntry, TurnSpec,
+};
 
 /// The case of `seed`, its features chosen by swarm testing.
 pub fn case(seed: u64) -> ScenarioSpec {
@@ -55,7 +57,7 @@ pub fn case_with(seed: u64, features: Features) -> ScenarioSpec {
         oracle: None,
         agent: AgentSpec {
             max_steps: g.range(1, 5) as u32,
-            tools,
+            tools: tools.into_iter().map(ToolEntry::from).collect(),
             ..AgentSpec::default()
         },
         lifecycle: lifecycle.into_iter().map(LifecycleEntry::from).collect(),

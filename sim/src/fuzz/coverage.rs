@@ -316,7 +316,12 @@ impl Coverage {
     /// and what hooks wrote.
     fn waiting(&mut self, spec: &ScenarioSpec, events: &[Event]) {
         let kind = |tool: &str| {
-            let t = spec.agent.tools.iter().find(|t| t.name == tool)?;
+            let t = spec
+                .agent
+                .tools
+                .iter()
+                .find(|t| t.name() == tool)?
+                .scripted()?;
             Some(match (t.client, t.approval) {
                 (true, _) => "tool.kind.client",
                 (_, true) => "tool.kind.approval",

@@ -14,7 +14,8 @@ use serde_json::json;
 use super::draw::{Features, Gen};
 use crate::hooks::HookSpec;
 use crate::scenario::{
-    CallRef, ExpectSpec, MutateSpec, ScenarioSpec, SubmitSpec, TimelineEntry, VisibilitySpec,
+    CallRef, ExpectSpec, MutateSpec, ScenarioSpec, SubmitSpec, TimelineEntry, ToolEntry,
+    VisibilitySpec,
 };
 
 /// A stream of the seed's rng apart from the other generators'.
@@ -190,6 +191,7 @@ fn answer_gone_call(g: &mut Gen, spec: &mut ScenarioSpec, at: u64) {
         .agent
         .tools
         .iter()
+        .filter_map(ToolEntry::scripted)
         .filter(|t| t.approval || t.client)
         .map(|t| (t.name.clone(), t.client))
         .collect();

@@ -53,15 +53,16 @@ pub(super) fn replayed(seed: u64, spec: &mut ScenarioSpec) {
         ..ModelSpec::default()
     };
     for name in RECORDED_TOOLS {
-        if spec.agent.tools.iter().any(|t| t.name == *name) {
+        if spec.agent.tools.iter().any(|t| t.name() == *name) {
             continue;
         }
-        spec.agent.tools.push(ToolSpec {
+        let tool = ToolSpec {
             name: name.to_string(),
             echo: true,
             approval: rng.below(3) == 0,
             latency_ms: rng.below(20),
             ..ToolSpec::default()
-        });
+        };
+        spec.agent.tools.push(tool.into());
     }
 }

@@ -6,7 +6,7 @@
 
 use super::judge::{Failure, evaluate_with};
 use crate::registry::Registry;
-use crate::scenario::ScenarioSpec;
+use crate::scenario::{ScenarioSpec, ToolSpec};
 use crate::world::StoreKind;
 
 /// The smallest spec found that fails the same way, and how many changes
@@ -98,11 +98,18 @@ fn turns(s: &ScenarioSpec, with: &mut impl FnMut(&dyn Fn(&mut ScenarioSpec))) {
         with(&|c| c.model.turns[i].delta_ms = 0);
     }
     for i in 0..s.agent.tools.len() {
-        with(&|c| c.agent.tools[i].latency_ms = 0);
-        with(&|c| c.agent.tools[i].requires.clear());
-        with(&|c| c.agent.tools[i].on_output = None);
-        with(&|c| c.agent.tools[i].output_requires.clear());
-        with(&|c| c.agent.tools[i].approval = false);
+        with(&|c| edit(c, i, |t| t.latency_ms = 0));
+        with(&|c| edit(c, i, |t| t.requires.clear()));
+        with(&|c| edit(c, i, |t| t.on_output = None));
+        with(&|c| edit(c, i, |t| t.output_requires.clear()));
+        with(&|c| edit(c, i, |t| t.approval = false));
+    }
+}
+
+/// Changes the scripted tool `i` (a registered one keeps its fields).
+fn edit(c: &mut ScenarioSpec, i: usize, change: impl Fn(&mut ToolSpec)) {
+    if let Some(t) = c.agent.tools[i].scripted_mut() {
+        change(t);
     }
 }
 

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use super::draw::{Family, Gen, META_KEYS, OUTPUT_FIELDS};
-use crate::scenario::{OnOutputSpec, ScenarioSpec, ToolSpec};
+use crate::scenario::{OnOutputSpec, ScenarioSpec, ToolEntry, ToolSpec};
 
 /// A tool whose calls wait for a client, as the timeline answers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +100,7 @@ pub(super) fn waiters(spec: &ScenarioSpec) -> Vec<Waiter> {
     spec.agent
         .tools
         .iter()
+        .filter_map(ToolEntry::scripted)
         .filter(|t| t.approval || t.client)
         .map(|t| Waiter {
             name: t.name.clone(),

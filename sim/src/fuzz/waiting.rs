@@ -15,7 +15,7 @@
 
 use super::draw::{Features, Gen};
 use crate::hooks::{AfterStep, AfterStepSpec, Delay, HookSpec, PhaseName};
-use crate::scenario::{LifecycleEntry, ScenarioSpec};
+use crate::scenario::{LifecycleEntry, ScenarioSpec, ToolEntry};
 
 /// A stream of the seed's rng apart from the other generators'.
 const STREAM: u64 = 0x5eed_a3a3_907e_11f0;
@@ -23,7 +23,7 @@ const STREAM: u64 = 0x5eed_a3a3_907e_11f0;
 /// Adds the waiting crossings to some cases that have waiting tools.
 pub(super) fn waiting(seed: u64, features: Features, spec: &mut ScenarioSpec) {
     let mut g = Gen::new(seed ^ STREAM, features);
-    let waits = spec.agent.tools.iter().any(|t| t.approval || t.client);
+    let waits = spec.agent.tools.iter().any(ToolEntry::may_wait);
     if waits && g.chance(20) {
         give_up_window(&mut g, spec);
     }

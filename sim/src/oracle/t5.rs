@@ -75,8 +75,9 @@ fn throwing_tools(s: &Scenario) -> BTreeMap<&str, &str> {
 }
 
 /// Everything else the scenario writes (user messages, model turns, hooks,
-/// documents, instructions, other tools' outputs): a text found there may
-/// reach the model without leaking anything.
+/// documents, instructions, other tools' outputs, a registered tool's
+/// configuration): a text found there may reach the model without leaking
+/// anything.
 fn authored(s: &Scenario) -> String {
     let others: Vec<_> = s
         .agent
@@ -89,6 +90,31 @@ fn authored(s: &Scenario) -> String {
         "{:?}{:?}{:?}{:?}{:?}{:?}{others:?}",
         s.timeline, s.model, s.models, s.hooks, s.docs, s.agent.instructions
     )
+}
+
+/// What the scenario's registered tools returned in this run (outputs and
+/// deliberate failures). Their code wrote these texts, not the file: where
+/// [`authored`] reads a scripted tool's output from the file, a registered
+/// tool's is read from the log, so a text it returned may reach the model
+/// without leaking a throw.
+fn registered_results<'a>(o: &Observed<'a>) -> Vec<&'a Value> {
+    let tools = &o.scenario.agent.tools;
+    let registered: BTreeSet<&str> = tools
+        .iter()
+        .filter(|t| matches!(t.behaviour, Behaviour::Registered(_)))
+        .map(|t| t.name.as_str())
+        .collect();
+    if registered.is_empty() {
+        return Vec::new();
+    }
+    let raw = o.cluster.map_or(&[][..], |c| c.raw_events.as_slice());
+    let ends = o.events.iter().chain(raw).filter_map(|e| match &e.kind {
+        EventKind::ToolEnd { result, .. } => Some(result),
+        _ => None,
+    });
+    ends.filter(|r| registered.contains(r.tool.as_str()) && r.source != ResultSource::Throw)
+        .map(|r| &r.output)
+        .collect()
 }
 
 /// Whether any string inside `v` contains `text`.
@@ -110,6 +136,7 @@ fn thrown_texts_unsent(o: &Observed<'_>, outputs: &HookOutputs<'_>) -> Vec<Viola
         return Vec::new();
     }
     let authored = authored(o.scenario);
+    let registered = registered_results(o);
     let mut out = Vec::new();
     for c in o.calls {
         let contents = o.calls.messages(c).iter().flat_map(|m| &m.content);
@@ -122,7 +149,9 @@ fn thrown_texts_unsent(o: &Observed<'_>, outputs: &HookOutputs<'_>) -> Vec<Viola
                     ..
                 } if t == *tool && !from_hook(outputs, call_id, output) => holds(output, text),
                 ModelContent::Text { text: sent } => {
-                    sent.contains(*text) && !authored.contains(*text)
+                    sent.contains(*text)
+                        && !authored.contains(*text)
+                        && !registered.iter().any(|v| holds(v, text))
                 }
                 _ => false,
             });

@@ -7,18 +7,15 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
-use serde_json::Value;
-
 use super::cluster::{Cluster, cluster};
 use super::field::{CheckError, Segment, fail};
 use super::hooks::{HookDef, hooks};
 use super::names::OracleId;
 use super::references::Named;
 use super::replay::{self, Replays};
-use super::spec::{
-    Expect, FaultSpec, LifecycleEntry, ModelSpec, OnOutputSpec, ScenarioSpec, ToolSpec,
-};
+use super::spec::{Expect, FaultSpec, LifecycleEntry, ModelSpec, ScenarioSpec};
 use super::timeline::{Moment, timeline};
+use super::tools::{ToolDef, tools};
 
 use crate::hooks::HookSpec;
 use crate::observe::UserOracles;
@@ -108,46 +105,6 @@ pub struct AgentDef {
     pub tools: Vec<ToolDef>,
 }
 
-/// A scripted tool.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolDef {
-    /// The tool's name, as model tool calls name it.
-    pub name: String,
-    /// The description the model is given.
-    pub description: String,
-    /// Virtual milliseconds each call takes before its outcome.
-    pub latency_ms: u64,
-    /// Input fields a call must have; a call without them gets a typed
-    /// invalid-input error (SPEC X2).
-    pub requires: Vec<String>,
-    /// What each call does once its latency has passed.
-    pub behaviour: Behaviour,
-    /// Each call waits for a client's approval before it runs (SPEC T7).
-    pub approval: bool,
-    /// With `Behaviour::Client`: fields a submitted output must have.
-    pub output_requires: Vec<String>,
-    /// An `on_output` handler beside the tool (SPEC T6): for each successful
-    /// output it updates the run metadata.
-    pub on_output: Option<OnOutputSpec>,
-}
-
-/// What a scripted tool does once its latency has passed.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Behaviour {
-    /// Returns this value as the output.
-    Output(Value),
-    /// Returns the call's input.
-    Echo,
-    /// A deliberate failure (SPEC T5 `fail`).
-    Fail(Value),
-    /// An error with this detail (SPEC T5 `throw`).
-    Throw(String),
-    /// A panic with this message.
-    Panic(String),
-    /// None: a client tool, run by the client (SPEC T7).
-    Client,
-}
-
 impl Scenario {
     /// Checks a spec into the model the simulator runs; recordings a script
     /// replays are read relative to the current folder.
@@ -174,10 +131,9 @@ impl Scenario {
         let first_live = spec.timeline.iter().position(|t| !t.live.is_empty());
         let entries = spec.timeline.clone();
         let timeline = timeline(spec.timeline, time_limit_ms)?;
-        let can_resume =
-            !spec.workers.is_empty() || spec.agent.tools.iter().any(|t| t.approval || t.client);
+        let can_resume = !spec.workers.is_empty() || spec.agent.tools.iter().any(|t| t.may_wait());
         on_resume(&spec.lifecycle, can_resume)?;
-        let tools = tools(spec.agent.tools)?;
+        let tools = tools(spec.agent.tools, registry)?;
         scripts(&spec.model, &spec.models)?;
         let replays = replay::load(&spec.model, &spec.models, dir)?;
         docs(&spec.docs)?;
@@ -445,93 +401,4 @@ fn zero_count(f: &FaultSpec) -> Option<&'static str> {
         .iter()
         .find(|(_, n)| *n == 0)
         .map(|(field, _)| *field)
-}
-
-fn tools(specs: Vec<ToolSpec>) -> Result<Vec<ToolDef>, CheckError> {
-    let mut seen = BTreeMap::new();
-    let mut out = Vec::with_capacity(specs.len());
-    for (i, t) in specs.into_iter().enumerate() {
-        let at = [
-            Segment::Key("agent"),
-            Segment::Key("tools"),
-            Segment::Index(i),
-        ];
-        if t.name.is_empty() {
-            let mut at = at.to_vec();
-            at.push(Segment::Key("name"));
-            return fail(&at, "a tool needs a name");
-        }
-        if let Some(j) = seen.insert(t.name.clone(), i) {
-            let message = format!(
-                "duplicate tool name {:?} (agent.tools[{j}] has it too)",
-                t.name
-            );
-            return fail(&at, message);
-        }
-        out.push(tool(&at, t)?);
-    }
-    Ok(out)
-}
-
-/// One named tool (at `at`): exactly one behaviour, approval and
-/// `output_requires` only where they make sense, a sound `on_output`.
-fn tool(at: &[Segment], t: ToolSpec) -> Result<ToolDef, CheckError> {
-    let behaviour = match (t.output, t.echo, t.fail, t.throw, t.panic, t.client) {
-        (Some(v), false, None, None, None, false) => Behaviour::Output(v),
-        (None, true, None, None, None, false) => Behaviour::Echo,
-        (None, false, Some(v), None, None, false) => Behaviour::Fail(v),
-        (None, false, None, Some(m), None, false) => Behaviour::Throw(m),
-        (None, false, None, None, Some(m), false) => Behaviour::Panic(m),
-        (None, false, None, None, None, true) => Behaviour::Client,
-        _ => {
-            let message = format!(
-                "tool {:?} needs exactly one of output, echo, fail, throw, panic, client",
-                t.name
-            );
-            return fail(at, message);
-        }
-    };
-    if t.approval && behaviour == Behaviour::Client {
-        let message =
-            "a client tool is run by the client: it waits for a submitted output, not an approval";
-        return fail(at, message);
-    }
-    if !t.output_requires.is_empty() && behaviour != Behaviour::Client {
-        return fail(
-            at,
-            "output_requires checks submitted outputs: it goes with client = true",
-        );
-    }
-    if t.on_output
-        .as_ref()
-        .is_some_and(|o| o.count.is_none() && o.keep.is_none())
-    {
-        let mut at = at.to_vec();
-        at.push(Segment::Key("on_output"));
-        return fail(&at, "on_output needs count or keep");
-    }
-    if let Some(key) = t
-        .on_output
-        .iter()
-        .flat_map(|o| [&o.count, &o.keep])
-        .flatten()
-        .find(|k| k.is_empty())
-    {
-        let mut at = at.to_vec();
-        at.push(Segment::Key("on_output"));
-        return fail(
-            &at,
-            format!("a metadata key must not be empty (got {key:?})"),
-        );
-    }
-    Ok(ToolDef {
-        name: t.name,
-        description: t.description,
-        latency_ms: t.latency_ms,
-        requires: t.requires,
-        behaviour,
-        approval: t.approval,
-        output_requires: t.output_requires,
-        on_output: t.on_output,
-    })
 }

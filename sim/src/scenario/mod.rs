@@ -13,6 +13,7 @@ mod references;
 mod replay;
 mod spec;
 mod timeline;
+mod tools;
 mod wording;
 
 use std::ops::Range;
@@ -23,7 +24,7 @@ use annotate_snippets::{AnnotationKind, Level, Renderer, Snippet};
 
 use crate::registry::Registry;
 
-pub use checked::{AgentDef, Behaviour, DEFAULT_TIME_LIMIT_MS, Expectation, Scenario, ToolDef};
+pub use checked::{AgentDef, DEFAULT_TIME_LIMIT_MS, Expectation, Scenario};
 pub use cluster::{Cluster, FaultAction, Placed, StoreBugs, Timed};
 pub use field::{CheckError, FieldPath, Segment};
 pub use hooks::{HookDef, HookSource};
@@ -32,10 +33,11 @@ pub use replay::{BUILT_IN, Recording, RecordingKind, Replay};
 pub use spec::{
     AgentSpec, CallRef, CancelRun, CancelSpec, ClusterSpec, DenySpec, Expect, ExpectSpec,
     FaultSpec, HostOrder, LifecycleEntry, ModelSpec, MutateSpec, OnOutputSpec, ReplayFormat,
-    RequestAt, RequestExpect, ScenarioSpec, SubmitSpec, TimelineEntry, ToolCallSpec, ToolSpec,
-    TurnSpec, UseSpec, VisibilitySpec, WorkerSpec,
+    RequestAt, RequestExpect, ScenarioSpec, SubmitSpec, TimelineEntry, ToolCallSpec, ToolEntry,
+    ToolSpec, TurnSpec, UseSpec, UseToolSpec, VisibilitySpec, WorkerSpec,
 };
 pub use timeline::{Action, CallName, Moment};
+pub use tools::{Behaviour, ToolDef};
 
 /// A scenario file that could not be loaded (SPEC X1).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

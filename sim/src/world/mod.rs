@@ -30,4 +30,4 @@ pub use seeded::{Rng, SimIds};
 pub(crate) use sim_store::plant;
 pub use sim_store::{SimStore, StoreKind};
 pub use store_tap::{ClientView, ExpectationRecord, Found, StoreTap, TapLog, TapOutcome};
-pub use tool::{ScriptedTool, on_output};
+pub use tool::{on_output, runtime_tool};

@@ -1,5 +1,8 @@
-//! A scripted tool: latency on the virtual clock, then its one behaviour.
+//! The scenario's tools as the runtime runs them: a scripted tool (latency
+//! on the virtual clock, then its one behaviour) or a registered one (the
+//! author's tool behind the scenario's name, latency and approval).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use pai_runtime::{
@@ -42,6 +45,59 @@ fn has_fields(value: &Value, keys: &[String]) -> Result<(), String> {
     }
 }
 
+/// The runtime's tool for `def`: the author's own, built afresh, for a
+/// registered tool; else the scripted one.
+pub fn runtime_tool(def: &ToolDef) -> Arc<dyn Tool> {
+    match &def.behaviour {
+        Behaviour::Registered(u) => Arc::new(RegisteredTool {
+            spec: ToolSpec {
+                name: def.name.clone(),
+                description: def.description.clone(),
+            },
+            approval: def.approval,
+            latency_ms: def.latency_ms,
+            inner: u.build(&def.name),
+        }),
+        _ => Arc::new(ScriptedTool::new(def.clone())),
+    }
+}
+
+/// A registered tool under the scenario's name: each call waits its
+/// latency on the virtual clock, then the author's tool runs it.
+struct RegisteredTool {
+    spec: ToolSpec,
+    approval: bool,
+    latency_ms: u64,
+    inner: Arc<dyn Tool>,
+}
+
+impl Tool for RegisteredTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn kind(&self) -> ToolKind {
+        match self.approval {
+            true => ToolKind::Approval,
+            false => ToolKind::Backend,
+        }
+    }
+
+    fn check_output(&self, output: &Value) -> Result<(), String> {
+        self.inner.check_output(output)
+    }
+
+    fn call(&self, cx: ToolCx, input: Value) -> HookFuture<'_, ToolOutcome> {
+        HookFuture::new(async move {
+            if self.latency_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(self.latency_ms)).await;
+            }
+            self.inner.call(cx, input).await
+        })
+    }
+}
+
+/// A scripted tool: its one behaviour after its latency.
 #[derive(Debug)]
 pub struct ScriptedTool {
     spec: ToolSpec,
@@ -93,6 +149,9 @@ impl Tool for ScriptedTool {
                 Behaviour::Throw(m) => ToolOutcome::Throw(m.clone()),
                 Behaviour::Panic(m) => panic!("{PLANTED_PANIC} {m}"),
                 Behaviour::Client => ToolOutcome::Throw("a client tool has no backend".into()),
+                Behaviour::Registered(_) => {
+                    ToolOutcome::Throw("a registered tool is run by its RegisteredTool".into())
+                }
             }
         })
     }

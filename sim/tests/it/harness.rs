@@ -85,6 +85,7 @@ fn harness() -> Harness {
     h.hook::<Policy>("policy")
         .hook::<StepNote>("step_note")
         .hook::<Inject>("inject");
+    crate::harness_tools::register_tools(&mut h);
     h
 }
 

@@ -17,12 +17,14 @@ mod facade;
 mod faults;
 mod lifecycle;
 mod timeline;
+mod tool;
 
 pub use cluster::{ClusterSpec, HostOrder, WorkerSpec};
 pub use facade::{ExpectSpec, MutateSpec, VisibilitySpec};
 pub use faults::{FaultSpec, RequestAt};
 pub use lifecycle::{LifecycleEntry, UseSpec};
 pub use timeline::{CallRef, CancelRun, CancelSpec, DenySpec, SubmitSpec, TimelineEntry};
+pub use tool::{OnOutputSpec, ToolEntry, ToolSpec, UseToolSpec};
 
 /// What a scenario run must show (SPEC D5).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -185,9 +187,10 @@ pub struct AgentSpec {
     )]
     #[schemars(range(min = 1), extend("default" = default_max_steps()))]
     pub max_steps: u32,
-    /// The agent's scripted tools; names are unique (checked by the loader).
+    /// The agent's tools, scripted or registered (`use`); names are unique
+    /// (checked by the loader).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<ToolSpec>,
+    pub tools: Vec<ToolEntry>,
 }
 
 impl AgentSpec {
@@ -228,78 +231,6 @@ fn default_model() -> String {
 }
 fn default_max_steps() -> u32 {
     8
-}
-
-/// A scripted tool. Exactly one behaviour: `output`, `echo`, `fail`, `throw`
-/// or `panic`; a client tool (`client = true`) has none, since the client
-/// runs it (SPEC T7).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(transform = crate::schema::checks::tool)]
-pub struct ToolSpec {
-    /// The tool's name, as model tool calls name it.
-    #[schemars(length(min = 1))]
-    pub name: String,
-    /// The description the model is given.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    #[schemars(extend("default" = ""))]
-    pub description: String,
-    /// Virtual milliseconds the tool takes.
-    #[serde(default, skip_serializing_if = "crate::defaults::is_zero")]
-    #[schemars(extend("default" = 0))]
-    pub latency_ms: u64,
-    /// Input fields the tool requires; a call without them gets a typed invalid-input error (X2).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub requires: Vec<String>,
-    /// Return this value as the output.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output: Option<Value>,
-    /// Return the call's input as the output.
-    #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
-    #[schemars(extend("default" = false))]
-    pub echo: bool,
-    /// Fail deliberately with this value (SPEC T5 `fail`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fail: Option<Value>,
-    /// Raise an error with this detail (SPEC T5 `throw`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub throw: Option<String>,
-    /// Panic with this message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub panic: Option<String>,
-    /// Each call waits for a client's `approve` (it then runs) or `deny`
-    /// (SPEC T7).
-    #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
-    #[schemars(extend("default" = false))]
-    pub approval: bool,
-    /// A client tool: each call waits until a client submits its output
-    /// (`submit_result`, SPEC T7). It has no behaviour of its own.
-    #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
-    #[schemars(extend("default" = false))]
-    pub client: bool,
-    /// With `client`: fields a submitted output must have (the tool's output
-    /// type); an output without them is refused and never stored.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub output_requires: Vec<String>,
-    /// An `on_output` handler beside this tool (SPEC T6): for each
-    /// successful output it updates the run metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub on_output: Option<OnOutputSpec>,
-}
-
-/// What a tool's `on_output` handler does to the run metadata (an object).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(transform = crate::schema::checks::on_output)]
-pub struct OnOutputSpec {
-    /// Add 1 to the number under this key.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
-    pub count: Option<String>,
-    /// Keep the output under this key.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
-    pub keep: Option<String>,
 }
 
 /// A scripted model: its turns answer its calls in order, or recorded
