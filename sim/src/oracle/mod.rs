@@ -52,6 +52,7 @@ mod reference;
 mod request;
 mod rewrites;
 mod routes;
+mod s1;
 mod s3;
 mod s4;
 mod t1;
@@ -104,6 +105,7 @@ fn run_oracles(o: &Observed<'_>, mismatches: &[(usize, String)]) -> Vec<Violatio
     violations.extend(h6::check(o.calls));
     violations.extend(x3::check(o.events, o.threads));
     violations.extend(request::violations(o, mismatches));
+    violations.extend(s1::check(o));
     violations.extend(s3::check(o));
     violations.extend(h1::watchers(o));
     violations.extend(l1::check(o));

@@ -56,6 +56,7 @@ oracles! {
     T7 = "T7" ["T7"]: "A waiting run holds no lease: after its `wait` only answers and steers come until its next episode, and a run stored as waiting holds no lease and waits on calls.";
     T8 = "T8" ["T8", "K3", "H6"]: "Once a run has ended, every tool call it committed has exactly one committed result on the stored thread; no call ever has two.";
     T9 = "T9" ["T9"]: "Every waiting call ends with exactly one final result, the one its answer asks for; answers name calls of the run's latest wait, once each, while it waits.";
+    S1 = "S1" ["S1", "S2"]: "A step's stored assistant text is its provider's streamed text through the canonical stages: nothing lost, added or reordered (scripted deltas or a replayed recording, however chunked).";
     S3 = "S3" ["S3"]: "No stored, live or model-visible assistant text matches a redaction pattern.";
     S4 = "S4" ["S4"]: "An aborted step stores its replacement only, with the abort's outcome and reason.";
     A2 = "A2" ["A2"]: "No run starts more steps than its limit.";
