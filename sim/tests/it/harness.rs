@@ -60,11 +60,12 @@ impl UserHook for StepNote {
     }
 }
 
-/// A prepare_model_step hook that appends a user message to every call.
-#[derive(Debug, Deserialize, JsonSchema)]
+/// A prepare_model_step hook that appends a user message to every call
+/// (`harness_fuzz.rs` draws it too).
+#[derive(Debug, Clone, serde::Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Inject {
-    text: String,
+pub(crate) struct Inject {
+    pub(crate) text: String,
 }
 
 impl UserHook for Inject {

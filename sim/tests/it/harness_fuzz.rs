@@ -3,34 +3,12 @@
 //! hooks into generated cases, finds what their oracle sees, and shrinks
 //! it into a scenario file that fails the same way.
 
-use pai_runtime::{HookFuture, hook, hook::StepDecision, message::ModelMessage, model::Patch};
 use pai_sim::fuzz::Failure;
-use pai_sim::hooks::{SimHook, UserHook};
 use pai_sim::observe::Finding;
 use pai_sim::{Harness, OracleName};
 use proptest::prelude::*;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
-/// A prepare_model_step hook that adds a user line to every model call.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct Inject {
-    text: String,
-}
-
-impl UserHook for Inject {
-    fn build(&self, name: &str) -> SimHook {
-        let text = self.text.clone();
-        Box::new(hook::prepare_model_step(name, move |_, _| {
-            let patch = Patch {
-                append_model_messages: vec![ModelMessage::user(text.clone())],
-                ..Patch::default()
-            };
-            HookFuture::ready(Ok(StepDecision::Continue(patch)))
-        }))
-    }
-}
+use crate::harness::Inject;
 
 /// Mostly harmless lines; now and then the secret.
 fn inject_configs() -> impl Strategy<Value = Inject> {
