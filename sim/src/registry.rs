@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::hooks::{Factory, HookSpec, Kinds, Maker, Typed, UserHook, UserHookDef};
 use crate::observe::{UserOracle, UserOracles};
+use crate::user_model::{ModelFactory, TypedModel, UserModel, UserModelDef};
 use crate::user_tool::{ToolFactory, TypedTool, UserTool, UserToolDef};
 
 /// The hooks known by name, in name order: the built-in library's kinds
@@ -33,6 +34,8 @@ pub struct Registry {
     oracles: Vec<UserOracle>,
     /// The tools it knows by name (`[[agent.tools]] use = "<name>"`).
     tools: BTreeMap<String, Arc<dyn ToolFactory>>,
+    /// The models it knows by name (`[model] use = "<name>"`).
+    models: BTreeMap<String, Arc<dyn ModelFactory>>,
 }
 
 /// Draws one configuration of a registered hook from a seed (the same seed,
@@ -83,6 +86,7 @@ impl fmt::Debug for Registry {
             .field("hooks", &self.authored().collect::<Vec<_>>())
             .field("oracles", &self.oracles().names().collect::<Vec<_>>())
             .field("tools", &self.tools.keys())
+            .field("models", &self.models.keys())
             .finish()
     }
 }
@@ -99,6 +103,7 @@ impl Registry {
             words: Vec::new(),
             oracles: Vec::new(),
             tools: BTreeMap::new(),
+            models: BTreeMap::new(),
         };
         crate::hooks::register_library(&mut registry);
         registry.library = registry.hooks.keys().cloned().collect();
@@ -271,6 +276,54 @@ impl Registry {
                 let known: Vec<&str> = self.tool_names().collect();
                 Err(format!(
                     "no tool is registered as {use_name:?}; registered: {known:?}"
+                ))
+            }
+        }
+    }
+}
+
+/// The registered models (`[model] use = "<name>"`).
+impl Registry {
+    /// Registers the model configuration `M` under `name`; `false` if a
+    /// model of that name was registered already (the first stays).
+    pub fn model<M: UserModel>(&mut self, name: &str) -> bool {
+        if self.models.contains_key(name) {
+            return false;
+        }
+        let factory: Arc<dyn ModelFactory> = Arc::new(TypedModel::<M>(PhantomData));
+        self.models.insert(name.to_string(), factory);
+        true
+    }
+
+    /// The registered models' names, in order.
+    pub fn model_names(&self) -> impl Iterator<Item = &str> {
+        self.models.keys().map(String::as_str)
+    }
+
+    /// Each registered model's name with its configuration's schema.
+    pub fn model_schemas(&self, generator: &mut SchemaGenerator) -> Vec<(String, Schema)> {
+        let models = self.models.iter();
+        models
+            .map(|(n, f)| (n.clone(), f.schema(generator)))
+            .collect()
+    }
+
+    /// The script `use_name` with `config`, checked: the registered model;
+    /// or why not.
+    pub(crate) fn check_model(
+        &self,
+        use_name: &str,
+        config: &Map<String, Value>,
+    ) -> Result<UserModelDef, String> {
+        match self.models.get(use_name) {
+            Some(factory) => UserModelDef::check(use_name, config, factory.as_ref()),
+            None if self.models.is_empty() => Err(format!(
+                "no model is registered as {use_name:?}: only a pai_sim::Harness knows models by name (Harness::model); a scripted model has `turns`, `replay` or `unavailable`"
+            )),
+            None => {
+                let known: Vec<&str> = self.model_names().collect();
+                Err(format!(
+                    "no model is registered as {use_name:?}; registered: {known:?}"
                 ))
             }
         }

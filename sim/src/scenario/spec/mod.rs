@@ -8,7 +8,7 @@ use std::fmt;
 use pai_runtime::model::{ModelSettings, ProviderOptions};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::names::OracleId;
 
@@ -16,6 +16,7 @@ mod cluster;
 mod facade;
 mod faults;
 mod lifecycle;
+mod model;
 mod timeline;
 mod tool;
 
@@ -101,10 +102,20 @@ pub struct ScenarioSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lifecycle: Vec<LifecycleEntry>,
     /// The default script: answers any model name without its own script.
-    #[serde(default, skip_serializing_if = "ModelSpec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "ModelSpec::is_empty",
+        deserialize_with = "model::read_one",
+        serialize_with = "model::write_one"
+    )]
     pub model: ModelSpec,
     /// Scripts per model name (so routing is visible).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "model::read_map",
+        serialize_with = "model::write_map"
+    )]
     #[schemars(extend("propertyNames" = { "minLength": 1 }))]
     pub models: BTreeMap<String, ModelSpec>,
     /// Documents for the `rag` hook: keyword → text.
@@ -234,11 +245,23 @@ fn default_max_steps() -> u32 {
 }
 
 /// A scripted model: its turns answer its calls in order, or recorded
-/// provider responses do (`replay`, one file per call).
+/// provider responses do (`replay`, one file per call); or a model a
+/// harness registered (`use`) answers them itself.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(transform = crate::schema::checks::model)]
+#[schemars(transform = model::schema)]
 pub struct ModelSpec {
+    /// The name of a model a harness registered (`Harness::model`): it
+    /// answers every call, its configuration the script's other fields.
+    /// Not with `turns`, `replay` or `unavailable`.
+    #[serde(rename = "use", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub use_: Option<String>,
+    /// With `use`: the script's other fields, read by the configuration
+    /// type the model was registered with.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub config: Map<String, Value>,
     /// The scripted answers, one per model call, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub turns: Vec<TurnSpec>,
@@ -275,7 +298,9 @@ impl ModelSpec {
     /// Whether the script says nothing (the model is then left out when a spec
     /// is written).
     pub fn is_empty(&self) -> bool {
-        self.turns.is_empty()
+        self.use_.is_none()
+            && self.config.is_empty()
+            && self.turns.is_empty()
             && !self.unavailable
             && self.replay.is_empty()
             && self.format.is_none()
