@@ -22,7 +22,10 @@ fn ready(parts: Vec<StreamPart>) -> Result<BoxStream, ModelError> {
 
 /// Every content of the request's messages, in order.
 fn contents(request: &ModelRequest) -> impl Iterator<Item = &ModelContent> {
-    request.messages.iter().flat_map(|m: &ModelMessage| &m.content)
+    request
+        .messages
+        .iter()
+        .flat_map(|m: &ModelMessage| &m.content)
 }
 
 /// Greets: after `wait_ms` virtual milliseconds, streams `greeting`,
@@ -169,7 +172,9 @@ fn a_registered_model_answers_from_its_configuration() {
         "{t}"
     );
     assert!(
-        t.contains(r#"answered by the model registered as "greeter" {"greeting":"Hello.","wait_ms":5}"#),
+        t.contains(
+            r#"answered by the model registered as "greeter" {"greeting":"Hello.","wait_ms":5}"#
+        ),
         "{t}"
     );
     assert!(t.contains("Hello. You said: Where is my parcel?"), "{t}");
@@ -235,7 +240,11 @@ fn unknown_models_bad_configurations_and_mixed_scripts_are_located_errors() {
         e.message
     );
     let e = err("use = \"greeter\"\n");
-    assert!(e.message.contains("missing field `greeting`"), "{}", e.message);
+    assert!(
+        e.message.contains("missing field `greeting`"),
+        "{}",
+        e.message
+    );
     let e = err("use = \"greeter\"\ngreeting = \"a\"\ntone = 2\n");
     assert!(e.message.contains("unknown field `tone`"), "{}", e.message);
     let e = err("use = \"greeter\"\ngreeting = \"a\"\n[[model.turns]]\ntext = [\"b\"]\n");
@@ -252,7 +261,11 @@ fn unknown_models_bad_configurations_and_mixed_scripts_are_located_errors() {
     let named = "name = \"n\"\nrules = [\"S1\"]\n[[timeline]]\nsend = \"hi\"\n\n[models.big]\nuse = \"nope\"\n";
     let e = h.parse("x.toml", named).unwrap_err();
     assert_eq!(e.location.map(|l| l.0), Some(7), "{}", e.render(false));
-    assert!(e.message.contains("no model is registered"), "{}", e.message);
+    assert!(
+        e.message.contains("no model is registered"),
+        "{}",
+        e.message
+    );
     let plain = pai_sim::Scenario::parse(
         Path::new("x.toml"),
         &format!("{head}use = \"greeter\"\ngreeting = \"a\"\n"),
