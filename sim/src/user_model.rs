@@ -29,8 +29,15 @@ use serde_json::{Map, Value};
 /// provider is for production; register a scripted or fake one (which
 /// answers from its configuration and the request, and waits, if at all,
 /// with `tokio::time::sleep`, which the simulator's clock drives). Each run
-/// of a scenario (and each worker) builds its model afresh: keep any state
-/// in the model, not in a `static`, or the two runs D4 compares differ.
+/// of a scenario builds its model afresh (the workers of one run share
+/// it): keep any state in the model, not in a `static`, or the two runs D4
+/// compares differ. Tool call ids are the model's own to make (unique on a
+/// thread, the same in every run: from the request's run id and step, say).
+///
+/// The script's own field names (`turns`, `unavailable`, `replay`,
+/// `format`, `latency_ms`, `delta_ms`, `chunk`) are not the configuration's:
+/// beside `use` they are refused, so name a configuration's fields
+/// otherwise.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -84,8 +91,8 @@ use serde_json::{Map, Value};
 pub trait UserModel: DeserializeOwned + JsonSchema + Send + Sync + 'static {
     /// The model this configuration describes; `name` is the name the
     /// script answers (`[models.<name>]`), or `default` for `[model]`.
-    /// Called once at load (to try the configuration) and once per run
-    /// (and per worker): keep it free of side effects.
+    /// Called once at load (to try the configuration) and once per run:
+    /// keep it free of side effects.
     fn build(&self, name: &str) -> Arc<dyn LanguageModel>;
 }
 
