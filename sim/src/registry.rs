@@ -391,4 +391,44 @@ mod tests {
         let unknown = unknown.map(|r| (r.field, r.message.contains("beyond the built-in library")));
         assert_eq!(unknown, Some((None, true)));
     }
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Quiet {}
+
+    struct Silent;
+
+    impl pai_runtime::LanguageModel for Silent {
+        fn stream<'a>(
+            &'a self,
+            _: &'a pai_runtime::ModelRequest,
+        ) -> pai_runtime::HookFuture<
+            'a,
+            Result<pai_runtime::model::BoxStream, pai_runtime::ModelError>,
+        > {
+            pai_runtime::HookFuture::ready(Err(pai_runtime::ModelError::Provider("silent".into())))
+        }
+    }
+
+    impl crate::UserModel for Quiet {
+        fn build(&self, _: &str) -> Arc<dyn pai_runtime::LanguageModel> {
+            Arc::new(Silent)
+        }
+    }
+
+    #[test]
+    fn a_model_name_is_taken_once_and_an_unknown_one_names_the_registered() {
+        let mut registry = Registry::default();
+        assert!(registry.check_model("quiet", &Map::new()).is_err());
+        assert!(registry.model::<Quiet>("quiet"));
+        assert!(!registry.model::<Quiet>("quiet"));
+        assert!(registry.model_names().eq(["quiet"]));
+        assert!(registry.check_model("quiet", &Map::new()).is_ok());
+        let refused = registry.check_model("quite", &Map::new()).err();
+        assert_eq!(
+            refused.as_deref(),
+            Some("no model is registered as \"quite\"; registered: [\"quiet\"]")
+        );
+        let bad = registry.check_model("quiet", &config(serde_json::json!({"x": 1})));
+        assert!(bad.is_ok(), "Quiet reads past unknown fields");
+    }
 }
