@@ -1,7 +1,8 @@
-//! Library mode: an agent author's own hooks and tools under the
-//! simulator, from their own `cargo test`. A [`Harness`] knows hooks and
-//! tools by name; scenario files name them with `[[lifecycle]] use = "..."`
-//! and `[[agent.tools]] use = "..."`, their configuration inline; [`Harness::run_dir`] runs a folder of them with
+//! Library mode: an agent author's own hooks, tools and models under the
+//! simulator, from their own `cargo test`. A [`Harness`] knows hooks,
+//! tools and models by name; scenario files name them with
+//! `[[lifecycle]] use = "..."`, `[[agent.tools]] use = "..."` and
+//! `[model] use = "..."`, their configuration inline; [`Harness::run_dir`] runs a folder of them with
 //! every oracle, twice (D4), and compares each transcript with its
 //! snapshot in the author's crate.
 //!
@@ -40,6 +41,7 @@ use crate::observe::{Finding, Observation, UserOracle};
 use crate::registry::Registry;
 use crate::scenario::{Scenario, ScenarioError};
 use crate::suite::{self, CaseResult, SnapshotMode};
+use crate::user_model::UserModel;
 use crate::user_tool::UserTool;
 use crate::world::StoreKind;
 
@@ -153,6 +155,22 @@ impl Harness {
         self
     }
 
+    /// Registers the model configuration `M` under `name`: a script
+    /// `[model] use = "<name>"` (or `[models.<model>] use = "<name>"`) is
+    /// read into an `M` (the script's other fields) and builds the author's
+    /// model adapter, which answers every call of that script instead of
+    /// scripted turns. Each call is still recorded (the transcript shows
+    /// it as `registered`); the oracles that foresee scripted turns stand
+    /// down for it. The model runs on the virtual clock: see
+    /// [`UserModel`]. Panics when a model is registered as `name` already.
+    pub fn model<M: UserModel>(&mut self, name: &str) -> &mut Harness {
+        assert!(
+            self.registry.model::<M>(name),
+            "a model is registered as {name:?} already"
+        );
+        self
+    }
+
     /// [`Harness::hook`], and lets [`Harness::fuzz`] draw the hook into
     /// its cases, each with a configuration from the strategy `configs`
     /// makes (a function, so the strategy may be any proptest strategy).
@@ -245,8 +263,9 @@ impl Harness {
         self
     }
 
-    /// The scenario format's JSON Schema with the registered hooks and
-    /// tools: each `use = "<name>"` entry checked against its configuration type, for
+    /// The scenario format's JSON Schema with the registered hooks, tools
+    /// and models: each `use = "<name>"` entry (or script) checked against
+    /// its configuration type, for
     /// an editor (`#:schema` in TOML, `$schema` in JSON). Write it with
     /// [`crate::schema_text`]. Panics when a configuration type's schema
     /// name is one of the format's own (rename the type).

@@ -1,7 +1,8 @@
 //! The scenario schema of one harness (issue 28, item 5): the published
 //! schema, with each registered hook's entry (`use = "<name>"`, its
 //! configuration's fields) in place of the open `UseSpec`, and each
-//! registered tool's in place of the open `UseToolSpec`, so an editor
+//! registered tool's in place of the open `UseToolSpec`, and each
+//! registered model's in place of the open branch of `ModelSpec`, so an editor
 //! completes and checks an author's configurations too.
 
 use schemars::generate::SchemaSettings;
@@ -10,13 +11,14 @@ use serde_json::{Map, Value, json};
 use crate::registry::Registry;
 use crate::scenario::ScenarioSpec;
 
-/// The scenario schema with `registry`'s hooks and tools; an error names a
+/// The scenario schema with `registry`'s hooks, tools and models; an error names a
 /// configuration type whose schema name is the library's own (rename it).
 pub(crate) fn schema(registry: &Registry) -> Result<Value, String> {
     let mut doc = ScenarioSpec::schema();
     let mut generator = SchemaSettings::draft2020_12().into_generator();
     let configs = registry.schemas(&mut generator);
     let tools = registry.tool_schemas(&mut generator);
+    let models = registry.model_schemas(&mut generator);
     let added = generator.take_definitions(true);
     let Some(defs) = doc.get_mut("$defs").and_then(Value::as_object_mut) else {
         return Err("the published schema has no $defs".into());
@@ -42,6 +44,21 @@ pub(crate) fn schema(registry: &Registry) -> Result<Value, String> {
         .into_iter()
         .map(|(name, config)| entry(&name, config.to_value(), defs, &tool_fields))
         .collect();
+    let model_entries: Vec<Value> = models
+        .into_iter()
+        .map(|(name, config)| entry(&name, config.to_value(), defs, &Map::new()))
+        .collect();
+    let registered_model = json!({
+        "description": "A model this harness registered: `use` names it, its configuration's fields beside it.",
+        "oneOf": model_entries,
+    });
+    match defs
+        .get_mut("ModelSpec")
+        .and_then(|m| m.pointer_mut("/anyOf/1"))
+    {
+        Some(branch) => *branch = registered_model,
+        None => return Err("the published schema's ModelSpec has no registered branch".into()),
+    }
     defs.insert(
         "UseToolSpec".into(),
         json!({

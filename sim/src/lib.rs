@@ -35,6 +35,7 @@ mod steps;
 mod suite;
 mod timeline;
 mod transcript;
+mod user_model;
 mod user_tool;
 mod world;
 
@@ -52,9 +53,9 @@ pub use run::{check, check_on, replay_command, replay_on, simulate, simulate_on,
 pub use scenario::{
     Action, AgentDef, AgentSpec, Behaviour, CancelRun, CancelSpec, CheckError, Cluster,
     ClusterSpec, DEFAULT_TIME_LIMIT_MS, Expect, Expectation, FaultSpec, FieldPath, HookDef,
-    HookSource, LifecycleEntry, ModelSpec, Moment, OracleId, OracleName, ReplayFormat,
-    RequestExpect, Scenario, ScenarioError, ScenarioSpec, Segment, TimelineEntry, ToolCallSpec,
-    ToolDef, ToolEntry, ToolSpec, TurnSpec, UseSpec, UseToolSpec, WorkerSpec,
+    HookSource, LifecycleEntry, ModelSpec, Moment, OracleId, OracleName, RegisteredModels,
+    ReplayFormat, RequestExpect, Scenario, ScenarioError, ScenarioSpec, Segment, TimelineEntry,
+    ToolCallSpec, ToolDef, ToolEntry, ToolSpec, TurnSpec, UseSpec, UseToolSpec, WorkerSpec,
 };
 pub use schema::{EventRecord, event_log_json, schema_text};
 pub use suite::{
@@ -62,5 +63,6 @@ pub use suite::{
     run_case, run_case_on_every_store, table,
 };
 pub use timeline::timeline_html;
+pub use user_model::{UserModel, UserModelDef};
 pub use user_tool::{UserTool, UserToolDef};
 pub use world::{Rng, StoreKind};

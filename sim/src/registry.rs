@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::hooks::{Factory, HookSpec, Kinds, Maker, Typed, UserHook, UserHookDef};
 use crate::observe::{UserOracle, UserOracles};
+use crate::user_model::{ModelFactory, TypedModel, UserModel, UserModelDef};
 use crate::user_tool::{ToolFactory, TypedTool, UserTool, UserToolDef};
 
 /// The hooks known by name, in name order: the built-in library's kinds
@@ -33,6 +34,8 @@ pub struct Registry {
     oracles: Vec<UserOracle>,
     /// The tools it knows by name (`[[agent.tools]] use = "<name>"`).
     tools: BTreeMap<String, Arc<dyn ToolFactory>>,
+    /// The models it knows by name (`[model] use = "<name>"`).
+    models: BTreeMap<String, Arc<dyn ModelFactory>>,
 }
 
 /// Draws one configuration of a registered hook from a seed (the same seed,
@@ -83,6 +86,7 @@ impl fmt::Debug for Registry {
             .field("hooks", &self.authored().collect::<Vec<_>>())
             .field("oracles", &self.oracles().names().collect::<Vec<_>>())
             .field("tools", &self.tools.keys())
+            .field("models", &self.models.keys())
             .finish()
     }
 }
@@ -99,6 +103,7 @@ impl Registry {
             words: Vec::new(),
             oracles: Vec::new(),
             tools: BTreeMap::new(),
+            models: BTreeMap::new(),
         };
         crate::hooks::register_library(&mut registry);
         registry.library = registry.hooks.keys().cloned().collect();
@@ -277,6 +282,54 @@ impl Registry {
     }
 }
 
+/// The registered models (`[model] use = "<name>"`).
+impl Registry {
+    /// Registers the model configuration `M` under `name`; `false` if a
+    /// model of that name was registered already (the first stays).
+    pub fn model<M: UserModel>(&mut self, name: &str) -> bool {
+        if self.models.contains_key(name) {
+            return false;
+        }
+        let factory: Arc<dyn ModelFactory> = Arc::new(TypedModel::<M>(PhantomData));
+        self.models.insert(name.to_string(), factory);
+        true
+    }
+
+    /// The registered models' names, in order.
+    pub fn model_names(&self) -> impl Iterator<Item = &str> {
+        self.models.keys().map(String::as_str)
+    }
+
+    /// Each registered model's name with its configuration's schema.
+    pub fn model_schemas(&self, generator: &mut SchemaGenerator) -> Vec<(String, Schema)> {
+        let models = self.models.iter();
+        models
+            .map(|(n, f)| (n.clone(), f.schema(generator)))
+            .collect()
+    }
+
+    /// The script `use_name` with `config`, checked: the registered model;
+    /// or why not.
+    pub(crate) fn check_model(
+        &self,
+        use_name: &str,
+        config: &Map<String, Value>,
+    ) -> Result<UserModelDef, String> {
+        match self.models.get(use_name) {
+            Some(factory) => UserModelDef::check(use_name, config, factory.as_ref()),
+            None if self.models.is_empty() => Err(format!(
+                "no model is registered as {use_name:?}: only a pai_sim::Harness knows models by name (Harness::model); a scripted model has `turns`, `replay` or `unavailable`"
+            )),
+            None => {
+                let known: Vec<&str> = self.model_names().collect();
+                Err(format!(
+                    "no model is registered as {use_name:?}; registered: {known:?}"
+                ))
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,5 +390,45 @@ mod tests {
         let unknown = registry.check("recnt_window", None, &Map::new()).err();
         let unknown = unknown.map(|r| (r.field, r.message.contains("beyond the built-in library")));
         assert_eq!(unknown, Some((None, true)));
+    }
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Quiet {}
+
+    struct Silent;
+
+    impl pai_runtime::LanguageModel for Silent {
+        fn stream<'a>(
+            &'a self,
+            _: &'a pai_runtime::ModelRequest,
+        ) -> pai_runtime::HookFuture<
+            'a,
+            Result<pai_runtime::model::BoxStream, pai_runtime::ModelError>,
+        > {
+            pai_runtime::HookFuture::ready(Err(pai_runtime::ModelError::Provider("silent".into())))
+        }
+    }
+
+    impl crate::UserModel for Quiet {
+        fn build(&self, _: &str) -> Arc<dyn pai_runtime::LanguageModel> {
+            Arc::new(Silent)
+        }
+    }
+
+    #[test]
+    fn a_model_name_is_taken_once_and_an_unknown_one_names_the_registered() {
+        let mut registry = Registry::default();
+        assert!(registry.check_model("quiet", &Map::new()).is_err());
+        assert!(registry.model::<Quiet>("quiet"));
+        assert!(!registry.model::<Quiet>("quiet"));
+        assert!(registry.model_names().eq(["quiet"]));
+        assert!(registry.check_model("quiet", &Map::new()).is_ok());
+        let refused = registry.check_model("quite", &Map::new()).err();
+        assert_eq!(
+            refused.as_deref(),
+            Some("no model is registered as \"quite\"; registered: [\"quiet\"]")
+        );
+        let bad = registry.check_model("quiet", &config(serde_json::json!({"x": 1})));
+        assert!(bad.is_ok(), "Quiet reads past unknown fields");
     }
 }

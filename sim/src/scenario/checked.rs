@@ -10,6 +10,7 @@ use std::path::Path;
 use super::cluster::{Cluster, cluster};
 use super::field::{CheckError, Segment, fail};
 use super::hooks::{HookDef, hooks};
+use super::models::{self, RegisteredModels};
 use super::names::OracleId;
 use super::references::Named;
 use super::replay::{self, Replays};
@@ -49,6 +50,8 @@ pub struct Scenario {
     /// The scripts that replay recordings, loaded (SPEC X1: a file that
     /// cannot be read or decoded is refused at load).
     pub replays: Replays,
+    /// The scripts that name a model a harness registered (`use`), checked.
+    pub registered: RegisteredModels,
     /// Documents for the `rag` hook: keyword → text.
     pub docs: BTreeMap<String, String>,
     /// Client actions, in time order (entries at one time in file order).
@@ -136,6 +139,7 @@ impl Scenario {
         let tools = tools(spec.agent.tools, registry)?;
         scripts(&spec.model, &spec.models)?;
         let replays = replay::load(&spec.model, &spec.models, dir)?;
+        let registered = models::registered(&spec.model, &spec.models, registry)?;
         docs(&spec.docs)?;
         let hooks = hooks(spec.lifecycle, registry)?;
         faults(&spec.faults)?;
@@ -177,6 +181,7 @@ impl Scenario {
             model: spec.model,
             models: spec.models,
             replays,
+            registered,
             docs: spec.docs,
             timeline,
             faults,
@@ -285,6 +290,7 @@ fn scripts(model: &ModelSpec, models: &BTreeMap<String, ModelSpec>) -> Result<()
             }
             Some(n) => vec![Segment::Key("models"), Segment::Name(n.clone())],
         };
+        models::alone(m, &at)?;
         replay::check(m, &at)?;
         at.push(Segment::Key("turns"));
         for (i, t) in m.turns.iter().enumerate() {

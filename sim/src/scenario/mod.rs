@@ -7,6 +7,7 @@ mod cluster;
 mod field;
 mod handles;
 mod hooks;
+mod models;
 mod names;
 mod position;
 mod references;
@@ -28,6 +29,7 @@ pub use checked::{AgentDef, DEFAULT_TIME_LIMIT_MS, Expectation, Scenario};
 pub use cluster::{Cluster, FaultAction, Placed, StoreBugs, Timed};
 pub use field::{CheckError, FieldPath, Segment};
 pub use hooks::{HookDef, HookSource};
+pub use models::RegisteredModels;
 pub use names::{OracleId, OracleName};
 pub use replay::{BUILT_IN, Recording, RecordingKind, Replay};
 pub use spec::{

@@ -189,8 +189,8 @@ impl<'a> Named<'a> {
     }
 
     /// An answer's call must be one the scripts make: the `nth` call of
-    /// `tool`, or `call = "#N"` among all calls. Recordings may make any
-    /// calls, so a scenario that replays some is not judged.
+    /// `tool`, or `call = "#N"` among all calls. Recordings and registered
+    /// models may make any calls, so a scenario with one is not judged.
     fn call(
         &self,
         at: &[Segment],
@@ -198,7 +198,10 @@ impl<'a> Named<'a> {
         nth: Option<usize>,
         call: Option<&str>,
     ) -> Result<(), CheckError> {
-        if self.scripts().any(|(_, m)| !m.replay.is_empty()) {
+        if self
+            .scripts()
+            .any(|(_, m)| !m.replay.is_empty() || m.use_.is_some())
+        {
             return Ok(());
         }
         let nth_given = nth.is_some();

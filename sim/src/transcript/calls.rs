@@ -13,7 +13,7 @@ use similar::{Algorithm, DiffOp};
 use crate::format::{model_message, quoted, route};
 use crate::oracle::{Observed, Verdicts};
 use crate::scenario::{Recording, RecordingKind};
-use crate::world::{Calls, ModelCallRecord};
+use crate::world::{Answer, Calls, ModelCallRecord, ScriptName};
 
 /// Every model call with the request it carried.
 pub(super) fn calls(out: &mut String, o: &Observed<'_>, verdicts: &Verdicts) {
@@ -46,6 +46,9 @@ pub(super) fn calls(out: &mut String, o: &Observed<'_>, verdicts: &Verdicts) {
         if let Some(rec) = &c.recording {
             let _ = writeln!(out, "    {}", replayed(rec));
         }
+        if c.answer == Answer::Registered {
+            let _ = writeln!(out, "    {}", registered(o, &c.script));
+        }
         if let Some((_, m)) = verdicts.mismatches.iter().find(|(k, _)| *k == i) {
             let _ = writeln!(out, "    EXPECT MISMATCH {}", m.replace('\n', "\n    "));
         }
@@ -60,6 +63,23 @@ pub(super) fn calls(out: &mut String, o: &Observed<'_>, verdicts: &Verdicts) {
 }
 
 /// The recording a call replayed, and what its body said beside the parts.
+/// The registered model that answered `script`'s call, with its
+/// configuration as the scenario wrote it.
+fn registered(o: &Observed<'_>, script: &ScriptName) -> String {
+    let key = match script {
+        ScriptName::Default => None,
+        ScriptName::Model(n) => Some(n.clone()),
+    };
+    match o.scenario.registered.get(&key) {
+        Some(def) => format!(
+            "answered by the model registered as {} {}",
+            quoted(&def.use_name),
+            serde_json::Value::Object(def.config.clone())
+        ),
+        None => "answered by a registered model".into(),
+    }
+}
+
 fn replayed(rec: &Recording) -> String {
     let format = rec.format.decoder().as_str();
     let bytes = rec.body.len();

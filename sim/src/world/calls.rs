@@ -1,4 +1,5 @@
-//! Every model call of a run as the scripted models received it, with
+//! Every model call of a run as the scripted (or registered) models
+//! received it, with
 //! the requests' messages kept once: a request that extends the one
 //! recorded just before it (the same context plus the step's new
 //! messages, or the next run's context on a long thread) stores only
@@ -23,6 +24,9 @@ pub enum Answer {
     Unavailable,
     /// The script had no turn left.
     Exhausted,
+    /// A model a harness registered (`use = "..."`) answered: its own code
+    /// decides what it streams, so no oracle foresees it.
+    Registered,
 }
 
 impl fmt::Display for Answer {
@@ -31,6 +35,7 @@ impl fmt::Display for Answer {
             Answer::Turn(n) => write!(f, "turn {n}"),
             Answer::Unavailable => f.write_str("unavailable"),
             Answer::Exhausted => f.write_str("exhausted"),
+            Answer::Registered => f.write_str("registered"),
         }
     }
 }

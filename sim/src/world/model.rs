@@ -1,5 +1,6 @@
 //! Scripted models: each model name answers its calls with its own turns, in
-//! order (or the default script's); every call is recorded as it came.
+//! order (or the default script's), or hands them to the model a harness
+//! registered for it (`use = "..."`); every call is recorded as it came.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
@@ -29,9 +30,12 @@ enum Turn {
     Recorded(Arc<Recording>),
 }
 
-/// A scripted model: its turns (or recordings) answer its calls in order.
+/// A scripted model: its turns (or recordings) answer its calls in order;
+/// or the registered model it wraps answers them.
 pub struct ScriptedModel {
     script: ScriptName,
+    /// The model a harness registered for this script, built for the run.
+    registered: Option<Arc<dyn LanguageModel>>,
     turns: Mutex<VecDeque<(usize, Turn)>>,
     /// With recordings: their pacing.
     replay: Option<Arc<Replay>>,
@@ -53,7 +57,7 @@ impl ScriptedModel {
     fn new(
         script: ScriptName,
         spec: &ModelSpec,
-        replay: Option<&Arc<Replay>>,
+        (replay, registered): (Option<&Arc<Replay>>, Option<Arc<dyn LanguageModel>>),
         ids: Arc<SimIds>,
         clock: Arc<VirtualClock>,
         log: CallLog,
@@ -68,6 +72,7 @@ impl ScriptedModel {
         };
         ScriptedModel {
             script,
+            registered,
             turns: Mutex::new(
                 turns
                     .into_iter()
@@ -161,6 +166,10 @@ impl LanguageModel for ScriptedModel {
         &'a self,
         request: &'a ModelRequest,
     ) -> HookFuture<'a, Result<BoxStream, ModelError>> {
+        if let Some(model) = &self.registered {
+            self.record(request, Answer::Registered, None);
+            return model.stream(request);
+        }
         if self.unavailable {
             self.record(request, Answer::Unavailable, None);
             let model = &request.route.model;
@@ -222,7 +231,8 @@ pub struct ScriptedProvider {
 
 impl ScriptedProvider {
     /// The scenario's scripts: `[model]` and each `[models.NAME]`, replaying
-    /// their recordings where they have some.
+    /// their recordings where they have some, each registered model built
+    /// afresh (for this run, or this worker).
     pub fn new(s: &Scenario, ids: &Arc<SimIds>, clock: &Arc<VirtualClock>) -> ScriptedProvider {
         let log = CallLog::default();
         let script = |name: ScriptName, spec| {
@@ -231,7 +241,9 @@ impl ScriptedProvider {
                 ScriptName::Model(n) => Some(n.clone()),
             };
             let replay = s.replays.get(&key);
-            ScriptedModel::new(name, spec, replay, ids.clone(), clock.clone(), log.clone())
+            let built = s.registered.get(&key).map(|d| d.build(&name.to_string()));
+            let answers = (replay, built);
+            ScriptedModel::new(name, spec, answers, ids.clone(), clock.clone(), log.clone())
         };
         ScriptedProvider {
             default: script(ScriptName::Default, &s.model),

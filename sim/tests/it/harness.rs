@@ -87,6 +87,7 @@ fn harness() -> Harness {
         .hook::<StepNote>("step_note")
         .hook::<Inject>("inject");
     crate::harness_tools::register_tools(&mut h);
+    crate::harness_models::register_models(&mut h);
     h
 }
 

@@ -8,6 +8,7 @@ mod common;
 mod fuzz;
 mod harness;
 mod harness_fuzz;
+mod harness_models;
 mod harness_tools;
 mod k2_faults;
 mod module_graph;

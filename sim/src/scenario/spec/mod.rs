@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use pai_runtime::model::{ModelSettings, ProviderOptions};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -16,6 +15,7 @@ mod cluster;
 mod facade;
 mod faults;
 mod lifecycle;
+mod model;
 mod timeline;
 mod tool;
 
@@ -23,6 +23,7 @@ pub use cluster::{ClusterSpec, HostOrder, WorkerSpec};
 pub use facade::{ExpectSpec, MutateSpec, VisibilitySpec};
 pub use faults::{FaultSpec, RequestAt};
 pub use lifecycle::{LifecycleEntry, UseSpec};
+pub use model::{ModelSpec, ReplayFormat, RequestExpect, ToolCallSpec, TurnSpec};
 pub use timeline::{CallRef, CancelRun, CancelSpec, DenySpec, SubmitSpec, TimelineEntry};
 pub use tool::{OnOutputSpec, ToolEntry, ToolSpec, UseToolSpec};
 
@@ -101,10 +102,20 @@ pub struct ScenarioSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lifecycle: Vec<LifecycleEntry>,
     /// The default script: answers any model name without its own script.
-    #[serde(default, skip_serializing_if = "ModelSpec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "ModelSpec::is_empty",
+        deserialize_with = "model::read_one",
+        serialize_with = "model::write_one"
+    )]
     pub model: ModelSpec,
     /// Scripts per model name (so routing is visible).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "model::read_map",
+        serialize_with = "model::write_map"
+    )]
     #[schemars(extend("propertyNames" = { "minLength": 1 }))]
     pub models: BTreeMap<String, ModelSpec>,
     /// Documents for the `rag` hook: keyword → text.
@@ -231,153 +242,6 @@ fn default_model() -> String {
 }
 fn default_max_steps() -> u32 {
     8
-}
-
-/// A scripted model: its turns answer its calls in order, or recorded
-/// provider responses do (`replay`, one file per call).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(transform = crate::schema::checks::model)]
-pub struct ModelSpec {
-    /// The scripted answers, one per model call, in order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub turns: Vec<TurnSpec>,
-    /// Every call fails at once: the model is down.
-    #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
-    #[schemars(extend("default" = false))]
-    pub unavailable: bool,
-    /// Recorded provider responses, one file per model call, in order: each
-    /// the raw response body as a client receives it (what `curl -N`
-    /// prints), its path relative to the scenario file. Not with `turns`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(inner(length(min = 1)), length(min = 1))]
-    pub replay: Vec<String>,
-    /// With `replay` (required there): the recordings' streaming format.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub format: Option<ReplayFormat>,
-    /// With `replay`: virtual milliseconds before each recorded stream exists.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = 0))]
-    pub latency_ms: Option<u64>,
-    /// With `replay`: virtual milliseconds before each decoded text delta.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = 0))]
-    pub delta_ms: Option<u64>,
-    /// With `replay`: the body is fed to the decoder in pieces of this many
-    /// bytes (cutting events, lines and UTF-8 characters where they fall);
-    /// left out, the whole body at once.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
-    pub chunk: Option<u64>,
-}
-
-impl ModelSpec {
-    /// Whether the script says nothing (the model is then left out when a spec
-    /// is written).
-    pub fn is_empty(&self) -> bool {
-        self.turns.is_empty()
-            && !self.unavailable
-            && self.replay.is_empty()
-            && self.format.is_none()
-            && self.latency_ms.is_none()
-            && self.delta_ms.is_none()
-            && self.chunk.is_none()
-    }
-}
-
-/// The streaming format of recorded provider responses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum ReplayFormat {
-    /// OpenAI-compatible Chat Completions (`data:` chunks, `[DONE]`).
-    #[serde(rename = "openai-chat")]
-    OpenAiChat,
-    /// The OpenAI Responses API (`response.*` events).
-    #[serde(rename = "openai-responses")]
-    OpenAiResponses,
-    /// Anthropic Messages (`message_start` ... `message_stop`).
-    #[serde(rename = "anthropic")]
-    Anthropic,
-}
-
-impl ReplayFormat {
-    /// The decoder's format.
-    pub fn decoder(self) -> pai_providers::Format {
-        match self {
-            ReplayFormat::OpenAiChat => pai_providers::Format::OpenAiChat,
-            ReplayFormat::OpenAiResponses => pai_providers::Format::OpenAiResponses,
-            ReplayFormat::Anthropic => pai_providers::Format::Anthropic,
-        }
-    }
-}
-
-/// One scripted answer of a model.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(transform = crate::schema::checks::turn)]
-pub struct TurnSpec {
-    /// Text deltas, in order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub text: Vec<String>,
-    /// Tool calls, after the text.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tool_calls: Vec<ToolCallSpec>,
-    /// Virtual milliseconds before the stream exists.
-    #[serde(default, skip_serializing_if = "crate::defaults::is_zero")]
-    #[schemars(extend("default" = 0))]
-    pub latency_ms: u64,
-    /// The provider fails before the stream starts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// Virtual milliseconds before each text delta.
-    #[serde(default, skip_serializing_if = "crate::defaults::is_zero")]
-    #[schemars(extend("default" = 0))]
-    pub delta_ms: u64,
-    /// The provider fails mid-stream, after this turn's text deltas.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stream_error: Option<String>,
-    /// What the request answered by this turn must contain; a mismatch is a
-    /// violation of the `request` oracle that shows the difference.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expect: Option<RequestExpect>,
-}
-
-/// Expected parts of a model request. Only the fields given are compared.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RequestExpect {
-    /// The model the request went to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// The request's sampling settings.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub settings: Option<ModelSettings>,
-    /// The request's provider options.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider_options: Option<ProviderOptions>,
-    /// The names of the tools the request offered, in order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tools: Option<Vec<String>>,
-    /// Every message, as the transcript prints it: `user: "hi"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub messages: Option<Vec<String>>,
-    /// The attempt's deadline in virtual milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_ms: Option<u64>,
-}
-
-/// One tool call of a scripted turn.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ToolCallSpec {
-    /// The tool called (an unknown one gets a typed error).
-    pub tool: String,
-    /// The call's input.
-    #[serde(default = "empty_object")]
-    pub input: Value,
-}
-
-fn empty_object() -> Value {
-    Value::Object(Default::default())
 }
 
 #[cfg(test)]
