@@ -104,3 +104,55 @@ fn stored_text(o: &Observed<'_>, run: &str, step: u32) -> Option<String> {
     });
     Some(text.collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use pai_runtime::ModelRequest;
+    use pai_runtime::model::Route;
+
+    use super::provider_text;
+    use crate::scenario::Scenario;
+    use crate::world::{Answer, Calls, ScriptName};
+
+    fn scenario(model: &str) -> Scenario {
+        let text =
+            format!("name = \"x\"\nrules = [\"S1\"]\n\n[[timeline]]\nsend = \"hi\"\n\n{model}");
+        Scenario::parse(&Path::new(env!("CARGO_MANIFEST_DIR")).join("x.toml"), &text).unwrap()
+    }
+
+    /// What S1 takes the provider to have streamed for turn `n`.
+    fn streamed(s: &Scenario, n: usize) -> Option<Vec<String>> {
+        let recording = s.replays.get(&None).map(|r| r.recordings[n - 1].clone());
+        let request = ModelRequest::new(Route::new("m"), "", Vec::new(), Vec::new());
+        let mut calls = Calls::default();
+        calls.push(
+            (0, &request),
+            ScriptName::Default,
+            Answer::Turn(n),
+            recording,
+        );
+        provider_text(s, &calls[0])
+    }
+
+    #[test]
+    fn a_turn_that_did_not_stream_to_its_end_is_not_judged() {
+        let s = scenario(
+            "[[model.turns]]\ntext = [\"a\", \"b\"]\n\n[[model.turns]]\ntext = [\"c\"]\nstream_error = \"reset\"\n\n[[model.turns]]\nerror = \"overloaded\"",
+        );
+        assert_eq!(streamed(&s, 1), Some(vec!["ab".to_string()]));
+        assert_eq!(streamed(&s, 2), None);
+        assert_eq!(streamed(&s, 3), None);
+    }
+
+    #[test]
+    fn a_recording_is_judged_by_its_text_runs_unless_it_holds_an_error() {
+        let s = scenario(
+            "[model]\nreplay = [\"pai-providers:openai-chat/text-multibyte.sse\", \"pai-providers:openai-chat/midstream-error.sse\"]\nformat = \"openai-chat\"",
+        );
+        let text = streamed(&s, 1).expect("a whole stream");
+        assert!(text.concat().chars().count() > 3, "{text:?}");
+        assert_eq!(streamed(&s, 2), None);
+    }
+}
