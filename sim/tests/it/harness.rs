@@ -91,7 +91,16 @@ fn harness() -> Harness {
     h
 }
 
-const DIR: &str = "tests/harness/scenarios";
+/// The folder of library mode's scenarios (`harness_tools.rs` and
+/// `harness_models.rs` load from it too).
+pub(crate) const DIR: &str = "tests/harness/scenarios";
+
+/// Loads `file` of [`DIR`] with `h`'s registrations and runs it once.
+pub(crate) fn run_with(h: &Harness, file: &str) -> (pai_sim::Scenario, pai_sim::Report) {
+    let s = h.load(Path::new(DIR).join(file)).unwrap();
+    let report = pai_sim::simulate(&s, s.seed).unwrap();
+    (s, report)
+}
 
 /// Every scenario of the folder passes every oracle, twice alike (D4),
 /// and matches its snapshot.

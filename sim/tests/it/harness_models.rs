@@ -148,12 +148,8 @@ fn harness() -> Harness {
     h
 }
 
-const DIR: &str = "tests/harness/scenarios";
-
 fn run(file: &str) -> (pai_sim::Scenario, pai_sim::Report) {
-    let s = harness().load(Path::new(DIR).join(file)).unwrap();
-    let report = pai_sim::simulate(&s, s.seed).unwrap();
-    (s, report)
+    crate::harness::run_with(&harness(), file)
 }
 
 /// The model streams from its configuration and the request, on the

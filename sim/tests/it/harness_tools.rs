@@ -126,12 +126,8 @@ fn harness() -> Harness {
     h
 }
 
-const DIR: &str = "tests/harness/scenarios";
-
 fn run(file: &str) -> (pai_sim::Scenario, pai_sim::Report) {
-    let s = harness().load(Path::new(DIR).join(file)).unwrap();
-    let report = pai_sim::simulate(&s, s.seed).unwrap();
-    (s, report)
+    crate::harness::run_with(&harness(), file)
 }
 
 /// The registered tool computes its output from its input and its
