@@ -264,4 +264,33 @@ mod tests {
         }
         assert!(reached > 5 && split > 0, "reached {reached}, split {split}");
     }
+
+    #[test]
+    fn words_reach_about_a_third_of_texts_and_never_a_turn_without_text() {
+        let mut registry = Registry::default();
+        registry.add_words(["ACCT-4417".to_string()]);
+        let (mut texts, mut woven, mut sends, mut sent) = (0, 0, 0, 0);
+        for seed in 0..300 {
+            let before = crate::fuzz::case(seed);
+            let mut after = before.clone();
+            mix(seed, &registry, &mut after).unwrap();
+            for (b, a) in before.model.turns.iter().zip(&after.model.turns) {
+                if b.text.is_empty() {
+                    assert!(a.text.is_empty(), "a turn without text got {:?}", a.text);
+                    continue;
+                }
+                texts += 1;
+                woven += usize::from(a.text.concat().contains("ACCT-4417"));
+            }
+            for (b, a) in before.timeline.iter().zip(&after.timeline) {
+                if b.send.is_some() {
+                    sends += 1;
+                    sent += usize::from(a.send != b.send);
+                }
+            }
+        }
+        let third = |hit: usize, all: usize| (all / 5..all / 2).contains(&hit);
+        assert!(third(woven, texts), "{woven} of {texts} texts");
+        assert!(third(sent, sends), "{sent} of {sends} sends");
+    }
 }

@@ -188,3 +188,22 @@ fn a_failed_scenario_links_its_timeline_page() {
         "{report}"
     );
 }
+
+/// `hook_arbitrary`: the configuration type's own strategy draws it.
+impl Arbitrary for Inject {
+    type Parameters = ();
+    type Strategy = BoxedStrategy<Inject>;
+
+    fn arbitrary_with((): ()) -> BoxedStrategy<Inject> {
+        "[a-z]{1,8}".prop_map(|text| Inject { text }).boxed()
+    }
+}
+
+#[test]
+fn an_arbitrary_configuration_type_is_drawn_by_its_own_strategy() {
+    let mut h = Harness::new();
+    h.hook_arbitrary::<Inject>("inject");
+    let outcome = h.check_fuzz(10, 5);
+    assert!(outcome.passed(), "{}", outcome.report());
+    assert_eq!(outcome.summary.mixed.count_of("inject", "cases"), 10);
+}
