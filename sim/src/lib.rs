@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 mod cluster;
+mod configured;
 mod defaults;
 mod differential;
 mod faults;

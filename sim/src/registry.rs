@@ -9,13 +9,19 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use pai_runtime::{LanguageModel, Tool};
 use schemars::{Schema, SchemaGenerator};
 use serde_json::{Map, Value};
 
+use crate::configured::{Factory as Configured, Typed as TypedConfig};
 use crate::hooks::{Factory, HookSpec, Kinds, Maker, Typed, UserHook, UserHookDef};
 use crate::observe::{UserOracle, UserOracles};
-use crate::user_model::{ModelFactory, TypedModel, UserModel, UserModelDef};
-use crate::user_tool::{ToolFactory, TypedTool, UserTool, UserToolDef};
+use crate::user_model::{UserModel, UserModelDef};
+use crate::user_tool::{UserTool, UserToolDef};
+
+/// What makes a registered tool, and a registered model.
+type ToolFactory = dyn Configured<Arc<dyn Tool>>;
+type ModelFactory = dyn Configured<Arc<dyn LanguageModel>>;
 
 /// The hooks known by name, in name order: the built-in library's kinds
 /// (registered by [`Registry::default`]) and a harness's own; and the
@@ -33,9 +39,9 @@ pub struct Registry {
     words: Vec<String>,
     oracles: Vec<UserOracle>,
     /// The tools it knows by name (`[[agent.tools]] use = "<name>"`).
-    tools: BTreeMap<String, Arc<dyn ToolFactory>>,
+    tools: BTreeMap<String, Arc<ToolFactory>>,
     /// The models it knows by name (`[model] use = "<name>"`).
-    models: BTreeMap<String, Arc<dyn ModelFactory>>,
+    models: BTreeMap<String, Arc<ModelFactory>>,
 }
 
 /// Draws one configuration of a registered hook from a seed (the same seed,
@@ -242,7 +248,7 @@ impl Registry {
         if self.tools.contains_key(name) {
             return false;
         }
-        let factory: Arc<dyn ToolFactory> = Arc::new(TypedTool::<T>(PhantomData));
+        let factory: Arc<ToolFactory> = Arc::new(TypedConfig::<T>::new());
         self.tools.insert(name.to_string(), factory);
         true
     }
@@ -290,7 +296,7 @@ impl Registry {
         if self.models.contains_key(name) {
             return false;
         }
-        let factory: Arc<dyn ModelFactory> = Arc::new(TypedModel::<M>(PhantomData));
+        let factory: Arc<ModelFactory> = Arc::new(TypedConfig::<M>::new());
         self.models.insert(name.to_string(), factory);
         true
     }

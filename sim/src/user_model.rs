@@ -5,13 +5,14 @@
 //! names live in the [`crate::Registry`].
 
 use std::fmt;
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use pai_runtime::LanguageModel;
-use schemars::{JsonSchema, Schema, SchemaGenerator};
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+
+use crate::configured::{Builds, Factory, Maker};
 
 /// A configuration that builds a model: the type a scenario's
 /// `[model] use = "..."` script is read into (its fields are the script's
@@ -96,29 +97,9 @@ pub trait UserModel: DeserializeOwned + JsonSchema + Send + Sync + 'static {
     fn build(&self, name: &str) -> Arc<dyn LanguageModel>;
 }
 
-/// Makes a registered kind's models from a script's configuration.
-pub(crate) trait ModelFactory: Send + Sync {
-    /// The configuration read, as a maker of models; or why it is refused.
-    fn check(&self, config: &Map<String, Value>) -> Result<ModelMaker, String>;
-    /// The configuration's schema.
-    fn schema(&self, generator: &mut SchemaGenerator) -> Schema;
-}
-
-/// Builds one scenario's model (under the name of the script it answers).
-pub(crate) type ModelMaker = Arc<dyn Fn(&str) -> Arc<dyn LanguageModel> + Send + Sync>;
-
-/// The factory of the configuration type `M`.
-pub(crate) struct TypedModel<M>(pub(crate) PhantomData<fn() -> M>);
-
-impl<M: UserModel> ModelFactory for TypedModel<M> {
-    fn check(&self, config: &Map<String, Value>) -> Result<ModelMaker, String> {
-        let typed: M =
-            serde_json::from_value(Value::Object(config.clone())).map_err(|e| e.to_string())?;
-        Ok(Arc::new(move |name: &str| typed.build(name)))
-    }
-
-    fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
-        generator.subschema_for::<M>()
+impl<T: UserModel> Builds<Arc<dyn LanguageModel>> for T {
+    fn make(&self, name: &str) -> Arc<dyn LanguageModel> {
+        self.build(name)
     }
 }
 
@@ -130,7 +111,7 @@ pub struct UserModelDef {
     pub use_name: String,
     /// The script's configuration, as the scenario wrote it.
     pub config: Map<String, Value>,
-    make: ModelMaker,
+    make: Maker<Arc<dyn LanguageModel>>,
 }
 
 impl UserModelDef {
@@ -138,7 +119,7 @@ impl UserModelDef {
     pub(crate) fn check(
         use_name: &str,
         config: &Map<String, Value>,
-        factory: &dyn ModelFactory,
+        factory: &dyn Factory<Arc<dyn LanguageModel>>,
     ) -> Result<UserModelDef, String> {
         let make = factory.check(config)?;
         drop(make(use_name));

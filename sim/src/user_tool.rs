@@ -5,13 +5,14 @@
 //! [`crate::Registry`].
 
 use std::fmt;
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use pai_runtime::{Tool, tool::ToolKind};
-use schemars::{JsonSchema, Schema, SchemaGenerator};
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+
+use crate::configured::{Builds, Factory, Maker};
 
 /// A configuration that builds a tool: the type a scenario's
 /// `[[agent.tools]] use = "..."` entry is read into (its fields are the
@@ -83,29 +84,9 @@ pub trait UserTool: DeserializeOwned + JsonSchema + Send + Sync + 'static {
     fn build(&self, name: &str) -> Arc<dyn Tool>;
 }
 
-/// Makes a registered kind's tools from an entry's configuration.
-pub(crate) trait ToolFactory: Send + Sync {
-    /// The configuration read, as a maker of tools; or why it is refused.
-    fn check(&self, config: &Map<String, Value>) -> Result<ToolMaker, String>;
-    /// The configuration's schema.
-    fn schema(&self, generator: &mut SchemaGenerator) -> Schema;
-}
-
-/// Builds one scenario's tool (under the name model tool calls use).
-pub(crate) type ToolMaker = Arc<dyn Fn(&str) -> Arc<dyn Tool> + Send + Sync>;
-
-/// The factory of the configuration type `T`.
-pub(crate) struct TypedTool<T>(pub(crate) PhantomData<fn() -> T>);
-
-impl<T: UserTool> ToolFactory for TypedTool<T> {
-    fn check(&self, config: &Map<String, Value>) -> Result<ToolMaker, String> {
-        let typed: T =
-            serde_json::from_value(Value::Object(config.clone())).map_err(|e| e.to_string())?;
-        Ok(Arc::new(move |name: &str| typed.build(name)))
-    }
-
-    fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
-        generator.subschema_for::<T>()
+impl<T: UserTool> Builds<Arc<dyn Tool>> for T {
+    fn make(&self, name: &str) -> Arc<dyn Tool> {
+        self.build(name)
     }
 }
 
@@ -120,7 +101,7 @@ pub struct UserToolDef {
     pub config: Map<String, Value>,
     /// Who runs the built tool's calls, as the tool says (never a client).
     pub kind: ToolKind,
-    pub(crate) make: ToolMaker,
+    pub(crate) make: Maker<Arc<dyn Tool>>,
 }
 
 impl UserToolDef {
@@ -129,7 +110,7 @@ impl UserToolDef {
     pub(crate) fn check(
         use_name: &str,
         config: &Map<String, Value>,
-        factory: &dyn ToolFactory,
+        factory: &dyn Factory<Arc<dyn Tool>>,
     ) -> Result<(UserToolDef, String), String> {
         let make = factory.check(config)?;
         let built = make(use_name);
