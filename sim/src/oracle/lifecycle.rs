@@ -3,10 +3,11 @@
 //! order to a small reference state machine of a run (`lifecycle/model.rs`,
 //! written from the SPEC, sharing nothing with the runtime's step loop).
 //! It refuses a model call, tool start, `prepare_run`, hook phase or
-//! step commit after the run's transition ended it, after its holder
-//! heard of a cancel or a delete (K6, H5), and a step that begins before
-//! its predecessor's transition was decided (A1–A3), a taker's included
-//! (K3).
+//! step commit after the run's transition ended it or after its holder
+//! heard of a delete (H5); a model call, tool, `prepare_run` or step
+//! commit after its holder heard of a cancel (K6); and a step that begins
+//! before its predecessor's transition was decided (A1–A3), a taker's
+//! included (K3).
 //!
 //! In one process the log is the store's order, and a cancel or a delete
 //! is heard at once. Among workers each process logs what it heard when it
@@ -30,7 +31,7 @@ use pai_runtime::{Event, store::StoredThread};
 use super::observed::{ClusterObs, Observed, Violation};
 use crate::scenario::OracleId;
 use crate::world::{ClientWrite, ClusterEvent, ClusterRecord};
-use model::{Act, Decision, Input, RunModel, Who};
+use model::{Act, Decision, Input, News, RunModel, Who};
 
 /// A run, by thread and run id.
 type Key<'a> = (&'a str, &'a str);
@@ -70,7 +71,8 @@ fn one_process(events: &[Event]) -> Vec<(Key<'_>, Input<'_>)> {
             for run in cancelled {
                 let heard = Input::Heard {
                     by: None,
-                    what: "the delete",
+                    news: News::Delete,
+                    how: "the delete (H5: at once in one process)",
                 };
                 out.push(((e.thread_id.as_str(), run.as_str()), heard));
             }
@@ -85,7 +87,8 @@ fn one_process(events: &[Event]) -> Vec<(Key<'_>, Input<'_>)> {
                 Input::CancelReached(*version),
                 Input::Heard {
                     by: None,
-                    what: "the cancel",
+                    news: News::Cancel,
+                    how: "the cancel (K6: at once in one process)",
                 },
             ],
             _ => Vec::new(),
@@ -222,7 +225,8 @@ fn inputs(e: &Event) -> Vec<Input<'_>> {
         }
         EventKind::DeleteLearned { .. } => vec![Input::Heard {
             by,
-            what: "the delete",
+            news: News::Delete,
+            how: "the delete (H5: its delete_learned)",
         }],
         EventKind::LeaseRenewed { version, .. }
         | EventKind::RunMetadata { version }

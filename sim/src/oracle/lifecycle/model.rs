@@ -19,9 +19,14 @@
 //! - anything new after the episode's own transition ended the run
 //!   (complete, the step limit, an abort, a respond): only the given-up
 //!   calls' results and the end follow (A2, A3, L12);
-//! - anything new after the holder heard of a cancel or a delete: the phase
-//!   in flight then may finish, closing results and the end follow; no
-//!   model call, tool or compaction starts, no further phase (K6, H5);
+//! - after the holder heard of a delete, anything new: the phase in flight
+//!   then may finish, closing results and the end follow; no model call,
+//!   tool or compaction starts, no further phase or hook of the step (H5);
+//! - after the holder heard of a cancel, a model call, tool or compaction
+//!   (a summary model call) that starts, or a `prepare_run` (or respond)
+//!   not already in flight: K6 forbids new model calls and tools, and a
+//!   cancelled run's next episode runs no phase (SPEC §1 `cancel_close`,
+//!   K3); hooks of the step in flight are not forbidden by K6;
 //! - a step committed, or a wait recorded, after the cancel reached the
 //!   store (K6).
 
@@ -110,8 +115,27 @@ pub(super) enum Input<'a> {
         version: u64,
         aside: bool,
     },
-    /// The holder learned at once of a cancel (one process) or of a delete.
-    Heard { by: Who<'a>, what: &'static str },
+    /// The holder learned at once of a cancel (one process) or of a
+    /// delete; `how` says how, for the report.
+    Heard {
+        by: Who<'a>,
+        news: News,
+        how: &'static str,
+    },
+}
+
+/// What a holder heard of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum News {
+    Cancel,
+    Delete,
+}
+
+/// What a holder heard, and how.
+#[derive(Debug, Clone)]
+struct Heard {
+    news: News,
+    how: String,
 }
 
 /// What may still finish once a holder heard: the phase in flight then.
@@ -165,8 +189,8 @@ struct Episode {
     next_from: Option<u32>,
     /// The episode's own transition ended the run: why.
     ended: Option<&'static str>,
-    /// The holder heard of a cancel or delete: how, and what was in flight.
-    heard: Option<String>,
+    /// The holder heard of a cancel or delete, and what was then in flight.
+    heard: Option<Heard>,
     flight: Flight,
     pos: Pos,
 }
@@ -198,9 +222,9 @@ impl<'a> RunModel<'a> {
             Input::Claimed { by } => self.claimed(by),
             Input::Act { by, act, what } => return self.act(by, act, &what),
             Input::Answer { by, version, aside } => self.answer(by, version, aside),
-            Input::Heard { by, what } => {
+            Input::Heard { by, news, how } => {
                 if let Some(e) = self.episodes.get_mut(&by) {
-                    e.hear(what.to_string(), true);
+                    e.hear(news, how.to_string(), true);
                 }
             }
         }
@@ -240,8 +264,10 @@ impl<'a> RunModel<'a> {
             return;
         };
         if let Some(e) = self.episodes.get_mut(&by) {
-            let how = format!("the cancel (v{cancel}), answered at v{version}");
-            e.hear(how, aside);
+            let how = format!(
+                "the cancel that reached the store at v{cancel} (at its answer of v{version}; K6)"
+            );
+            e.hear(News::Cancel, how, aside);
         }
     }
 
@@ -270,11 +296,11 @@ impl<'a> RunModel<'a> {
 impl Episode {
     /// The holder heard of a cancel or a delete; `aside`: beside the
     /// phase in flight, which may finish.
-    fn hear(&mut self, how: String, aside: bool) {
+    fn hear(&mut self, news: News, how: String, aside: bool) {
         if self.heard.is_some() {
             return;
         }
-        self.heard = Some(how);
+        self.heard = Some(Heard { news, how });
         self.flight = match aside {
             true => in_flight(self.pos, self.takeover),
             false => Flight::Nothing,
@@ -290,12 +316,12 @@ impl Episode {
                 "{what} after the episode's transition ended the run ({why})"
             ));
         }
-        if let Some(how) = &self.heard
-            && starts(act)
+        if let Some(h) = &self.heard
+            && forbidden_once_heard(h.news, act)
         {
             match still_in_flight(self.flight, act) {
                 Some(next) => self.flight = next,
-                None => return Err(format!("{what} after the holder heard of {how}")),
+                None => return Err(format!("{what} after the holder heard of {}", h.how)),
             }
         }
         if let Some(k) = self.must_decide
@@ -315,7 +341,7 @@ impl Episode {
             return Err(format!(
                 "step {step} began ({what}) before step {p}'s transition was decided \
                  in this episode (no after_step step={p} -> next step here, and no \
-                 wait or taken steer committed it before)"
+                 wait or taken steer committed it before; A1-A3)"
             ));
         }
         Ok(())
@@ -356,6 +382,27 @@ fn starts(act: Act) -> bool {
             | Act::Close
             | Act::End { .. }
     )
+}
+
+/// Whether `act` starts what a holder that heard `news` must not start,
+/// unless it is the phase then in flight: after a delete anything (H5);
+/// after a cancel a model call, a tool, a compaction's summary call, an
+/// episode's `prepare_run` or respond, a step's commit or a wait (K6,
+/// SPEC §1 `cancel_close`).
+fn forbidden_once_heard(news: News, act: Act) -> bool {
+    match news {
+        News::Delete => starts(act),
+        News::Cancel => matches!(
+            act,
+            Act::ModelCall
+                | Act::ToolStart
+                | Act::Compaction { .. }
+                | Act::PrepareRun
+                | Act::Respond
+                | Act::CommitStep { .. }
+                | Act::Wait { .. }
+        ),
+    }
 }
 
 /// Whether `act` acts on the last committed step's transition: what a

@@ -22,6 +22,14 @@ fn answer(by: Who<'static>, version: u64, aside: bool) -> Input<'static> {
     Input::Answer { by, version, aside }
 }
 
+fn deleted(by: Who<'static>) -> Input<'static> {
+    Input::Heard {
+        by,
+        news: News::Delete,
+        how: "the delete",
+    }
+}
+
 fn after_step(step: u32, decision: Decision) -> Act {
     Act::AfterStep { step, decision }
 }
@@ -356,33 +364,43 @@ fn k6_an_answer_from_before_the_cancel_tells_nothing() {
 
 #[test]
 fn k6_a_holder_hears_the_cancel_at_its_next_write() {
+    // Hooks of the step may still run (K6 forbids none); the model call
+    // of the next step may not start.
     let mut inputs = cancelled_in_tools();
     inputs.extend([
         act(W1, Act::ToolResult),
         act(W1, Act::CommitResults),
         answer(W1, 5, false),
         act(W1, after_step(0, Decision::Next)),
+        act(W1, begin(1)),
+        act(W1, Act::PrepareStep),
+        act(W1, Act::ModelCall),
     ]);
-    refused_at(inputs, 15, "heard of the cancel (v4), answered at v5");
+    refused_at(
+        inputs,
+        18,
+        "heard of the cancel that reached the store at v4 (at its answer of v5",
+    );
 }
 
 #[test]
-fn k6_the_phase_in_flight_at_a_renewal_may_finish() {
-    // The renewal comes while after_step's hooks run: after_step finishes,
-    // then nothing new starts.
+fn h5_the_phase_in_flight_when_the_delete_is_heard_may_finish() {
+    // The delete is learned while after_step's hooks run: after_step
+    // finishes, then no later phase starts.
     let mut inputs = cancelled_in_tools();
+    inputs.truncate(11);
     inputs.extend([
         act(W1, Act::ToolResult),
         act(W1, Act::CommitResults),
-        answer(W1, 5, true),
+        deleted(W1),
         act(W1, after_step(0, Decision::Next)),
         act(W1, Act::Close),
         act(W1, Act::End { completed: false }),
     ]);
     assert_eq!(run(inputs.clone()), Ok(()));
-    inputs.truncate(16);
+    inputs.truncate(15);
     inputs.push(act(W1, begin(1)));
-    refused_at(inputs, 16, "heard of the cancel");
+    refused_at(inputs, 15, "heard of the delete");
 }
 
 #[test]
@@ -411,10 +429,7 @@ fn k6_h5_no_model_call_tool_or_compaction_starts_once_heard() {
         let mut inputs = cancelled_in_tools();
         inputs.push(match heard {
             "cancel" => answer(W1, 5, true),
-            _ => Input::Heard {
-                by: W1,
-                what: "the delete",
-            },
+            _ => deleted(W1),
         });
         inputs.push(act(W1, next));
         refused_at(inputs, 13, heard);
@@ -444,14 +459,10 @@ fn k6_a_claim_after_the_cancel_closes_the_waiting_run_and_runs_nothing() {
 }
 
 #[test]
-fn k6_a_step_s_policy_in_flight_finishes_for_every_call() {
+fn h5_a_step_s_policy_in_flight_finishes_for_every_call() {
     let mut inputs = first_step(None);
     inputs.extend([
-        Input::CancelReached(4),
-        Input::Heard {
-            by: None,
-            what: "the cancel",
-        },
+        deleted(None),
         act(None, Act::Policy { step: 0 }),
         act(None, Act::Policy { step: 0 }),
         act(None, Act::ToolResult),
@@ -459,9 +470,32 @@ fn k6_a_step_s_policy_in_flight_finishes_for_every_call() {
         act(None, Act::Close),
     ]);
     assert_eq!(run(inputs.clone()), Ok(()));
-    inputs.truncate(13);
+    inputs.truncate(12);
     inputs.push(act(None, Act::ToolStart));
-    refused_at(inputs, 13, "heard of the cancel");
+    refused_at(inputs, 12, "heard of the delete");
+}
+
+#[test]
+fn k6_hooks_may_run_after_a_heard_cancel_but_no_model_call_or_tool_starts() {
+    let mut inputs = first_step(None);
+    inputs.truncate(4);
+    inputs.extend([
+        Input::CancelReached(3),
+        Input::Heard {
+            by: None,
+            news: News::Cancel,
+            how: "the cancel",
+        },
+        act(None, Act::PrepareStep),
+        act(None, Act::Close),
+    ]);
+    assert_eq!(run(inputs.clone()), Ok(()));
+    for next in [Act::ModelCall, Act::ToolStart, Act::Compaction { step: 0 }] {
+        let mut late = inputs.clone();
+        late.truncate(7);
+        late.push(act(None, next));
+        refused_at(late, 7, "heard of the cancel");
+    }
 }
 
 #[test]
@@ -470,10 +504,7 @@ fn h5_a_resolver_in_flight_may_finish_but_no_later_hook_of_the_step_runs() {
         claimed(W1),
         act(W1, Act::PrepareRun),
         act(W1, Act::Compaction { step: 0 }),
-        Input::Heard {
-            by: W1,
-            what: "the delete",
-        },
+        deleted(W1),
         act(
             W1,
             Act::Resolve {
@@ -495,22 +526,13 @@ fn the_phase_in_flight_is_the_one_after_where_the_holder_was() {
         act(None, Act::PrepareRun),
         act(None, begin(0)),
         act(None, Act::PrepareStep),
-        Input::Heard {
-            by: None,
-            what: "the delete",
-        },
+        deleted(None),
         act(None, Act::ModelCall),
     ];
     refused_at(inputs, 5, "heard of the delete");
     // Heard while the model streamed: its commit may still land.
     let mut inputs = first_step(None);
-    inputs.insert(
-        7,
-        Input::Heard {
-            by: None,
-            what: "the delete",
-        },
-    );
+    inputs.insert(7, deleted(None));
     assert_eq!(run(inputs.clone()), Ok(()));
     inputs.push(act(None, Act::Policy { step: 0 }));
     refused_at(inputs, 10, "heard of the delete");
