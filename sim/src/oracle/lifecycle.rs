@@ -338,3 +338,7 @@ fn described(e: &Event) -> String {
         .unwrap_or_default();
     format!("{}{step}{by} at {}ms", e.kind.name(), e.at)
 }
+
+#[cfg(test)]
+#[path = "lifecycle_tests.rs"]
+mod tests;
