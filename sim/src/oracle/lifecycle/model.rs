@@ -11,8 +11,8 @@
 //!
 //! What the model refuses:
 //! - a step that begins before its predecessor's transition was decided
-//!   in the same episode (`after_step` said next step), unless a wait or a
-//!   taken steer committed it before the episode began (A1–A3);
+//!   in the same episode (`after_step` said next step, or steer), unless a
+//!   wait or a taken steer committed it before the episode began (A1–A3);
 //! - a taker that acts on the last committed step's transition before it
 //!   decided it again: `prepare_run`, a respond, the next step, a wait, or
 //!   a completed end before its own `after_step` of that step (K3);
@@ -185,7 +185,7 @@ struct Episode {
     must_decide: Option<u32>,
     /// The step this episode began last.
     step: Option<u32>,
-    /// The step whose `after_step` said next step in this episode.
+    /// The step whose `after_step` said next step (or steer) in this episode.
     next_from: Option<u32>,
     /// The episode's own transition ended the run: why.
     ended: Option<&'static str>,
@@ -340,7 +340,7 @@ impl Episode {
         {
             return Err(format!(
                 "step {step} began ({what}) before step {p}'s transition was decided \
-                 in this episode (no after_step step={p} -> next step here, and no \
+                 in this episode (no after_step step={p} -> next step or steer here, and no \
                  wait or taken steer committed it before; A1-A3)"
             ));
         }
@@ -355,10 +355,12 @@ impl Episode {
                 if self.must_decide == Some(step) {
                     self.must_decide = None;
                 }
+                // A steer goes on too: whether its step comes in a new
+                // episode is the phase grammar's business (L14).
                 match decision {
-                    Decision::Next => self.next_from = Some(step),
+                    Decision::Next | Decision::Steer => self.next_from = Some(step),
                     Decision::Ends(why) => self.ended = Some(why),
-                    Decision::Steer | Decision::Wait => {}
+                    Decision::Wait => {}
                 }
             }
             Act::Respond => self.ended = Some("a respond"),
