@@ -282,6 +282,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         ModelRequest {
             run_id: self.run.into(),
             step,
+            attempt: 1,
             tools: offered(&self.sh.tool_specs, &route),
             route,
             instructions: self.sh.agent.instructions.clone(),
