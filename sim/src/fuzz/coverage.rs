@@ -126,6 +126,17 @@ pub const KEYS: &[&str] = &[
     "cross.replay_among_workers",
     "cross.replay_through_a_transform",
     "cross.replay_and_cancel",
+    // The fault-free twin (issue 38): cases with runtime faults judged
+    // against their twin, and those not judged, by why; entries placed
+    // after a moment of a run rather than at a time.
+    "twin.judged",
+    "twin.not_judged.no_fault",
+    "twin.not_judged.races",
+    "twin.not_judged.cut_short",
+    "twin.not_judged.twin_cut_short",
+    "twin.not_judged.on_resume",
+    "twin.not_judged.registered",
+    "timeline.after",
 ];
 
 /// The hooks counted by name whenever one decides (`<hook>#<index>`, the
@@ -424,6 +435,31 @@ impl Coverage {
             }
         }
         self.hit_if(taken_over, "lease.takeover");
+    }
+
+    /// Counts whether a case with runtime faults was judged against its
+    /// fault-free twin, or why not.
+    pub(super) fn twin(&mut self, twin: &crate::twin::Twin) {
+        if twin.judged() {
+            self.hit("twin.judged");
+        }
+        if let Some(why) = twin.not_judged() {
+            let key = KEYS
+                .iter()
+                .find(|k| k.strip_prefix("twin.not_judged.") == Some(why.kind()));
+            match key {
+                Some(key) => self.hit(key),
+                None => debug_assert!(false, "a reason with no counter: {}", why.kind()),
+            }
+        }
+    }
+
+    /// Counts a case with a timeline entry placed after a moment of a run.
+    pub(super) fn placed_after(&mut self, spec: &ScenarioSpec) {
+        self.hit_if(
+            spec.timeline.iter().any(|e| e.after.is_some()),
+            "timeline.after",
+        );
     }
 
     /// Counts a case in which a fault placed at a store request fired

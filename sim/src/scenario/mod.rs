@@ -33,12 +33,12 @@ pub use models::RegisteredModels;
 pub use names::{OracleId, OracleName};
 pub use replay::{BUILT_IN, Recording, RecordingKind, Replay};
 pub use spec::{
-    AgentSpec, CallRef, CancelRun, CancelSpec, ClusterSpec, DenySpec, Expect, ExpectSpec,
-    FaultSpec, HostOrder, LifecycleEntry, ModelSpec, MutateSpec, OnOutputSpec, ReplayFormat,
-    RequestAt, RequestExpect, ScenarioSpec, SubmitSpec, TimelineEntry, ToolCallSpec, ToolEntry,
-    ToolSpec, TurnSpec, UseSpec, UseToolSpec, VisibilitySpec, WorkerSpec,
+    AfterEvent, AfterSpec, AgentSpec, CallRef, CancelRun, CancelSpec, ClusterSpec, DenySpec,
+    Expect, ExpectSpec, FaultSpec, HostOrder, LifecycleEntry, ModelSpec, MutateSpec, OnOutputSpec,
+    ReplayFormat, RequestAt, RequestExpect, ScenarioSpec, SubmitSpec, TimelineEntry, ToolCallSpec,
+    ToolEntry, ToolSpec, TurnSpec, UseSpec, UseToolSpec, VisibilitySpec, WorkerSpec,
 };
-pub use timeline::{Action, CallName, Moment};
+pub use timeline::{Action, After, CallName, Moment};
 pub use tools::{Behaviour, ToolDef};
 
 /// A scenario file that could not be loaded (SPEC X1).

@@ -85,6 +85,7 @@ oracles! {
     P1P6 = "P1-P6" ["P1", "P2", "P3", "P4", "P5", "P6"]: "The route of every attempt equals an independent fold of the run, step and attempt patches.";
     X3 = "X3" ["X3"]: "Nothing committed is lost or reordered, whatever failed.";
     RLost = "R-lost" ["R1"]: "Nothing committed is lost except what a later rewrite says it removed (or a deletion of its thread took).";
+    Twin = "twin" ["K3", "K5", "K6", "H5"]: "A run with runtime faults (crashes, partitions, holds, pauses, lost requests) ends as the same scenario without them ends: its committed outcome (threads, runs, the messages each answered, metadata) equals its fault-free twin's but for what the rules allow (a cancel's or delete's lateness, fault-sensitive hook writes).";
     Request = "request" []: "Each request matches its scripted turn's `expect` table.";
     Check = "check" []: "Each timeline check holds: `expect_waiting` names what the thread waits on, `expect_error` the error an action gets.";
 }
