@@ -186,6 +186,16 @@ impl StoreHost {
             },
             _ => self.store.apply(request),
         };
+        let reply = match reply {
+            Ok(StoreReply::Admin(AdminReply::Claimed(Some(mut c))))
+                if self.bugs.cancel_on_takeover && c.takeover.is_some() =>
+            {
+                // The planted bug: the taker is told of a cancel nobody asked.
+                c.cancel_requested = true;
+                Ok(StoreReply::Admin(AdminReply::Claimed(Some(c))))
+            }
+            other => other,
+        };
         if let (Some(t), Ok(StoreReply::Admin(AdminReply::Deleted(Some(_))))) = (doomed, &reply) {
             self.retired
                 .lock()
