@@ -57,7 +57,7 @@ impl fmt::Display for NotJudged {
             NotJudged::TwinCutShort => f.write_str("the twin stopped at its time limit"),
             NotJudged::Registered(what) => write!(
                 f,
-                "{what} is a harness's own code: whether it answers a repeated call alike is not known"
+                "{what} is a harness's own code: whether it acts alike when a call or a phase is made again is not known"
             ),
             NotJudged::OnResume(hook) => write!(
                 f,
