@@ -89,21 +89,29 @@ pub(super) fn not_judged(s: &Scenario, obs: &Observations) -> Option<NotJudged> 
         .iter()
         .filter(|a| a.done_at >= at && runs_before(s, a.moment))
         .find_map(|a| races(&s.timeline[a.moment], a))
-        .map(|why| NotJudged::Races(format!("{why}, after the first fault ({what} at {at}ms)")))
+        .map(|why| NotJudged::Races(format!("{why}, after the first fault ({what})")))
 }
 
-/// When the first runtime fault was carried out, and what it was.
+/// When the two runs part, and the fault that parts them: the first
+/// runtime fault carried out. One placed at a store request is carried
+/// out the millisecond after the store received that request, which a
+/// `lost` placement already dropped: they part a millisecond earlier.
 fn first_fault(obs: &Observations) -> Option<(u64, String)> {
-    obs.cluster
-        .as_ref()?
-        .log
-        .iter()
-        .find_map(|r| match &r.what {
-            ClusterEvent::Fault { action, worker, .. } => {
-                Some((r.at, format!("{} {worker}", action.as_str())))
-            }
-            _ => None,
-        })
+    let c = obs.cluster.as_ref()?;
+    c.log.iter().find_map(|r| match &r.what {
+        ClusterEvent::Fault {
+            action,
+            worker,
+            placed,
+        } => {
+            let at = match placed {
+                Some(_) => r.at.saturating_sub(1),
+                None => r.at,
+            };
+            Some((at, format!("{} {worker} at {}ms", action.as_str(), r.at)))
+        }
+        _ => None,
+    })
 }
 
 /// Whether a worker took a run over from another (a resumed episode the
