@@ -47,16 +47,21 @@ pub(crate) fn compare(mine: &Outcome, theirs: &Outcome) -> Result<Vec<Allowed>, 
         return Err(difference(&mine.lines(), &theirs.lines()));
     }
     for (a, b) in mine.threads.iter().zip(&theirs.threads) {
-        thread(a, b, &mut allowed).map_err(|()| difference(&a.lines(), &b.lines()))?;
+        thread(a, b, &mut allowed).map_err(|(x, y)| difference(&x, &y))?;
     }
     Ok(allowed)
 }
 
+/// The lines of two outcomes a difference is shown in.
+type Lines = (Vec<String>, Vec<String>);
+
 /// One thread: its runs pairwise (a cut allowed where the rules allow
-/// one), then the rest, the compaction cursor left out where a run was cut.
-fn thread(a: &ThreadOutcome, b: &ThreadOutcome, allowed: &mut Vec<Allowed>) -> Result<(), ()> {
+/// one), then the rest, the compaction cursor left out where a run was
+/// cut. A difference is shown in the run where it lies (a run the rules
+/// let differ is not shown), or in the whole thread.
+fn thread(a: &ThreadOutcome, b: &ThreadOutcome, allowed: &mut Vec<Allowed>) -> Result<(), Lines> {
     if a.runs.len() != b.runs.len() {
-        return Err(());
+        return Err((a.lines(), b.lines()));
     }
     let mut cut = false;
     for (x, y) in a.runs.iter().zip(&b.runs) {
@@ -64,7 +69,12 @@ fn thread(a: &ThreadOutcome, b: &ThreadOutcome, allowed: &mut Vec<Allowed>) -> R
             continue;
         }
         if !(a.cancelled && cut_alike(x, y)) {
-            return Err(());
+            let lines = |t: &ThreadOutcome, r: &RunOutcome| {
+                let mut l = vec![t.name.clone()];
+                l.extend(r.lines());
+                l
+            };
+            return Err((lines(a, x), lines(b, y)));
         }
         cut = true;
         allowed.push(Allowed::Cut(a.name.clone(), x.name.clone()));
@@ -77,7 +87,7 @@ fn thread(a: &ThreadOutcome, b: &ThreadOutcome, allowed: &mut Vec<Allowed>) -> R
         p
     };
     let same = a.metadata == b.metadata && private(a) == private(b) && a.loose == b.loose;
-    same.then_some(()).ok_or(())
+    same.then_some(()).ok_or_else(|| (a.lines(), b.lines()))
 }
 
 /// Whether two runs are one history, cut by a cancel or a delete where it
@@ -127,7 +137,8 @@ fn stopped_here(s: &MessageOutcome, o: &MessageOutcome) -> bool {
 const SHOWN: usize = 16;
 
 /// The violation's message: the first line where `mine` and `theirs`
-/// differ, and a small diff (its first hunk) around it.
+/// differ (numbered within what is shown: the thread, or the thread's
+/// run where the difference lies), and a small diff (its first hunk).
 pub(crate) fn difference(mine: &[String], theirs: &[String]) -> String {
     let at = mine
         .iter()
