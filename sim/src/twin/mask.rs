@@ -15,10 +15,14 @@
 //! - The thread metadata a `mutate_thread` hook writes under an
 //!   expectation: whether a lease renewal falls between its read and its
 //!   write is timing, which faults move (H3 counts renewals).
+//! - The visibility of user and system messages, with a `hide_message`
+//!   hook of those roles: it hides the thread's n-th message of its role
+//!   stored when its step runs, and whether a client's send landed before
+//!   that step or after is timing (R1: the rewrite sees what is stored).
 
 use std::collections::BTreeSet;
 
-use crate::hooks::{HookSpec, MetadataPhase};
+use crate::hooks::{HookSpec, MessageRole, MetadataPhase};
 use crate::scenario::{ExpectSpec, Scenario};
 
 /// What the comparison leaves out, and why.
@@ -32,6 +36,9 @@ pub(crate) struct Mask {
     pub(crate) private_keys: BTreeSet<String>,
     /// Texts of hidden context messages stored in a run's first episode only.
     pub(crate) first_episode_texts: BTreeSet<String>,
+    /// Whether the visibility of the messages clients store (user, system)
+    /// is left out.
+    pub(crate) client_visibility: bool,
     /// What was left out, each with the hook and rule that allow it.
     pub(crate) why: Vec<String>,
 }
@@ -70,6 +77,14 @@ impl Mask {
                 self.why.push(format!(
                     "the context message of {hook} (stored in a run's first episode only, K3)"
                 ));
+            }
+            HookSpec::HideMessage(h) if h.role != MessageRole::Assistant => {
+                if !self.client_visibility {
+                    self.why.push(format!(
+                        "the visibility of user and system messages ({hook} hides the n-th one stored when its step runs, R1)"
+                    ));
+                }
+                self.client_visibility = true;
             }
             HookSpec::MutateThread(t) if t.expect != ExpectSpec::Nothing => {
                 for key in t.metadata.keys() {

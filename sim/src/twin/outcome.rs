@@ -210,7 +210,7 @@ fn thread(t: &StoredThread, gone: bool, mask: &Mask) -> ThreadOutcome {
             .any(|r| m.pai.run_id.as_deref() == Some(&*r.id))
     };
     let loose = t.messages.iter().filter(kept).filter(|m| !ran(m));
-    let loose = loose.map(|m| message(m, &mut names, "T")).collect();
+    let loose = loose.map(|m| message(m, &mut names, "T", mask)).collect();
     let metadata = masked(&t.metadata, &mask.thread_keys);
     let metadata = match metadata.is_empty() {
         true => String::new(),
@@ -290,7 +290,10 @@ fn run(
         None => format!("{} (not stored)", r.trigger),
     };
     let trigger = names.rename(&trigger, scope);
-    let messages = own.into_iter().map(|m| message(m, names, scope)).collect();
+    let messages = own
+        .into_iter()
+        .map(|m| message(m, names, scope, mask))
+        .collect();
     let metadata = match &r.metadata {
         Some(Value::Object(m)) => {
             let kept = masked(m, &mask.run_keys);
@@ -325,8 +328,11 @@ fn run(
 }
 
 /// One message, its ids renamed in `scope`.
-fn message(m: &Message, names: &mut Namer, scope: &str) -> MessageOutcome {
+fn message(m: &Message, names: &mut Namer, scope: &str, mask: &Mask) -> MessageOutcome {
     let vis = match (m.visibility.transcript, m.visibility.context) {
+        _ if mask.client_visibility && matches!(m.role, Role::User | Role::System) => {
+            "visibility not compared"
+        }
         (true, true) => "transcript+context",
         (true, false) => "transcript only",
         (false, true) => "context only",
