@@ -249,7 +249,9 @@ after = { run = 1, event = "wait" }
     assert!(report.violations.is_empty(), "{:?}", report.violations);
     let err = pai_sim::verdict(&s, &report).expect_err("must fail");
     assert!(
-        err.contains("a timeline entry never happened: cancel on main after run 1 waits never came"),
+        err.contains(
+            "a timeline entry never happened: cancel on main after run 1 waits never came"
+        ),
         "{err}"
     );
 }
