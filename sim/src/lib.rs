@@ -8,6 +8,7 @@
 //! [`snapshot`] files.
 #![warn(missing_docs)]
 
+mod book;
 mod cluster;
 mod configured;
 mod defaults;

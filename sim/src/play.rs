@@ -54,8 +54,9 @@ pub(crate) struct Played {
     pub(crate) actions: Vec<ActionRecord>,
     /// Every (client, thread) an action touched, in first-touch order.
     pub(crate) touched: Vec<(String, String)>,
-    /// Entries placed after a moment that never came, with why.
-    pub(crate) missed: Vec<String>,
+    /// Entries placed after a moment that never came: their index in the
+    /// timeline, and why.
+    pub(crate) missed: Vec<(usize, String)>,
 }
 
 /// Where watchers subscribe when they cannot sit in the process that
@@ -105,7 +106,7 @@ pub(crate) async fn play(
                     let missed =
                         format!("{} on {} {a} never came: {why}", m.action.name(), m.thread);
                     played.notes.push(missed.clone());
-                    played.missed.push(missed);
+                    played.missed.push((i, missed));
                     continue;
                 }
             },

@@ -28,8 +28,9 @@ pub enum SimError {
 pub(crate) struct Ran {
     pub(crate) obs: Observations,
     pub(crate) notes: Vec<String>,
-    /// Timeline entries placed after a moment that never came.
-    pub(crate) missed: Vec<String>,
+    /// Timeline entries placed after a moment that never came: their
+    /// index in the timeline, and why.
+    pub(crate) missed: Vec<(usize, String)>,
     /// Notes on scripted turns the run never used.
     pub(crate) unused: Vec<String>,
     pub(crate) virtual_ms: u64,
@@ -74,6 +75,9 @@ pub struct Report {
     /// faults: a second run of the scenario and seed is judged against the
     /// same (D4).
     pub(crate) twin: Twin,
+    /// How the run fared against its twin, as the fuzz report counts it
+    /// (`judged`, or why not); `None` without runtime faults.
+    pub(crate) twin_counter: Option<&'static str>,
 }
 
 impl Report {
@@ -195,7 +199,8 @@ pub(crate) fn report(s: &Scenario, seed: u64, ran: Ran, twin: Twin) -> Report {
     notes.extend(unused);
     let observed = obs.view(s, seed);
     let mut verdicts = oracle::check_all(&observed);
-    crate::twin::judge(&twin, &observed, &mut verdicts);
+    let missed_at: Vec<usize> = missed.iter().map(|(i, _)| *i).collect();
+    let judgement = crate::twin::judge(&twin, (&observed, &missed_at), &mut verdicts);
     let transcript = transcript::render(&observed, &verdicts, &notes);
     let runtime_panicked = obs.events.iter().any(|e| {
         matches!(
@@ -221,9 +226,10 @@ pub(crate) fn report(s: &Scenario, seed: u64, ran: Ran, twin: Twin) -> Report {
         live: obs.live,
         limit_reached: obs.cut_short,
         idle_faults,
-        missed,
+        missed: missed.into_iter().map(|(_, why)| why).collect(),
         runtime_panicked,
         cluster: obs.cluster,
         twin,
+        twin_counter: judgement.map(|j| j.counter),
     }
 }

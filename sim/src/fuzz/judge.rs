@@ -163,7 +163,7 @@ pub fn evaluate_with(
     };
     let mut coverage = Coverage::default();
     coverage.add(spec, &first.events, &first.threads);
-    coverage.twin(&first.twin);
+    coverage.twin(first.twin_counter);
     coverage.placed_after(spec);
     coverage.fault_at_request(first.fired_at_request());
     coverage.renew_before_tools(first.faulted_before_tools());

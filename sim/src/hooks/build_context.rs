@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use pai_runtime::message::ModelMessage;
 
-use crate::world::AnswerBook;
+use crate::book::AnswerBook;
 
 /// What the world lends the hooks it builds for a run.
 #[derive(Debug, Clone, Default)]

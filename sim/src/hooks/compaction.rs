@@ -54,7 +54,7 @@ struct Summarizer {
     latency_ms: u64,
     /// The hook's name in the world's answer book.
     source: String,
-    answers: Arc<crate::world::AnswerBook>,
+    answers: Arc<crate::book::AnswerBook>,
     log: SummaryLog,
 }
 

@@ -15,7 +15,7 @@ struct Bound<'a> {
 }
 
 pub(super) fn check(entries: &[TimelineEntry]) -> Result<(), CheckError> {
-    let keys = super::timeline::play_keys(entries);
+    let keys = super::play_order::play_keys(entries);
     let mut bound: BTreeMap<&str, Bound<'_>> = BTreeMap::new();
     for (i, t) in entries.iter().enumerate() {
         let Some(name) = &t.bind_thread else { continue };

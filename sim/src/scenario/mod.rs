@@ -9,6 +9,7 @@ mod handles;
 mod hooks;
 mod models;
 mod names;
+mod play_order;
 mod position;
 mod references;
 mod replay;

@@ -178,32 +178,13 @@ pub(super) fn timeline(
         check_fields(i, &t, limit_ms)?;
         out.push((i, moment(i, t, &mut watchers)?));
     }
-    let keys = play_keys_of(out.iter().map(|(_, m)| m.after.is_none().then_some(m.at)));
+    let keys =
+        super::play_order::play_keys_of(out.iter().map(|(_, m)| m.after.is_none().then_some(m.at)));
     let mut keyed: Vec<(u64, (usize, Moment))> = keys.into_iter().zip(out).collect();
     keyed.sort_by_key(|(k, _)| *k);
     let played: Vec<(usize, Moment)> = keyed.into_iter().map(|(_, m)| m).collect();
     sent_before(&played)?;
     Ok(played.into_iter().map(|(_, m)| m).collect())
-}
-
-/// Where each entry is played, as a time to sort by: an entry placed
-/// `after` a moment keeps its place behind the entry before it in the
-/// file; the others are played in time order.
-pub(super) fn play_keys(entries: &[TimelineEntry]) -> Vec<u64> {
-    play_keys_of(entries.iter().map(|e| e.after.is_none().then_some(e.at)))
-}
-
-/// [`play_keys`] of entries by their times (`None`: placed after a moment).
-fn play_keys_of(times: impl Iterator<Item = Option<u64>>) -> Vec<u64> {
-    let mut key = 0;
-    times
-        .map(|at| {
-            if let Some(at) = at {
-                key = at;
-            }
-            key
-        })
-        .collect()
 }
 
 /// An entry placed after a moment of the thread's N-th send's run comes

@@ -33,9 +33,19 @@ pub(crate) enum Allowed {
     Cut(String, String),
 }
 
-/// The allowances `mine` needed to equal `theirs` (the twin's), or the
-/// violation's message: the first differing line, as a small diff.
-pub(crate) fn compare(mine: &Outcome, theirs: &Outcome) -> Result<Vec<Allowed>, String> {
+/// Where two outcomes differ beyond what the rules allow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Difference {
+    /// The first differing line, and a small diff.
+    pub(crate) message: String,
+    /// It lies past a run of its thread the rules let be cut, whose cut
+    /// may have decided what came after it.
+    pub(crate) after_cut: bool,
+}
+
+/// The allowances `mine` needed to equal `theirs` (the twin's), or where
+/// they differ.
+pub(crate) fn compare(mine: &Outcome, theirs: &Outcome) -> Result<Vec<Allowed>, Difference> {
     let mut allowed = Vec::new();
     let same_threads = mine.threads.len() == theirs.threads.len()
         && mine
@@ -44,10 +54,16 @@ pub(crate) fn compare(mine: &Outcome, theirs: &Outcome) -> Result<Vec<Allowed>, 
             .zip(&theirs.threads)
             .all(|(a, b)| a.name == b.name);
     if !same_threads {
-        return Err(difference(&mine.lines(), &theirs.lines()));
+        let message = difference(&mine.lines(), &theirs.lines());
+        let after_cut = false;
+        return Err(Difference { message, after_cut });
     }
     for (a, b) in mine.threads.iter().zip(&theirs.threads) {
-        thread(a, b, &mut allowed).map_err(|(x, y)| difference(&x, &y))?;
+        let before = allowed.len();
+        thread(a, b, &mut allowed).map_err(|(x, y)| Difference {
+            message: difference(&x, &y),
+            after_cut: allowed.len() > before,
+        })?;
     }
     Ok(allowed)
 }
@@ -56,19 +72,16 @@ pub(crate) fn compare(mine: &Outcome, theirs: &Outcome) -> Result<Vec<Allowed>, 
 type Lines = (Vec<String>, Vec<String>);
 
 /// One thread: its runs pairwise (a cut allowed where the rules allow
-/// one), then the rest, the compaction cursor left out where a run was
-/// cut. A difference is shown in the run where it lies (a run the rules
+/// one), then how many there are and the rest, the compaction cursor left
+/// out where a run was cut. A difference is shown in the run where it lies (a run the rules
 /// let differ is not shown), or in the whole thread.
 fn thread(a: &ThreadOutcome, b: &ThreadOutcome, allowed: &mut Vec<Allowed>) -> Result<(), Lines> {
-    if a.runs.len() != b.runs.len() {
-        return Err((a.lines(), b.lines()));
-    }
     let mut cut = false;
     for (x, y) in a.runs.iter().zip(&b.runs) {
         if x == y {
             continue;
         }
-        if !(a.cancelled && cut_alike(x, y)) {
+        if !cut_alike(x, y, &a.cancels) {
             let lines = |t: &ThreadOutcome, r: &RunOutcome| {
                 let mut l = vec![t.name.clone()];
                 l.extend(r.lines());
@@ -78,6 +91,9 @@ fn thread(a: &ThreadOutcome, b: &ThreadOutcome, allowed: &mut Vec<Allowed>) -> R
         }
         cut = true;
         allowed.push(Allowed::Cut(a.name.clone(), x.name.clone()));
+    }
+    if a.runs.len() != b.runs.len() {
+        return Err((a.lines(), b.lines()));
     }
     let private = |t: &ThreadOutcome| {
         let mut p = t.private.clone();
@@ -90,15 +106,27 @@ fn thread(a: &ThreadOutcome, b: &ThreadOutcome, allowed: &mut Vec<Allowed>) -> R
     same.then_some(()).ok_or_else(|| (a.lines(), b.lines()))
 }
 
-/// Whether two runs are one history, cut by a cancel or a delete where it
-/// reached one (or both) of them: the run that ended cancelled holds what
-/// the other holds up to where it stopped.
-pub(crate) fn cut_alike(x: &RunOutcome, y: &RunOutcome) -> bool {
-    if x.trigger != y.trigger || (x.cancelled && y.cancelled && x.end != y.end) {
+/// Whether two runs are one history, cut by a cancel or a delete of the
+/// thread's timeline (giving one of `reasons`) where it reached one (or
+/// both) of them: the run that ended cancelled holds what the other holds
+/// up to where it stopped. Both cancelled, either may have stopped first,
+/// and the cancel may have found the run queued in one and started in the
+/// other, or a delete may have come first in one and a cancel in the other.
+pub(crate) fn cut_alike(x: &RunOutcome, y: &RunOutcome, reasons: &[&str]) -> bool {
+    let by_timeline = |r: &RunOutcome| {
+        r.cancelled
+            && r.reason
+                .as_deref()
+                .is_some_and(|why| reasons.contains(&why))
+    };
+    if x.trigger != y.trigger || !(by_timeline(x) || by_timeline(y)) {
+        return false;
+    }
+    if x.cancelled && y.cancelled && !(by_timeline(x) && by_timeline(y)) && x.end != y.end {
         return false;
     }
     let cut = |s: &RunOutcome, o: &RunOutcome| {
-        s.cancelled && s.waiting.is_empty() && stopped_within(&s.messages, &o.messages)
+        by_timeline(s) && s.waiting.is_empty() && stopped_within(&s.messages, &o.messages)
     };
     cut(x, y) || cut(y, x)
 }

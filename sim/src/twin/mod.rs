@@ -98,34 +98,67 @@ pub(crate) fn twin(s: &Scenario, seed: u64, store: StoreKind, ran: &Ran) -> Resu
     if twin_ran.obs.cut_short {
         return Ok(Twin::NotJudged(NotJudged::TwinCutShort));
     }
+    let missed = twin_ran.missed.iter().map(|(i, _)| *i).collect();
     let twin_report = report(&twin_s, seed, twin_ran, Twin::Absent);
     let retired = twin_report.cluster.as_ref().map_or(&[][..], |c| &c.retired);
-    let outcome = Outcome::of(&twin_s, &twin_report.threads, retired);
+    let mut outcome = Outcome::of(&twin_s, &twin_report.threads, retired);
+    outcome.missed = missed;
     Ok(Twin::Judge(Arc::new(outcome)))
 }
 
-/// Judges the run `o` against `twin`: the transcript's `twin:` line, and
-/// a violation of oracle `twin` when the committed outcomes differ in a
-/// way the rules do not allow.
-pub(crate) fn judge(twin: &Twin, o: &Observed<'_>, verdicts: &mut Verdicts) {
-    let line = match twin {
-        Twin::Absent => return,
-        Twin::NotJudged(why) => format!("not judged: {why}"),
+/// How a run fared against its twin: the transcript's `twin:` line, and
+/// the fuzz report's counter (`judged`, or why not).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Judgement {
+    pub(crate) line: String,
+    pub(crate) counter: &'static str,
+}
+
+/// Judges the run `o` (whose timeline entries `missed` never came)
+/// against `twin`: the `twin:` line, and a violation of oracle `twin` when
+/// the committed outcomes differ in a way the rules do not allow.
+pub(crate) fn judge(
+    twin: &Twin,
+    (o, missed): (&Observed<'_>, &[usize]),
+    verdicts: &mut Verdicts,
+) -> Option<Judgement> {
+    let not_judged = |why: &NotJudged| Judgement {
+        line: format!("not judged: {why}"),
+        counter: why.kind(),
+    };
+    let judged = |line: String| Judgement {
+        line,
+        counter: "judged",
+    };
+    let judgement = match twin {
+        Twin::Absent => return None,
+        Twin::NotJudged(why) => not_judged(why),
         Twin::Judge(theirs) => {
             let retired = o.cluster.map_or(&[][..], |c| &c.retired);
-            let mine = Outcome::of(o.scenario, o.threads, retired);
+            let mut mine = Outcome::of(o.scenario, o.threads, retired);
+            mine.missed = missed.to_vec();
             match compare::compare(&mine, theirs) {
-                Ok(allowed) => compare::judged_line(&mine, &allowed),
-                Err(difference) => {
-                    verdicts.violations.push(Violation {
-                        oracle: OracleId::Twin.into(),
-                        run: None,
-                        message: difference,
-                    });
-                    "judged: the committed outcome differs from the fault-free twin's".into()
-                }
+                Ok(allowed) => judged(compare::judged_line(&mine, &allowed)),
+                Err(d) => match d
+                    .after_cut
+                    .then(|| racing::came_in_one(o.scenario, &mine, theirs))
+                {
+                    Some(Some(why)) => not_judged(&why),
+                    _ => {
+                        verdicts.violations.push(Violation {
+                            oracle: OracleId::Twin.into(),
+                            run: None,
+                            message: d.message,
+                        });
+                        judged(
+                            "judged: the committed outcome differs from the fault-free twin's"
+                                .into(),
+                        )
+                    }
+                },
             }
         }
     };
-    verdicts.twin = Some(line);
+    verdicts.twin = Some(judgement.line.clone());
+    Some(judgement)
 }

@@ -35,6 +35,9 @@ pub struct Outcome {
     pub(crate) threads: Vec<ThreadOutcome>,
     /// What the comparison leaves out, and why.
     pub(crate) masked: Vec<String>,
+    /// The timeline entries (by index) placed after a moment that never
+    /// came in this run.
+    pub(crate) missed: Vec<usize>,
 }
 
 /// One incarnation of a thread.
@@ -42,9 +45,10 @@ pub struct Outcome {
 pub(crate) struct ThreadOutcome {
     /// `thread main, incarnation 1` (`, deleted`).
     pub(crate) name: String,
-    /// The timeline cancels runs of the thread or deletes it: a cancel's
-    /// lateness may cut a run of it (K6, H5).
-    pub(crate) cancelled: bool,
+    /// How a run of the thread may end when the timeline's cancels and
+    /// deletes reach it at another point (K6, H5): the reasons those give
+    /// (none: the timeline neither cancels nor deletes on the thread).
+    pub(crate) cancels: Vec<&'static str>,
     /// Client-readable metadata, as one line (empty when there is none).
     pub(crate) metadata: String,
     /// Private metadata, key by key.
@@ -64,6 +68,8 @@ pub(crate) struct RunOutcome {
     pub(crate) end: String,
     pub(crate) steps: u32,
     pub(crate) cancelled: bool,
+    /// Why it ended, if it says.
+    pub(crate) reason: Option<String>,
     /// The user message it answered.
     pub(crate) trigger: String,
     pub(crate) messages: Vec<MessageOutcome>,
@@ -90,17 +96,32 @@ pub(crate) struct PartOutcome {
 /// The compaction helper's private key (its cursor), written again here.
 pub(crate) const COMPACTION_KEY: &str = "pai.compaction";
 
+/// The reasons a cancel and a delete give a run (K6, H5), written again
+/// here: an active run's, a queued run's, a deleted incarnation's.
+const CANCELLED: &str = "cancelled by the client";
+const CANCELLED_QUEUED: &str = "cancelled while queued";
+const DELETED: &str = "deleted";
+
 impl Outcome {
     /// The outcome of `threads` (the stored ones at the end) and `retired`
     /// (deleted incarnations as they were when deleted) of a run of `s`.
     pub(crate) fn of(s: &Scenario, threads: &[StoredThread], retired: &[StoredThread]) -> Outcome {
         let mask = Mask::of(s);
-        let cancels: Vec<&str> = s
-            .timeline
-            .iter()
-            .filter(|m| matches!(m.action, Action::Cancel(_) | Action::DeleteThread))
-            .map(|m| m.thread.as_str())
-            .collect();
+        let cancels = |thread: &str| {
+            let on = |a: fn(&Action) -> bool| {
+                s.timeline
+                    .iter()
+                    .any(|m| m.thread == thread && a(&m.action))
+            };
+            let mut reasons = Vec::new();
+            if on(|a| matches!(a, Action::Cancel(_))) {
+                reasons.extend([CANCELLED, CANCELLED_QUEUED]);
+            }
+            if on(|a| matches!(a, Action::DeleteThread)) {
+                reasons.push(DELETED);
+            }
+            reasons
+        };
         let mut all: Vec<(&StoredThread, bool)> = retired.iter().map(|t| (t, true)).collect();
         all.extend(threads.iter().map(|t| (t, false)));
         all.sort_by(|(a, _), (b, _)| (&a.id, a.incarnation).cmp(&(&b.id, b.incarnation)));
@@ -109,11 +130,12 @@ impl Outcome {
                 .iter()
                 .map(|(t, gone)| {
                     let mut out = thread(t, *gone, &mask);
-                    out.cancelled = cancels.contains(&&*t.id);
+                    out.cancels = cancels(&t.id);
                     out
                 })
                 .collect(),
             masked: mask.why,
+            missed: Vec::new(),
         }
     }
 
@@ -229,7 +251,7 @@ fn thread(t: &StoredThread, gone: bool, mask: &Mask) -> ThreadOutcome {
     let gone = if gone { ", deleted" } else { "" };
     ThreadOutcome {
         name: format!("thread {}, incarnation {}{gone}", t.id, t.incarnation),
-        cancelled: false,
+        cancels: Vec::new(),
         metadata,
         private,
         runs,
@@ -277,7 +299,7 @@ fn run(
         RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
     );
     let (status, outcome, reason) = match gone && !ended {
-        true => ("cancelled", "cancelled", "deleted"),
+        true => ("cancelled", "cancelled", DELETED),
         false => (
             r.status.as_str(),
             r.outcome.map_or("-", |o| o.as_str()),
@@ -305,7 +327,13 @@ fn run(
         Some(other) => format!("metadata {}", json(other)),
         None => String::new(),
     };
-    let waiting = r.waiting.iter().map(|c| {
+    // A deletion ends the incarnation's runs: none waits on anything since.
+    let waits = if gone && !ended {
+        &[][..]
+    } else {
+        &r.waiting[..]
+    };
+    let waiting = waits.iter().map(|c| {
         let answer = c.answer.as_ref().map_or("unanswered", |a| a.as_str());
         let (kind, step) = (c.kind.as_str(), c.step);
         let line = format!(
@@ -320,6 +348,7 @@ fn run(
         end: format!("{status} outcome={outcome} reason={reason}"),
         steps: r.steps,
         cancelled: status == "cancelled",
+        reason: (reason != "-").then(|| reason.to_string()),
         trigger,
         messages,
         metadata: names.rename(&metadata, scope),

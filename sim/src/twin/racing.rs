@@ -12,6 +12,7 @@
 
 use std::fmt;
 
+use super::outcome::Outcome;
 use crate::hooks::HookSpec;
 use crate::oracle::Observations;
 use crate::scenario::{Action, AfterEvent, Behaviour, Moment, Scenario};
@@ -156,6 +157,32 @@ fn on_resume(s: &Scenario) -> Option<NotJudged> {
     s.hooks.iter().find_map(|h| match h.library()? {
         HookSpec::Fail(f) if f.on_resume => Some(NotJudged::OnResume(h.name.clone())),
         _ => None,
+    })
+}
+
+/// Why a run whose outcome differs from its twin's past a run the rules
+/// let be cut (a cancel's lateness, K6, H5) cannot be judged: an entry
+/// placed after a moment came in one of the two runs and not in the
+/// other, and a cancel or delete of its thread could have decided it (a
+/// moment after the cut never comes). Without that, the difference is a
+/// violation.
+pub(super) fn came_in_one(s: &Scenario, mine: &Outcome, theirs: &Outcome) -> Option<NotJudged> {
+    let (mine, theirs) = (&mine.missed, &theirs.missed);
+    let i = *mine
+        .iter()
+        .chain(theirs.iter())
+        .find(|i| mine.contains(i) != theirs.contains(i))?;
+    let m = &s.timeline[i];
+    let cut = s.timeline.iter().any(|c| {
+        c.thread == m.thread && matches!(c.action, Action::Cancel(_) | Action::DeleteThread)
+    });
+    let after = m.after.map(|a| a.to_string()).unwrap_or_default();
+    cut.then(|| {
+        NotJudged::Races(format!(
+            "timeline {} on {} {after} came in one of the two runs only, as a cancel or delete of its thread reached a run at another point",
+            m.action.name(),
+            m.thread
+        ))
     })
 }
 

@@ -69,7 +69,7 @@ fn run(id: &str, trigger: &str, status: RunStatus, steps: u32) -> RunRecord {
         id: id.into(),
         status,
         outcome,
-        reason: (status == RunStatus::Cancelled).then(|| "cancelled".to_string()),
+        reason: (status == RunStatus::Cancelled).then(|| "cancelled by the client".to_string()),
         steps,
         trigger: trigger.into(),
         episodes: 1,
@@ -199,6 +199,8 @@ fn a_difference_names_the_first_differing_line() {
         ),
     );
     let err = compare(&outcome(&s, mine), &outcome(&s, twin)).unwrap_err();
+    assert!(!err.after_cut);
+    let err = err.message;
     assert!(err.contains("at line 8"), "{err}");
     assert!(
         err.contains("this run has `R1/m3 assistant by model"),
@@ -210,7 +212,7 @@ fn a_difference_names_the_first_differing_line() {
 /// One run cut by its cancel: the tool's result cancelled in this run,
 /// an output and one more step in the twin's. Allowed on a thread the
 /// timeline cancels (K6); a violation on any other.
-fn cut(cancels: bool, extra: Option<Part>) -> Result<Vec<Allowed>, String> {
+fn cut(cancels: bool, extra: Option<Part>) -> Result<Vec<Allowed>, super::compare::Difference> {
     let timeline = if cancels {
         "[[timeline]]\nat = 5\ncancel = true\n"
     } else {
@@ -341,4 +343,65 @@ fn the_compaction_cursor_is_compared_by_the_messages_it_names() {
         compare(&with(2, "msg2_000d"), &with(1, "msg2_000d")),
         Ok(vec![])
     );
+}
+
+/// A cancel that found the run queued in one run and started in the
+/// other: both cancelled by the client, one before its first step.
+#[test]
+fn a_cancel_may_find_the_run_queued_in_one_and_started_in_the_other() {
+    let s = scenario("[[timeline]]\nat = 5\ncancel = true\n");
+    let user = || msg("msg1_0001", 1, Role::User, "run1_0001", vec![text("hi")]);
+    let mut queued = run("run1_0001", "msg1_0001", RunStatus::Cancelled, 0);
+    queued.reason = Some("cancelled while queued".into());
+    let queued = thread(vec![user()], vec![queued]);
+    let answer = msg(
+        "msg2_0002",
+        2,
+        Role::Assistant,
+        "run1_0001",
+        vec![text("Hi.")],
+    );
+    let started = thread(
+        vec![user(), answer],
+        vec![run("run1_0001", "msg1_0001", RunStatus::Cancelled, 1)],
+    );
+    let allowed = compare(&outcome(&s, queued.clone()), &outcome(&s, started.clone()));
+    assert_eq!(allowed.map(|a| a.len()), Ok(1));
+    let quiet = scenario("");
+    assert!(compare(&outcome(&quiet, queued), &outcome(&quiet, started)).is_err());
+}
+
+/// A difference past a run the rules let be cut says so: what came after
+/// the cut may have been decided by it.
+#[test]
+fn a_difference_past_a_cut_run_says_so() {
+    let s = scenario("[[timeline]]\nat = 5\ncancel = true\n");
+    let user = |id: &str, seq, run: &str| msg(id, seq, Role::User, run, vec![text("hi")]);
+    let mut cut_short = run("run1_0001", "msg1_0001", RunStatus::Cancelled, 0);
+    cut_short.reason = Some("cancelled while queued".into());
+    let mine = thread(
+        vec![
+            user("msg1_0001", 1, "run1_0001"),
+            user("msg2_0002", 2, "run2_0002"),
+        ],
+        vec![
+            cut_short,
+            run("run2_0002", "msg2_0002", RunStatus::Completed, 0),
+        ],
+    );
+    let twin = thread(
+        vec![
+            user("msg1_0001", 1, "run1_0001"),
+            msg(
+                "msg3_0003",
+                2,
+                Role::Assistant,
+                "run1_0001",
+                vec![text("Hi.")],
+            ),
+        ],
+        vec![run("run1_0001", "msg1_0001", RunStatus::Completed, 1)],
+    );
+    let d = compare(&outcome(&s, mine), &outcome(&s, twin)).unwrap_err();
+    assert!(d.after_cut, "{}", d.message);
 }

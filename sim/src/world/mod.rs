@@ -4,7 +4,6 @@
 
 mod actions;
 mod answer;
-mod answers;
 mod calls;
 mod clock;
 mod cluster_log;
@@ -16,12 +15,11 @@ mod replay;
 mod seeded;
 mod sim_store;
 mod store_tap;
-mod store_watch;
 mod tool;
 
+pub use crate::book::{AnswerBook, Milestone, Plan, StoreWatch};
 pub use actions::ActionRecord;
 pub use answer::{Answering, answer, check_waiting, saw_calls};
-pub use answers::{AnswerBook, Plan};
 pub use calls::{Answer, Calls, ModelCallRecord, ScriptName};
 pub use clock::VirtualClock;
 pub use cluster_log::{ClientWrite, ClusterEvent, ClusterLog, ClusterRecord};
@@ -33,5 +31,4 @@ pub use seeded::{Rng, SimIds};
 pub(crate) use sim_store::plant;
 pub use sim_store::{SimStore, StoreKind};
 pub use store_tap::{ClientView, ExpectationRecord, Found, StoreTap, TapLog, TapOutcome};
-pub use store_watch::{Milestone, StoreWatch};
 pub use tool::{on_output, runtime_tool};

@@ -17,12 +17,12 @@ use pai_runtime::{
     model::{BoxStream, FinishReason, ModelProvider, PartStream},
 };
 
-use super::answers::AnswerBook;
 use super::calls::{Answer, Calls, ScriptName};
 use super::clock::VirtualClock;
 use super::lock::lock;
 use super::replay::ReplayStream;
 use super::seeded::SimIds;
+use crate::book::AnswerBook;
 use crate::scenario::{ModelSpec, Recording, RecordingKind, Replay, Scenario, TurnSpec};
 
 /// Every model call of a run, in order, across scripts.

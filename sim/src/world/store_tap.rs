@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 use super::commits::{CommitRecord, reported};
 use super::recorder::Recorder;
 use super::sim_store::SimStore;
-use super::store_watch::StoreWatch;
+use crate::book::StoreWatch;
 
 /// What the thread held when the store took a request with an expectation.
 #[derive(Debug, Clone, PartialEq)]
