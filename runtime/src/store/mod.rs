@@ -11,6 +11,7 @@
 //! here lives only in the process that drives a thread (stop signals,
 //! watchers, the driver task): that is `process.rs`.
 
+mod cut;
 mod engine;
 pub(crate) mod handle;
 mod kinds;
@@ -32,6 +33,7 @@ mod thread;
 mod token;
 mod waiting;
 
+pub(crate) use cut::regeneration_cut;
 pub(crate) use handle::StoreHandle;
 pub use mutation::{
     DELETED, Deletion, Expect, Mutation, Refusal, Regeneration, VisibilityChange, Write, Writer,

@@ -17,6 +17,7 @@ mod hooks;
 mod judge;
 mod mix;
 mod replayed;
+mod resumed_steer;
 mod shrink;
 mod timeline;
 mod tools;
