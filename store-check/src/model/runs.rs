@@ -6,7 +6,7 @@ use pai_runtime::store::{AdminReply, RunOp, RunReply};
 use pai_runtime::{
     Role, StoreError,
     message::{Outcome, Producer},
-    store::{Finish, RunEnd, RunStatus, StoreReply, StoreRequest, WaitingCall},
+    store::{Finish, HandOver, RunEnd, RunStatus, StoreReply, StoreRequest, WaitingCall},
     tool::ToolKind,
 };
 use serde_json::Value;
@@ -210,6 +210,10 @@ impl Model {
         let th = &mut self.threads[t];
         // MemoryStore extends the lease only on commits; taking a steer is none.
         th.steers.clear();
+        // K3: the step's transition took a steer; a taker goes on with it.
+        if let Some(r) = th.run_mut(&run) {
+            r.handed_over_by(HandOver::Steer);
+        }
         Step::call(request, Ok(StoreReply::Run(RunReply::SteerTaken)), rule)
     }
 
@@ -330,6 +334,7 @@ impl Model {
         r.status = RunStatus::Waiting;
         r.waiting = calls.clone();
         r.calls_closed = false;
+        r.handed_over_by(HandOver::Wait);
         th.release(&run);
         th.commit();
         let reply = StoreReply::Run(RunReply::Waited(Some((calls, th.version))));
