@@ -18,6 +18,7 @@ mod judge;
 mod mix;
 mod replayed;
 mod shrink;
+mod taker;
 mod timeline;
 mod tools;
 mod waiting;
