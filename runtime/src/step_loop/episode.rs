@@ -8,7 +8,6 @@ use tracing::Instrument;
 
 use super::exec::{Exec, Fail};
 use super::resume::Resolution;
-use super::takeover::Settled;
 use super::tools::RESPONDED_WITHOUT;
 use crate::clock::IdKind;
 use crate::event::{EventKind, RunStage, Transition};
@@ -30,6 +29,20 @@ pub(super) enum EpisodeEnd {
     Wait(Vec<WaitingCall>, u64),
     /// The run's lease is lost (K3): this process leaves the run.
     Lost(String),
+}
+
+/// How a taker found the run's last committed step, once it settled it
+/// (K3, `takeover.rs`).
+#[derive(Debug)]
+pub(super) enum Settled {
+    /// The step's transition ended the episode: the run ends, or waits.
+    Ended(EpisodeEnd),
+    /// The run goes on: `prepare_run`, then its next step.
+    GoesOn,
+    /// The step waited and the run was resumed since: the episode goes on
+    /// as a resumed one does (its answered calls resolved after
+    /// `prepare_run`).
+    Resumes,
 }
 
 /// How an episode begins.

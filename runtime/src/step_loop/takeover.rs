@@ -11,7 +11,7 @@
 
 use std::collections::BTreeSet;
 
-use super::episode::EpisodeEnd;
+use super::episode::{EpisodeEnd, Settled};
 use super::exec::{Exec, Fail};
 use super::step::{Steering, StepEnded, tool_calls};
 use super::tools::{CANCELLED, COMPLETED_WITHOUT, Call, ToolsDone};
@@ -21,19 +21,6 @@ use crate::lifecycle::ToolResult;
 use crate::message::{Message, Outcome, Part, Producer, ResultSource, Role};
 use crate::patch::Route;
 use crate::store::{HandOver, RunEnd, RunStatus, StoredThread, WaitingCall};
-
-/// How a taker found the run's last committed step, once it settled it.
-#[derive(Debug)]
-pub(super) enum Settled {
-    /// The step's transition ended the episode: the run ends, or waits.
-    Ended(EpisodeEnd),
-    /// The run goes on: `prepare_run`, then its next step.
-    GoesOn,
-    /// The step waited and the run was resumed since: the episode goes on
-    /// as a resumed one does (its answered calls resolved after
-    /// `prepare_run`).
-    Resumes,
-}
 
 /// The run's last committed step as the store holds it.
 struct LastStep<'t> {
