@@ -1,6 +1,8 @@
 //! One execution episode (SPEC §1): `prepare_run`, then (on a resume) the
 //! waiting calls' results, then steps until the run ends, waits for a
-//! client (T7), or a steering message asks for a new episode (A4, P8).
+//! client (T7), or a steering message asks for a new episode (A4, P8). A
+//! worker that took the run over first settles its last committed step
+//! (K3): only a run that goes on runs `prepare_run`.
 
 use tracing::Instrument;
 
@@ -29,6 +31,20 @@ pub(super) enum EpisodeEnd {
     Lost(String),
 }
 
+/// How a taker found the run's last committed step, once it settled it
+/// (K3, `takeover.rs`).
+#[derive(Debug)]
+pub(super) enum Settled {
+    /// The step's transition ended the episode: the run ends, or waits.
+    Ended(EpisodeEnd),
+    /// The run goes on: `prepare_run`, then its next step.
+    GoesOn,
+    /// The step waited and the run was resumed since: the episode goes on
+    /// as a resumed one does (its answered calls resolved after
+    /// `prepare_run`).
+    Resumes,
+}
+
 /// How an episode begins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Start {
@@ -37,8 +53,8 @@ pub(super) enum Start {
     /// The run waited, and every waiting call has its answer or a cancel came.
     Resumed,
     /// The run's previous holder lost its lease (K3): the run continues
-    /// from its last committed step; calls of that step without a
-    /// committed result run again (K5).
+    /// from its last committed step, whose transition it decides first;
+    /// calls of that step without a committed result run again (K5).
     TakenOver,
 }
 
@@ -67,6 +83,19 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             // runs for a run that is over.
             return self.close_cancelled(start).await;
         }
+        // A taker first decides how the last committed step ends (K3).
+        let start = match start {
+            Start::TakenOver => match self.settle_last().await? {
+                Settled::Ended(end) => return Ok(end),
+                Settled::Resumes => Start::Resumed,
+                Settled::GoesOn => Start::TakenOver,
+            },
+            other => other,
+        };
+        if resumed && self.stop.is_set() {
+            // A cancel heard while the taker settled the last step.
+            return Err(Fail::new(RunStage::BetweenSteps, "stopped"));
+        }
         let mut route = Route::new(self.sh.agent.model.clone());
         let mut overlay = Overlay::default();
         let (messages, latest) = self.run_messages().await?;
@@ -94,7 +123,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             // Cancelled while prepare_run ran: no approved call starts now.
             return self.close_cancelled(start).await;
         }
-        if resumed && let Some(end) = self.pick_up(start, *next_step, &route).await? {
+        if resumed && let Some(end) = self.pick_up(start, *next_step).await? {
             return Ok(end);
         }
         loop {
@@ -117,23 +146,11 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     }
 
     /// A resumed run before its next step `next_step`: its answered calls
-    /// are registered again, a taken-over run's orphans run again; a run at
-    /// its step limit ends there.
-    async fn pick_up(
-        &self,
-        start: Start,
-        next_step: u32,
-        route: &Route,
-    ) -> Result<Option<EpisodeEnd>, Fail> {
-        // A taken-over run's answerable calls (T9) are its orphans:
-        // they are registered again with the answers they have.
+    /// get their results (T9); a run at its step limit ends there. A
+    /// taker settled its last step before (K3).
+    async fn pick_up(&self, start: Start, next_step: u32) -> Result<Option<EpisodeEnd>, Fail> {
         if start == Start::Resumed {
             self.resume(Resolution::Answered).await?;
-        }
-        if start == Start::TakenOver
-            && let Some(end) = self.rerun_orphans(route).await?
-        {
-            return Ok(Some(end));
         }
         if next_step >= self.sh.agent.max_steps {
             return Ok(Some(EpisodeEnd::Run(RunEnd {

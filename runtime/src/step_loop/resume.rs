@@ -57,8 +57,14 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     }
 
     /// Makes the step's `pending` calls answerable while its backend tools
-    /// run (T9): one commit, told to the thread's watchers.
-    pub(super) async fn await_calls(&self, pending: &[WaitingCall]) -> Result<(), Fail> {
+    /// run (T9): one commit, told to the thread's watchers. Those already
+    /// `recorded` as answerable (a taker's, K3) keep their answers and are
+    /// not announced again.
+    pub(super) async fn await_calls(
+        &self,
+        pending: &[WaitingCall],
+        recorded: &[WaitingCall],
+    ) -> Result<(), Fail> {
         let stage = RunStage::Tools;
         self.writable(stage)?;
         let mut attached = self.sh.process.attach(self.thread).await;
@@ -67,8 +73,13 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let version = done.map_err(|e| self.store_fail(stage, e))?;
         self.sh.told(&mut attached, version);
         drop(attached);
+        let new = |c: &&WaitingCall| !recorded.iter().any(|r| r.call_id == c.call_id);
         self.emit(|| EventKind::Awaiting {
-            calls: pending.iter().map(|c| c.call_id.clone()).collect(),
+            calls: pending
+                .iter()
+                .filter(new)
+                .map(|c| c.call_id.clone())
+                .collect(),
             version,
         });
         Ok(())

@@ -15,7 +15,9 @@ use crate::context::{ContextInput, ContextNext, History, ResolverThread};
 use crate::error::FailureCell;
 use crate::event::{EventKind, RunStage, Transition};
 use crate::lifecycle::{AfterStepInput, Phase, StepDecision, StepInput, StreamKind, ToolResult};
-use crate::message::{Message, ModelMessage, NewMessage, Part, Producer, Role, Visibility};
+use crate::message::{
+    Message, ModelMessage, NewMessage, Outcome, Part, Producer, Role, Visibility,
+};
 use crate::model::{BoxStream, ModelRequest, offered};
 use crate::model_call::{AttemptPatch, ModelLink, ModelNext};
 use crate::model_view::{carries_tools, pair_after, pair_tool_calls};
@@ -23,14 +25,28 @@ use crate::patch::{Overlay, Route};
 use crate::stream::Abort;
 
 /// How a step ended, for `after_step` and the transition.
-struct StepEnded<'m> {
+pub(super) struct StepEnded<'m> {
     /// The committed message, kept only for a lifecycle that reads it in
     /// `after_step`.
-    message: Option<&'m Message>,
-    abort: Option<&'m Abort>,
-    tool_calls: bool,
+    pub(super) message: Option<&'m Message>,
+    /// A canonical transform aborted the step (S4): its outcome and reason.
+    pub(super) abort: Option<(Outcome, &'m str)>,
+    pub(super) tool_calls: bool,
     /// Calls wait for a client (T7).
-    waiting: bool,
+    pub(super) waiting: bool,
+}
+
+/// Whether a steering message may hand a step over (A4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Steering {
+    /// As it comes: a steer stored by the time the step ends hands it over.
+    Heard,
+    /// Not at all: a worker that took the run over decides the last
+    /// committed step's transition again, and cannot tell whether a steer
+    /// it finds came before that step ended (K3). One the step took is
+    /// recorded as such; any other goes to the next step, or starts a run
+    /// of its own when this one ends.
+    Ignored,
 }
 
 /// The context a step resolved. With `settled`, its first messages are the
@@ -78,11 +94,13 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         };
         let ended = StepEnded {
             message: message.as_ref(),
-            abort: abort.as_ref(),
+            abort: abort.as_ref().map(|a| (a.outcome, a.reason.as_str())),
             tool_calls: !calls.is_empty(),
             waiting: !done.pending.is_empty(),
         };
-        let transition = self.after_step(step, &done.finals, ended).await?;
+        let transition = self
+            .after_step(step, &done.finals, ended, Steering::Heard)
+            .await?;
         self.settle_pending(step, &transition, done).await?;
         Ok(transition)
     }
@@ -408,11 +426,12 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
 
     /// `after_step` (A1, L10), then the transition (A2, A3). A steering
     /// message the transition hands over to is taken now (A4).
-    async fn after_step(
+    pub(super) async fn after_step(
         &self,
         step: u32,
         tool_results: &[ToolResult],
         ended: StepEnded<'_>,
+        steers: Steering,
     ) -> Result<Transition, Fail> {
         let decision = match ended.message {
             Some(message) => {
@@ -426,13 +445,19 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             }
             None => Default::default(),
         };
-        // A store this worker cannot reach is a lost lease, not "no steer".
-        let steering = self.sh.store.has_steer(self.thread, self.run).await;
-        let steering =
-            steering.map_err(|e| self.store_fail(RunStage::Phase(Phase::AfterStep), e))?;
+        let steering = match steers {
+            // A store this worker cannot reach is a lost lease, not "no steer".
+            Steering::Heard => self
+                .sh
+                .store
+                .has_steer(self.thread, self.run)
+                .await
+                .map_err(|e| self.store_fail(RunStage::Phase(Phase::AfterStep), e))?,
+            Steering::Ignored => false,
+        };
         let transition = transition(&StepEnd {
             decision,
-            abort: ended.abort.map(|a| (a.outcome, a.reason.as_str())),
+            abort: ended.abort,
             waiting: ended.waiting,
             steering,
             tool_calls: ended.tool_calls,

@@ -78,7 +78,7 @@ impl GivenUp {
 }
 
 /// One tool call the model asked for.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Call {
     pub(super) call_id: CallId,
     pub(super) tool: String,
@@ -199,17 +199,34 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         route: &Route,
         calls: &[Call],
     ) -> Result<ToolsDone, Fail> {
+        self.tools_of(step, route, calls, &[]).await
+    }
+
+    /// [`Exec::tools`] for calls some of which the store records as let
+    /// through already (`recorded`: a taker's calls of the last committed
+    /// step, K3): those keep the input recorded for them and go to no
+    /// `before_tool_call` again, nor are they made answerable again; once
+    /// every such call has its answer, they are resolved here (approved
+    /// calls run), as in one process.
+    pub(super) async fn tools_of(
+        &self,
+        step: u32,
+        route: &Route,
+        calls: &[Call],
+        recorded: &[WaitingCall],
+    ) -> Result<ToolsDone, Fail> {
         let Policy {
             ready,
             early,
             pending,
-        } = self.policy(step, route, calls).await?;
-        if !pending.is_empty() {
-            self.await_calls(&pending).await?;
+        } = self.policy(step, route, calls, recorded).await?;
+        if pending.len() > recorded.len() {
+            self.await_calls(&pending, recorded).await?;
         }
         let backend = !ready.is_empty();
+        let answers_in = backend || !recorded.is_empty();
         let mut finals = self.run_batch(step, calls, ready, early).await?;
-        if backend && !pending.is_empty() && !self.stop.is_set() {
+        if answers_in && !pending.is_empty() && !self.stop.is_set() {
             let answered = self.answered_early(&pending).await?;
             if let Some(answered) = answered {
                 self.resolve_early(step, calls, &answered, &mut finals)
@@ -325,12 +342,24 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     }
 
     /// `before_tool_call` for every call before any tool starts (T1): the
-    /// calls that may run, and the results of those that may not (T3).
-    async fn policy(&self, step: u32, route: &Route, calls: &[Call]) -> Result<Policy, Fail> {
+    /// calls that may run, and the results of those that may not (T3). A
+    /// call the store records as let through (`recorded`) is pending as
+    /// recorded, without asking again (K3).
+    async fn policy(
+        &self,
+        step: u32,
+        route: &Route,
+        calls: &[Call],
+        recorded: &[WaitingCall],
+    ) -> Result<Policy, Fail> {
         let mut ready = Vec::new();
         let mut early = vec![None; calls.len()];
         let mut pending = Vec::new();
         for (i, c) in calls.iter().enumerate() {
+            if let Some(w) = recorded.iter().find(|w| w.call_id == c.call_id) {
+                pending.push(w.clone());
+                continue;
+            }
             let input = ToolCallInput {
                 step,
                 call_id: &c.call_id,

@@ -299,7 +299,7 @@ fn run_op(
             });
         }
         RunOp::TakeSteer => {
-            rec.take_steers();
+            rec.steer_taken(run);
             return Ok(RunReply::SteerTaken);
         }
         RunOp::CloseCalls => return Ok(RunReply::Closed(rec.close_calls(run))),

@@ -47,8 +47,8 @@ pub use protocol::{
 };
 pub(crate) use record::StoreError;
 pub use record::{
-    Answered, Appended, CancelMiss, CancelReached, CancelTarget, Claimed, RunEnd, RunRecord,
-    RunStatus, StoredThread, Submitted, Takeover,
+    Answered, Appended, CancelMiss, CancelReached, CancelTarget, Claimed, HandOver, HandedOver,
+    RunEnd, RunRecord, RunStatus, StoredThread, Submitted, Takeover,
 };
 pub use reply::{AdminReply, ClientReply, FacadeReply, Finish, ReadReply, RunReply, StoreReply};
 #[cfg(feature = "sqlite")]

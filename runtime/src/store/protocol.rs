@@ -146,7 +146,9 @@ pub enum RunOp {
     },
     /// Takes a pending steer and answers the step's anchor.
     TakeAnchor,
-    /// Takes the pending steering message.
+    /// Takes the pending steering message: the transition of the run's
+    /// last committed step hands over to it, which the run's record keeps
+    /// (`RunRecord::handed_over`, SPEC K3).
     TakeSteer,
     /// What `prepare_run` sees: the messages visible to the run in context
     /// order (all, or only the run's newest user message) and that

@@ -141,6 +141,32 @@ pub struct RunRecord {
     /// for them any more. Calls made answerable later open them again.
     #[serde(default)]
     pub calls_closed: bool,
+    /// The last step whose transition the store recorded, and what it was
+    /// (SPEC K3): a steer the step's transition took, or a wait. Any other
+    /// transition is a decision of hooks the store never sees, which a
+    /// worker taking the run over asks for again.
+    #[serde(default)]
+    pub handed_over: Option<HandedOver>,
+}
+
+/// A step's transition as the store recorded it (SPEC K3, A3, A4, T7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandedOver {
+    /// The step (from 0) whose transition it was.
+    pub step: u32,
+    /// What the transition was.
+    pub how: HandOver,
+}
+
+/// The transitions of a step that the store records (SPEC K3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HandOver {
+    /// The step's transition took a steering message (A4): the run goes
+    /// on with it.
+    Steer,
+    /// The step waited for clients (T7): the run goes on once they answer.
+    Wait,
 }
 
 impl RunRecord {
@@ -157,6 +183,15 @@ impl RunRecord {
             waiting: Vec::new(),
             cancel_requested: false,
             calls_closed: false,
+            handed_over: None,
+        }
+    }
+
+    /// Records that the transition of the run's last committed step was
+    /// `how` (SPEC K3); a run with no committed step records nothing.
+    pub(super) fn handed_over_by(&mut self, how: HandOver) {
+        if let Some(step) = self.steps.checked_sub(1) {
+            self.handed_over = Some(HandedOver { step, how });
         }
     }
 

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::record::{
-    Answered, Appended, CancelMiss, CancelReached, CancelTarget, RunEnd, RunRecord, RunStatus,
-    StoreError, StoredThread,
+    Answered, Appended, CancelMiss, CancelReached, CancelTarget, HandOver, RunEnd, RunRecord,
+    RunStatus, StoreError, StoredThread,
 };
 use super::waiting::{self, Answer, AnswerMiss, WaitingCall};
 use crate::id::RunId;
@@ -212,6 +212,7 @@ impl ThreadRec {
         r.status = RunStatus::Waiting;
         r.waiting = waiting::keep_answers(std::mem::take(&mut r.waiting), calls);
         r.calls_closed = false;
+        r.handed_over_by(HandOver::Wait);
         self.release_lease(run);
         self.version += 1;
         Some(self.version)
@@ -381,6 +382,16 @@ impl ThreadRec {
         let steers = std::mem::take(&mut self.steers);
         if !steers.is_empty() {
             self.enter_now(&steers);
+        }
+    }
+
+    /// `run`'s last committed step handed over to a steering message (A4):
+    /// the step's transition took every pending steer. Recorded, so a
+    /// worker taking the run over goes on with it (K3). Not a commit.
+    pub(crate) fn steer_taken(&mut self, run: &str) {
+        self.take_steers();
+        if let Some(r) = self.run_mut(run) {
+            r.handed_over_by(HandOver::Steer);
         }
     }
 

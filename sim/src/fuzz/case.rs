@@ -78,6 +78,7 @@ pub fn case_with(seed: u64, features: Features) -> ScenarioSpec {
     super::facade::facade(seed, features, &mut spec);
     super::waiting::waiting(seed, features, &mut spec);
     super::resumed_steer::resumed_steer(seed, features, &mut spec);
+    super::taker::taker_faults(seed, features, &mut spec);
     spec
 }
 

@@ -106,6 +106,11 @@ pub const KEYS: &[&str] = &[
     "diff.sqlite",
     "cross.fault_at_request",
     "cross.renew_before_tools",
+    // Where a taker must settle the last committed step (issue 38, K3;
+    // see `taker`).
+    "cross.fault_at_final_commit",
+    "cross.fault_after_step_decision",
+    "cross.renew_before_answered_tool",
     // Among workers (`Coverage::cluster`): cases with workers, faults
     // carried out, runs taken over by another worker.
     "workers.case",
@@ -437,6 +442,13 @@ impl Coverage {
     /// just before its tools would start (issue 25, K3).
     pub fn renew_before_tools(&mut self, hit: bool) {
         self.hit_if(hit, "cross.renew_before_tools");
+    }
+
+    /// Counts the taker crossings a case reached (`taker::reached`).
+    pub(super) fn taker(&mut self, reached: &std::collections::BTreeSet<&'static str>) {
+        for key in super::taker::KEYS {
+            self.hit_if(reached.contains(key), key);
+        }
     }
 
     /// Counts a case in which a watcher among workers heard, through the

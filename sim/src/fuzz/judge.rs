@@ -163,6 +163,7 @@ pub fn evaluate_with(
     coverage.add(spec, &first.events, &first.threads);
     coverage.fault_at_request(first.fired_at_request());
     coverage.renew_before_tools(first.faulted_before_tools());
+    coverage.taker(&super::taker::reached(&first));
     coverage.watch_among_workers(first.watched_among_workers());
     coverage.cluster(
         spec.workers.len(),

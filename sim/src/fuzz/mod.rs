@@ -19,6 +19,7 @@ mod mix;
 mod replayed;
 mod resumed_steer;
 mod shrink;
+mod taker;
 mod timeline;
 mod tools;
 mod waiting;

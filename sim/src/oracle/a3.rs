@@ -2,7 +2,8 @@
 //! an abort ends the run; then complete > waiting > steering > next_step >
 //! natural; naturally, tool results go on and a text-only step completes; a
 //! step that would go on at the limit completes with reason `max_steps`; a
-//! step with waiting calls waits even at the limit.
+//! step with waiting calls waits even at the limit. A worker that took the
+//! run over decides its last committed step again without a steer (K3).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -40,10 +41,23 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     // Runs with a steer no longer stored (a rewrite or a deletion took it,
     // R1, H5): whether a step of theirs was steering is not known.
     let mut unknown: BTreeSet<&str> = BTreeSet::new();
+    // Runs taken over (K3), and the last committed step the taker decides
+    // again: a steer it finds is not one that step took (that one is on
+    // record, and then no `after_step` is asked), so it hands nothing over.
+    let mut taken: BTreeMap<&str, u32> = BTreeMap::new();
     let mut out = Vec::new();
     for e in o.events {
         let run = e.run_id.as_str();
         match &e.kind {
+            EventKind::TakenOver { next_step, .. } => {
+                taken.remove(run);
+                if let Some(last) = next_step.checked_sub(1) {
+                    taken.insert(run, last);
+                }
+            }
+            EventKind::ResolveModelContext { .. } => {
+                taken.remove(run);
+            }
             EventKind::Steered { message } => {
                 let seq = seq_of.get(message.as_str());
                 if seq.is_none() {
@@ -77,9 +91,11 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
                     continue;
                 };
                 let a = anchor.get(&(run, *step)).copied().unwrap_or(0);
-                let steering = steers
-                    .get(run)
-                    .is_some_and(|s| s.iter().any(|seq| *seq > a));
+                let settled = taken.remove(run) == Some(*step);
+                let steering = !settled
+                    && steers
+                        .get(run)
+                        .is_some_and(|s| s.iter().any(|seq| *seq > a));
                 let want = expected(o, *step, *decision, seen, steering);
                 let unsure = unknown.contains(run)
                     && same(transition, &expected(o, *step, *decision, seen, true));

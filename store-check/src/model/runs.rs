@@ -6,7 +6,7 @@ use pai_runtime::store::{AdminReply, RunOp, RunReply};
 use pai_runtime::{
     Part, Role, StoreError,
     message::{NewMessage, Outcome, Producer, ResultSource, ToolStatus},
-    store::{Finish, RunEnd, RunStatus, StoreReply, StoreRequest, WaitingCall},
+    store::{Finish, HandOver, RunEnd, RunStatus, StoreReply, StoreRequest, WaitingCall},
     tool::ToolKind,
 };
 use serde_json::Value;
@@ -217,6 +217,10 @@ impl Model {
         // MemoryStore extends the lease only on commits; taking a steer is none.
         let taken = std::mem::take(&mut th.steers);
         th.enter(taken);
+        // K3: the step's transition took a steer; a taker goes on with it.
+        if let Some(r) = th.run_mut(&run) {
+            r.handed_over_by(HandOver::Steer);
+        }
         Step::call(request, Ok(StoreReply::Run(RunReply::SteerTaken)), rule)
     }
 
@@ -337,6 +341,7 @@ impl Model {
         r.status = RunStatus::Waiting;
         r.waiting = calls.clone();
         r.calls_closed = false;
+        r.handed_over_by(HandOver::Wait);
         th.release(&run);
         th.commit();
         let reply = StoreReply::Run(RunReply::Waited(Some((calls, th.version))));
