@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::approval::NeedsApproval;
 use crate::future::HookFuture;
 use crate::id::{CallId, RunId};
 
@@ -31,6 +32,8 @@ pub enum ToolKind {
     /// The runtime runs the call as soon as the policy lets it through.
     Backend,
     /// The runtime runs the call once a client approves it; the run waits.
+    /// A backend tool may also ask for approval call by call
+    /// ([`Tool::needs_approval`]); its waiting calls are of this kind.
     Approval,
     /// The client runs the call and submits its output; the run waits.
     Client,
@@ -92,6 +95,18 @@ pub trait Tool: Send + Sync + 'static {
         ToolKind::Backend
     }
 
+    /// Whether this call, with `input` (the input it would run with, after
+    /// `before_tool_call`), waits for a client's approval before it runs
+    /// (SPEC T7): decided per call. By default every call of an
+    /// [`ToolKind::Approval`] tool waits and no other does; a backend tool
+    /// may ask for some calls only (see
+    /// [`NeedsApproval`](crate::tool::NeedsApproval)). Never asked for a
+    /// client tool. It must not block; a panic is the call's thrown error.
+    fn needs_approval(&self, input: &Value) -> bool {
+        let _ = input;
+        self.kind() == ToolKind::Approval
+    }
+
     /// Runs one call (never called for a client tool).
     fn call(&self, cx: ToolCx, input: Value) -> HookFuture<'_, ToolOutcome>;
 
@@ -106,7 +121,7 @@ pub trait Tool: Send + Sync + 'static {
 /// A tool built from an async function over typed input and output.
 pub struct FnTool<I, O, F> {
     spec: ToolSpec,
-    kind: ToolKind,
+    approval: NeedsApproval,
     f: F,
     _types: PhantomData<fn(I) -> O>,
 }
@@ -136,15 +151,16 @@ impl<I, O, F> FnTool<I, O, F> {
                 name: name.to_string(),
                 description: description.to_string(),
             },
-            kind: ToolKind::Backend,
+            approval: NeedsApproval::Never,
             f,
             _types: PhantomData,
         }
     }
 
-    /// The same tool, run only once a client approves each call (SPEC T7).
-    pub(crate) fn with_kind(mut self, kind: ToolKind) -> Self {
-        self.kind = kind;
+    /// The same tool, its calls waiting for a client's approval as
+    /// `approval` says, call by call (SPEC T7).
+    pub(crate) fn with_approval(mut self, approval: NeedsApproval) -> Self {
+        self.approval = approval;
         self
     }
 }
@@ -161,7 +177,11 @@ where
     }
 
     fn kind(&self) -> ToolKind {
-        self.kind
+        self.approval.kind()
+    }
+
+    fn needs_approval(&self, input: &Value) -> bool {
+        self.approval.holds(input)
     }
 
     fn call(&self, cx: ToolCx, input: Value) -> HookFuture<'_, ToolOutcome> {
