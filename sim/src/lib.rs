@@ -52,11 +52,12 @@ pub use rule_coverage::{RuleCoverage, TestRef, coverage, tests_in};
 pub use rules::{Rule, rule, rules};
 pub use run::{check, check_on, replay_command, replay_on, simulate, simulate_on, verdict};
 pub use scenario::{
-    Action, AgentDef, AgentSpec, Behaviour, CancelRun, CancelSpec, CheckError, Cluster,
-    ClusterSpec, DEFAULT_TIME_LIMIT_MS, Expect, Expectation, FaultSpec, FieldPath, HookDef,
-    HookSource, LifecycleEntry, ModelSpec, Moment, OracleId, OracleName, RegisteredModels,
-    ReplayFormat, RequestExpect, Scenario, ScenarioError, ScenarioSpec, Segment, TimelineEntry,
-    ToolCallSpec, ToolDef, ToolEntry, ToolSpec, TurnSpec, UseSpec, UseToolSpec, WorkerSpec,
+    Action, AgentDef, AgentSpec, Approval, ApprovalSpec, Behaviour, CancelRun, CancelSpec,
+    CheckError, Cluster, ClusterSpec, DEFAULT_TIME_LIMIT_MS, Expect, Expectation, FaultSpec,
+    FieldPath, HookDef, HookSource, LifecycleEntry, ModelSpec, Moment, OracleId, OracleName,
+    Predicate, RegisteredModels, ReplayFormat, RequestExpect, Scenario, ScenarioError,
+    ScenarioSpec, Segment, TimelineEntry, ToolCallSpec, ToolDef, ToolEntry, ToolSpec, TurnSpec,
+    UseSpec, UseToolSpec, WhenSpec, WorkerSpec,
 };
 pub use schema::{EventRecord, event_log_json, schema_text};
 pub use suite::{

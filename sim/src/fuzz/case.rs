@@ -28,7 +28,7 @@ pub fn case_with(seed: u64, features: Features) -> ScenarioSpec {
     let mut model = script(&mut g, &names);
     let waiting: Vec<String> = tools
         .iter()
-        .filter(|t| t.approval || t.client)
+        .filter(|t| t.approval.may_wait() || t.client)
         .map(|t| t.name.clone())
         .collect();
     if !waiting.is_empty() && g.chance(75) {
@@ -73,6 +73,7 @@ pub fn case_with(seed: u64, features: Features) -> ScenarioSpec {
         time_limit_ms: None,
     };
     super::replayed::replayed(seed, &mut spec);
+    super::approval::approval(seed, &mut spec);
     spec.timeline = timeline(&mut g, &waiters(&spec));
     super::cluster::cluster(seed, features, &mut spec);
     super::facade::facade(seed, features, &mut spec);

@@ -4,6 +4,7 @@
 //! coverage of what the cases reached. One seed and a case count give the
 //! same cases anywhere; shards split them without overlap.
 
+mod approval;
 mod campaign;
 mod case;
 mod cluster;

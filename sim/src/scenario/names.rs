@@ -53,7 +53,7 @@ oracles! {
     T6 = "T6" ["T6"]: "An `on_output` handler runs for each successful output of its tool, and for nothing else.";
     L13 = "L13" ["L13"]: "A hidden lifecycle context message stays stored: context-visible, transcript-hidden, producer lifecycle.";
     T5 = "T5" ["T5"]: "No thrown detail reaches the model; a hook's replacement is what is stored and read.";
-    T7 = "T7" ["T7"]: "A waiting run holds no lease: after its `wait` only answers and steers come until its next episode, and a run stored as waiting holds no lease and waits on calls.";
+    T7 = "T7" ["T7"]: "A waiting run holds no lease: after its `wait` only answers and steers come until its next episode, and a run stored as waiting holds no lease and waits on calls. Approval is decided per call: no call whose tool needed approval for its input runs without one, and no call whose tool did not waits.";
     T8 = "T8" ["T8", "K3", "H6"]: "Once a run has ended, every tool call it committed has exactly one committed result on the stored thread; no call ever has two.";
     T9 = "T9" ["T9"]: "Every waiting call ends with exactly one final result, the one its answer asks for; answers name calls of the run's latest wait, once each, while it waits.";
     S1 = "S1" ["S1", "S2"]: "A step's stored assistant text is its provider's streamed text through the canonical stages: nothing lost, added or reordered (scripted deltas or a replayed recording, however chunked).";

@@ -3,6 +3,7 @@
 //! `cargo test -p pai-sim --test it props::`.
 
 mod browser;
+#[cfg(feature = "cli")]
 mod cli;
 mod common;
 mod fuzz;
@@ -15,4 +16,5 @@ mod module_graph;
 mod props;
 #[cfg(feature = "record")]
 mod record;
+#[cfg(feature = "cli")]
 mod show;

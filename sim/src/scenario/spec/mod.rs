@@ -25,7 +25,7 @@ pub use faults::{FaultSpec, RequestAt};
 pub use lifecycle::{LifecycleEntry, UseSpec};
 pub use model::{ModelSpec, ReplayFormat, RequestExpect, ToolCallSpec, TurnSpec};
 pub use timeline::{CallRef, CancelRun, CancelSpec, DenySpec, SubmitSpec, TimelineEntry};
-pub use tool::{OnOutputSpec, ToolEntry, ToolSpec, UseToolSpec};
+pub use tool::{ApprovalSpec, OnOutputSpec, ToolEntry, ToolSpec, UseToolSpec, WhenSpec};
 
 /// What a scenario run must show (SPEC D5).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
