@@ -215,6 +215,89 @@ impl Harness {
         self.hook_with(name, proptest::arbitrary::any::<C>)
     }
 
+    /// [`Harness::tool`], and lets [`Harness::fuzz`] draw the tool into
+    /// its cases: each with a configuration from the strategy `configs`
+    /// makes, and calls of it in the cases' model scripts with inputs from
+    /// the strategy `inputs` makes (the tool's input type, or JSON). The
+    /// fuzzer adds inputs of its own around them: the boundary of the
+    /// tool's approval predicate (`Tool::needs_approval`, found by
+    /// bisection between an input it holds on and one it does not: the
+    /// last value that asks no approval, and the first that does), and
+    /// the numbers in the case's configurations of the author's hooks and
+    /// tools, one either side (a limit of 500 gives 499, 500 and 501).
+    ///
+    /// ```
+    /// use proptest::prelude::*;
+    /// # use std::sync::Arc;
+    /// # use pai_runtime::{Tool, ToolError, tool::NeedsApproval, typed_tool};
+    /// #[derive(Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    /// struct Booking { limit: u64 }
+    /// #[derive(Debug, serde::Serialize, serde::Deserialize)]
+    /// struct Fare { fare: u64 }
+    /// impl pai_sim::UserTool for Booking {
+    ///     fn build(&self, name: &str) -> Arc<dyn Tool> {
+    ///         let limit = self.limit;
+    ///         let approval = NeedsApproval::when(move |f: &Fare| f.fare > limit);
+    ///         typed_tool(name, "books a fare", approval, |_cx, f: Fare| async move {
+    ///             Ok::<_, ToolError>(f.fare)
+    ///         })
+    ///         .tool()
+    ///     }
+    /// }
+    ///
+    /// let mut harness = pai_sim::Harness::new();
+    /// harness.tool_with(
+    ///     "book",
+    ///     || Just(Booking { limit: 500 }),
+    ///     || (0u64..2000).prop_map(|fare| Fare { fare }),
+    /// );
+    /// ```
+    pub fn tool_with<S, F, I, G>(&mut self, name: &str, configs: F, inputs: G) -> &mut Harness
+    where
+        F: Fn() -> S + Send + Sync + 'static,
+        S: proptest::strategy::Strategy,
+        S::Value: UserTool + serde::Serialize,
+        G: Fn() -> I + Send + Sync + 'static,
+        I: proptest::strategy::Strategy,
+        I::Value: serde::Serialize,
+    {
+        self.tool::<S::Value>(name);
+        let configs = crate::harness_fuzz::drawer(configs);
+        let inputs = crate::harness_fuzz::value_drawer(inputs);
+        self.registry.drawn_tool(name, configs, inputs);
+        self
+    }
+
+    /// [`Harness::tool_with`] with the configuration's and the input's own
+    /// strategies (`T: Arbitrary`, `In: Arbitrary`, e.g. derived with
+    /// `proptest-derive`).
+    pub fn tool_arbitrary<T, In>(&mut self, name: &str) -> &mut Harness
+    where
+        T: UserTool + proptest::arbitrary::Arbitrary + serde::Serialize,
+        In: proptest::arbitrary::Arbitrary + serde::Serialize + 'static,
+    {
+        self.tool_with(
+            name,
+            proptest::arbitrary::any::<T>,
+            proptest::arbitrary::any::<In>,
+        )
+    }
+
+    /// [`Harness::model`], and lets [`Harness::fuzz`] draw the model into
+    /// some of its cases (in place of the case's default script), each
+    /// with a configuration from the strategy `configs` makes.
+    pub fn model_with<S, F>(&mut self, name: &str, configs: F) -> &mut Harness
+    where
+        F: Fn() -> S + Send + Sync + 'static,
+        S: proptest::strategy::Strategy,
+        S::Value: UserModel + serde::Serialize,
+    {
+        self.model::<S::Value>(name);
+        let configs = crate::harness_fuzz::drawer(configs);
+        self.registry.drawn_model(name, configs);
+        self
+    }
+
     /// Texts of the author's domain (an account number, a phrase a policy
     /// reacts to, a word in another script) that [`Harness::fuzz`] weaves
     /// into a third of its users' messages and scripted model texts, at

@@ -42,11 +42,19 @@ pub struct Registry {
     tools: BTreeMap<String, Arc<ToolFactory>>,
     /// The models it knows by name (`[model] use = "<name>"`).
     models: BTreeMap<String, Arc<ModelFactory>>,
+    /// The tools fuzz cases draw: a drawer of configurations and one of
+    /// call inputs each.
+    tool_drawers: BTreeMap<String, (Drawer, InputDrawer)>,
+    /// The models fuzz cases draw, with their drawers of configurations.
+    model_drawers: BTreeMap<String, Drawer>,
 }
 
 /// Draws one configuration of a registered hook from a seed (the same seed,
 /// the same configuration), as the entry's fields; or why it cannot.
 pub(crate) type Drawer = Arc<dyn Fn(u64) -> Result<Map<String, Value>, String> + Send + Sync>;
+
+/// Draws one input of a registered tool's calls from a seed.
+pub(crate) type InputDrawer = Arc<dyn Fn(u64) -> Result<Value, String> + Send + Sync>;
 
 /// An entry checked by the registry: the hook it builds and what the
 /// oracles know of it.
@@ -110,6 +118,8 @@ impl Registry {
             oracles: Vec::new(),
             tools: BTreeMap::new(),
             models: BTreeMap::new(),
+            tool_drawers: BTreeMap::new(),
+            model_drawers: BTreeMap::new(),
         };
         crate::hooks::register_library(&mut registry);
         registry.library = registry.hooks.keys().cloned().collect();
@@ -251,6 +261,29 @@ impl Registry {
         let factory: Arc<ToolFactory> = Arc::new(TypedConfig::<T>::new());
         self.tools.insert(name.to_string(), factory);
         true
+    }
+
+    /// Lets fuzz cases draw the tool registered as `name`: its
+    /// configurations from `configs`, its calls' inputs from `inputs`.
+    pub(crate) fn drawn_tool(&mut self, name: &str, configs: Drawer, inputs: InputDrawer) {
+        self.tool_drawers
+            .insert(name.to_string(), (configs, inputs));
+    }
+
+    /// The tools fuzz cases draw, in name order, with their drawers.
+    pub(crate) fn tool_drawers(&self) -> impl Iterator<Item = (&str, &(Drawer, InputDrawer))> {
+        self.tool_drawers.iter().map(|(n, d)| (n.as_str(), d))
+    }
+
+    /// Lets fuzz cases draw the model registered as `name`, its
+    /// configurations from `configs`.
+    pub(crate) fn drawn_model(&mut self, name: &str, configs: Drawer) {
+        self.model_drawers.insert(name.to_string(), configs);
+    }
+
+    /// The models fuzz cases draw, in name order, with their drawers.
+    pub(crate) fn model_drawers(&self) -> impl Iterator<Item = (&str, &Drawer)> {
+        self.model_drawers.iter().map(|(n, d)| (n.as_str(), d))
     }
 
     /// The registered tools' names, in order.

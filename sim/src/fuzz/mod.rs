@@ -10,6 +10,7 @@ mod case;
 mod cluster;
 mod coverage;
 mod crossings;
+mod decisions;
 #[cfg(test)]
 mod differential_tests;
 mod draw;
@@ -17,6 +18,7 @@ mod facade;
 mod hooks;
 mod judge;
 mod mix;
+mod mix_tools;
 mod replayed;
 mod shrink;
 mod timeline;
@@ -27,6 +29,7 @@ mod write;
 pub use campaign::{Campaign, DIFFERENTIAL_EVERY, Find, Summary};
 pub use case::{case, case_with};
 pub use coverage::{Coverage, KEYS as COVERAGE_KEYS};
+pub use decisions::{DECISIONS, Decisions};
 pub use draw::Features;
 pub use judge::{
     Evaluation, Failure, case_seed, differential, evaluate, evaluate_across, evaluate_on,

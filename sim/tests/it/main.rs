@@ -8,6 +8,7 @@ mod cli;
 mod common;
 mod fuzz;
 mod harness;
+mod harness_approval;
 mod harness_fuzz;
 mod harness_models;
 mod harness_tools;
