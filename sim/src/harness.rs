@@ -67,6 +67,9 @@ pub struct DirOutcome {
     /// --html` writes), by the scenario's path: written under the test
     /// binary's target folder, `target/<profile>/pai-sim-pages/`.
     pub pages: BTreeMap<PathBuf, PathBuf>,
+    /// Each scenario's load warnings (a script calling a tool the agent
+    /// does not have), by its path; the transcript shows them too.
+    pub warnings: BTreeMap<PathBuf, Vec<String>>,
 }
 
 impl DirOutcome {
@@ -88,6 +91,11 @@ impl DirOutcome {
                 out.push_str(&format!("  timeline: file://{}\n", page.display()));
             }
             out.push_str(&format!("  replay: {}\n", replay_line(c, self.seed)));
+        }
+        for (path, warnings) in &self.warnings {
+            for w in warnings {
+                out.push_str(&format!("\nwarning: {}: {w}\n", path.display()));
+            }
         }
         for e in &self.load_errors {
             out.push_str(&format!("\n{}\n", e.render(false)));
@@ -455,6 +463,7 @@ impl Harness {
                     load_errors: vec![ScenarioError::new(dir.as_ref(), message)],
                     seed,
                     pages: BTreeMap::new(),
+                    warnings: BTreeMap::new(),
                 };
             }
         };
@@ -463,6 +472,7 @@ impl Harness {
             load_errors: Vec::new(),
             seed,
             pages: BTreeMap::new(),
+            warnings: BTreeMap::new(),
         };
         for path in &files {
             let s = match self.load(path) {
@@ -474,6 +484,9 @@ impl Harness {
             };
             let wanted = |f: &str| path.display().to_string().contains(f) || s.name.contains(f);
             if filter.as_deref().is_none_or(wanted) {
+                if !s.warnings.is_empty() {
+                    outcome.warnings.insert(path.clone(), s.warnings.clone());
+                }
                 let on = (StoreKind::Memory, false);
                 let (case, report) = suite::run_case_keeping_report(path, &s, seed, on, mode);
                 if let (true, Some(report)) = (case.failed(), report)

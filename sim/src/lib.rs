@@ -55,7 +55,7 @@ pub use scenario::{
     Action, AgentDef, AgentSpec, Approval, ApprovalSpec, Behaviour, CancelRun, CancelSpec,
     CheckError, Cluster, ClusterSpec, DEFAULT_TIME_LIMIT_MS, Expect, Expectation, FaultSpec,
     FieldPath, HookDef, HookSource, LifecycleEntry, ModelSpec, Moment, OracleId, OracleName,
-    Predicate, RegisteredModels, ReplayFormat, RequestExpect, Scenario, ScenarioError,
+    OracleRef, Predicate, RegisteredModels, ReplayFormat, RequestExpect, Scenario, ScenarioError,
     ScenarioSpec, Segment, TimelineEntry, ToolCallSpec, ToolDef, ToolEntry, ToolSpec, TurnSpec,
     UseSpec, UseToolSpec, WhenSpec, WorkerSpec,
 };

@@ -13,7 +13,7 @@ use pai_runtime::{LanguageModel, Tool};
 use schemars::{Schema, SchemaGenerator};
 use serde_json::{Map, Value};
 
-use crate::configured::{Factory as Configured, Typed as TypedConfig};
+use crate::configured::{ConfigError, Factory as Configured, Typed as TypedConfig};
 use crate::hooks::{Factory, HookSpec, Kinds, Maker, Typed, UserHook, UserHookDef};
 use crate::observe::{UserOracle, UserOracles};
 use crate::user_model::{UserModel, UserModelDef};
@@ -69,13 +69,14 @@ pub(crate) enum Checked {
 /// the entry is registered under) and the reason.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Refusal {
-    pub(crate) field: Option<&'static str>,
+    pub(crate) field: Option<String>,
     pub(crate) message: String,
 }
 
 impl Refusal {
-    fn at(field: Option<&'static str>, message: impl Into<String>) -> Refusal {
+    fn at(field: Option<&str>, message: impl Into<String>) -> Refusal {
         let message = message.into();
+        let field = field.map(str::to_string);
         Refusal { field, message }
     }
 }
@@ -168,6 +169,11 @@ impl Registry {
         true
     }
 
+    /// The registered oracles' names, in the order registered.
+    pub fn oracle_names(&self) -> impl Iterator<Item = &str> {
+        self.oracles.iter().map(UserOracle::name)
+    }
+
     /// The registered oracles, for a scenario checked with this registry.
     pub fn oracles(&self) -> UserOracles {
         UserOracles::new(self.oracles.clone())
@@ -216,7 +222,9 @@ impl Registry {
         let Some(factory) = self.hooks.get(use_name) else {
             return Err(Refusal::at(None, self.unknown(use_name)));
         };
-        let (make, foreseen) = factory.check(config).map_err(|m| Refusal::at(None, m))?;
+        let (make, foreseen) = factory
+            .check(config)
+            .map_err(|e| Refusal::at(e.field.as_deref(), e.message))?;
         if let Some(spec) = foreseen {
             let spec = spec.named(given);
             if let Err((field, message)) = spec.check() {
@@ -305,17 +313,17 @@ impl Registry {
         &self,
         use_name: &str,
         config: &Map<String, Value>,
-    ) -> Result<(UserToolDef, String), String> {
+    ) -> Result<(UserToolDef, String), ConfigError> {
         match self.tools.get(use_name) {
             Some(factory) => UserToolDef::check(use_name, config, factory.as_ref()),
-            None if self.tools.is_empty() => Err(format!(
+            None if self.tools.is_empty() => Err(ConfigError::from(format!(
                 "no tool is registered as {use_name:?}: only a pai_sim::Harness knows tools by name (Harness::tool); a scripted tool has `name` and one of output, echo, fail, throw, panic, client"
-            )),
+            ))),
             None => {
                 let known: Vec<&str> = self.tool_names().collect();
-                Err(format!(
+                Err(ConfigError::from(format!(
                     "no tool is registered as {use_name:?}; registered: {known:?}"
-                ))
+                )))
             }
         }
     }
@@ -353,17 +361,17 @@ impl Registry {
         &self,
         use_name: &str,
         config: &Map<String, Value>,
-    ) -> Result<UserModelDef, String> {
+    ) -> Result<UserModelDef, ConfigError> {
         match self.models.get(use_name) {
             Some(factory) => UserModelDef::check(use_name, config, factory.as_ref()),
-            None if self.models.is_empty() => Err(format!(
+            None if self.models.is_empty() => Err(ConfigError::from(format!(
                 "no model is registered as {use_name:?}: only a pai_sim::Harness knows models by name (Harness::model); a scripted model has `turns`, `replay` or `unavailable`"
-            )),
+            ))),
             None => {
                 let known: Vec<&str> = self.model_names().collect();
-                Err(format!(
+                Err(ConfigError::from(format!(
                     "no model is registered as {use_name:?}; registered: {known:?}"
-                ))
+                )))
             }
         }
     }
@@ -464,7 +472,7 @@ mod tests {
         assert!(registry.check_model("quiet", &Map::new()).is_ok());
         let refused = registry.check_model("quite", &Map::new()).err();
         assert_eq!(
-            refused.as_deref(),
+            refused.map(|e| e.message).as_deref(),
             Some("no model is registered as \"quite\"; registered: [\"quiet\"]")
         );
         let bad = registry.check_model("quiet", &config(serde_json::json!({"x": 1})));

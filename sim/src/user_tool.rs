@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::configured::{Builds, Factory, Maker};
+use crate::configured::{Builds, ConfigError, Factory, Maker};
 
 /// A configuration that builds a tool: the type a scenario's
 /// `[[agent.tools]] use = "..."` entry is read into (its fields are the
@@ -113,14 +113,14 @@ impl UserToolDef {
         use_name: &str,
         config: &Map<String, Value>,
         factory: &dyn Factory<Arc<dyn Tool>>,
-    ) -> Result<(UserToolDef, String), String> {
+    ) -> Result<(UserToolDef, String), ConfigError> {
         let make = factory.check(config)?;
         let built = make(use_name);
         let kind = built.kind();
         if kind == ToolKind::Client {
-            return Err(format!(
+            return Err(ConfigError::from(format!(
                 "the tool registered as {use_name:?} is a client tool: the client runs those, so script it with `client = true` instead"
-            ));
+            )));
         }
         let description = built.spec().description.clone();
         let def = UserToolDef {

@@ -72,6 +72,15 @@ pub fn case_with(seed: u64, features: Features) -> ScenarioSpec {
         schema: None,
         time_limit_ms: None,
     };
+    // `ghost` is called on purpose: no load warning for it.
+    let scripts = std::iter::once(&spec.model).chain(spec.models.values());
+    if scripts
+        .flat_map(|m| &m.turns)
+        .flat_map(|t| &t.tool_calls)
+        .any(|c| c.tool == "ghost")
+    {
+        spec.agent.unknown_tools = vec!["ghost".into()];
+    }
     super::replayed::replayed(seed, &mut spec);
     super::approval::approval(seed, &mut spec);
     spec.timeline = timeline(&mut g, &waiters(&spec));

@@ -81,7 +81,7 @@ fn needs_approval(
     name: &str,
     config: &Map<String, Value>,
 ) -> Result<impl Fn(&Value) -> bool + use<>, String> {
-    let (def, _) = registry.check_tool(name, config)?;
+    let (def, _) = registry.check_tool(name, config).map_err(|e| e.message)?;
     let tool = def.build(name);
     Ok(move |input: &Value| {
         catch_unwind(AssertUnwindSafe(|| tool.needs_approval(input))).unwrap_or(false)

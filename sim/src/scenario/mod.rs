@@ -31,7 +31,7 @@ pub use cluster::{Cluster, FaultAction, Placed, StoreBugs, Timed};
 pub use field::{CheckError, FieldPath, Segment};
 pub use hooks::{HookDef, HookSource};
 pub use models::RegisteredModels;
-pub use names::{OracleId, OracleName};
+pub use names::{OracleId, OracleName, OracleRef};
 pub use predicate::Predicate;
 pub use replay::{BUILT_IN, Recording, RecordingKind, Replay};
 pub use spec::{

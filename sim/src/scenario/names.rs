@@ -140,3 +140,59 @@ impl fmt::Display for OracleName {
         f.write_str(self.as_str())
     }
 }
+
+/// `oracle = "..."` as a file writes it: a built-in oracle's name, or one
+/// a harness registered ([`crate::Harness::oracle`]), told apart when the
+/// scenario is checked against its registry. The published schema lists
+/// the built-in names; a harness's schema adds its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct OracleRef(pub String);
+
+impl From<OracleId> for OracleRef {
+    fn from(id: OracleId) -> OracleRef {
+        OracleRef(id.as_str().to_string())
+    }
+}
+
+impl OracleRef {
+    /// The oracle named: a built-in one, or one of `registered`; else why
+    /// not (with the closest name, when one is close).
+    pub(crate) fn resolve<'a>(
+        &self,
+        registered: impl Iterator<Item = &'a str> + Clone,
+    ) -> Result<OracleName, String> {
+        let name = self.0.as_str();
+        if let Some(id) = OracleId::ALL.iter().find(|o| o.as_str() == name) {
+            return Ok(OracleName::Rule(*id));
+        }
+        if let Some(user) = registered.clone().find(|r| *r == name) {
+            return Ok(OracleName::User(user.into()));
+        }
+        let known = OracleId::ALL
+            .iter()
+            .map(|o| o.as_str())
+            .chain(registered.clone());
+        let close = super::wording::closest(name, known)
+            .map(|c| format!(": did you mean {c:?}?"))
+            .unwrap_or_default();
+        let mine: Vec<&str> = registered.collect();
+        let theirs = match mine.is_empty() {
+            true => " (a harness's own oracles are named by Harness::oracle)".to_string(),
+            false => format!(", nor one this harness registered ({mine:?})"),
+        };
+        Err(format!(
+            "no oracle is named {name:?}: not a built-in oracle{theirs}{close}"
+        ))
+    }
+}
+
+impl JsonSchema for OracleRef {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "OracleRef".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        generator.subschema_for::<OracleId>()
+    }
+}

@@ -147,10 +147,13 @@ pub(super) fn tools(
 fn registered(at: &[Segment], u: UseToolSpec, registry: &Registry) -> Result<ToolDef, CheckError> {
     let (def, description) = match registry.check_tool(&u.use_, &u.config) {
         Ok(checked) => checked,
-        Err(message) => {
+        Err(e) => {
             let mut at = at.to_vec();
-            at.push(Segment::Key("use"));
-            return fail(&at, message);
+            at.push(match e.field {
+                Some(field) => Segment::Name(field),
+                None => Segment::Key("use"),
+            });
+            return fail(&at, e.message);
         }
     };
     on_output(at, u.on_output.as_ref())?;

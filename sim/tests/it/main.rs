@@ -9,6 +9,7 @@ mod common;
 mod fuzz;
 mod harness;
 mod harness_approval;
+mod harness_errors;
 mod harness_fuzz;
 mod harness_models;
 mod harness_tools;
