@@ -64,8 +64,10 @@ pub struct DirOutcome {
     /// The seed every scenario ran under (`PAI_SIM_SEED`), if not its own.
     pub seed: Option<u64>,
     /// Each failed scenario's timeline page (the HTML `pai-sim show
-    /// --html` writes), by the scenario's path: written under the test
-    /// binary's target folder, `target/<profile>/pai-sim-pages/`.
+    /// --html` writes), and each page `PAI_SIM_SHOW=<part of a path or
+    /// name>` asked for, passing or not, by the scenario's path: written
+    /// under the test binary's target folder,
+    /// `target/<profile>/pai-sim-pages/`.
     pub pages: BTreeMap<PathBuf, PathBuf>,
     /// Each scenario's load warnings (a script calling a tool the agent
     /// does not have), by its path; the transcript shows them too.
@@ -92,6 +94,15 @@ impl DirOutcome {
             }
             out.push_str(&format!("  replay: {}\n", replay_line(c, self.seed)));
         }
+        for c in self.cases.iter().filter(|c| !c.failed()) {
+            if let Some(page) = self.pages.get(&c.path) {
+                out.push_str(&format!(
+                    "\ntimeline of {}: file://{}\n",
+                    c.name,
+                    page.display()
+                ));
+            }
+        }
         for (path, warnings) in &self.warnings {
             for w in warnings {
                 out.push_str(&format!("\nwarning: {}: {w}\n", path.display()));
@@ -102,6 +113,31 @@ impl DirOutcome {
         }
         out
     }
+}
+
+/// One scenario run by [`Harness::show`]: stable API.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Shown {
+    /// The seed it ran under.
+    pub seed: u64,
+    /// The transcript (the text a snapshot holds).
+    pub transcript: String,
+    /// The timeline page: one self-contained HTML file.
+    pub html: String,
+    /// Whether the run showed what the scenario expects (`Err`: why not).
+    pub verdict: Result<(), String>,
+}
+
+/// Why [`Harness::show`] could not run a scenario.
+#[derive(Debug, thiserror::Error)]
+pub enum ShowError {
+    /// The file did not load (located, SPEC X1).
+    #[error("{0}")]
+    Load(#[from] ScenarioError),
+    /// The run could not be set up.
+    #[error("{0}")]
+    Run(#[from] crate::SimError),
 }
 
 /// The command that runs one failed case again from the author's tests:
@@ -427,6 +463,34 @@ impl Harness {
         }
     }
 
+    /// The transcript and the HTML timeline page of one scenario file,
+    /// run once under `seed` (its own seed with `None`), passing or not:
+    /// what `pai-sim show` and `pai-sim show --html` give for a scenario
+    /// without the author's hooks, tools and models. The returned value's
+    /// fields are stable API (issue 39, item 6): the transcript is the
+    /// snapshot's text, the page a self-contained HTML file.
+    ///
+    /// ```no_run
+    /// let harness = pai_sim::Harness::new();
+    /// let shown = harness.show("tests/scenarios/refund.toml", None).unwrap();
+    /// std::fs::write("refund.html", &shown.html).unwrap();
+    /// print!("{}", shown.transcript);
+    /// ```
+    pub fn show(&self, path: impl AsRef<Path>, seed: Option<u64>) -> Result<Shown, ShowError> {
+        quiet_planted_panics();
+        let s = self.load(path)?;
+        let seed = seed.unwrap_or(s.seed);
+        let report = crate::simulate(&s, seed)?;
+        let html = crate::timeline_html(&s, seed, &report);
+        let verdict = crate::verdict(&s, &report);
+        Ok(Shown {
+            seed,
+            transcript: report.transcript,
+            html,
+            verdict,
+        })
+    }
+
     /// Loads and checks one scenario file, with the registered hooks.
     pub fn load(&self, path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
         Scenario::load_with(path.as_ref(), &self.registry)
@@ -450,6 +514,7 @@ impl Harness {
     pub fn check_dir(&self, dir: impl AsRef<Path>) -> DirOutcome {
         quiet_planted_panics();
         let filter = std::env::var("PAI_SIM_FILTER").ok();
+        let show = std::env::var("PAI_SIM_SHOW").ok();
         let seed = std::env::var("PAI_SIM_SEED")
             .ok()
             .and_then(|s| s.parse().ok());
@@ -489,7 +554,8 @@ impl Harness {
                 }
                 let on = (StoreKind::Memory, false);
                 let (case, report) = suite::run_case_keeping_report(path, &s, seed, on, mode);
-                if let (true, Some(report)) = (case.failed(), report)
+                let shown = show.as_deref().is_some_and(wanted);
+                if let (true, Some(report)) = (case.failed() || shown, report)
                     && let Some(page) = write_page(&s, case.seed, &report)
                 {
                     outcome.pages.insert(path.clone(), page);

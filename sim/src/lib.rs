@@ -42,7 +42,7 @@ mod world;
 
 pub use differential::{across_stores, compare as compare_reports, other_store};
 pub use format::diff;
-pub use harness::{DirOutcome, Harness};
+pub use harness::{DirOutcome, Harness, ShowError, Shown};
 pub use harness_fuzz::FuzzOutcome;
 pub use oracle::Violation;
 pub use planted::{PLANTED_PANIC, quiet_planted_panics};

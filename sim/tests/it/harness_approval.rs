@@ -227,3 +227,29 @@ fn the_fuzz_report_counts_what_each_authors_hook_decided() {
         "{report}"
     );
 }
+
+/// Item 6: `Harness::show` gives the transcript and the timeline page of
+/// any scenario with the author's tools, a passing one included.
+#[test]
+fn show_gives_the_transcript_and_page_of_a_passing_run() {
+    let dir = std::env::temp_dir().join(format!("pai-sim-show-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("boundary.toml");
+    std::fs::write(&path, AT_THE_BOUNDARY).unwrap();
+    let shown = booking_harness(0).show(&path, None).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(shown.verdict, Ok(()));
+    assert!(
+        shown.transcript.contains("wait on ["),
+        "{}",
+        shown.transcript
+    );
+    assert!(
+        shown.html.starts_with("<!DOCTYPE html>"),
+        "{}",
+        &shown.html[..80]
+    );
+    assert!(shown.html.contains("book"));
+    let other = booking_harness(0).show(dir.join("missing.toml"), Some(3));
+    assert!(matches!(other, Err(pai_sim::ShowError::Load(_))));
+}
