@@ -20,7 +20,7 @@ use crate::lifecycle::{
 use crate::message::{NewMessage, Part, Producer, ResultSource, Role, ToolStatus, Visibility};
 use crate::patch::Route;
 use crate::store::{Answer, WaitingCall};
-use crate::tool::approval::call_kind;
+use crate::tool::dyn_tool::call_kind;
 use crate::tool::{Tool, ToolCx, ToolKind, ToolOutcome};
 
 /// What is stored (and what the model reads) in place of a thrown tool
