@@ -274,7 +274,7 @@ impl Harness {
     /// use proptest::prelude::*;
     /// # use std::sync::Arc;
     /// # use pai_runtime::{Tool, ToolError, tool::NeedsApproval, typed_tool};
-    /// #[derive(Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    /// #[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
     /// struct Booking { limit: u64 }
     /// #[derive(Debug, serde::Serialize, serde::Deserialize)]
     /// struct Fare { fare: u64 }

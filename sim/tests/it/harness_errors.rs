@@ -64,14 +64,14 @@ fn x1_an_authors_entry_error_points_at_the_field() {
     let text = SCENARIO.replace("work_ms = 5", "work_ms = \"slow\"");
     let e = harness().parse("slow.toml", &text).unwrap_err();
     let shown = e.render(false);
-    assert!(shown.contains("agent.tools[0][\"work_ms\"]"), "{shown}");
+    assert!(shown.contains("agent.tools[0].work_ms"), "{shown}");
     assert!(shown.contains("slow.toml:7:"), "{shown}");
     let text = SCENARIO.replace("work_ms = 5", "work_ms = 5\nwork_sm = 1");
     let shown = harness()
         .parse("slow.toml", &text)
         .unwrap_err()
         .render(false);
-    assert!(shown.contains("agent.tools[0][\"work_sm\"]"), "{shown}");
+    assert!(shown.contains("agent.tools[0].work_sm"), "{shown}");
     assert!(shown.contains("slow.toml:8:"), "{shown}");
 }
 
