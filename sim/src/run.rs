@@ -185,7 +185,7 @@ pub fn verdict(s: &Scenario, report: &Report) -> Result<(), String> {
 }
 
 fn expectation_met(s: &Scenario, report: &Report) -> Result<(), String> {
-    match s.expect {
+    match &s.expect {
         Expectation::Pass if report.violations.is_empty() => Ok(()),
         Expectation::Pass => {
             const SHOWN: usize = 5;
@@ -207,7 +207,7 @@ fn expectation_met(s: &Scenario, report: &Report) -> Result<(), String> {
             Err(lines.join("\n"))
         }
         Expectation::Violation(oracle) => {
-            if report.violations.iter().any(|v| v.oracle == oracle) {
+            if report.violations.iter().any(|v| &v.oracle == oracle) {
                 Ok(())
             } else {
                 Err(format!(

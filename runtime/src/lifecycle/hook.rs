@@ -88,6 +88,12 @@ pub trait Lifecycle<C>: Send + Sync + 'static {
     /// A canonical stage for this stream (L7, S1): its output is what is
     /// stored, shown live and reused as context. `None` leaves the stream as
     /// it is. Called for every model step, `respond` and abort replacement.
+    ///
+    /// Timing: a stage also sees the step's tool calls, and what it emits
+    /// for one is the call that is stored and run: `before_tool_call` and
+    /// the tool receive its input as the stage left it (a redactor that
+    /// masks an account number in tool-call inputs hands the tool the
+    /// masked input). Pass tool calls through unchanged to keep them.
     fn transform_step_stream(
         &self,
         cx: &HookCx<'_, C>,
@@ -110,6 +116,13 @@ pub trait Lifecycle<C>: Send + Sync + 'static {
 
     /// Every final tool result, before the model sees it (T4): continue, or
     /// replace its output (T5, L9).
+    ///
+    /// Timing: a run-metadata write made here (through `cx`) is its own
+    /// commit, made before the step's results are committed: after a crash
+    /// between the two, a taker may run the call again (K5) and this hook
+    /// again with it, so keep what it counts idempotent (key it by the
+    /// call's id). SPEC K5 asks for the write to commit with the result;
+    /// that atomic commit is the issue "Faulted histories".
     fn after_tool_result<'a>(
         &'a self,
         cx: &'a HookCx<'_, C>,

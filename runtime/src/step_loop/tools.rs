@@ -20,6 +20,7 @@ use crate::lifecycle::{
 use crate::message::{NewMessage, Part, Producer, ResultSource, Role, ToolStatus, Visibility};
 use crate::patch::Route;
 use crate::store::{Answer, WaitingCall};
+use crate::tool::dyn_tool::call_kind;
 use crate::tool::{Tool, ToolCx, ToolKind, ToolOutcome};
 
 /// What is stored (and what the model reads) in place of a thrown tool
@@ -385,18 +386,25 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 ToolCallDecision::ReplaceInput(v) => v,
                 ToolCallDecision::Continue => c.input.clone(),
             };
-            match self.offered_tool(route, &c.tool) {
-                Some(tool) if tool.kind() == ToolKind::Backend => {
-                    ready.push((i, tool.clone(), input));
-                }
-                Some(tool) => pending.push(WaitingCall {
+            // Approval is decided per call, on the input it would run with (T7).
+            let kind = self
+                .offered_tool(route, &c.tool)
+                .map(|t| (call_kind(t.as_ref(), &input), t));
+            match kind {
+                Some((Ok(ToolKind::Backend), tool)) => ready.push((i, tool.clone(), input)),
+                Some((Ok(kind), _)) => pending.push(WaitingCall {
                     call_id: c.call_id.clone(),
                     tool: c.tool.clone(),
                     input,
-                    kind: tool.kind(),
+                    kind,
                     step,
                     answer: None,
                 }),
+                Some((Err(panic), _)) => {
+                    tracing::warn!(call_id = %c.call_id, "approval predicate panicked: {panic}");
+                    let thrown = Value::String(THROWN_TOOL_ERROR.into());
+                    early[i] = Some(c.error(ResultSource::Throw, thrown));
+                }
                 None => {
                     let msg = format!("tool {} is not available in this step", c.tool);
                     early[i] = Some(c.error(ResultSource::UnknownTool, Value::String(msg)));

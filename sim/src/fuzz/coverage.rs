@@ -4,7 +4,7 @@
 //! `on_output` handlers and the metadata hooks. What no case reached is a
 //! blind spot of the generator, or of the runtime's reachability.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{
     Event, Part,
@@ -15,7 +15,7 @@ use pai_runtime::{
 };
 
 use crate::hooks::HookSpec;
-use crate::scenario::ScenarioSpec;
+use crate::scenario::{ApprovalSpec, ScenarioSpec};
 
 /// Every behaviour counted, in the order the table lists them.
 pub const KEYS: &[&str] = &[
@@ -53,6 +53,9 @@ pub const KEYS: &[&str] = &[
     "tool.client",
     "tool.kind.backend",
     "tool.kind.approval",
+    "tool.kind.approval_when",
+    "tool.approval_when.waited",
+    "tool.approval_when.ran_unasked",
     "tool.kind.client",
     "answer.approved",
     "answer.denied",
@@ -328,25 +331,44 @@ impl Coverage {
                 .iter()
                 .find(|t| t.name() == tool)?
                 .scripted()?;
-            Some(match (t.client, t.approval) {
+            Some(match (t.client, &t.approval) {
                 (true, _) => "tool.kind.client",
-                (_, true) => "tool.kind.approval",
+                (_, ApprovalSpec::Flag(true)) => "tool.kind.approval",
+                (_, ApprovalSpec::When(_)) => "tool.kind.approval_when",
                 _ => "tool.kind.backend",
             })
         };
+        // Calls of tools whose approval depends on the input (T7): which
+        // waited, which ran unasked (both sides of the predicate).
+        let mut when_calls: BTreeSet<&str> = BTreeSet::new();
+        let mut asked: BTreeSet<&str> = BTreeSet::new();
         // Each thread's run that waits now, from its `wait` to its next lease.
         let mut waits: BTreeMap<&str, &str> = BTreeMap::new();
         let mut answers = 0;
         for e in events {
             let thread = e.thread_id.as_str();
             match &e.kind {
-                EventKind::BeforeToolCall { tool, .. } => {
+                EventKind::BeforeToolCall { tool, call_id, .. } => {
                     if let Some(k) = kind(tool) {
                         self.hit(k);
+                        if k == "tool.kind.approval_when" {
+                            when_calls.insert(call_id);
+                        }
                     }
                 }
-                EventKind::Waiting { .. } => {
+                EventKind::Waiting { calls, .. } => {
                     waits.insert(thread, &e.run_id);
+                    for c in calls.iter().filter(|c| when_calls.contains(c.as_str())) {
+                        if asked.insert(c) {
+                            self.hit("tool.approval_when.waited");
+                        }
+                    }
+                }
+                EventKind::ToolStart { call_id, .. }
+                    if when_calls.contains(call_id.as_str())
+                        && !asked.contains(call_id.as_str()) =>
+                {
+                    self.hit("tool.approval_when.ran_unasked");
                 }
                 EventKind::LeaseAcquired { .. } | EventKind::Ended { .. }
                     if waits.get(thread) == Some(&e.run_id.as_str()) =>
@@ -356,7 +378,10 @@ impl Coverage {
                 EventKind::Admitted { .. } if waits.contains_key(thread) => {
                     self.hit("queue.behind_waiting");
                 }
-                EventKind::Answered { answer, .. } => {
+                EventKind::Answered {
+                    answer, call_id, ..
+                } => {
+                    asked.insert(call_id);
                     answers += 1;
                     self.hit(match answer.as_str() {
                         "approved" => "answer.approved",

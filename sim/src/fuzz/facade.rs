@@ -192,7 +192,7 @@ fn answer_gone_call(g: &mut Gen, spec: &mut ScenarioSpec, at: u64) {
         .tools
         .iter()
         .filter_map(ToolEntry::scripted)
-        .filter(|t| t.approval || t.client)
+        .filter(|t| t.approval.may_wait() || t.client)
         .map(|t| (t.name.clone(), t.client))
         .collect();
     // `#N` among the calls the scripts make: the loader refuses any other.

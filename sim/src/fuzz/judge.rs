@@ -92,6 +92,8 @@ pub struct Evaluation {
     pub message: String,
     /// The behaviours the case's first run reached, counted from its events.
     pub coverage: Coverage,
+    /// What each of a harness's hooks decided in the first run.
+    pub decisions: super::Decisions,
 }
 
 impl Evaluation {
@@ -101,6 +103,7 @@ impl Evaluation {
             failure: Some(failure),
             message: String::new(),
             coverage: Coverage::default(),
+            decisions: Default::default(),
         }
     }
 }
@@ -170,6 +173,7 @@ pub fn evaluate_with(
         &first.faults_carried_out(),
         &first.events,
     );
+    let decisions = super::decisions::decisions(&s, &first.events);
     let (mut failure, mut message) = verdict(&first, &second);
     if failure.is_none() && across {
         coverage.compared_stores();
@@ -179,6 +183,7 @@ pub fn evaluate_with(
         failure,
         message,
         coverage,
+        decisions,
     }
 }
 

@@ -107,7 +107,7 @@ fn turns(s: &ScenarioSpec, with: &mut impl FnMut(&dyn Fn(&mut ScenarioSpec))) {
         with(&|c| edit(c, i, |t| t.requires.clear()));
         with(&|c| edit(c, i, |t| t.on_output = None));
         with(&|c| edit(c, i, |t| t.output_requires.clear()));
-        with(&|c| edit(c, i, |t| t.approval = false));
+        with(&|c| edit(c, i, |t| t.approval = false.into()));
     }
 }
 

@@ -61,6 +61,7 @@ mod t2;
 mod t5;
 mod t6;
 mod t7;
+mod t7_per_call;
 mod t8_results;
 mod t9;
 mod t9_awaiting;
@@ -117,6 +118,7 @@ fn run_oracles(o: &Observed<'_>, mismatches: &[(usize, String)]) -> Vec<Violatio
     violations.extend(t2::check(o));
     violations.extend(t5::check(o));
     violations.extend(t7::check(o));
+    violations.extend(t7_per_call::check(o));
     violations.extend(t9::check(o));
     violations.extend(t9_awaiting::check(o));
     violations.extend(t9_cancelled::check(o));

@@ -22,7 +22,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         .agent
         .tools
         .iter()
-        .filter(|t| t.approval || matches!(t.behaviour, Behaviour::Client))
+        .filter(|t| t.approval.may_wait() || matches!(t.behaviour, Behaviour::Client))
         .map(|t| t.name.as_str())
         .collect();
     if answerable.is_empty() {

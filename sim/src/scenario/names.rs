@@ -53,7 +53,7 @@ oracles! {
     T6 = "T6" ["T6"]: "An `on_output` handler runs for each successful output of its tool, and for nothing else.";
     L13 = "L13" ["L13"]: "A hidden lifecycle context message stays stored: context-visible, transcript-hidden, producer lifecycle.";
     T5 = "T5" ["T5"]: "No thrown detail reaches the model; a hook's replacement is what is stored and read.";
-    T7 = "T7" ["T7"]: "A waiting run holds no lease: after its `wait` only answers and steers come until its next episode, and a run stored as waiting holds no lease and waits on calls.";
+    T7 = "T7" ["T7"]: "A waiting run holds no lease: after its `wait` only answers and steers come until its next episode, and a run stored as waiting holds no lease and waits on calls. Approval is decided per call: no call whose tool needed approval for its input runs without one, and no call whose tool did not waits.";
     T8 = "T8" ["T8", "K3", "H6"]: "Once a run has ended, every tool call it committed has exactly one committed result on the stored thread; no call ever has two.";
     T9 = "T9" ["T9"]: "Every waiting call ends with exactly one final result, the one its answer asks for; answers name calls of the run's latest wait, once each, while it waits.";
     S1 = "S1" ["S1", "S2"]: "A step's stored assistant text is its provider's streamed text through the canonical stages: nothing lost, added or reordered (scripted deltas or a replayed recording, however chunked).";
@@ -139,5 +139,61 @@ impl PartialEq<OracleId> for OracleName {
 impl fmt::Display for OracleName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// `oracle = "..."` as a file writes it: a built-in oracle's name, or one
+/// a harness registered ([`crate::Harness::oracle`]), told apart when the
+/// scenario is checked against its registry. The published schema lists
+/// the built-in names; a harness's schema adds its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct OracleRef(pub String);
+
+impl From<OracleId> for OracleRef {
+    fn from(id: OracleId) -> OracleRef {
+        OracleRef(id.as_str().to_string())
+    }
+}
+
+impl OracleRef {
+    /// The oracle named: a built-in one, or one of `registered`; else why
+    /// not (with the closest name, when one is close).
+    pub(crate) fn resolve<'a>(
+        &self,
+        registered: impl Iterator<Item = &'a str> + Clone,
+    ) -> Result<OracleName, String> {
+        let name = self.0.as_str();
+        if let Some(id) = OracleId::ALL.iter().find(|o| o.as_str() == name) {
+            return Ok(OracleName::Rule(*id));
+        }
+        if let Some(user) = registered.clone().find(|r| *r == name) {
+            return Ok(OracleName::User(user.into()));
+        }
+        let known = OracleId::ALL
+            .iter()
+            .map(|o| o.as_str())
+            .chain(registered.clone());
+        let close = super::wording::closest(name, known)
+            .map(|c| format!(": did you mean {c:?}?"))
+            .unwrap_or_default();
+        let mine: Vec<&str> = registered.collect();
+        let theirs = match mine.is_empty() {
+            true => " (a harness's own oracles are named by Harness::oracle)".to_string(),
+            false => format!(", nor one this harness registered ({mine:?})"),
+        };
+        Err(format!(
+            "no oracle is named {name:?}: not a built-in oracle{theirs}{close}"
+        ))
+    }
+}
+
+impl JsonSchema for OracleRef {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "OracleRef".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        generator.subschema_for::<OracleId>()
     }
 }
