@@ -68,7 +68,8 @@ pub(crate) fn describe(kind: &EventKind) -> String {
         | EventKind::LeaseLost { .. }
         | EventKind::LeaseReleased { .. }
         | EventKind::TakenOver { .. }
-        | EventKind::DeleteLearned { .. } => lease_event(kind),
+        | EventKind::DeleteLearned { .. }
+        | EventKind::CancelLearned { .. } => lease_event(kind),
         EventKind::OnOutput { .. }
         | EventKind::RunMetadata { .. }
         | EventKind::ContextMessage { .. }
@@ -283,6 +284,9 @@ fn lease_event(kind: &EventKind) -> String {
             request,
             incarnation,
         } => format!("{request} refused: thread deleted (incarnation {incarnation})"),
+        EventKind::CancelLearned { request } => {
+            format!("cancel_learned at {request}: the run was cancelled")
+        }
         other => other.name().to_string(),
     }
 }
