@@ -130,8 +130,9 @@ event_kinds! {
         DeleteLearned {
             /// What the store refused: `renew`, or the stage whose write it was.
             request: String,
-            /// The deleted incarnation.
-            incarnation: u64,
+            /// The deleted incarnation, when the refusal names it (a facade
+            /// read that finds no thread does not).
+            incarnation: Option<u64>,
         } = "delete_learned",
         /// Among workers, the store's answer to one of the run's requests
         /// told its holder that a client asked to cancel the run: from here

@@ -99,20 +99,18 @@ impl RunLease {
         self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Whether `e` means the lease is lost (if so, it is recorded), and the
-    /// deleted incarnation when `e` is the first word that the run's thread
-    /// incarnation was deleted (SPEC H5).
-    fn check_learning(&self, e: &StoreError) -> (bool, Option<u64>) {
+    /// Whether `e` means the lease is lost (if so, it is recorded), and,
+    /// when `e` is the first word that the run's thread incarnation was
+    /// deleted (SPEC H5), that it is, with the deleted incarnation when the
+    /// refusal names it.
+    fn check_learning(&self, e: &StoreError) -> (bool, Option<Option<u64>>) {
         let learned = match e {
             StoreError::Deleted { incarnation, .. } => {
-                (!self.deleted.swap(true, Ordering::Relaxed)).then_some(*incarnation)
+                (!self.deleted.swap(true, Ordering::Relaxed)).then_some(Some(*incarnation))
             }
             // A run's thread that is gone was deleted under it (and not
             // created again): its facade read finds no thread (SPEC H5).
-            StoreError::NoThread(_) => {
-                self.deleted.store(true, Ordering::Relaxed);
-                None
-            }
+            StoreError::NoThread(_) => (!self.deleted.swap(true, Ordering::Relaxed)).then_some(None),
             _ => None,
         };
         if e.loses_lease() {

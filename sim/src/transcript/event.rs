@@ -283,7 +283,10 @@ fn lease_event(kind: &EventKind) -> String {
         EventKind::DeleteLearned {
             request,
             incarnation,
-        } => format!("{request} refused: thread deleted (incarnation {incarnation})"),
+        } => match incarnation {
+            Some(n) => format!("{request} refused: thread deleted (incarnation {n})"),
+            None => format!("{request} refused: thread deleted"),
+        },
         EventKind::CancelLearned { request } => {
             format!("cancel_learned at {request}: the run was cancelled")
         }
