@@ -105,6 +105,11 @@ pub const KEYS: &[&str] = &[
     "diff.sqlite",
     "cross.fault_at_request",
     "cross.renew_before_tools",
+    // Issue 38 (`fuzz/near.rs`): among workers, a cancel that reached the
+    // store while one of its run's tools ran, and a fault around a
+    // compaction's read or write on a thread deleted from that read on.
+    "cross.cancel_while_a_tool_runs_among_workers",
+    "cross.fault_near_a_deleted_compaction",
     // Among workers (`Coverage::cluster`): cases with workers, faults
     // carried out, runs taken over by another worker.
     "workers.case",
@@ -436,6 +441,12 @@ impl Coverage {
     /// just before its tools would start (issue 25, K3).
     pub fn renew_before_tools(&mut self, hit: bool) {
         self.hit_if(hit, "cross.renew_before_tools");
+    }
+
+    /// Counts a case in which, among workers, a fault hit a worker around
+    /// its run's compaction on a thread deleted meanwhile (issue 38).
+    pub fn fault_near_a_deleted_compaction(&mut self, hit: bool) {
+        self.hit_if(hit, "cross.fault_near_a_deleted_compaction");
     }
 
     /// Counts a case in which a watcher among workers heard, through the

@@ -16,6 +16,7 @@ mod facade;
 mod hooks;
 mod judge;
 mod mix;
+mod near;
 mod replayed;
 mod shrink;
 mod timeline;
