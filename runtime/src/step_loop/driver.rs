@@ -19,8 +19,8 @@ use crate::future::{alongside, catch_panic};
 use crate::message::Outcome;
 use crate::shared::Shared;
 use crate::stop::StopSignal;
-use crate::store::{FencingToken, StoreError};
 use crate::store::{Claimed, Finish, RunEnd, RunStatus, WaitingCall};
+use crate::store::{FencingToken, StoreError};
 
 /// Drains a thread's run queue, one run at a time, then lets the thread go idle.
 pub(crate) async fn drive<C: Send + Sync + 'static>(sh: Arc<Shared<C>>, thread: String) {

@@ -209,10 +209,10 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     /// refusal that says the run was cancelled stops it (K6, T8).
     pub(super) fn refused(&self, stage: RunStage, request: &str, e: StoreError) -> Fail {
         let at = (self.thread, self.run);
-        if matches!(e, StoreError::Cancelled { .. }) {
-            self.hear_cancel(request);
-        } else if super::lease::heard(self.sh, at, self.lease, request, &e) && self.lease.deleted()
-        {
+        let deleted = !self.cancelled(request, &e)
+            && super::lease::heard(self.sh, at, self.lease, request, &e)
+            && self.lease.deleted();
+        if deleted {
             self.stop.trigger();
         }
         Fail::new(stage, e.to_string())

@@ -110,7 +110,9 @@ impl RunLease {
             }
             // A run's thread that is gone was deleted under it (and not
             // created again): its facade read finds no thread (SPEC H5).
-            StoreError::NoThread(_) => (!self.deleted.swap(true, Ordering::Relaxed)).then_some(None),
+            StoreError::NoThread(_) => {
+                (!self.deleted.swap(true, Ordering::Relaxed)).then_some(None)
+            }
             _ => None,
         };
         if e.loses_lease() {

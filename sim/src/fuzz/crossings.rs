@@ -104,7 +104,8 @@ impl<'a> Crossings<'a> {
                 // In the store's order (client writes are placed where the
                 // store applied them), while one of the run's tools ran.
                 if self.workers && self.running.iter().any(|(r, _)| *r == run) {
-                    self.hit.insert("cross.cancel_while_a_tool_runs_among_workers");
+                    self.hit
+                        .insert("cross.cancel_while_a_tool_runs_among_workers");
                 }
             }
             EventKind::TakenOver { .. } if self.cancelled.contains(run) => {

@@ -131,16 +131,17 @@ fn slow_compaction(g: &mut Gen, spec: &mut ScenarioSpec) {
             return;
         }
     }
-    spec.lifecycle.push(LifecycleEntry::Library(HookSpec::Compaction(
-        CompactionSpec {
-            name: None,
-            threshold: 2,
-            keep: g.index(2),
-            summaries: Vec::new(),
-            fail_at: Vec::new(),
-            latency_ms,
-        },
-    )));
+    spec.lifecycle
+        .push(LifecycleEntry::Library(HookSpec::Compaction(
+            CompactionSpec {
+                name: None,
+                threshold: 2,
+                keep: g.index(2),
+                summaries: Vec::new(),
+                fail_at: Vec::new(),
+                latency_ms,
+            },
+        )));
 }
 
 /// A crash, partition, hold or pause of `worker` at its first or second

@@ -80,7 +80,8 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
 /// Whether a `mutated` event reports the commit of `thread` at `version`.
 fn reported(events: &[Event], thread: &str, version: u64) -> bool {
     events.iter().any(|e| {
-        e.thread_id == thread && matches!(e.kind, EventKind::Mutated { version: v, .. } if v == version)
+        e.thread_id == thread
+            && matches!(e.kind, EventKind::Mutated { version: v, .. } if v == version)
     })
 }
 
@@ -403,7 +404,10 @@ fn cursors(events: &[Event], threads: &[StoredThread], unheard: &[(&str, u64)]) 
         if moved(events, &t.id, last.at, events.len()) {
             continue;
         }
-        if unheard.iter().any(|(th, v)| *th == t.id && *v > last.version) {
+        if unheard
+            .iter()
+            .any(|(th, v)| *th == t.id && *v > last.version)
+        {
             continue;
         }
         let stored = t.private_metadata.get(CURSOR_KEY);

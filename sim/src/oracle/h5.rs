@@ -195,17 +195,20 @@ fn started_after<'a>(after: &'a [Event], run: &str, workers: bool) -> Option<&'a
         })?,
     };
     let mut resolved = None;
-    after[known..].iter().filter(|x| x.run_id == run).find(|x| match x.kind {
-        EventKind::ModelCall { .. } | EventKind::CompactionStarted { .. } => true,
-        // A resolver (or compaction) that ended once the worker knew ends
-        // the episode: no later hook of its step runs.
-        EventKind::ResolveModelContext { step, .. } => {
-            resolved = Some(step);
-            false
-        }
-        EventKind::PrepareModelStep { step, .. } => resolved == Some(step),
-        _ => false,
-    })
+    after[known..]
+        .iter()
+        .filter(|x| x.run_id == run)
+        .find(|x| match x.kind {
+            EventKind::ModelCall { .. } | EventKind::CompactionStarted { .. } => true,
+            // A resolver (or compaction) that ended once the worker knew ends
+            // the episode: no later hook of its step runs.
+            EventKind::ResolveModelContext { step, .. } => {
+                resolved = Some(step);
+                false
+            }
+            EventKind::PrepareModelStep { step, .. } => resolved == Some(step),
+            _ => false,
+        })
 }
 
 /// The first write of `run` after its thread's delete. Among workers a

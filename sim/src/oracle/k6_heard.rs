@@ -66,9 +66,8 @@ fn judge_run(events: &[Event], run: &str, c: u64) -> Option<Violation> {
             && let Some(what) = started(&e.kind)
         {
             let who = worker.unwrap_or("local");
-            let message = format!(
-                "{what} by {who} after the store told it of the cancel (at v{c}): {how}"
-            );
+            let message =
+                format!("{what} by {who} after the store told it of the cancel (at v{c}): {how}");
             return Some(Violation::new(OracleId::K6, Some(run), message));
         }
         let heard = match &e.kind {
@@ -87,9 +86,9 @@ fn judge_run(events: &[Event], run: &str, c: u64) -> Option<Violation> {
 /// What a starting model call or tool is, if `kind` is one.
 fn started(kind: &EventKind) -> Option<String> {
     match kind {
-        EventKind::ModelCall { step, attempt, .. } => {
-            Some(format!("a model call (step {step}, attempt {attempt}) started"))
-        }
+        EventKind::ModelCall { step, attempt, .. } => Some(format!(
+            "a model call (step {step}, attempt {attempt}) started"
+        )),
         EventKind::ToolStart { call_id, .. } => Some(format!("tool call {call_id} started")),
         _ => None,
     }
@@ -120,11 +119,13 @@ fn in_process(o: &Observed<'_>) -> Vec<Violation> {
         };
         let after = o.events.iter().skip(a.after_event);
         // A tool started after the cancel is `k6`'s (T8) to report.
-        let wrong = after.filter(|e| e.run_id == *run).find_map(|e| match &e.kind {
-            EventKind::CommitStep { step, .. } => Some(format!("step {step} committed")),
-            kind @ EventKind::ModelCall { .. } => started(kind),
-            _ => None,
-        });
+        let wrong = after
+            .filter(|e| e.run_id == *run)
+            .find_map(|e| match &e.kind {
+                EventKind::CommitStep { step, .. } => Some(format!("step {step} committed")),
+                kind @ EventKind::ModelCall { .. } => started(kind),
+                _ => None,
+            });
         if let Some(what) = wrong {
             let message = format!("{what} after the cancel at {}ms reached it", a.at);
             out.push(Violation::new(OracleId::K6, Some(run), message));
@@ -185,7 +186,11 @@ mod tests {
         let late = [cancel(5), by("w1", commit(1, 7))];
         let found = among_workers(&late);
         assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].message.contains("after the cancel reached the store at v5"));
+        assert!(
+            found[0]
+                .message
+                .contains("after the cancel reached the store at v5")
+        );
         let early = [cancel(5), by("w1", commit(1, 4))];
         assert_eq!(among_workers(&early), vec![]);
     }
@@ -197,7 +202,10 @@ mod tests {
         let told = [cancel(5), by("w1", results(6)), by("w1", tool_start())];
         let found = among_workers(&told);
         assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].message.contains("commit_tool_results v6"), "{found:?}");
+        assert!(
+            found[0].message.contains("commit_tool_results v6"),
+            "{found:?}"
+        );
         let before = [cancel(5), by("w1", results(4)), by("w1", tool_start())];
         assert_eq!(among_workers(&before), vec![]);
         let other = [cancel(5), by("w1", results(6)), by("w2", tool_start())];
@@ -206,6 +214,9 @@ mod tests {
             request: "has_steer".into(),
         };
         let found = among_workers(&[cancel(5), by("w1", learned), by("w1", tool_start())]);
-        assert!(found[0].message.contains("cancel_learned at has_steer"), "{found:?}");
+        assert!(
+            found[0].message.contains("cancel_learned at has_steer"),
+            "{found:?}"
+        );
     }
 }

@@ -176,7 +176,11 @@ impl Model {
             first_seq,
             cancel_requested,
         }));
-        Step::call(request, Ok(reply), if cancel_requested { "K6" } else { rule })
+        Step::call(
+            request,
+            Ok(reply),
+            if cancel_requested { "K6" } else { rule },
+        )
     }
 
     pub(super) fn set_run_metadata(
@@ -397,7 +401,11 @@ impl Model {
             first_seq,
             cancel_requested,
         }));
-        Step::call(request, Ok(reply), if cancel_requested { "K6" } else { rule })
+        Step::call(
+            request,
+            Ok(reply),
+            if cancel_requested { "K6" } else { rule },
+        )
     }
 
     pub(super) fn finish(

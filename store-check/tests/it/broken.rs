@@ -75,10 +75,11 @@ impl Store for TakesCancelledSteps {
             return HookFuture::ready(answer);
         };
         let Some(pai_runtime::store::Op::Run {
-            op: RunOp::Append {
-                messages,
-                step: Some(_),
-            },
+            op:
+                RunOp::Append {
+                    messages,
+                    step: Some(_),
+                },
             ..
         }) = request.op()
         else {
