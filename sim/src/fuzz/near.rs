@@ -39,11 +39,8 @@ pub(super) fn cancel_mid_tool(seed: u64, features: Features, spec: &mut Scenario
         .flat_map(|t| &t.tool_calls)
         .map(|c| c.tool.clone())
         .collect();
-    let backend = spec.agent.tools.iter_mut().filter_map(|t| t.scripted_mut());
-    let Some(tool) = backend
-        .filter(|t| !t.client && !t.approval && called.contains(&t.name))
-        .next()
-    else {
+    let mut backend = spec.agent.tools.iter_mut().filter_map(|t| t.scripted_mut());
+    let Some(tool) = backend.find(|t| !t.client && !t.approval && called.contains(&t.name)) else {
         return;
     };
     tool.latency_ms = g.range(150, 500);
