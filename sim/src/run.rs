@@ -156,8 +156,9 @@ fn drain(watches: &mut [(String, Watch)]) -> Vec<(String, LiveEvent)> {
 }
 
 /// Whether a report meets its scenario's expectation (SPEC D5). A run
-/// stopped at its time limit, or a planted fault that changed nothing, fails
-/// whatever the oracles said.
+/// stopped at its time limit, a planted fault that changed nothing, or a
+/// worker fault placed at a store request that never came, fails whatever
+/// the oracles said.
 pub fn verdict(s: &Scenario, report: &Report) -> Result<(), String> {
     let mut problems = Vec::new();
     if report.limit_reached {
@@ -168,6 +169,11 @@ pub fn verdict(s: &Scenario, report: &Report) -> Result<(), String> {
     }
     for f in &report.idle_faults {
         problems.push(format!("planted fault changed nothing: {f}"));
+    }
+    for f in &report.unfired_faults {
+        problems.push(format!(
+            "{f} (the store request it is placed at never came: the scenario does not test what the fault was placed for)"
+        ));
     }
     if let Err(e) = expectation_met(s, report) {
         problems.push(e);

@@ -128,7 +128,9 @@ event_kinds! {
         /// incarnation was deleted: from here its worker knows, cancels the
         /// run's running tools and starts no new phase (SPEC H5). Once per run.
         DeleteLearned {
-            /// What the store refused: `renew`, or the stage whose write it was.
+            /// What the store refused: a request (`renew`, a hook's
+            /// `run_metadata` read or `set_run_metadata` write, `mutate`),
+            /// or the stage whose write it was.
             request: String,
             /// The deleted incarnation, when the refusal names it (a facade
             /// read that finds no thread does not).

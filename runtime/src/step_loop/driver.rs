@@ -140,7 +140,7 @@ async fn run_one<C: Send + Sync + 'static>(
             EpisodeEnd::Wait(calls, version) => {
                 return waits(sh, (thread, run), calls, version).await;
             }
-            EpisodeEnd::Lost(reason) => return lost(sh, thread, run, lease, reason).await,
+            EpisodeEnd::Lost(reason) => return lost(sh, thread, run, lease, reason, says).await,
             EpisodeEnd::Steer => match next_episode(sh, thread, run, token).await {
                 Ok((newer, next, at)) => {
                     sh.emit(thread, run, || EventKind::LeaseReleased { episode });
@@ -160,7 +160,7 @@ async fn run_one<C: Send + Sync + 'static>(
                 }
                 Err(e) => {
                     heard(sh, (thread, run), lease, "next_episode", &e);
-                    return lost(sh, thread, run, lease, e.to_string()).await;
+                    return lost(sh, thread, run, lease, e.to_string(), None).await;
                 }
             },
             EpisodeEnd::Run(end) => break Ending { end, says, episode },
@@ -255,7 +255,16 @@ fn settle(
     ended: Result<EpisodeEnd, Fail>,
 ) -> (EpisodeEnd, Option<EventKind>) {
     if let Some(reason) = lease.lost() {
-        return (EpisodeEnd::Lost(reason), None);
+        // A run stopped by a delete it heard of says where it stopped (H5):
+        // in the phase a refused request failed, else at the episode's end.
+        let stage = match &ended {
+            Err(fail) => fail.stage,
+            Ok(_) => RunStage::EpisodeEnd,
+        };
+        let says = lease
+            .deleted()
+            .then_some(EventKind::Cancelled { phase: stage });
+        return (EpisodeEnd::Lost(reason), says);
     }
     let stage = match ended {
         // A wait is recorded only while no cancel was asked for; a cancel
@@ -296,16 +305,25 @@ fn failed(reason: String) -> RunEnd {
 /// The run's lease is lost: this process forgets the run and writes
 /// nothing more for it; its lease expires and another worker takes it.
 /// When its thread was deleted under it, the store has ended it cancelled
-/// (SPEC H5), and the log says so.
-async fn lost<C>(sh: &Shared<C>, thread: &str, run: &str, lease: &RunLease, reason: String) {
+/// (SPEC H5), and the log says so (`says`: where it stopped).
+async fn lost<C>(
+    sh: &Shared<C>,
+    thread: &str,
+    run: &str,
+    lease: &RunLease,
+    reason: String,
+    says: Option<EventKind>,
+) {
     let token = lease.token();
     let mut attached = sh.process.attach(thread).await;
     if lease.deleted() {
         let end = deleted();
         sh.run_ended(&mut attached, run, &end);
         drop(attached);
-        sh.emit(thread, run, || EventKind::Cancelled {
-            phase: RunStage::EpisodeEnd,
+        sh.emit(thread, run, || {
+            says.unwrap_or(EventKind::Cancelled {
+                phase: RunStage::EpisodeEnd,
+            })
         });
         sh.emit(thread, run, || EventKind::ended(&end, None));
         return;
@@ -373,7 +391,7 @@ async fn finish<C>(sh: &Shared<C>, thread: &str, run: &str, lease: &RunLease, en
             Err(e) => {
                 drop(attached);
                 heard(sh, (thread, run), lease, "finish", &e);
-                return lost(sh, thread, run, lease, e.to_string()).await;
+                return lost(sh, thread, run, lease, e.to_string(), None).await;
             }
         }
     }

@@ -6,7 +6,7 @@ use tracing::Instrument;
 
 use super::exec::{Exec, Fail};
 use super::resume::Resolution;
-use super::tools::RESPONDED_WITHOUT;
+use super::tools::GivenUp;
 use crate::clock::IdKind;
 use crate::event::{EventKind, RunStage, Transition};
 use crate::id::MessageId;
@@ -78,7 +78,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         match self.prepare_run(&route, &messages, latest, resumed).await? {
             RunDecision::Respond(r) => {
                 if resumed {
-                    self.resume(Resolution::GiveUp(RESPONDED_WITHOUT)).await?;
+                    self.resume(Resolution::GiveUp(GivenUp::Responded)).await?;
                 }
                 let judged = latest.map(|i| messages[i].id.clone());
                 return self.respond(r, judged).await.map(EpisodeEnd::Run);
@@ -155,7 +155,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// `after_tool_result` sees, committed under this episode's token; no
     /// call runs (again). The run then ends cancelled.
     async fn close_cancelled(&self, start: Start) -> Result<EpisodeEnd, Fail> {
-        let how = Resolution::GiveUp(super::tools::CANCELLED_WAITING);
+        let how = Resolution::GiveUp(GivenUp::Cancelled);
         let given_up = self.resolve_waiting(how).await?;
         let (step, finals) = given_up.unwrap_or_default();
         // One commit closes every open call (SPEC §1 `cancel_close`).

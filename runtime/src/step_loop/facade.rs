@@ -20,8 +20,9 @@ use crate::staged::MutateError;
 use crate::store::{Expect, Mutation, StoredThread, Writer};
 
 impl<C: Send + Sync + 'static> Exec<'_, C> {
-    /// Replaces the run's metadata in one commit under the episode's token.
-    async fn commit_metadata(&self, value: Value) -> Result<u64, String> {
+    /// Replaces the run's metadata in one commit under the episode's token;
+    /// a refusal is heard as `request`'s (a delete learned is logged, H5).
+    async fn commit_metadata(&self, value: Value, request: &str) -> Result<u64, String> {
         self.writable(RunStage::OnOutput).map_err(|f| f.message)?;
         let mut attached = self.sh.process.attach(self.thread).await;
         let written = self
@@ -30,7 +31,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             .set_run_metadata(self.thread, self.run, self.token, value);
         let version = written
             .await
-            .map_err(|e| self.store_fail(RunStage::OnOutput, e).message)?;
+            .map_err(|e| self.refused(RunStage::OnOutput, request, e).message)?;
         self.sh.told(&mut attached, version);
         Ok(version)
     }
@@ -55,7 +56,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             Err(p) => return Err(fail(format!("on_output panicked: {}", panic_message(&*p)))),
         };
         let version = match changed {
-            Some(v) => match self.commit_metadata(v).await {
+            Some(v) => match self.commit_metadata(v, "on_output").await {
                 Ok(version) => Some(version),
                 // The store refused the write: the run was cancelled (K6).
                 // The output still closes its call; what the handler wrote
@@ -81,16 +82,21 @@ impl<C: Send + Sync + 'static> RunFacade for Exec<'_, C> {
         self.sh.agent.metadata
     }
 
+    // A hook's read or write the store refuses because the run's thread
+    // was deleted is, among workers, how its worker learns of the delete
+    // (H5): logged (`delete_learned`, naming the request) and the run
+    // stopped, as for any write of the run; the run's end then says in
+    // which phase it stopped.
     fn read_metadata(&self) -> HookFuture<'_, Result<Option<Value>, String>> {
         HookFuture::new(async move {
             let read = self.sh.store.run_metadata(self.thread, self.run).await;
-            read.map_err(|e| e.to_string())
+            read.map_err(|e| self.refused(RunStage::OnOutput, "run_metadata", e).message)
         })
     }
 
     fn write_metadata(&self, value: Value) -> HookFuture<'_, Result<u64, String>> {
         HookFuture::new(async move {
-            let version = self.commit_metadata(value).await?;
+            let version = self.commit_metadata(value, "set_run_metadata").await?;
             self.emit(|| EventKind::RunMetadata { version });
             Ok(version)
         })

@@ -7,7 +7,7 @@
 //! tools still ran, they are resolved in that step, without a wait (T9).
 
 use super::exec::{Exec, Fail};
-use super::tools::{CANCELLED_WAITING, Call, Ready, given_up};
+use super::tools::{Call, GivenUp, Ready, given_up};
 use crate::event::{EventKind, RunStage};
 use crate::lifecycle::ToolResult;
 use crate::store::{Answer, Appended, WaitingCall};
@@ -18,9 +18,9 @@ pub(super) enum Resolution {
     /// As their answers say.
     Answered,
     /// The run will not go on (cancelled, or it responded): a call that
-    /// has not run and has no final answer gets a cancelled result with
-    /// this text (T8); a denial or a client's output stays the result.
-    GiveUp(&'static str),
+    /// has not run and has no final answer gets a cancelled result that
+    /// says why (T8); a denial or a client's output stays the result.
+    GiveUp(GivenUp),
 }
 
 impl<C: Send + Sync + 'static> Exec<'_, C> {
@@ -169,12 +169,14 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         w: &WaitingCall,
         how: Resolution,
     ) -> Result<ToolResult, std::sync::Arc<dyn crate::tool::Tool>> {
-        let text = match how {
-            Resolution::GiveUp(text) => return Ok(given_up(call, w.answer.as_ref(), text)),
-            Resolution::Answered => CANCELLED_WAITING,
+        // Answered: a call without an answer here is a cancelled run's
+        // (a waiting run resumes unanswered only for its cancel, T9).
+        let why = match how {
+            Resolution::GiveUp(why) => return Ok(given_up(call, w.answer.as_ref(), why)),
+            Resolution::Answered => GivenUp::Cancelled,
         };
         let Some(Answer::Approved) = w.answer else {
-            return Ok(given_up(call, w.answer.as_ref(), text));
+            return Ok(given_up(call, w.answer.as_ref(), why));
         };
         let tool = self
             .sh

@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicU32;
 
 use super::exec::{Exec, Fail};
 use super::stream::{Consumed, consume};
-use super::tools::{COMPLETED_WITHOUT, Call, ToolsDone};
+use super::tools::{Call, GivenUp, ToolsDone};
 use super::transition::{StepEnd, transition};
 use crate::attempt::{AttemptEvents, DefaultLeaf, ProviderAttempt, SentCounts};
 use crate::clock::IdKind;
@@ -109,7 +109,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             return Ok(());
         }
         if *transition != Transition::Wait {
-            return self.give_up(step, &done.pending, COMPLETED_WITHOUT).await;
+            return self.give_up(step, &done.pending, GivenUp::Completed).await;
         }
         let waits = match self.stop.is_set() {
             true => false,
@@ -143,7 +143,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// A cancelled run's pending calls get cancelled results (T8); the
     /// step stops there.
     async fn give_up_cancelled(&self, step: u32, pending: &[WaitingCall]) -> Result<(), Fail> {
-        self.give_up(step, pending, super::tools::CANCELLED_WAITING)
+        self.give_up(step, pending, GivenUp::Cancelled)
             .await?;
         Err(Fail::new(RunStage::Tools, "stopped"))
     }

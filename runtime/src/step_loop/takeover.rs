@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use super::episode::EpisodeEnd;
 use super::exec::{Exec, Fail};
 use super::step::tool_calls;
-use super::tools::{CANCELLED, Call};
+use super::tools::{CANCELLED_UNSTORED, Call};
 use crate::event::{EventKind, RunStage, Transition};
 use crate::id::CallId;
 use crate::lifecycle::ToolResult;
@@ -58,7 +58,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let done: BTreeSet<CallId> = closed.iter().map(|r| r.call_id.clone()).collect();
         let mut finals = closed;
         for c in calls.iter().filter(|c| !done.contains(&c.call_id)) {
-            let text = serde_json::Value::String(CANCELLED.into());
+            let text = serde_json::Value::String(CANCELLED_UNSTORED.into());
             let result = c.error(ResultSource::Cancelled, text);
             self.emit(|| EventKind::ToolEnd {
                 step: last,

@@ -26,17 +26,56 @@ use crate::tool::{Tool, ToolCx, ToolKind, ToolOutcome};
 /// error's detail, which goes to logs only (SPEC T5).
 const THROWN_TOOL_ERROR: &str = "The tool failed with an internal error.";
 
-/// A cancelled call's result (T8).
-pub(super) const CANCELLED: &str = "The run was cancelled before the tool finished.";
+// What a cancelled result says (T8, A3, L12): what happened to the call,
+// never only what did not.
 
-/// A waiting call's result when the run is cancelled before it ran (T8).
-pub(super) const CANCELLED_WAITING: &str = "The run was cancelled before the call ran.";
+/// A call whose tool was running when the run was cancelled (T8).
+pub(super) const CANCELLED_RUNNING: &str = "The run was cancelled while the tool was running.";
 
-/// A waiting call's result when `prepare_run` responds on the resume (L12).
-pub(super) const RESPONDED_WITHOUT: &str = "The run ended with a response before the call ran.";
+/// A call the run was cancelled before its tool started (T8).
+pub(super) const CANCELLED_UNSTARTED: &str = "The run was cancelled before the tool started.";
 
-/// A pending call's result when the run completes without it (A3).
-pub(super) const COMPLETED_WITHOUT: &str = "The run completed before the call was answered.";
+/// A call of a run taken over after a cancel whose result no holder
+/// stored: it may have started with the holder that lost the run (K3).
+pub(super) const CANCELLED_UNSTORED: &str =
+    "The run was cancelled before the call's result was stored.";
+
+const CANCELLED_UNANSWERED: &str = "The run was cancelled while the call waited for its answer.";
+const CANCELLED_APPROVED: &str =
+    "The run was cancelled after the call was approved, before it ran.";
+const COMPLETED_UNANSWERED: &str = "The run completed while the call waited for its answer.";
+const COMPLETED_APPROVED: &str = "The run completed after the call was approved, before it ran.";
+const RESPONDED_UNANSWERED: &str =
+    "The run ended with a response while the call waited for its answer.";
+const RESPONDED_APPROVED: &str =
+    "The run ended with a response after the call was approved, before it ran.";
+
+/// Why a client or approval call that has not run is given up, which its
+/// cancelled result says, and whether it had been approved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum GivenUp {
+    /// The run was cancelled (or its thread deleted, T8, H5).
+    Cancelled,
+    /// The run completed without it (A3).
+    Completed,
+    /// `prepare_run` responded on the resume (L12).
+    Responded,
+}
+
+impl GivenUp {
+    /// The text of the result: the call waited for its answer, or it was
+    /// approved and never ran.
+    fn text(self, approved: bool) -> &'static str {
+        match (self, approved) {
+            (GivenUp::Cancelled, false) => CANCELLED_UNANSWERED,
+            (GivenUp::Cancelled, true) => CANCELLED_APPROVED,
+            (GivenUp::Completed, false) => COMPLETED_UNANSWERED,
+            (GivenUp::Completed, true) => COMPLETED_APPROVED,
+            (GivenUp::Responded, false) => RESPONDED_UNANSWERED,
+            (GivenUp::Responded, true) => RESPONDED_APPROVED,
+        }
+    }
+}
 
 /// One tool call the model asked for.
 #[derive(Debug)]
@@ -100,7 +139,7 @@ struct Policy {
 
 /// A pending call's result when the run will not wait for it: the
 /// denial or the client's output recorded for it, else cancelled.
-pub(super) fn given_up(call: &Call, answer: Option<&Answer>, text: &str) -> ToolResult {
+pub(super) fn given_up(call: &Call, answer: Option<&Answer>, why: GivenUp) -> ToolResult {
     match answer {
         Some(Answer::Denied { reason }) => {
             call.error(ResultSource::Denied, Value::String(reason.clone()))
@@ -112,9 +151,8 @@ pub(super) fn given_up(call: &Call, answer: Option<&Answer>, text: &str) -> Tool
             source: ResultSource::Client,
             output: output.clone(),
         },
-        Some(Answer::Approved) | None => {
-            call.error(ResultSource::Cancelled, Value::String(text.into()))
-        }
+        Some(Answer::Approved) => call.error(ResultSource::Cancelled, why.text(true).into()),
+        None => call.error(ResultSource::Cancelled, why.text(false).into()),
     }
 }
 
@@ -189,7 +227,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             self.commit_results(step, &finals).await?;
         }
         if self.stop.is_set() {
-            self.give_up(step, &pending, CANCELLED_WAITING).await?;
+            self.give_up(step, &pending, GivenUp::Cancelled).await?;
             return Err(Fail::new(RunStage::Tools, "stopped"));
         }
         Ok(ToolsDone { finals, pending })
@@ -236,7 +274,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     /// The cancelled result of a ready call the run stopped before it
     /// started (T8).
     fn never_started(&self, step: u32, call: &Call) -> ToolResult {
-        let text = Value::String(CANCELLED_WAITING.into());
+        let text = Value::String(CANCELLED_UNSTARTED.into());
         let result = call.error(ResultSource::Cancelled, text);
         self.emit(|| EventKind::ToolEnd {
             step,
@@ -255,7 +293,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         &self,
         step: u32,
         pending: &[WaitingCall],
-        text: &'static str,
+        why: GivenUp,
     ) -> Result<(), Fail> {
         if pending.is_empty() {
             return Ok(());
@@ -275,7 +313,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 .iter()
                 .find(|r| r.call_id == w.call_id)
                 .and_then(|r| r.answer.as_ref());
-            let result = given_up(&c, answer, text);
+            let result = given_up(&c, answer, why);
             self.emit(|| EventKind::ToolEnd {
                 step,
                 result: result.clone(),
@@ -434,7 +472,8 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             if finals[i].is_some() || !batch.owed[i] {
                 continue;
             }
-            let result = c.error(ResultSource::Cancelled, Value::String(CANCELLED.into()));
+            let text = Value::String(CANCELLED_RUNNING.into());
+            let result = c.error(ResultSource::Cancelled, text);
             self.emit(|| EventKind::ToolEnd {
                 step,
                 result: result.clone(),

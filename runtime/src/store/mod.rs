@@ -13,6 +13,7 @@
 //! watchers, the driver task): that is `process.rs`.
 
 mod cancelled;
+mod cut;
 mod engine;
 pub(crate) mod handle;
 mod kinds;
@@ -34,6 +35,7 @@ mod thread;
 mod token;
 mod waiting;
 
+pub(crate) use cut::regeneration_cut;
 pub(crate) use handle::StoreHandle;
 pub use mutation::{
     DELETED, Deletion, Expect, Mutation, Refusal, Regeneration, VisibilityChange, Write, Writer,

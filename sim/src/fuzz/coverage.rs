@@ -100,6 +100,7 @@ pub const KEYS: &[&str] = &[
     "cross.answer_after_cancel",
     "cross.hook_expectation",
     "cross.slow_summary",
+    "cross.regenerate_resumed_steer",
     // Cases also run on the other store and compared (memory and SQLite,
     // `--differential`).
     "diff.sqlite",

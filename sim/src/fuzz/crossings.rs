@@ -53,6 +53,11 @@ struct Crossings<'a> {
     summarizing: BTreeMap<&'a str, &'a str>,
     // (run, call) of the tools started and not ended yet
     running: BTreeSet<(&'a str, &'a str)>,
+    // run → steers stored while it waited; once it resumed, by thread
+    steered_waiting: BTreeMap<&'a str, Vec<&'a str>>,
+    resumed_steers: BTreeSet<(&'a str, &'a str)>,
+    // the run a regeneration just started, by thread
+    regenerated: BTreeMap<&'a str, &'a str>,
 }
 
 impl<'a> Crossings<'a> {
@@ -72,9 +77,13 @@ impl<'a> Crossings<'a> {
                 if self.waiting.get(thread) == Some(&run) {
                     self.waiting.remove(thread);
                 }
+                for steer in self.steered_waiting.remove(run).unwrap_or_default() {
+                    self.resumed_steers.insert((thread, steer));
+                }
             }
-            EventKind::Steered { .. } if self.waiting.get(thread) == Some(&run) => {
+            EventKind::Steered { message } if self.waiting.get(thread) == Some(&run) => {
                 self.hit.insert("cross.steer_while_waiting");
+                self.steered_waiting.entry(run).or_default().push(message);
             }
             EventKind::Answered { .. } if self.awaiting.contains(run) => {
                 self.hit.insert("cross.answer_before_wait");
@@ -89,6 +98,12 @@ impl<'a> Crossings<'a> {
                 if self.giving_up.remove(run).is_some_and(|from| e.at > from) =>
             {
                 self.hit.insert("cross.give_up_window");
+            }
+            EventKind::Admitted { trigger } if self.regenerated.get(thread) == Some(&run) => {
+                self.regenerated.remove(thread);
+                if self.resumed_steers.contains(&(thread, trigger.as_str())) {
+                    self.hit.insert("cross.regenerate_resumed_steer");
+                }
             }
             EventKind::Admitted { .. } if self.waiting.contains_key(thread) => {
                 self.behind_waiting.insert(run);
@@ -125,6 +140,13 @@ impl<'a> Crossings<'a> {
     fn thread_event(&mut self, e: &'a Event) {
         let (thread, run) = (e.thread_id.as_str(), e.run_id.as_str());
         match &e.kind {
+            EventKind::HistoryRewritten {
+                kind: "regenerate",
+                started: Some(started),
+                ..
+            } => {
+                self.regenerated.insert(thread, started);
+            }
             EventKind::ThreadDeleted {
                 cancelled: runs, ..
             } => {

@@ -18,6 +18,7 @@ mod judge;
 mod mix;
 mod near;
 mod replayed;
+mod resumed_steer;
 mod shrink;
 mod timeline;
 mod tools;

@@ -201,7 +201,7 @@ pub(super) fn handlers(s: &Scenario, phase: Phase) -> Vec<&str> {
 }
 
 /// The phases in which a hook shapes what a model call is sent.
-const CONTEXT_PHASES: [Phase; 4] = [
+pub(super) const CONTEXT_PHASES: [Phase; 4] = [
     Phase::PrepareRun,
     Phase::PrepareModelStep,
     Phase::ResolveModelContext,

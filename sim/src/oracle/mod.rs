@@ -49,6 +49,7 @@ mod m2;
 mod m3;
 mod observed;
 mod p8;
+mod r1_kept;
 mod reference;
 mod request;
 mod rewrites;
@@ -163,6 +164,7 @@ fn lease_and_thread_oracles(o: &Observed<'_>) -> Vec<Violation> {
     violations.extend(h5_bound::check(o));
     violations.extend(k4::check(o));
     violations.extend(lost::check(o));
+    violations.extend(r1_kept::check(o));
     violations.extend(c1::check(o));
     violations.extend(c2::check(o));
     if let Some(c) = o.cluster {

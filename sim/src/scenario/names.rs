@@ -84,6 +84,7 @@ oracles! {
     P8 = "P8" ["P8", "P5"]: "Model-only overlays never outlive their episode (nor a step patch its step): each model call sends at most its episode's own overlay plus its step's appends.";
     P1P6 = "P1-P6" ["P1", "P2", "P3", "P4", "P5", "P6"]: "The route of every attempt equals an independent fold of the run, step and attempt patches.";
     X3 = "X3" ["X3"]: "Nothing committed is lost or reordered, whatever failed.";
+    R1Kept = "R1-kept" ["R1", "H6"]: "A regeneration never removes a stored tool result whose call it keeps, and no step is sent the pairing's stand-in for a call whose result was committed before the step began.";
     RLost = "R-lost" ["R1"]: "Nothing committed is lost except what a later rewrite says it removed (or a deletion of its thread took).";
     Request = "request" []: "Each request matches its scripted turn's `expect` table.";
     Check = "check" []: "Each timeline check holds: `expect_waiting` names what the thread waits on, `expect_error` the error an action gets.";

@@ -205,6 +205,8 @@ impl Model {
         th.metadata.clear();
         th.private_metadata.clear();
         th.steers.clear();
+        th.context.clear();
+        th.unentered.clear();
         th.lease.holder = None;
         th.lease.worker = None;
         th.lease.expires = None;

@@ -9,6 +9,7 @@
 
 mod client;
 mod facade;
+mod order;
 mod runs;
 pub(crate) mod thread;
 

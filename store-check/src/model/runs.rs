@@ -4,8 +4,8 @@
 use pai_runtime::store::FencingToken;
 use pai_runtime::store::{AdminReply, RunOp, RunReply};
 use pai_runtime::{
-    Role, StoreError,
-    message::{Outcome, Producer},
+    Part, Role, StoreError,
+    message::{NewMessage, Outcome, Producer, ResultSource, ToolStatus},
     store::{Finish, RunEnd, RunStatus, StoreReply, StoreRequest, WaitingCall},
     tool::ToolKind,
 };
@@ -146,9 +146,13 @@ impl Model {
             true => (Role::Tool, Producer::Tool),
             false => (Role::Assistant, Producer::Model),
         };
-        let messages: Vec<_> = (0..count.max(1))
+        let mut messages: Vec<_> = (0..count.max(1))
             .map(|_| self.message(role, producer, Some(&run), Some(steps)))
             .collect();
+        // A step's message calls a tool; a run's other writes answer its
+        // newest open call: pairs for a regeneration to keep together (R1).
+        let open = self.threads[t].open_call(&run);
+        tool_parts(&mut messages[0], step, open);
         let request = StoreRequest::run(
             self.threads[t].id.clone(),
             run.clone(),
@@ -165,7 +169,9 @@ impl Model {
         }
         let now = self.now;
         let th = &mut self.threads[t];
+        let ids: Vec<String> = messages.iter().map(|m| m.id.to_string()).collect();
         let (version, first_seq) = th.append(messages);
+        th.enter(ids);
         if let (true, Some(r)) = (step, th.run_mut(&run)) {
             r.steps += 1;
         }
@@ -238,7 +244,8 @@ impl Model {
         }
         let th = &mut self.threads[t];
         // MemoryStore extends the lease only on commits; taking a steer is none.
-        th.steers.clear();
+        let taken = std::mem::take(&mut th.steers);
+        th.enter(taken);
         Step::call(request, Ok(StoreReply::Run(RunReply::SteerTaken)), rule)
     }
 
@@ -374,7 +381,9 @@ impl Model {
             return Step::skip("resume commit of a run that is not running");
         }
         let steps = self.threads[t].run(&run).map_or(0, |r| r.steps);
-        let messages = vec![self.message(Role::Tool, Producer::Tool, Some(&run), Some(steps))];
+        let mut messages = vec![self.message(Role::Tool, Producer::Tool, Some(&run), Some(steps))];
+        let open = self.threads[t].open_call(&run);
+        tool_parts(&mut messages[0], false, open);
         let request = StoreRequest::run(
             self.threads[t].id.clone(),
             run.clone(),
@@ -389,7 +398,9 @@ impl Model {
         }
         let now = self.now;
         let th = &mut self.threads[t];
+        let ids: Vec<String> = messages.iter().map(|m| m.id.to_string()).collect();
         let (version, first_seq) = th.append(messages);
+        th.enter(ids);
         if let Some(r) = th.run_mut(&run) {
             r.waiting.clear();
         }
@@ -480,6 +491,10 @@ fn finish_on(
     th.commit();
     let steers = std::mem::take(&mut th.steers);
     let admitted = steers.last().cloned().zip(next_run).map(|(steer, next)| {
+        // Every leftover steer enters with the run the newest starts (M1).
+        for s in &steers {
+            th.hold_for(s, &next);
+        }
         th.admit(&next, &steer);
         (next.into(), steer.into())
     });
@@ -554,13 +569,17 @@ fn claim_on(
     let resumed = r.status != RunStatus::Queued;
     r.status = RunStatus::Running;
     r.episodes += 1;
+    let (cancel_requested, episode, steps) = (r.cancel_requested, r.episodes, r.steps);
+    if !resumed {
+        th.enter_claimed(&run);
+    }
     Some(ClaimExpect {
         thread: t,
         run,
         resumed,
-        cancel_requested: r.cancel_requested,
-        episode: r.episodes,
-        steps: r.steps,
+        cancel_requested,
+        episode,
+        steps,
         takeover,
         floor,
         version,
@@ -587,4 +606,25 @@ pub(super) fn closing_current(th: &ThreadModel, run: &str) -> Result<(), StoreEr
         true => closing(th, run, false),
         false => Ok(()),
     }
+}
+
+/// Gives a run's message a tool part: a step's message calls a tool of its
+/// own id; another message answers the run's newest open call, if any.
+fn tool_parts(m: &mut NewMessage, step: bool, open: Option<(String, String)>) {
+    let part = match (step, open) {
+        (true, _) => Part::ToolCall {
+            call_id: format!("call-{}", m.id).into(),
+            tool: "lookup".into(),
+            input: serde_json::json!({}),
+        },
+        (false, Some((call_id, tool))) => Part::ToolResult {
+            call_id: call_id.into(),
+            tool,
+            status: ToolStatus::Output,
+            source: ResultSource::Tool,
+            output: serde_json::json!("found"),
+        },
+        (false, None) => return,
+    };
+    m.parts.push(part);
 }

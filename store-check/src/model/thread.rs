@@ -123,6 +123,11 @@ pub(crate) struct ThreadModel {
     pub(crate) steers: Vec<String>,
     /// Runs of deleted incarnations, with their incarnation (H5).
     pub(crate) retired: Vec<(String, u64)>,
+    /// Message ids in the order they entered the context (M1, `order.rs`).
+    pub(crate) context: Vec<String>,
+    /// Messages stored that no context took yet, each with the run whose
+    /// first claim lets it in (K1, M1).
+    pub(crate) unentered: Vec<(String, String)>,
 }
 
 impl ThreadModel {
@@ -144,6 +149,8 @@ impl ThreadModel {
             },
             steers: Vec::new(),
             retired: Vec::new(),
+            context: Vec::new(),
+            unentered: Vec::new(),
         }
     }
 
@@ -208,9 +215,11 @@ impl ThreadModel {
         (self.commit(), first)
     }
 
-    /// K1: a new run queues behind the others.
+    /// K1: a new run queues behind the others; its trigger enters a
+    /// context when the run is first claimed (M1).
     pub(crate) fn admit(&mut self, run: &str, trigger: &str) {
         self.runs.push(RunModel::queued(run, trigger));
+        self.hold_for(trigger, run);
     }
 
     /// The run being driven now: running or waiting.
