@@ -143,8 +143,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// A cancelled run's pending calls get cancelled results (T8); the
     /// step stops there.
     async fn give_up_cancelled(&self, step: u32, pending: &[WaitingCall]) -> Result<(), Fail> {
-        self.give_up(step, pending, GivenUp::Cancelled)
-            .await?;
+        self.give_up(step, pending, GivenUp::Cancelled).await?;
         Err(Fail::new(RunStage::Tools, "stopped"))
     }
 
