@@ -53,6 +53,10 @@ fn situation(expect: &Expected) -> Option<&'static str> {
         Expected::Reply(Ok(R::Client(ClientReply::Cancelled(Ok(_))))) => "K6 current cancelled",
         Expected::Reply(Ok(R::Client(ClientReply::Cancelled(Err(_))))) => "K6 cancel missed",
         Expected::Reply(Ok(R::Run(RunReply::Finished(Finish::CancelFirst)))) => "K6 cancel first",
+        Expected::Reply(Err(StoreError::Cancelled { .. })) => "K6 cancelled run's write refused",
+        Expected::Reply(Ok(R::Run(RunReply::Appended(a)))) if a.cancel_requested => {
+            "K6 closing results taken"
+        }
         Expected::Reply(Ok(R::Run(RunReply::Waited(Some(_))))) => "T7 waits",
         Expected::Reply(Ok(R::Run(RunReply::Awaited { .. } | RunReply::MetadataSet { .. }))) => {
             "T9 answerable early or metadata"
@@ -174,6 +178,8 @@ fn generated_cases_reach_every_situation() {
         "K6 current cancelled",
         "K6 cancel missed",
         "K6 cancel first",
+        "K6 cancelled run's write refused",
+        "K6 closing results taken",
         "T7 waits",
         "run ended",
         "A4 steer",

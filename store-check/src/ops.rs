@@ -42,13 +42,17 @@ pub enum Op {
         run: RunPick,
         token: TokenPick,
     },
-    /// A run's commit of `messages` messages (with `step`, a model step).
+    /// A run's commit of `messages` messages (with `step`, a model step;
+    /// with `results`, tool messages: a cancelled run's closing write when
+    /// without a step, K6).
     Append {
         thread: u8,
         run: RunPick,
         token: TokenPick,
         messages: u8,
         step: bool,
+        #[serde(default)]
+        results: bool,
     },
     SetRunMetadata {
         thread: u8,
@@ -384,8 +388,8 @@ fn worker_op() -> impl Strategy<Value = Op> {
             .prop_map(|(thread, worker, ttl)| Op::Claim { thread, worker, ttl }),
         2 => (thread(), run_pick(), token()).prop_map(|(thread, run, token)| Op::Renew { thread, run, token }),
         1 => (thread(), run_pick(), token()).prop_map(|(thread, run, token)| Op::NextEpisode { thread, run, token }),
-        5 => (thread(), run_pick(), token(), 1u8..3, any::<bool>())
-            .prop_map(|(thread, run, token, messages, step)| Op::Append { thread, run, token, messages, step }),
+        5 => (thread(), run_pick(), token(), 1u8..3, any::<bool>(), prop::bool::weighted(0.3))
+            .prop_map(|(thread, run, token, messages, step, results)| Op::Append { thread, run, token, messages, step, results }),
         1 => (thread(), run_pick(), token(), 0u8..3)
             .prop_map(|(thread, run, token, value)| Op::SetRunMetadata { thread, run, token, value }),
         3 => (thread(), run_pick(), token()).prop_map(|(thread, run, token)| Op::TakeSteer { thread, run, token }),

@@ -132,9 +132,20 @@ event_kinds! {
             /// `run_metadata` read or `set_run_metadata` write, `mutate`),
             /// or the stage whose write it was.
             request: String,
-            /// The deleted incarnation.
-            incarnation: u64,
+            /// The deleted incarnation, when the refusal names it (a facade
+            /// read that finds no thread does not).
+            incarnation: Option<u64>,
         } = "delete_learned",
+        /// Among workers, the store's answer to one of the run's requests
+        /// told its holder that a client asked to cancel the run: from here
+        /// it cancels the run's running tools (T8), starts no model call or
+        /// tool and ends the run cancelled (SPEC K6). Once per run and
+        /// worker; a claim that finds the cancel says so itself.
+        CancelLearned {
+            /// The request whose answer told it: `renew`, or what the store
+            /// refused or took as the run's closing write.
+            request: String,
+        } = "cancel_learned",
         /// A worker took the run over from a holder whose lease expired (SPEC K3).
         TakenOver {
             /// The worker that held the lease, if known.

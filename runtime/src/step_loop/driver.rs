@@ -11,7 +11,7 @@ use tracing::Instrument;
 
 use super::episode::{EpisodeEnd, Start};
 use super::exec::{Exec, Fail};
-use super::lease::{RunLease, heard, renew, renew_once};
+use super::lease::{RunLease, hear_cancel, heard, learned_cancel, renew, renew_once};
 use crate::clock::IdKind;
 use crate::context::cache::ContextCache;
 use crate::event::{EventKind, RunStage};
@@ -19,8 +19,8 @@ use crate::future::{alongside, catch_panic};
 use crate::message::Outcome;
 use crate::shared::Shared;
 use crate::stop::StopSignal;
-use crate::store::FencingToken;
 use crate::store::{Claimed, Finish, RunEnd, RunStatus, WaitingCall};
+use crate::store::{FencingToken, StoreError};
 
 /// Drains a thread's run queue, one run at a time, then lets the thread go idle.
 pub(crate) async fn drive<C: Send + Sync + 'static>(sh: Arc<Shared<C>>, thread: String) {
@@ -80,6 +80,9 @@ async fn drive_claimed<C: Send + Sync + 'static>(
     let (thread, run) = (claimed.thread.as_str(), claimed.run.as_str());
     let span = tracing::info_span!("run", run_id = %run, thread_id = %thread);
     let lease = RunLease::new(claimed.token);
+    if claimed.cancel_requested {
+        lease.cancel_known();
+    }
     let ran = catch_panic(run_one(sh, &claimed, &stop, &lease).instrument(span)).await;
     if let Err(panic) = ran {
         // A bug in the runtime itself (user code is guarded where it is
@@ -144,6 +147,16 @@ async fn run_one<C: Send + Sync + 'static>(
                     lease.set_token(newer);
                     episode = next;
                     version = at;
+                }
+                Err(StoreError::Cancelled { .. }) => {
+                    // A cancel came before the new episode (K6): the run
+                    // ends cancelled instead.
+                    hear_cancel(sh, (thread, run), lease, stop, "next_episode");
+                    let says = Some(EventKind::Cancelled {
+                        phase: RunStage::EpisodeEnd,
+                    });
+                    let end = cancelled();
+                    break Ending { end, says, episode };
                 }
                 Err(e) => {
                     heard(sh, (thread, run), lease, "next_episode", &e);
@@ -214,7 +227,7 @@ async fn hear_the_store<C>(
         return;
     }
     match renew_once(sh, thread, run, lease.token()).await {
-        Ok(true) => stop.trigger(),
+        Ok(true) => hear_cancel(sh, (thread, run), lease, stop, "renew"),
         Ok(false) => {}
         Err(e) => {
             if heard(sh, (thread, run), lease, "renew", &e) && lease.deleted() {
@@ -362,6 +375,7 @@ async fn finish<C>(sh: &Shared<C>, thread: &str, run: &str, lease: &RunLease, en
             }
             Ok(Finish::NeedRunId) => next_run = Some(sh.ids.next_id(IdKind::Run).into()),
             Ok(Finish::CancelFirst) => {
+                learned_cancel(sh, (thread, run), lease, "finish");
                 end = cancelled();
                 // Where the run stopped stays said: a hook that failed
                 // just before the cancel reached the run (L4) committed

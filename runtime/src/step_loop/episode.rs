@@ -98,7 +98,12 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         }
         let mut route = Route::new(self.sh.agent.model.clone());
         let mut overlay = Overlay::default();
-        let (messages, latest) = self.run_messages().await?;
+        let (messages, latest) = match self.run_messages().await {
+            // A cancel the store answered with (K6): a resumed run only
+            // closes its open calls.
+            Err(_) if resumed && self.stop.is_set() => return self.close_cancelled(start).await,
+            read => read?,
+        };
         match self.prepare_run(&route, &messages, latest, resumed).await? {
             RunDecision::Respond(r) => {
                 if resumed {

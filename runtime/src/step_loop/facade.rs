@@ -56,7 +56,14 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             Err(p) => return Err(fail(format!("on_output panicked: {}", panic_message(&*p)))),
         };
         let version = match changed {
-            Some(v) => Some(self.commit_metadata(v, "on_output").await.map_err(fail)?),
+            Some(v) => match self.commit_metadata(v, "on_output").await {
+                Ok(version) => Some(version),
+                // The store refused the write: the run was cancelled (K6).
+                // The output still closes its call; what the handler wrote
+                // about it is not kept.
+                Err(_) if self.lease.cancel_heard() => None,
+                Err(m) => return Err(fail(m)),
+            },
             None => None,
         };
         self.emit(|| EventKind::OnOutput {
@@ -115,9 +122,12 @@ impl<C: Send + Sync + 'static> RunFacade for Exec<'_, C> {
             let done = self.committer().mutate(expect, f).await;
             if let Err(MutateError::Store(e)) = &done {
                 let at = (self.thread, self.run);
-                // A worker that learns of a delete stops the run (H5, T8).
-                if super::lease::heard(self.sh, at, self.lease, "mutate", e) && self.lease.deleted()
-                {
+                // A worker that learns of a delete or a cancel stops the
+                // run (H5, K6, T8).
+                let deleted = !self.cancelled("mutate", e)
+                    && super::lease::heard(self.sh, at, self.lease, "mutate", e)
+                    && self.lease.deleted();
+                if deleted {
                     self.stop.trigger();
                 }
             }

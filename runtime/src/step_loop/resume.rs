@@ -70,7 +70,13 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let mut attached = self.sh.process.attach(self.thread).await;
         let fence = (self.thread, self.run, self.token);
         let done = self.sh.store.await_calls(fence, pending.to_vec()).await;
-        let version = done.map_err(|e| self.store_fail(stage, e))?;
+        let version = match done {
+            Ok(version) => version,
+            // A cancel came first (K6): the calls are given up with the
+            // step's closing results, never made answerable.
+            Err(e) if self.cancelled("await", &e) => return Ok(()),
+            Err(e) => return Err(self.store_fail(stage, e)),
+        };
         self.sh.told(&mut attached, version);
         drop(attached);
         let new = |c: &&WaitingCall| !recorded.iter().any(|r| r.call_id == c.call_id);

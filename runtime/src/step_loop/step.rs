@@ -22,6 +22,7 @@ use crate::model::{BoxStream, ModelRequest, offered};
 use crate::model_call::{AttemptPatch, ModelLink, ModelNext};
 use crate::model_view::{carries_tools, pair_after, pair_tool_calls};
 use crate::patch::{Overlay, Route};
+use crate::store::WaitingCall;
 use crate::stream::Abort;
 
 /// How a step ended, for `after_step` and the transition.
@@ -76,6 +77,13 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     ) -> Result<Transition, Fail> {
         let history = self.take_anchor().await?;
         let context = self.resolve_context(step, &history).await?;
+        if self.stop.is_set() {
+            // The run knew of a cancel or a delete by the time its context
+            // was resolved (a compaction or resolver refused by it, among
+            // workers; at once in one process): no later hook of the step
+            // runs (H5, K6).
+            return Err(Fail::phase(Phase::ResolveModelContext, "stopped"));
+        }
         let prepared = self.prepare(step, route, overlay, context).await?;
         let called = self.call_model(step, &prepared).await;
         self.give_back(prepared);
@@ -133,19 +141,27 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 let waited = waited
                     .await
                     .map_err(|e| self.store_fail(RunStage::Tools, e))?;
-                let waits = waited.is_some();
-                if let Some((calls, version)) = waited {
-                    self.sh.told(&mut attached, version);
-                    self.lease.release(calls, version);
-                }
-                waits
+                let Some((calls, version)) = waited else {
+                    // Refused: a cancel came first (K6).
+                    drop(attached);
+                    self.hear_cancel("wait");
+                    return self.give_up_cancelled(step, &done.pending).await;
+                };
+                self.sh.told(&mut attached, version);
+                self.lease.release(calls, version);
+                true
             }
         };
         if waits {
             return Ok(());
         }
-        self.give_up(step, &done.pending, GivenUp::Cancelled)
-            .await?;
+        self.give_up_cancelled(step, &done.pending).await
+    }
+
+    /// A cancelled run's pending calls get cancelled results (T8); the
+    /// step stops there.
+    async fn give_up_cancelled(&self, step: u32, pending: &[WaitingCall]) -> Result<(), Fail> {
+        self.give_up(step, pending, GivenUp::Cancelled).await?;
         Err(Fail::new(RunStage::Tools, "stopped"))
     }
 
@@ -446,13 +462,14 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             None => Default::default(),
         };
         let steering = match steers {
-            // A store this worker cannot reach is a lost lease, not "no steer".
-            Steering::Heard => self
-                .sh
-                .store
-                .has_steer(self.thread, self.run)
-                .await
-                .map_err(|e| self.store_fail(RunStage::Phase(Phase::AfterStep), e))?,
+            // A store this worker cannot reach is a lost lease, not "no steer";
+            // a cancel it answers with stops the run, which takes no steer (K6):
+            // its pending calls are given up as the transition says.
+            Steering::Heard => match self.sh.store.has_steer(self.thread, self.run).await {
+                Ok(steering) => steering,
+                Err(e) if self.cancelled("has_steer", &e) => false,
+                Err(e) => return Err(self.store_fail(RunStage::Phase(Phase::AfterStep), e)),
+            },
             Steering::Ignored => false,
         };
         let transition = transition(&StepEnd {

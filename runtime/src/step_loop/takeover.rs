@@ -60,7 +60,8 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 // Calls left pending by a step that handed over to a steer
                 // are given up (A3), as its holder was about to.
                 let pending = last.recorded;
-                self.give_up(last.step, &pending, GivenUp::Completed).await?;
+                self.give_up(last.step, &pending, GivenUp::Completed)
+                    .await?;
                 Ok(Settled::GoesOn)
             }
             None => self.decide_last(&last).await,

@@ -19,7 +19,7 @@ use crate::lifecycle::{
 };
 use crate::message::{NewMessage, Part, Producer, ResultSource, Role, ToolStatus, Visibility};
 use crate::patch::Route;
-use crate::store::{Answer, WaitingCall};
+use crate::store::{Answer, Appended, WaitingCall};
 use crate::tool::dyn_tool::call_kind;
 use crate::tool::{Tool, ToolCx, ToolKind, ToolOutcome};
 
@@ -584,7 +584,16 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             message: id,
             version: appended.version,
         });
+        self.closed(&appended, "commit_resumed");
         Ok(())
+    }
+
+    /// The store took these results as the closing write of a run a
+    /// client asked to cancel, and said so (K6): the run stops.
+    fn closed(&self, appended: &Appended, request: &str) {
+        if appended.cancel_requested {
+            self.hear_cancel(request);
+        }
     }
 
     /// Commits the step's results, in call order, as one tool message (T2).
@@ -599,6 +608,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             message: id,
             version: appended.version,
         });
+        self.closed(&appended, "commit_tool_results");
         Ok(())
     }
 

@@ -7,6 +7,7 @@
 //! function; a run's lease token is checked once, before its operation
 //! runs (SPEC K2). Pure: no I/O, no clock but the `now` passed in.
 
+use super::cancelled;
 use super::mutation::Writer;
 use super::protocol::{AdminOp, ClientOp, FacadeOp, Op, ReadOp, RunOp};
 use super::reads::{history, run_messages};
@@ -85,13 +86,22 @@ fn on_live(
         Op::Client { agent, owner, op } => {
             client_op(rec, (thread, &agent, &owner), op).map(StoreReply::Client)
         }
-        Op::Read(op) => read_op(rec, thread, op).map(StoreReply::Read),
+        Op::Read(op) => {
+            // A step's look for a steer tells a cancelled run's holder (K6).
+            if let ReadOp::HasSteer { run } = &op {
+                cancelled::admit_other(rec, run)?;
+            }
+            read_op(rec, thread, op).map(StoreReply::Read)
+        }
         Op::Facade(op) => facade_op(rec, thread, op, now).map(StoreReply::Facade),
         Op::Run { run, token, op } => {
             // The one check of a run's token (K2): every run operation
             // below runs only under the newest token, held by `run`.
             rec.holding(&run, token)?;
-            run_op(rec, &run, token, op, now).map(StoreReply::Run)
+            // A run a cancel reached writes only what closes it (K6).
+            cancelled::admit(rec, &run, &op)?;
+            let reply = run_op(rec, &run, token, op, now)?;
+            Ok(StoreReply::Run(cancelled::mark(rec, &run, reply)))
         }
         Op::Admin(op) => admin_op(rec, thread, op, now).map(StoreReply::Admin),
     }
@@ -251,8 +261,10 @@ fn facade_op(
         } => {
             rec.bound_to(thread, incarnation)?;
             if let Writer::Run { run, token } = &writer {
-                // The one check of a run's token (K2).
+                // The one check of a run's token (K2); a run a cancel
+                // reached mutates nothing (K6).
                 rec.holding(run, *token)?;
+                cancelled::admit_other(rec, run)?;
             }
             let done = rec.mutate(&writer, &expect, writes)?;
             if matches!(writer, Writer::Run { .. }) && done.is_ok() {

@@ -4,13 +4,15 @@
 //! `PgStore` behind the features `sqlite` and `postgres`; failures a
 //! [`StoreError`]). This module holds the protocol: one request per transaction
 //! (`protocol.rs`; its kinds' names in `kinds.rs`, its answers in
-//! `reply.rs`), applied by `engine.rs`. `memory.rs` is the in-process
+//! `reply.rs`), applied by `engine.rs` (what a run asked to cancel may still write:
+//! `cancelled.rs`). `memory.rs` is the in-process
 //! store; `thread.rs` the thread record and its invariants, `lease.rs` its lease, `record.rs`
 //! what is recorded and reported, `waiting.rs` the waiting calls and the
 //! answer rule, `handle.rs` the typed calls the runtime makes. Nothing
 //! here lives only in the process that drives a thread (stop signals,
 //! watchers, the driver task): that is `process.rs`.
 
+mod cancelled;
 mod cut;
 mod engine;
 pub(crate) mod handle;

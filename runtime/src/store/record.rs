@@ -60,6 +60,17 @@ pub enum StoreError {
         /// The incarnation the request was bound to.
         incarnation: u64,
     },
+    /// A client asked to cancel the run (SPEC K6): from the cancel's commit
+    /// on, the store takes from the run's holder only what closes it (its
+    /// renewals, the results of the calls it gives up, its end) and refuses
+    /// everything else, changing nothing. The holder must stop: its running
+    /// tools get cancelled results (T8), and it ends the run cancelled.
+    /// It keeps its lease to do so.
+    #[error("run {run} was cancelled: the store takes only its closing results and its end")]
+    Cancelled {
+        /// The run asked to cancel.
+        run: RunId,
+    },
 }
 
 impl StoreError {
@@ -342,6 +353,11 @@ pub struct Appended {
     pub version: u64,
     /// The sequence number of the first message appended.
     pub first_seq: u64,
+    /// The run that appended was asked to cancel (SPEC K6): the store took
+    /// these messages as its closing results, and the run must stop and
+    /// end cancelled.
+    #[serde(default)]
+    pub cancel_requested: bool,
 }
 
 /// How a run ended.

@@ -130,6 +130,7 @@ impl ThreadRec {
         Appended {
             version: self.version,
             first_seq,
+            cancel_requested: false,
         }
     }
 

@@ -319,6 +319,7 @@ impl StoreHost {
                 RunReply::Appended(pai_runtime::store::Appended {
                     version: done.version,
                     first_seq: last_seq + 1,
+                    cancel_requested: false,
                 }),
             )),
             other => Err(StoreError::Protocol(format!(

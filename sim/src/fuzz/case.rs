@@ -85,6 +85,7 @@ pub fn case_with(seed: u64, features: Features) -> ScenarioSpec {
     super::approval::approval(seed, &mut spec);
     spec.timeline = timeline(&mut g, &waiters(&spec));
     super::cluster::cluster(seed, features, &mut spec);
+    super::near::cancel_mid_tool(seed, features, &mut spec);
     super::facade::facade(seed, features, &mut spec);
     super::waiting::waiting(seed, features, &mut spec);
     super::resumed_steer::resumed_steer(seed, features, &mut spec);

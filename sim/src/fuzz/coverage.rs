@@ -114,6 +114,11 @@ pub const KEYS: &[&str] = &[
     "cross.fault_at_final_commit",
     "cross.fault_after_step_decision",
     "cross.renew_before_answered_tool",
+    // Issue 38 (`fuzz/near.rs`): among workers, a cancel that reached the
+    // store while one of its run's tools ran, and a fault around a
+    // compaction's read or write on a thread deleted from that read on.
+    "cross.cancel_while_a_tool_runs_among_workers",
+    "cross.fault_near_a_deleted_compaction",
     // Among workers (`Coverage::cluster`): cases with workers, faults
     // carried out, runs taken over by another worker.
     "workers.case",
@@ -474,6 +479,12 @@ impl Coverage {
         for key in super::taker::KEYS {
             self.hit_if(reached.contains(key), key);
         }
+    }
+
+    /// Counts a case in which, among workers, a fault hit a worker around
+    /// its run's compaction on a thread deleted meanwhile (issue 38).
+    pub fn fault_near_a_deleted_compaction(&mut self, hit: bool) {
+        self.hit_if(hit, "cross.fault_near_a_deleted_compaction");
     }
 
     /// Counts a case in which a watcher among workers heard, through the

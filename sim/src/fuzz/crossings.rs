@@ -51,6 +51,8 @@ struct Crossings<'a> {
     conflicted: BTreeSet<&'a str>,
     // thread → its run whose compaction's summary is being produced
     summarizing: BTreeMap<&'a str, &'a str>,
+    // (run, call) of the tools started and not ended yet
+    running: BTreeSet<(&'a str, &'a str)>,
     // run → steers stored while it waited; once it resumed, by thread
     steered_waiting: BTreeMap<&'a str, Vec<&'a str>>,
     resumed_steers: BTreeSet<(&'a str, &'a str)>,
@@ -106,8 +108,20 @@ impl<'a> Crossings<'a> {
             EventKind::Admitted { .. } if self.waiting.contains_key(thread) => {
                 self.behind_waiting.insert(run);
             }
+            EventKind::ToolStart { call_id, .. } => {
+                self.running.insert((run, call_id));
+            }
+            EventKind::ToolEnd { result, .. } => {
+                self.running.remove(&(run, result.call_id.as_str()));
+            }
             EventKind::CancelRequested { .. } => {
                 self.cancelled.insert(run);
+                // In the store's order (client writes are placed where the
+                // store applied them), while one of the run's tools ran.
+                if self.workers && self.running.iter().any(|(r, _)| *r == run) {
+                    self.hit
+                        .insert("cross.cancel_while_a_tool_runs_among_workers");
+                }
             }
             EventKind::TakenOver { .. } if self.cancelled.contains(run) => {
                 self.hit.insert("cross.cancel_while_cut_off");
@@ -265,4 +279,43 @@ fn by_id(t: &TimelineEntry) -> bool {
     t.approve.as_ref().is_some_and(|c| c.call.is_some())
         || t.deny.as_ref().is_some_and(|c| c.call.is_some())
         || t.submit_result.as_ref().is_some_and(|c| c.call.is_some())
+}
+
+/// `cross.fault_near_a_deleted_compaction`: among workers, a fault was
+/// carried out on a worker while its run's compaction read the thread,
+/// produced the summary or wrote it (from the worker's last event before
+/// `compaction_started` to its first event after the compaction ended),
+/// and the thread was deleted from that read on (SPEC H5, C1). `raw` is
+/// every worker's log; `faults` each fault's worker and the number of
+/// events logged when it was carried out.
+pub fn fault_near_a_deleted_compaction(raw: &[Event], faults: &[(&str, usize)]) -> bool {
+    raw.iter().enumerate().any(|(s, e)| {
+        let (EventKind::CompactionStarted { .. }, Some(worker)) = (&e.kind, e.worker.as_deref())
+        else {
+            return false;
+        };
+        let own = |x: &Event| x.worker.as_deref() == Some(worker) && x.run_id == e.run_id;
+        let from = raw[..s].iter().rposition(own).unwrap_or(s);
+        let ended = raw[s..].iter().position(|x| {
+            own(x)
+                && matches!(
+                    x.kind,
+                    EventKind::Compacted { .. } | EventKind::CompactionSkipped { .. }
+                )
+        });
+        let until = match ended {
+            Some(k) => {
+                let after = raw[s + k + 1..].iter().position(own);
+                s + k + 1 + after.unwrap_or(0)
+            }
+            None => raw.len(),
+        };
+        let faulted = faults
+            .iter()
+            .any(|(w, at)| *w == worker && (from..=until).contains(at));
+        let deleted = raw[from..].iter().any(|x| {
+            x.thread_id == e.thread_id && matches!(x.kind, EventKind::ThreadDeleted { .. })
+        });
+        faulted && deleted
+    })
 }

@@ -19,6 +19,7 @@ mod hooks;
 mod judge;
 mod mix;
 mod mix_tools;
+mod near;
 mod replayed;
 mod resumed_steer;
 mod shrink;

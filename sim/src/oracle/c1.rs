@@ -12,7 +12,9 @@
 //! - the thread's stored cursor is the last `compacted`'s (its `through`
 //!   and its summary record, stored transcript-visible and hidden from the
 //!   context), unless something may have moved it since: a rewrite (whose
-//!   repair resets it), a deletion, or trusted code writing its key.
+//!   repair resets it), a deletion, trusted code writing its key, or
+//!   (among workers) a run's mutation the store committed and no worker
+//!   heard of (its answer lost: its cursor is the stored one).
 //!
 //! Left out, as what the summary could not have seen or what the final
 //! thread no longer tells: messages whose visibility any mutation changed,
@@ -58,8 +60,29 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         false => Some(step_requests(o.calls)),
     };
     let mut out = covered(o.events, o.threads, o.summaries, requests.as_ref());
-    out.extend(cursors(o.events, o.threads));
+    // Among workers a run's mutation may land unheard (its answer lost):
+    // the store committed it, and no `mutated` says so. Then the stored
+    // cursor may be that mutation's, which no `compacted` names.
+    let unheard: Vec<(&str, u64)> = match o.cluster {
+        None => Vec::new(),
+        Some(_) => o
+            .commits
+            .iter()
+            .filter(|c| c.request == "mutate" && c.from != "client")
+            .filter(|c| !reported(o.events, &c.thread, c.version))
+            .map(|c| (c.thread.as_str(), c.version))
+            .collect(),
+    };
+    out.extend(cursors(o.events, o.threads, &unheard));
     out
+}
+
+/// Whether a `mutated` event reports the commit of `thread` at `version`.
+fn reported(events: &[Event], thread: &str, version: u64) -> bool {
+    events.iter().any(|e| {
+        e.thread_id == thread
+            && matches!(e.kind, EventKind::Mutated { version: v, .. } if v == version)
+    })
 }
 
 /// One committed compaction, as the log tells it.
@@ -72,6 +95,8 @@ struct Compaction<'a> {
     step: u32,
     summary: &'a str,
     through: u64,
+    /// The thread's version its commit made.
+    version: u64,
 }
 
 fn compactions(events: &[Event]) -> Vec<Compaction<'_>> {
@@ -83,7 +108,7 @@ fn compactions(events: &[Event]) -> Vec<Compaction<'_>> {
                 step,
                 summary,
                 through,
-                ..
+                version,
             } => Some(Compaction {
                 at,
                 run: &e.run_id,
@@ -91,6 +116,7 @@ fn compactions(events: &[Event]) -> Vec<Compaction<'_>> {
                 step: *step,
                 summary,
                 through: *through,
+                version: *version,
             }),
             _ => None,
         });
@@ -365,8 +391,10 @@ fn carries(m: &ModelMessage, id: &str) -> bool {
 }
 
 /// Each thread's stored cursor is its last compaction's, and its summary
-/// record is stored transcript-visible and hidden from the context.
-fn cursors(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
+/// record is stored transcript-visible and hidden from the context; a
+/// thread where a run's mutation landed unheard after that compaction
+/// (`unheard`: thread and version) is left aside.
+fn cursors(events: &[Event], threads: &[StoredThread], unheard: &[(&str, u64)]) -> Vec<Violation> {
     let all = compactions(events);
     let mut out = Vec::new();
     for t in threads {
@@ -374,6 +402,12 @@ fn cursors(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
             continue;
         };
         if moved(events, &t.id, last.at, events.len()) {
+            continue;
+        }
+        if unheard
+            .iter()
+            .any(|(th, v)| *th == t.id && *v > last.version)
+        {
             continue;
         }
         let stored = t.private_metadata.get(CURSOR_KEY);
@@ -487,7 +521,7 @@ mod tests {
         let events = [compacted()];
         let threads = [t];
         let mut out = covered(&events, &threads, calls, Some(&sent_after()));
-        out.extend(cursors(&events, &threads));
+        out.extend(cursors(&events, &threads, &[]));
         out
     }
 

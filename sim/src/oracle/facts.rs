@@ -141,6 +141,7 @@ pub(super) fn beside_phases(kind: &EventKind) -> bool {
             | EventKind::ContextMessage { .. }
             | EventKind::LeaseRenewed { .. }
             | EventKind::DeleteLearned { .. }
+            | EventKind::CancelLearned { .. }
             | EventKind::CancelRequested { .. }
             | EventKind::Awaiting { .. }
             | EventKind::Mutated { .. }

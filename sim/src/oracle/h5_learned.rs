@@ -108,7 +108,7 @@ mod tests {
             "w1",
             EventKind::DeleteLearned {
                 request: "renew".into(),
-                incarnation: 1,
+                incarnation: Some(1),
             },
         )
     }

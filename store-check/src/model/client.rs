@@ -279,6 +279,13 @@ impl Model {
             ),
         };
         let reply = self.reach(t, Some(&run)).map(|()| reply);
+        // K6: a cancelled current run's look for a steer says so.
+        if read == ReadPick::HasSteer
+            && reply.is_ok()
+            && let Err(e) = super::runs::closing_current(&self.threads[t], &run)
+        {
+            return Step::call(request, Err(e), "K6");
+        }
         Step::call(request, reply, "H5")
     }
 }

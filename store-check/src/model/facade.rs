@@ -144,7 +144,9 @@ impl Model {
             let th = &self.threads[t];
             bound_to(th, incarnation)?;
             match &writer {
-                Writer::Run { run, token } => super::runs::holding(th, run, *token),
+                // K2, then K6: a run a cancel reached mutates nothing.
+                Writer::Run { run, token } => super::runs::holding(th, run, *token)
+                    .and_then(|()| super::runs::closing_current(th, run)),
                 Writer::Trusted => Ok(()),
             }
         });

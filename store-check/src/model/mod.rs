@@ -267,8 +267,9 @@ impl Model {
                 token,
                 messages,
                 step,
+                results,
                 ..
-            } => self.append(t, *run, *token, *messages, *step),
+            } => self.append(t, *run, *token, *messages, (*step, *results)),
             Op::SetRunMetadata {
                 run, token, value, ..
             } => self.set_run_metadata(t, *run, *token, *value),

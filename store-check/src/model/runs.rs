@@ -64,6 +64,11 @@ impl Model {
         {
             return Step::call(request, Err(e), rule);
         }
+        // K6: a renewal closes nothing but keeps a cancelled run's lease
+        // (it says the cancel); a new episode is no way to end.
+        if let Err(e) = closing(&self.threads[t], &run, !next) {
+            return Step::call(request, Err(e), "K6");
+        }
         let th = &mut self.threads[t];
         th.touch(now);
         // H1: a renewal and a new episode are lease revisions: one commit each.
@@ -103,6 +108,19 @@ impl Model {
         }
     }
 
+    /// The fence, then K6: once a cancel reached `run`, the store takes
+    /// from it only what `closes` it.
+    fn fence_closing(
+        &self,
+        t: usize,
+        run: &str,
+        token: FencingToken,
+        closes: bool,
+    ) -> Result<(), (StoreError, bool)> {
+        self.fence(t, run, Some(token)).map_err(|e| (e, false))?;
+        closing(&self.threads[t], run, closes).map_err(|e| (e, true))
+    }
+
     /// The rule a run's write under `token` is judged by: `landed` when
     /// the token is the newest, else K2 (a stale write changes nothing).
     fn token_rule(&self, t: usize, token: FencingToken, landed: &'static str) -> &'static str {
@@ -119,13 +137,17 @@ impl Model {
         run: RunPick,
         token: TokenPick,
         count: u8,
-        step: bool,
+        (step, results): (bool, bool),
     ) -> Step {
         let run = self.pick_run(t, run);
         let token = self.pick_token(t, token);
         let steps = self.threads[t].run(&run).map_or(0, |r| r.steps);
+        let (role, producer) = match results {
+            true => (Role::Tool, Producer::Tool),
+            false => (Role::Assistant, Producer::Model),
+        };
         let mut messages: Vec<_> = (0..count.max(1))
-            .map(|_| self.message(Role::Assistant, Producer::Model, Some(&run), Some(steps)))
+            .map(|_| self.message(role, producer, Some(&run), Some(steps)))
             .collect();
         // A step's message calls a tool; a run's other writes answer its
         // newest open call: pairs for a regeneration to keep together (R1).
@@ -141,8 +163,9 @@ impl Model {
             },
         );
         let rule = self.token_rule(t, token, "H1");
-        if let Err(e) = self.fence(t, &run, Some(token)) {
-            return Step::call(request, Err(e), rule);
+        // K6: tool results without a step are a cancelled run's closing write.
+        if let Err((e, k6)) = self.fence_closing(t, &run, token, results && !step) {
+            return Step::call(request, Err(e), if k6 { "K6" } else { rule });
         }
         let now = self.now;
         let th = &mut self.threads[t];
@@ -153,11 +176,17 @@ impl Model {
             r.steps += 1;
         }
         th.touch(now);
+        let cancel_requested = th.cancel_requested(&run);
         let reply = StoreReply::Run(RunReply::Appended(pai_runtime::store::Appended {
             version,
             first_seq,
+            cancel_requested,
         }));
-        Step::call(request, Ok(reply), rule)
+        Step::call(
+            request,
+            Ok(reply),
+            if cancel_requested { "K6" } else { rule },
+        )
     }
 
     pub(super) fn set_run_metadata(
@@ -179,8 +208,8 @@ impl Model {
             },
         );
         let rule = self.token_rule(t, token, "H1");
-        if let Err(e) = self.fence(t, &run, Some(token)) {
-            return Step::call(request, Err(e), rule);
+        if let Err((e, k6)) = self.fence_closing(t, &run, token, false) {
+            return Step::call(request, Err(e), if k6 { "K6" } else { rule });
         }
         let now = self.now;
         let th = &mut self.threads[t];
@@ -210,8 +239,8 @@ impl Model {
             RunOp::TakeSteer,
         );
         let rule = self.token_rule(t, token, "A4");
-        if let Err(e) = self.fence(t, &run, Some(token)) {
-            return Step::call(request, Err(e), rule);
+        if let Err((e, k6)) = self.fence_closing(t, &run, token, false) {
+            return Step::call(request, Err(e), if k6 { "K6" } else { rule });
         }
         let th = &mut self.threads[t];
         // MemoryStore extends the lease only on commits; taking a steer is none.
@@ -312,8 +341,10 @@ impl Model {
         };
         let request = StoreRequest::run(self.threads[t].id.clone(), run.clone(), token, op);
         let rule = self.token_rule(t, token, if early { "T9" } else { "T7" });
-        if let Err(e) = self.fence(t, &run, Some(token)) {
-            return Step::call(request, Err(e), rule);
+        // K6: a cancelled run's calls are never made answerable; its wait
+        // is answered below (refused: it must end).
+        if let Err((e, k6)) = self.fence_closing(t, &run, token, !early) {
+            return Step::call(request, Err(e), if k6 { "K6" } else { rule });
         }
         let now = self.now;
         let th = &mut self.threads[t];
@@ -379,11 +410,18 @@ impl Model {
             r.waiting.clear();
         }
         th.touch(now);
+        // K6: a cancelled run's closing results are taken, and say so.
+        let cancel_requested = th.cancel_requested(&run);
         let reply = StoreReply::Run(RunReply::Appended(pai_runtime::store::Appended {
             version,
             first_seq,
+            cancel_requested,
         }));
-        Step::call(request, Ok(reply), rule)
+        Step::call(
+            request,
+            Ok(reply),
+            if cancel_requested { "K6" } else { rule },
+        )
     }
 
     pub(super) fn finish(
@@ -551,6 +589,28 @@ fn claim_on(
         floor,
         version,
     })
+}
+
+/// K6: once a client's cancel reached `run`, the store takes from its
+/// holder only what closes the run (`closes`: a renewal, its calls closed,
+/// tool results without a step, the results of calls it gives up, a wait,
+/// which it refuses, and its end); anything else is refused, changing
+/// nothing, with the word that the run was cancelled.
+pub(super) fn closing(th: &ThreadModel, run: &str, closes: bool) -> Result<(), StoreError> {
+    match th.cancel_requested(run) && !closes {
+        true => Err(StoreError::Cancelled { run: run.into() }),
+        false => Ok(()),
+    }
+}
+
+/// K6: a write of `run` that is not one of its own lease requests (its
+/// facade mutation) or its step's look for a steer is refused once a
+/// cancel reached it while it is the thread's current run.
+pub(super) fn closing_current(th: &ThreadModel, run: &str) -> Result<(), StoreError> {
+    match th.current().as_deref() == Some(run) {
+        true => closing(th, run, false),
+        false => Ok(()),
+    }
 }
 
 /// Gives a run's message a tool part: a step's message calls a tool of its
