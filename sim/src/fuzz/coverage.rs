@@ -81,6 +81,8 @@ pub const KEYS: &[&str] = &[
     "hook.metadata_overlay",
     "hook.context_message",
     "metadata.written",
+    "metadata.staged",
+    "metadata.with_results",
     "context_message.stored",
     "hook.hide_message",
     "visibility.mid_run",
@@ -362,11 +364,17 @@ impl Coverage {
                 EventKind::Cancelled {
                     phase: RunStage::Resume,
                 } => self.hit("cancel.waiting"),
-                EventKind::OnOutput { version, .. } => {
+                EventKind::OnOutput { changed, .. } => {
                     self.hit("on_output.ran");
-                    self.hit_if(version.is_some(), "on_output.wrote");
+                    self.hit_if(*changed, "on_output.wrote");
                 }
-                EventKind::RunMetadata { .. } => self.hit("metadata.written"),
+                EventKind::RunMetadata { version } => {
+                    self.hit("metadata.written");
+                    self.hit_if(version.is_none(), "metadata.staged");
+                }
+                EventKind::CommitToolResults { metadata: true, .. } => {
+                    self.hit("metadata.with_results")
+                }
                 EventKind::ContextMessage { .. } => self.hit("context_message.stored"),
                 _ => {}
             }

@@ -266,8 +266,9 @@ impl Model {
                 token,
                 messages,
                 step,
+                metadata,
                 ..
-            } => self.append(t, *run, *token, *messages, *step),
+            } => self.append(t, (*run, *token), *messages, *step, *metadata),
             Op::SetRunMetadata {
                 run, token, value, ..
             } => self.set_run_metadata(t, *run, *token, *value),
@@ -280,7 +281,12 @@ impl Model {
                 early,
                 ..
             } => self.wait(t, *run, *token, approvals, *early),
-            Op::CommitResumed { run, token, .. } => self.commit_resumed(t, *run, *token),
+            Op::CommitResumed {
+                run,
+                token,
+                metadata,
+                ..
+            } => self.commit_resumed(t, *run, *token, *metadata),
             Op::Finish {
                 run,
                 token,

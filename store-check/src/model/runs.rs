@@ -113,13 +113,15 @@ impl Model {
         }
     }
 
+    /// A run's append; with `metadata`, tool results whose hooks' run
+    /// metadata lands in the same commit, one version (K5, H1).
     pub(super) fn append(
         &mut self,
         t: usize,
-        run: RunPick,
-        token: TokenPick,
+        (run, token): (RunPick, TokenPick),
         count: u8,
         step: bool,
+        metadata: Option<u8>,
     ) -> Step {
         let run = self.pick_run(t, run);
         let token = self.pick_token(t, token);
@@ -127,6 +129,7 @@ impl Model {
         let messages: Vec<_> = (0..count.max(1))
             .map(|_| self.message(Role::Assistant, Producer::Model, Some(&run), Some(steps)))
             .collect();
+        let metadata = metadata.map(results_metadata);
         let request = StoreRequest::run(
             self.threads[t].id.clone(),
             run.clone(),
@@ -134,17 +137,22 @@ impl Model {
             RunOp::Append {
                 messages: messages.clone(),
                 step: step.then_some(steps),
+                metadata: metadata.clone(),
             },
         );
-        let rule = self.token_rule(t, token, "H1");
+        let rule = match metadata {
+            Some(_) => self.token_rule(t, token, "K5"),
+            None => self.token_rule(t, token, "H1"),
+        };
         if let Err(e) = self.fence(t, &run, Some(token)) {
             return Step::call(request, Err(e), rule);
         }
         let now = self.now;
         let th = &mut self.threads[t];
         let (version, first_seq) = th.append(messages);
-        if let (true, Some(r)) = (step, th.run_mut(&run)) {
-            r.steps += 1;
+        if let Some(r) = th.run_mut(&run) {
+            r.metadata = metadata.or(r.metadata.take());
+            r.steps += u32::from(step);
         }
         th.touch(now);
         let reply = StoreReply::Run(RunReply::Appended(pai_runtime::store::Appended {
@@ -336,7 +344,15 @@ impl Model {
         Step::call(request, Ok(reply), rule)
     }
 
-    pub(super) fn commit_resumed(&mut self, t: usize, run: RunPick, token: TokenPick) -> Step {
+    /// A resumed run's results; with `metadata`, the run metadata their
+    /// hooks wrote lands in the same commit (K5).
+    pub(super) fn commit_resumed(
+        &mut self,
+        t: usize,
+        run: RunPick,
+        token: TokenPick,
+        metadata: Option<u8>,
+    ) -> Step {
         let run = self.pick_run(t, run);
         let token = self.pick_token(t, token);
         if !self.drives(t, &run, Some(token), true) {
@@ -344,12 +360,14 @@ impl Model {
         }
         let steps = self.threads[t].run(&run).map_or(0, |r| r.steps);
         let messages = vec![self.message(Role::Tool, Producer::Tool, Some(&run), Some(steps))];
+        let metadata = metadata.map(results_metadata);
         let request = StoreRequest::run(
             self.threads[t].id.clone(),
             run.clone(),
             token,
             RunOp::CommitResumed {
                 messages: messages.clone(),
+                metadata: metadata.clone(),
             },
         );
         let rule = self.token_rule(t, token, "T9");
@@ -361,6 +379,7 @@ impl Model {
         let (version, first_seq) = th.append(messages);
         if let Some(r) = th.run_mut(&run) {
             r.waiting.clear();
+            r.metadata = metadata.or(r.metadata.take());
         }
         th.touch(now);
         let reply = StoreReply::Run(RunReply::Appended(pai_runtime::store::Appended {
@@ -527,4 +546,10 @@ fn claim_on(
         floor,
         version,
     })
+}
+
+/// The run metadata a model's results commit carries for pick `v`: what
+/// hooks wrote about those results (SPEC K5).
+fn results_metadata(v: u8) -> serde_json::Value {
+    serde_json::json!({ "results": v })
 }

@@ -115,6 +115,7 @@ fn stale_append() -> Vec<Op> {
             token: TokenPick::Stale(0),
             messages: 1,
             step: true,
+            metadata: None,
         },
     ]
 }
