@@ -77,6 +77,7 @@ pub fn case_with(seed: u64, features: Features) -> ScenarioSpec {
     super::cluster::cluster(seed, features, &mut spec);
     super::facade::facade(seed, features, &mut spec);
     super::waiting::waiting(seed, features, &mut spec);
+    super::persist::persist(seed, features, &mut spec);
     spec
 }
 

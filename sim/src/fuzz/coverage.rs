@@ -102,6 +102,13 @@ pub const KEYS: &[&str] = &[
     "cross.answer_after_cancel",
     "cross.hook_expectation",
     "cross.slow_summary",
+    // What hooks and summaries write, and whether it persists (issue 38,
+    // `fuzz/persist.rs`): a hook's staged write cut off from its result
+    // (K5), a summary the redactor masks (C3), and one whose run was
+    // taken over.
+    "cross.hook_write_cut_off",
+    "cross.summary_redacted",
+    "cross.summary_redacted_cut_off",
     // Cases also run on the other store and compared (memory and SQLite,
     // `--differential`).
     "diff.sqlite",
@@ -255,6 +262,11 @@ impl Coverage {
         self.hit_if(by_id, "cross.answer_by_call_id");
         let late = super::crossings::answer_after_cancel(spec, events);
         self.hit_if(late, "cross.answer_after_cancel");
+        let cut_off = super::crossings::hook_write_cut_off(events);
+        self.hit_if(cut_off, "cross.hook_write_cut_off");
+        let (redacted, taken) = super::crossings::summary_redacted(spec, events);
+        self.hit_if(redacted, "cross.summary_redacted");
+        self.hit_if(taken, "cross.summary_redacted_cut_off");
         self.replayed(spec, events);
     }
 

@@ -16,6 +16,7 @@ mod facade;
 mod hooks;
 mod judge;
 mod mix;
+mod persist;
 mod replayed;
 mod shrink;
 mod timeline;
