@@ -300,14 +300,16 @@ event_kinds! {
             tool: String,
             /// The call's input the handler received.
             input: Value,
-            /// The thread's version after the handler's metadata commit, if it
-            /// changed the run metadata.
-            version: Option<u64>,
+            /// Whether the handlers changed the run metadata. The change is
+            /// staged and commits with the step's results (SPEC K5).
+            changed: bool,
         } = "on_output",
         /// A hook wrote the run's metadata through its facade.
         RunMetadata {
-            /// The thread's version after the commit.
-            version: u64,
+            /// The thread's version after the commit; `None` when the write
+            /// was made while tool results were produced (`after_tool_result`):
+            /// it is staged and commits with those results (SPEC K5).
+            version: Option<u64>,
         } = "run_metadata",
         /// A hook stored a hidden lifecycle context message (SPEC L13).
         ContextMessage {
@@ -373,6 +375,10 @@ event_kinds! {
             message: MessageId,
             /// The thread's version after the commit.
             version: u64,
+            /// Whether the commit also replaced the run's metadata with what
+            /// `on_output` handlers and `after_tool_result` hooks wrote while
+            /// these results were produced (SPEC K5).
+            metadata: bool,
         } = "commit_tool_results",
         /// `after_step` decided the transition.
         AfterStep {

@@ -117,12 +117,17 @@ pub trait Lifecycle<C>: Send + Sync + 'static {
     /// Every final tool result, before the model sees it (T4): continue, or
     /// replace its output (T5, L9).
     ///
-    /// Timing: a run-metadata write made here (through `cx`) is its own
-    /// commit, made before the step's results are committed: after a crash
-    /// between the two, a taker may run the call again (K5) and this hook
-    /// again with it, so keep what it counts idempotent (key it by the
-    /// call's id). SPEC K5 asks for the write to commit with the result;
-    /// that atomic commit is the issue "Faulted histories".
+    /// What the hook writes to the run's metadata (`cx.set_run_metadata`,
+    /// `cx.update_run_metadata`) is about this result, so it commits in
+    /// the same store write as the result (SPEC K5): the step's
+    /// `commit_tool_results`, a resumed run's commit of its answered calls,
+    /// or the commit that closes a cancelled run's calls. Until then it is
+    /// staged: `cx.run_metadata` reads it back (the hook's own write, and
+    /// those of earlier hooks and `on_output` handlers of the same batch of
+    /// results), and nothing of it is stored if the result is not (a
+    /// crash, a lost lease, a later hook's error). A call run again after a
+    /// crash therefore counts once. Hidden context messages and mutations
+    /// (`cx.store_context_message`, `cx.mutate`) still commit at once.
     fn after_tool_result<'a>(
         &'a self,
         cx: &'a HookCx<'_, C>,

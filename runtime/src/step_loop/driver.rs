@@ -126,6 +126,7 @@ async fn run_one<C: Send + Sync + 'static>(
             stop,
             lease,
             context: &context,
+            batch: Default::default(),
         };
         let working = exec
             .episode(&mut next_step, start)

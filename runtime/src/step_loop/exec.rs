@@ -5,6 +5,7 @@
 use crate::store::FencingToken;
 use tracing::Instrument;
 
+use super::batch::ResultBatch;
 use super::lease::RunLease;
 use crate::attempt::AttemptEvents;
 use crate::context::cache::ContextCache;
@@ -53,6 +54,9 @@ pub(super) struct Exec<'a, C> {
     pub(super) lease: &'a RunLease,
     /// The default context as of the last step, extended step by step.
     pub(super) context: &'a ContextCache,
+    /// What hooks write about the results being produced, staged for
+    /// their commit (K5).
+    pub(super) batch: ResultBatch,
 }
 
 impl<C: Send + Sync + 'static> HookTrace for Exec<'_, C> {
@@ -157,9 +161,23 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         messages: Vec<NewMessage>,
         step: Option<u32>,
     ) -> Result<Appended, Fail> {
+        self.commit_carrying(stage, messages, step, None).await
+    }
+
+    /// [`Exec::commit`], replacing the run's metadata in the same commit
+    /// when `metadata` is given: what hooks wrote about the results the
+    /// messages hold (K5).
+    pub(super) async fn commit_carrying(
+        &self,
+        stage: RunStage,
+        messages: Vec<NewMessage>,
+        step: Option<u32>,
+        metadata: Option<serde_json::Value>,
+    ) -> Result<Appended, Fail> {
         self.writable(stage)?;
+        let (thread, run) = (self.thread, self.run);
         self.sh
-            .commit(self.thread, self.run, self.token, messages, step)
+            .commit(thread, run, self.token, messages, step, metadata)
             .await
             .map_err(|e| self.store_fail(stage, e))
     }

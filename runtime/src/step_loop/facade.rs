@@ -1,6 +1,8 @@
 //! The thread facade an episode lends its hooks (SPEC H7): run metadata
 //! and hidden lifecycle context messages (L13), written under the
-//! episode's lease token (K2), one commit each (H1).
+//! episode's lease token (K2), one commit each (H1). Run metadata written
+//! while a step's results are produced (`on_output`, `after_tool_result`)
+//! is staged instead and commits with those results (K5, `batch.rs`).
 
 use serde_json::Value;
 
@@ -13,7 +15,7 @@ use crate::facade::Committer;
 use crate::future::HookFuture;
 use crate::future::panic_message;
 use crate::id::MessageId;
-use crate::lifecycle::{Progress, RunFacade, StageFn, ToolResult};
+use crate::lifecycle::{Progress, RunFacade, StageFn, StreamKind, ToolResult};
 use crate::message::{NewMessage, Part, Producer, Role, Visibility};
 use crate::metadata::MetaType;
 use crate::staged::MutateError;
@@ -36,9 +38,21 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         Ok(version)
     }
 
+    /// Writes the run's metadata: staged while results are produced, to
+    /// commit with them (K5; `None`), else at once in one commit under the
+    /// episode's token (the thread's new version).
+    async fn store_metadata(&self, value: Value, request: &str) -> Result<Option<u64>, String> {
+        match self.batch.stage(value) {
+            None => Ok(None),
+            Some(value) => self.commit_metadata(value, request).await.map(Some),
+        }
+    }
+
     /// The tool's `on_output` handlers over one successful output (SPEC
-    /// T6); what they leave in the run metadata is committed. An error or a
-    /// panic in a handler fails the run (X2).
+    /// T6), inside the batch of results being produced: they read the
+    /// metadata as the batch left it, and what they change commits with
+    /// the result (K5). An error or a panic in a handler fails the run
+    /// (X2).
     pub(super) async fn on_output(
         &self,
         step: u32,
@@ -46,6 +60,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         result: &ToolResult,
     ) -> Result<(), Fail> {
         let fail = |m: String| Fail::new(RunStage::OnOutput, m);
+        self.batch.open();
         let stored = self.read_metadata().await.map_err(fail)?;
         let handlers = &self.sh.agent.on_output;
         let ran = catch_unwind(AssertUnwindSafe(|| {
@@ -55,23 +70,20 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             Ok(out) => out.map_err(fail)?,
             Err(p) => return Err(fail(format!("on_output panicked: {}", panic_message(&*p)))),
         };
-        let version = match changed {
-            Some(v) => match self.commit_metadata(v, "on_output").await {
-                Ok(version) => Some(version),
-                // The store refused the write: the run was cancelled (K6).
-                // The output still closes its call; what the handler wrote
-                // about it is not kept.
-                Err(_) if self.lease.cancel_heard() => None,
-                Err(m) => return Err(fail(m)),
-            },
-            None => None,
+        let changed = match changed {
+            Some(v) => self
+                .store_metadata(v, "on_output")
+                .await
+                .map_err(fail)?
+                .is_none(),
+            None => false,
         };
         self.emit(|| EventKind::OnOutput {
             step,
             call_id: result.call_id.clone(),
             tool: result.tool.clone(),
             input: input.clone(),
-            version,
+            changed,
         });
         Ok(())
     }
@@ -89,14 +101,18 @@ impl<C: Send + Sync + 'static> RunFacade for Exec<'_, C> {
     // which phase it stopped.
     fn read_metadata(&self) -> HookFuture<'_, Result<Option<Value>, String>> {
         HookFuture::new(async move {
+            // Read your writes: what the batch of results staged (K5).
+            if let Some(staged) = self.batch.staged() {
+                return Ok(Some(staged));
+            }
             let read = self.sh.store.run_metadata(self.thread, self.run).await;
             read.map_err(|e| self.refused(RunStage::OnOutput, "run_metadata", e).message)
         })
     }
 
-    fn write_metadata(&self, value: Value) -> HookFuture<'_, Result<u64, String>> {
+    fn write_metadata(&self, value: Value) -> HookFuture<'_, Result<Option<u64>, String>> {
         HookFuture::new(async move {
-            let version = self.commit_metadata(value, "set_run_metadata").await?;
+            let version = self.store_metadata(value, "set_run_metadata").await?;
             self.emit(|| EventKind::RunMetadata { version });
             Ok(version)
         })
@@ -159,6 +175,18 @@ impl<C: Send + Sync + 'static> RunFacade for Exec<'_, C> {
             },
             Progress::Skipped { step, reason } => EventKind::CompactionSkipped { step, reason },
         });
+    }
+
+    fn canonical_summary(&self, step: u32, text: String) -> Result<String, String> {
+        let parts = vec![Part::text(text)];
+        let parts = self.finished(StreamKind::Summary, Some(step), parts);
+        let texts = parts.map_err(|f| f.message)?.into_iter();
+        Ok(texts
+            .filter_map(|p| match p {
+                Part::Text { text } => Some(text),
+                _ => None,
+            })
+            .collect())
     }
 }
 

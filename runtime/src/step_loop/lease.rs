@@ -41,11 +41,6 @@ impl RunLease {
         }
     }
 
-    /// Whether the driver heard that the run was cancelled (K6).
-    pub(super) fn cancel_heard(&self) -> bool {
-        self.cancel_heard.load(Ordering::Relaxed)
-    }
-
     /// The claim itself said a cancel reached the run: nothing to log
     /// when a later answer says so again.
     pub(super) fn cancel_known(&self) {

@@ -157,16 +157,19 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     }
 
     /// Commits a resumed run's results and forgets its waiting calls in
-    /// one write under the lease (K5), and tells the thread's watchers.
+    /// one write under the lease, with the run metadata the results'
+    /// hooks wrote (K5), and tells the thread's watchers.
     pub(super) async fn commit_resumed(
         &self,
         message: crate::message::NewMessage,
+        metadata: Option<serde_json::Value>,
     ) -> Result<Appended, Fail> {
         let stage = RunStage::CommitToolResults;
         self.writable(stage)?;
         let mut attached = self.sh.process.attach(self.thread).await;
         let store = &self.sh.store;
-        let committed = store.commit_resumed(self.thread, self.run, self.token, vec![message]);
+        let (thread, run, token) = (self.thread, self.run, self.token);
+        let committed = store.commit_resumed(thread, run, token, vec![message], metadata);
         let appended = committed.await.map_err(|e| self.store_fail(stage, e))?;
         self.sh.told(&mut attached, appended.version);
         Ok(appended)

@@ -482,13 +482,15 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     }
 
     /// A final result: `on_output` for a successful output of the tool or
-    /// the client (T6), then `after_tool_result` (T4).
+    /// the client (T6), then `after_tool_result` (T4); what either writes
+    /// to the run metadata commits with the results (K5).
     async fn final_result(
         &self,
         step: u32,
         input: &Value,
         result: ToolResult,
     ) -> Result<ToolResult, Fail> {
+        self.batch.open();
         // Only the tool's own output and a client's submitted one have
         // status output; every other source is an error.
         let successful = result.status == ToolStatus::Output;
@@ -542,12 +544,14 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     }
 
     /// `after_tool_result` over one final result (T4, L9); a replacement is
-    /// what is stored and what the model sees (T5).
+    /// what is stored and what the model sees (T5). The run metadata its
+    /// hooks write is staged for the results' commit (K5).
     pub(super) async fn after_tool_result(
         &self,
         step: u32,
         mut result: ToolResult,
     ) -> Result<ToolResult, Fail> {
+        self.batch.open();
         let input = ToolResultInput {
             step,
             result: &result,
@@ -570,7 +574,8 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
 
     /// Commits the results of a step whose client and approval calls were
     /// answerable (T9), in call order, as one tool message in the commit
-    /// that ends their being answerable (K5: nothing is answered twice).
+    /// that ends their being answerable (K5: nothing is answered twice),
+    /// with the run metadata their hooks wrote (K5).
     pub(super) async fn commit_answered(
         &self,
         step: u32,
@@ -578,11 +583,14 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     ) -> Result<(), Fail> {
         let message = self.results_message(step, finals);
         let id = message.id.clone();
-        let appended = self.commit_resumed(message).await?;
+        let metadata = self.batch.close();
+        let carried = metadata.is_some();
+        let appended = self.commit_resumed(message, metadata).await?;
         self.emit(|| EventKind::CommitToolResults {
             step,
             message: id,
             version: appended.version,
+            metadata: carried,
         });
         self.closed(&appended, "commit_resumed");
         Ok(())
@@ -596,17 +604,22 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         }
     }
 
-    /// Commits the step's results, in call order, as one tool message (T2).
+    /// Commits the step's results, in call order, as one tool message (T2),
+    /// with the run metadata their hooks wrote (K5).
     async fn commit_results(&self, step: u32, finals: &[ToolResult]) -> Result<(), Fail> {
         let message = self.results_message(step, finals);
         let id = message.id.clone();
+        let metadata = self.batch.close();
+        let carried = metadata.is_some();
+        let stage = RunStage::CommitToolResults;
         let appended = self
-            .commit(RunStage::CommitToolResults, vec![message], None)
+            .commit_carrying(stage, vec![message], None, metadata)
             .await?;
         self.emit(|| EventKind::CommitToolResults {
             step,
             message: id,
             version: appended.version,
+            metadata: carried,
         });
         self.closed(&appended, "commit_tool_results");
         Ok(())

@@ -69,6 +69,7 @@ fn closes(op: &RunOp) -> bool {
         RunOp::Append {
             messages,
             step: None,
+            ..
         } => !messages.is_empty() && messages.iter().all(|m| m.role == Role::Tool),
         _ => false,
     }

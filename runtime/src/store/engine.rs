@@ -345,8 +345,14 @@ fn run_write(
                 version,
             }
         }
-        RunOp::Append { messages, step } => {
+        RunOp::Append {
+            messages,
+            step,
+            metadata,
+        } => {
             let appended = rec.append(messages);
+            // What hooks wrote about the results lands with them (K5).
+            rec.put_run_metadata(run, metadata);
             if step.is_some() {
                 rec.step_committed(run);
             }
@@ -362,7 +368,9 @@ fn run_write(
             let waits = rec.wait(run, calls);
             RunReply::Waited(waits.map(|version| (rec.waiting_calls(run), version)))
         }
-        RunOp::CommitResumed { messages } => RunReply::Appended(rec.commit_resumed(run, messages)),
+        RunOp::CommitResumed { messages, metadata } => {
+            RunReply::Appended(rec.commit_resumed(run, messages, metadata))
+        }
         RunOp::Finish { end, next_run } => RunReply::Finished(finish(rec, run, &end, next_run)),
         op @ (RunOp::RunMessages { .. }
         | RunOp::TakeAnchor

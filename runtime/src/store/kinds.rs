@@ -189,6 +189,7 @@ mod tests {
             run(RunOp::Append {
                 messages: vec![],
                 step: None,
+                metadata: None,
             }),
             run(RunOp::TakeAnchor),
             read(ReadOp::HasSteer { run: "r".into() }),
@@ -203,7 +204,10 @@ mod tests {
             run(RunOp::Wait { calls: vec![] }),
             read(ReadOp::WaitingCalls { run: "r".into() }),
             run(RunOp::CloseCalls),
-            run(RunOp::CommitResumed { messages: vec![] }),
+            run(RunOp::CommitResumed {
+                messages: vec![],
+                metadata: None,
+            }),
             run(finish),
             StoreRequest::facade("t", mutate),
             StoreRequest::facade("t", regenerate),

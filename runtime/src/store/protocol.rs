@@ -143,6 +143,10 @@ pub enum RunOp {
         messages: Vec<NewMessage>,
         /// The model step they commit, if they are a step's output.
         step: Option<u32>,
+        /// The run's metadata, replaced in the same commit: what hooks wrote
+        /// while the step's tool results were produced (SPEC K5).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<Value>,
     },
     /// Takes a pending steer and answers the step's anchor.
     TakeAnchor,
@@ -184,6 +188,10 @@ pub enum RunOp {
     CommitResumed {
         /// The results and messages the resumed run commits.
         messages: Vec<NewMessage>,
+        /// The run's metadata, replaced in the same commit: what hooks wrote
+        /// while those results were produced (SPEC K5).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<Value>,
     },
     /// Records how the run ended. A steer left over is admitted as the run
     /// `next_run`; without one, the answer is [`Finish::NeedRunId`](super::Finish::NeedRunId).

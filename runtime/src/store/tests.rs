@@ -480,6 +480,7 @@ fn k2_only_the_holder_writes_under_the_newest_token() {
         let op = RunOp::Append {
             messages: vec![message("x")],
             step: None,
+            metadata: None,
         };
         StoreRequest::run("t", run, c.token, op)
     };

@@ -173,11 +173,18 @@ impl ThreadRec {
 
     /// Writes `run`'s metadata (fenced by the engine first, K2): one commit (H1).
     pub(crate) fn set_run_metadata(&mut self, run: &str, value: Value) -> u64 {
-        if let Some(r) = self.run_mut(run) {
-            r.metadata = Some(value);
-        }
+        self.put_run_metadata(run, Some(value));
         self.version += 1;
         self.version
+    }
+
+    /// Replaces `run`'s metadata when `value` is given: part of the commit
+    /// of the results hooks wrote it about (SPEC K5), not a commit by
+    /// itself.
+    pub(crate) fn put_run_metadata(&mut self, run: &str, value: Option<Value>) {
+        if let (Some(value), Some(r)) = (value, self.run_mut(run)) {
+            r.metadata = Some(value);
+        }
     }
 
     /// `run`'s metadata as stored.
@@ -268,8 +275,14 @@ impl ThreadRec {
 
     /// Appends a resumed run's results and forgets its waiting calls, in
     /// one commit (T9, K5: a call with a committed result never runs again).
-    pub(crate) fn commit_resumed(&mut self, run: &str, messages: Vec<NewMessage>) -> Appended {
+    pub(crate) fn commit_resumed(
+        &mut self,
+        run: &str,
+        messages: Vec<NewMessage>,
+        metadata: Option<Value>,
+    ) -> Appended {
         let appended = self.append(messages);
+        self.put_run_metadata(run, metadata);
         if let Some(r) = self.run_mut(run) {
             r.waiting.clear();
         }

@@ -389,7 +389,7 @@ impl Fenced {
                 ..
             } => return None,
             Op::Run {
-                op: RunOp::Append { messages, .. } | RunOp::CommitResumed { messages },
+                op: RunOp::Append { messages, .. } | RunOp::CommitResumed { messages, .. },
                 ..
             } => (
                 messages.iter().map(|m| m.id.to_string()).collect(),

@@ -90,6 +90,7 @@ pub fn case_with(seed: u64, features: Features) -> ScenarioSpec {
     super::waiting::waiting(seed, features, &mut spec);
     super::resumed_steer::resumed_steer(seed, features, &mut spec);
     super::taker::taker_faults(seed, features, &mut spec);
+    super::persist::persist(seed, features, &mut spec);
     spec
 }
 

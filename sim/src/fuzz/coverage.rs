@@ -84,6 +84,8 @@ pub const KEYS: &[&str] = &[
     "hook.metadata_overlay",
     "hook.context_message",
     "metadata.written",
+    "metadata.staged",
+    "metadata.with_results",
     "context_message.stored",
     "hook.hide_message",
     "visibility.mid_run",
@@ -104,6 +106,13 @@ pub const KEYS: &[&str] = &[
     "cross.hook_expectation",
     "cross.slow_summary",
     "cross.regenerate_resumed_steer",
+    // What hooks and summaries write, and whether it persists (issue 38,
+    // `fuzz/persist.rs`): a hook's staged write cut off from its result
+    // (K5), a summary the redactor masks (C3), and one whose run was
+    // taken over.
+    "cross.hook_write_cut_off",
+    "cross.summary_redacted",
+    "cross.summary_redacted_cut_off",
     // Cases also run on the other store and compared (memory and SQLite,
     // `--differential`).
     "diff.sqlite",
@@ -267,6 +276,11 @@ impl Coverage {
         self.hit_if(by_id, "cross.answer_by_call_id");
         let late = super::crossings::answer_after_cancel(spec, events);
         self.hit_if(late, "cross.answer_after_cancel");
+        let cut_off = super::crossings::hook_write_cut_off(events);
+        self.hit_if(cut_off, "cross.hook_write_cut_off");
+        let (redacted, taken) = super::crossings::summary_redacted(spec, events);
+        self.hit_if(redacted, "cross.summary_redacted");
+        self.hit_if(taken, "cross.summary_redacted_cut_off");
         self.replayed(spec, events);
     }
 
@@ -398,11 +412,17 @@ impl Coverage {
                 EventKind::Cancelled {
                     phase: RunStage::Resume,
                 } => self.hit("cancel.waiting"),
-                EventKind::OnOutput { version, .. } => {
+                EventKind::OnOutput { changed, .. } => {
                     self.hit("on_output.ran");
-                    self.hit_if(version.is_some(), "on_output.wrote");
+                    self.hit_if(*changed, "on_output.wrote");
                 }
-                EventKind::RunMetadata { .. } => self.hit("metadata.written"),
+                EventKind::RunMetadata { version } => {
+                    self.hit("metadata.written");
+                    self.hit_if(version.is_none(), "metadata.staged");
+                }
+                EventKind::CommitToolResults { metadata: true, .. } => {
+                    self.hit("metadata.with_results")
+                }
                 EventKind::ContextMessage { .. } => self.hit("context_message.stored"),
                 _ => {}
             }

@@ -4,8 +4,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{Event, event::EventKind, store::RunStatus};
+use pai_runtime::{
+    Event,
+    event::EventKind,
+    store::RunStatus,
+    text::{Pattern, matches_any},
+};
 
+use crate::hooks::HookSpec;
 use crate::scenario::{ScenarioSpec, TimelineEntry};
 
 /// The crossings one case reached (each at most once per case).
@@ -318,4 +324,60 @@ pub fn fault_near_a_deleted_compaction(raw: &[Event], faults: &[(&str, usize)]) 
         });
         faulted && deleted
     })
+}
+
+/// `cross.hook_write_cut_off`: a hook's run-metadata write about a result
+/// was staged (an `on_output` that changed it, or an `after_tool_result`
+/// hook's write) and the run was taken over before that batch's results
+/// were committed: the write must be lost with the result, and the
+/// taker's re-run counted once (SPEC K5).
+pub fn hook_write_cut_off(events: &[Event]) -> bool {
+    let mut staged: BTreeSet<&str> = BTreeSet::new();
+    for e in events {
+        let run = e.run_id.as_str();
+        match &e.kind {
+            EventKind::OnOutput { changed: true, .. }
+            | EventKind::RunMetadata { version: None } => {
+                staged.insert(run);
+            }
+            EventKind::CommitToolResults { .. } | EventKind::LeaseAcquired { .. } => {
+                staged.remove(run);
+            }
+            EventKind::TakenOver { .. } if staged.contains(run) => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// `cross.summary_redacted`: a compaction committed a summary in a case
+/// whose canonical redactor masks a secret the summaries repeat (SPEC
+/// C3); the second is `cross.summary_redacted_cut_off`: a run that
+/// compacted was also taken over by another worker.
+pub fn summary_redacted(spec: &ScenarioSpec, events: &[Event]) -> (bool, bool) {
+    let patterns: Vec<Pattern> = spec
+        .lifecycle
+        .iter()
+        .filter_map(|h| match h.library()? {
+            HookSpec::Redact(r) => Some(r.patterns.iter().map(|p| p.pattern().clone())),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let masked = spec.lifecycle.iter().any(|h| match h.library() {
+        Some(HookSpec::Compaction(c)) => c.summaries.iter().any(|s| matches_any(s, &patterns)),
+        _ => false,
+    });
+    if !masked {
+        return (false, false);
+    }
+    let compacted: BTreeSet<&str> = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Compacted { .. }))
+        .map(|e| e.run_id.as_str())
+        .collect();
+    let taken = events.iter().any(|e| {
+        matches!(e.kind, EventKind::TakenOver { .. }) && compacted.contains(e.run_id.as_str())
+    });
+    (!compacted.is_empty(), taken)
 }

@@ -20,6 +20,7 @@ mod judge;
 mod mix;
 mod mix_tools;
 mod near;
+mod persist;
 mod replayed;
 mod resumed_steer;
 mod shrink;

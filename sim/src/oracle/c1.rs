@@ -4,7 +4,8 @@
 //! stored summary records and the stored cursor:
 //!
 //! - each `compacted` names a stored summary record whose text a summary
-//!   request of that run and step answered;
+//!   request of that run and step answered, through the canonical stages
+//!   (C3: a redactor masks a summary as it masks a step's text);
 //! - that request was sent every context-visible message after the
 //!   previous cursor up to the new one (by role and text, or by the tool
 //!   call ids it carries), and, when a previous cursor stood, the previous
@@ -22,8 +23,8 @@
 //! then, results whose call is not in the range, messages a later rewrite
 //! removed. (A queued run that starts later should read its own message,
 //! which only the summary can carry once the cursor passed it: the
-//! runtime's helper does not do so today; see `due`.) Scenarios with more than one compaction helper
-//! are not judged.
+//! runtime's helper does not do so today; see `due`.) Scenarios with more than one compaction helper,
+//! or with a registered hook that transforms streams, are not judged.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -38,7 +39,7 @@ use super::facts::model_text;
 use super::observed::{Observed, Violation};
 use crate::hooks::{HookSpec, SummaryCall};
 use crate::scenario::OracleId;
-use crate::world::Calls;
+use crate::world::{Calls, CommitRecord};
 
 /// The private metadata key of compaction's cursor.
 const CURSOR_KEY: &str = "pai.compaction";
@@ -59,30 +60,36 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         true => None,
         false => Some(step_requests(o.calls)),
     };
-    let mut out = covered(o.events, o.threads, o.summaries, requests.as_ref());
-    // Among workers a run's mutation may land unheard (its answer lost):
-    // the store committed it, and no `mutated` says so. Then the stored
-    // cursor may be that mutation's, which no `compacted` names.
-    let unheard: Vec<(&str, u64)> = match o.cluster {
-        None => Vec::new(),
-        Some(_) => o
-            .commits
-            .iter()
-            .filter(|c| c.request == "mutate" && c.from != "client")
-            .filter(|c| !reported(o.events, &c.thread, c.version))
-            .map(|c| (c.thread.as_str(), c.version))
-            .collect(),
+    // The summary record is the answer through the canonical transforms
+    // (C3); what a registered transform makes of it is not foreseen.
+    let Some(stored) = stored_answers(o.scenario, o.summaries) else {
+        return Vec::new();
     };
-    out.extend(cursors(o.events, o.threads, &unheard));
+    let mut out = covered(o.events, o.threads, &stored, requests.as_ref());
+    out.extend(cursors(o.events, o.threads, o.commits));
     out
 }
 
-/// Whether a `mutated` event reports the commit of `thread` at `version`.
-fn reported(events: &[Event], thread: &str, version: u64) -> bool {
-    events.iter().any(|e| {
-        e.thread_id == thread
-            && matches!(e.kind, EventKind::Mutated { version: v, .. } if v == version)
-    })
+/// Each summary request with its answer as the helper stores it: through
+/// the scenario's canonical stages (SPEC C3, S1); `None` when a registered
+/// hook transforms streams.
+fn stored_answers(
+    s: &crate::scenario::Scenario,
+    calls: &[SummaryCall],
+) -> Option<Vec<SummaryCall>> {
+    calls
+        .iter()
+        .map(|c| {
+            let answer = match &c.answer {
+                Ok(text) => Ok(super::reference::canonical(s, text)?),
+                Err(e) => Err(e.clone()),
+            };
+            Some(SummaryCall {
+                answer,
+                ..c.clone()
+            })
+        })
+        .collect()
 }
 
 /// One committed compaction, as the log tells it.
@@ -391,22 +398,16 @@ fn carries(m: &ModelMessage, id: &str) -> bool {
 }
 
 /// Each thread's stored cursor is its last compaction's, and its summary
-/// record is stored transcript-visible and hidden from the context; a
-/// thread where a run's mutation landed unheard after that compaction
-/// (`unheard`: thread and version) is left aside.
-fn cursors(events: &[Event], threads: &[StoredThread], unheard: &[(&str, u64)]) -> Vec<Violation> {
+/// record is stored transcript-visible and hidden from the context.
+fn cursors(events: &[Event], threads: &[StoredThread], commits: &[CommitRecord]) -> Vec<Violation> {
     let all = compactions(events);
     let mut out = Vec::new();
     for t in threads {
         let Some(last) = all.iter().rev().find(|c| c.thread == t.id) else {
             continue;
         };
-        if moved(events, &t.id, last.at, events.len()) {
-            continue;
-        }
-        if unheard
-            .iter()
-            .any(|(th, v)| *th == t.id && *v > last.version)
+        if moved(events, &t.id, last.at, events.len())
+            || unheard_mutation(events, commits, &t.id, last.version)
         {
             continue;
         }
@@ -444,6 +445,27 @@ fn cursors(events: &[Event], threads: &[StoredThread], unheard: &[(&str, u64)]) 
         }
     }
     out
+}
+
+/// Whether the store committed a mutation on `thread` after version
+/// `after` that no worker logged (among workers: its worker crashed or was
+/// cut off with the answer in flight). A compaction's own write may be
+/// one: the stored cursor may then be newer than the last logged
+/// `compacted`.
+fn unheard_mutation(events: &[Event], commits: &[CommitRecord], thread: &str, after: u64) -> bool {
+    let logged = |v: u64| {
+        events.iter().any(|e| {
+            e.thread_id == thread
+                && matches!(e.kind, EventKind::Mutated { version, .. } if version == v)
+        })
+    };
+    commits.iter().any(|c| {
+        c.thread == thread
+            && c.request == "mutate"
+            && c.from != "client"
+            && c.version > after
+            && !logged(c.version)
+    })
 }
 
 #[cfg(test)]

@@ -323,6 +323,23 @@ impl<'a> Summarized<'a> {
                 s.calls.remove(id);
             }
         }
+        // A text stored more often than the requests carried it: another
+        // message with it (a queued run's trigger sent twice, M1) may
+        // follow the cursor in context order, so the text tells nothing.
+        s.texts.retain(|(role, text), _| {
+            let stored = before
+                .iter()
+                .filter(|m| m.visibility.context && m.role == *role && m.text() == *text)
+                .count();
+            let carried: usize = asked
+                .iter()
+                .map(|c| {
+                    let same = |x: &&ModelMessage| x.role == *role && model_text(x) == *text;
+                    c.messages.iter().filter(same).count()
+                })
+                .sum();
+            stored <= carried
+        });
         s
     }
 }

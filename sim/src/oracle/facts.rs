@@ -184,9 +184,9 @@ pub(super) fn run_commit_version(kind: &EventKind) -> Option<u64> {
         EventKind::Respond { version, .. }
         | EventKind::CommitStep { version, .. }
         | EventKind::CommitToolResults { version, .. }
-        | EventKind::RunMetadata { version }
         | EventKind::ContextMessage { version, .. } => Some(*version),
-        EventKind::OnOutput { version, .. } => *version,
+        // A write staged with tool results commits with them (K5).
+        EventKind::RunMetadata { version } => *version,
         _ => None,
     }
 }

@@ -166,13 +166,13 @@ fn writes(kind: &EventKind) -> bool {
         EventKind::CommitStep { .. }
         | EventKind::CommitToolResults { .. }
         | EventKind::Respond { .. }
-        | EventKind::RunMetadata { .. }
         | EventKind::ContextMessage { .. }
         | EventKind::Mutated { .. }
         | EventKind::ToolStart { .. }
         | EventKind::Waiting { .. }
         | EventKind::Answered { .. } => true,
-        EventKind::OnOutput { version, .. } => version.is_some(),
+        // A write staged with tool results is no write of its own (K5).
+        EventKind::RunMetadata { version } => version.is_some(),
         _ => false,
     }
 }

@@ -159,6 +159,7 @@ mod tests {
             step: 0,
             message: "m".into(),
             version,
+            metadata: false,
         }
     }
 

@@ -30,6 +30,7 @@ mod k2_steps;
 mod k3_confirm;
 mod k4;
 mod k5;
+mod k5_hooks;
 mod k6;
 mod k6_heard;
 mod l1;
@@ -148,6 +149,7 @@ fn lease_and_thread_oracles(o: &Observed<'_>) -> Vec<Violation> {
         }
     }
     violations.extend(k5::check(o));
+    violations.extend(k5_hooks::check(o));
     violations.extend(k6::check(o));
     violations.extend(k6_heard::check(o));
     violations.extend(m2::check(o));

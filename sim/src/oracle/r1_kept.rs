@@ -256,6 +256,7 @@ mod tests {
             step: 0,
             message: message.into(),
             version: 2,
+            metadata: false,
         }
     }
 

@@ -57,7 +57,7 @@ oracles! {
     T8 = "T8" ["T8", "K3", "H6"]: "Once a run has ended, every tool call it committed has exactly one committed result on the stored thread; no call ever has two.";
     T9 = "T9" ["T9"]: "Every waiting call ends with exactly one final result, the one its answer asks for; answers name calls of the run's latest wait, once each, while it waits.";
     S1 = "S1" ["S1", "S2"]: "A step's stored assistant text is its provider's streamed text through the canonical stages: nothing lost, added or reordered (scripted deltas or a replayed recording, however chunked).";
-    S3 = "S3" ["S3"]: "No stored, live or model-visible assistant text matches a redaction pattern.";
+    S3 = "S3" ["S3", "C3"]: "No stored, live or model-visible assistant text, and no compaction summary stored or sent to a model, matches a redaction pattern.";
     S4 = "S4" ["S4"]: "An aborted step stores its replacement only, with the abort's outcome and reason.";
     A2 = "A2" ["A2"]: "No run starts more steps than its limit.";
     A3 = "A3" ["A3"]: "Each transition follows the precedence complete > waiting > steering > next_step > natural, and the limit (a waiting step waits even at the limit).";
@@ -67,7 +67,7 @@ oracles! {
     K2Steps = "K2-steps" ["K2"]: "No run's step is committed twice.";
     K3 = "K3" ["K3", "K5"]: "Among workers, a worker starts a tool only once a renewal of its lease was answered since it decided the call: a holder that cannot renew starts nothing more.";
     Liveness = "liveness" ["K3"]: "Once the last fault has healed, every run ends or waits for a client within the scenario's liveness bound.";
-    K5 = "K5" ["K5"]: "No call's result is committed twice, a committed call never runs again, and every tool start carries the key run id + call id.";
+    K5 = "K5" ["K5"]: "No call's result is committed twice, a committed call never runs again, and every tool start carries the key run id + call id; what hooks write about a result commits with it, so a run-metadata count equals the committed results it counts.";
     K6 = "K6" ["K6"]: "A cancel reaches a run or says there was none; a run cancelled while queued never starts.";
     K4 = "K4" ["K4"]: "No trusted history rewrite commits while a run of its thread is active (leased, or waiting for a client); no regeneration while one is admitted and not ended.";
     H1 = "H1" ["H1"]: "Each commit bumps the version by one; watchers hear of every commit, in order.";

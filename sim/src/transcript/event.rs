@@ -249,7 +249,14 @@ fn tool_event(kind: &EventKind) -> String {
             step,
             message,
             version,
-        } => format!("commit_tool_results step={step} commit {message} v{version}"),
+            metadata,
+        } => {
+            let with = match metadata {
+                true => " + run metadata",
+                false => "",
+            };
+            format!("commit_tool_results step={step} commit {message} v{version}{with}")
+        }
         other => other.name().to_string(),
     }
 }

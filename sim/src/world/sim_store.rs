@@ -129,7 +129,22 @@ pub(crate) mod plant {
         LOSE_RUN_METADATA.with(Cell::get)
     }
 
-    pub(super) fn apply(s: &SqliteStore, request: StoreRequest) -> Result<StoreReply, StoreError> {
+    pub(super) fn apply(
+        s: &SqliteStore,
+        mut request: StoreRequest,
+    ) -> Result<StoreReply, StoreError> {
+        // Metadata carried by a results' commit (K5) is dropped the same way.
+        if let StoreRequest::On {
+            op:
+                Op::Run {
+                    op: RunOp::Append { metadata, .. } | RunOp::CommitResumed { metadata, .. },
+                    ..
+                },
+            ..
+        } = &mut request
+        {
+            *metadata = None;
+        }
         let StoreRequest::On {
             thread,
             op:

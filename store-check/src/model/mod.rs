@@ -268,8 +268,9 @@ impl Model {
                 messages,
                 step,
                 results,
+                metadata,
                 ..
-            } => self.append(t, *run, *token, *messages, (*step, *results)),
+            } => self.append(t, (*run, *token), *messages, (*step, *results), *metadata),
             Op::SetRunMetadata {
                 run, token, value, ..
             } => self.set_run_metadata(t, *run, *token, *value),
@@ -282,7 +283,12 @@ impl Model {
                 early,
                 ..
             } => self.wait(t, *run, *token, approvals, *early),
-            Op::CommitResumed { run, token, .. } => self.commit_resumed(t, *run, *token),
+            Op::CommitResumed {
+                run,
+                token,
+                metadata,
+                ..
+            } => self.commit_resumed(t, *run, *token, *metadata),
             Op::Finish {
                 run,
                 token,

@@ -131,13 +131,15 @@ impl Model {
         }
     }
 
+    /// A run's append; with `metadata`, tool results whose hooks' run
+    /// metadata lands in the same commit, one version (K5, H1).
     pub(super) fn append(
         &mut self,
         t: usize,
-        run: RunPick,
-        token: TokenPick,
+        (run, token): (RunPick, TokenPick),
         count: u8,
         (step, results): (bool, bool),
+        metadata: Option<u8>,
     ) -> Step {
         let run = self.pick_run(t, run);
         let token = self.pick_token(t, token);
@@ -153,6 +155,7 @@ impl Model {
         // newest open call: pairs for a regeneration to keep together (R1).
         let open = self.threads[t].open_call(&run);
         tool_parts(&mut messages[0], step, open);
+        let metadata = metadata.map(results_metadata);
         let request = StoreRequest::run(
             self.threads[t].id.clone(),
             run.clone(),
@@ -160,9 +163,13 @@ impl Model {
             RunOp::Append {
                 messages: messages.clone(),
                 step: step.then_some(steps),
+                metadata: metadata.clone(),
             },
         );
-        let rule = self.token_rule(t, token, "H1");
+        let rule = match metadata {
+            Some(_) => self.token_rule(t, token, "K5"),
+            None => self.token_rule(t, token, "H1"),
+        };
         // K6: tool results without a step are a cancelled run's closing write.
         if let Err((e, k6)) = self.fence_closing(t, &run, token, results && !step) {
             return Step::call(request, Err(e), if k6 { "K6" } else { rule });
@@ -172,8 +179,9 @@ impl Model {
         let ids: Vec<String> = messages.iter().map(|m| m.id.to_string()).collect();
         let (version, first_seq) = th.append(messages);
         th.enter(ids);
-        if let (true, Some(r)) = (step, th.run_mut(&run)) {
-            r.steps += 1;
+        if let Some(r) = th.run_mut(&run) {
+            r.metadata = metadata.or(r.metadata.take());
+            r.steps += u32::from(step);
         }
         th.touch(now);
         let cancel_requested = th.cancel_requested(&run);
@@ -379,7 +387,15 @@ impl Model {
         Step::call(request, Ok(reply), rule)
     }
 
-    pub(super) fn commit_resumed(&mut self, t: usize, run: RunPick, token: TokenPick) -> Step {
+    /// A resumed run's results; with `metadata`, the run metadata their
+    /// hooks wrote lands in the same commit (K5).
+    pub(super) fn commit_resumed(
+        &mut self,
+        t: usize,
+        run: RunPick,
+        token: TokenPick,
+        metadata: Option<u8>,
+    ) -> Step {
         let run = self.pick_run(t, run);
         let token = self.pick_token(t, token);
         if !self.drives(t, &run, Some(token), true) {
@@ -389,12 +405,14 @@ impl Model {
         let mut messages = vec![self.message(Role::Tool, Producer::Tool, Some(&run), Some(steps))];
         let open = self.threads[t].open_call(&run);
         tool_parts(&mut messages[0], false, open);
+        let metadata = metadata.map(results_metadata);
         let request = StoreRequest::run(
             self.threads[t].id.clone(),
             run.clone(),
             token,
             RunOp::CommitResumed {
                 messages: messages.clone(),
+                metadata: metadata.clone(),
             },
         );
         let rule = self.token_rule(t, token, "T9");
@@ -408,6 +426,7 @@ impl Model {
         th.enter(ids);
         if let Some(r) = th.run_mut(&run) {
             r.waiting.clear();
+            r.metadata = metadata.or(r.metadata.take());
         }
         th.touch(now);
         // K6: a cancelled run's closing results are taken, and say so.
@@ -632,4 +651,10 @@ fn tool_parts(m: &mut NewMessage, step: bool, open: Option<(String, String)>) {
         (false, None) => return,
     };
     m.parts.push(part);
+}
+
+/// The run metadata a model's results commit carries for pick `v`: what
+/// hooks wrote about those results (SPEC K5).
+fn results_metadata(v: u8) -> serde_json::Value {
+    serde_json::json!({ "results": v })
 }

@@ -79,6 +79,7 @@ impl Store for TakesCancelledSteps {
                 RunOp::Append {
                     messages,
                     step: Some(_),
+                    ..
                 },
             ..
         }) = request.op()
@@ -161,6 +162,7 @@ fn stale_append() -> Vec<Op> {
             messages: 1,
             step: true,
             results: false,
+            metadata: None,
         },
     ]
 }
@@ -181,6 +183,7 @@ fn cancelled_step() -> Vec<Op> {
             messages: 1,
             step: true,
             results: false,
+            metadata: None,
         },
     ]
 }

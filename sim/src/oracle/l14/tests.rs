@@ -87,6 +87,7 @@ fn commit_results(step: u32) -> EventKind {
         step,
         message: "tm".into(),
         version: 1,
+        metadata: false,
     }
 }
 
