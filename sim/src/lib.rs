@@ -44,7 +44,7 @@ mod world;
 
 pub use differential::{across_stores, compare as compare_reports, other_store};
 pub use format::diff;
-pub use harness::{DirOutcome, Harness};
+pub use harness::{DirOutcome, Harness, ShowError, Shown};
 pub use harness_fuzz::FuzzOutcome;
 pub use oracle::Violation;
 pub use planted::{PLANTED_PANIC, quiet_planted_panics};
@@ -54,12 +54,12 @@ pub use rule_coverage::{RuleCoverage, TestRef, coverage, tests_in};
 pub use rules::{Rule, rule, rules};
 pub use run::{check, check_on, replay_command, replay_on, simulate, simulate_on, verdict};
 pub use scenario::{
-    Action, After, AfterEvent, AfterSpec, AgentDef, AgentSpec, Behaviour, CancelRun, CancelSpec,
-    CheckError, Cluster, ClusterSpec, DEFAULT_TIME_LIMIT_MS, Expect, Expectation, FaultSpec,
-    FieldPath, HookDef, HookSource, LifecycleEntry, ModelSpec, Moment, OracleId, OracleName,
-    RegisteredModels, ReplayFormat, RequestExpect, Scenario, ScenarioError, ScenarioSpec, Segment,
-    TimelineEntry, ToolCallSpec, ToolDef, ToolEntry, ToolSpec, TurnSpec, UseSpec, UseToolSpec,
-    WorkerSpec,
+    Action, After, AfterEvent, AfterSpec, AgentDef, AgentSpec, Approval, ApprovalSpec, Behaviour,
+    CancelRun, CancelSpec, CheckError, Cluster, ClusterSpec, DEFAULT_TIME_LIMIT_MS, Expect,
+    Expectation, FaultSpec, FieldPath, HookDef, HookSource, LifecycleEntry, ModelSpec, Moment,
+    OracleId, OracleName, OracleRef, Predicate, RegisteredModels, ReplayFormat, RequestExpect,
+    Scenario, ScenarioError, ScenarioSpec, Segment, TimelineEntry, ToolCallSpec, ToolDef,
+    ToolEntry, ToolSpec, TurnSpec, UseSpec, UseToolSpec, WhenSpec, WorkerSpec,
 };
 pub use schema::{EventRecord, event_log_json, schema_text};
 pub use suite::{

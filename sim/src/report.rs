@@ -65,6 +65,10 @@ pub struct Report {
     /// Timeline entries placed after a moment of a run that never came
     /// (each also a note): the scenario did not test what it says.
     pub missed: Vec<String>,
+    /// Worker faults placed at a store request that never came (or came
+    /// only after the runs settled), each naming the fault: the scenario
+    /// did not test what it placed them for.
+    pub unfired_faults: Vec<String>,
     /// The runtime's own step loop panicked (a runtime bug, caught).
     pub runtime_panicked: bool,
     /// With several workers: every worker's own events and the store's and
@@ -181,13 +185,8 @@ pub(crate) fn report(s: &Scenario, seed: u64, ran: Ran, twin: Twin) -> Report {
         ..
     } = ran;
     let mut idle_faults = Vec::new();
+    let unfired_faults = unfired(s, seed, obs.cluster.as_ref(), &mut notes);
     for (i, fault) in s.faults.iter().enumerate() {
-        let unfired = obs.cluster.as_ref().and_then(|c| c.unfired.get(&i));
-        if let Some(why) = unfired {
-            idle_faults.push(format!("faults[{i}]: {why}"));
-            notes.push(why.clone());
-            continue;
-        }
         match faults::plant(fault, &mut obs) {
             Ok(note) => notes.push(note),
             Err(note) => {
@@ -227,9 +226,42 @@ pub(crate) fn report(s: &Scenario, seed: u64, ran: Ran, twin: Twin) -> Report {
         limit_reached: obs.cut_short,
         idle_faults,
         missed: missed.into_iter().map(|(_, why)| why).collect(),
+        unfired_faults,
         runtime_panicked,
         cluster: obs.cluster,
         twin,
         twin_counter: judgement.map(|j| j.counter),
     }
+}
+
+/// The worker faults placed at a store request that never fired, each
+/// named by its index in the file's `faults` (worker faults included,
+/// unlike the checked scenario's planted faults), and noted in the
+/// transcript. Judged only under the scenario's own seed: another seed
+/// may interleave the workers so that the request never comes, and that
+/// run is a pure oracle check (no snapshot is compared either).
+fn unfired(
+    s: &Scenario,
+    seed: u64,
+    cluster: Option<&ClusterObs>,
+    notes: &mut Vec<String>,
+) -> Vec<String> {
+    let Some(c) = cluster else {
+        return Vec::new();
+    };
+    let own = seed == s.seed;
+    let mut out = Vec::new();
+    for (i, why) in &c.unfired {
+        match own {
+            true => {
+                notes.push(why.clone());
+                out.push(format!("faults[{i}]: {why}"));
+            }
+            false => notes.push(format!(
+                "{why} (not judged under a seed other than {})",
+                s.seed
+            )),
+        }
+    }
+    out
 }

@@ -204,8 +204,9 @@ fn drain(watches: &mut [(String, Watch)]) -> Vec<(String, LiveEvent)> {
 }
 
 /// Whether a report meets its scenario's expectation (SPEC D5). A run
-/// stopped at its time limit, or a planted fault that changed nothing, fails
-/// whatever the oracles said.
+/// stopped at its time limit, a planted fault that changed nothing, or a
+/// worker fault placed at a store request that never came, fails whatever
+/// the oracles said.
 pub fn verdict(s: &Scenario, report: &Report) -> Result<(), String> {
     let mut problems = Vec::new();
     if report.limit_reached {
@@ -220,6 +221,11 @@ pub fn verdict(s: &Scenario, report: &Report) -> Result<(), String> {
     for m in &report.missed {
         problems.push(format!("a timeline entry never happened: {m}"));
     }
+    for f in &report.unfired_faults {
+        problems.push(format!(
+            "{f} (the store request it is placed at never came: the scenario does not test what the fault was placed for)"
+        ));
+    }
     if let Err(e) = expectation_met(s, report) {
         problems.push(e);
     }
@@ -230,7 +236,7 @@ pub fn verdict(s: &Scenario, report: &Report) -> Result<(), String> {
 }
 
 fn expectation_met(s: &Scenario, report: &Report) -> Result<(), String> {
-    match s.expect {
+    match &s.expect {
         Expectation::Pass if report.violations.is_empty() => Ok(()),
         Expectation::Pass => {
             const SHOWN: usize = 5;
@@ -252,7 +258,7 @@ fn expectation_met(s: &Scenario, report: &Report) -> Result<(), String> {
             Err(lines.join("\n"))
         }
         Expectation::Violation(oracle) => {
-            if report.violations.iter().any(|v| v.oracle == oracle) {
+            if report.violations.iter().any(|v| &v.oracle == oracle) {
                 Ok(())
             } else {
                 Err(format!(

@@ -289,7 +289,7 @@ fn d7_every_oracle_has_a_violation_scenario() {
     let proved: Vec<pai_sim::OracleId> = files
         .iter()
         .filter_map(|f| match pai_sim::Scenario::load(f).ok()?.expect {
-            pai_sim::Expectation::Violation(o) => Some(o),
+            pai_sim::Expectation::Violation(o) => o.rule(),
             pai_sim::Expectation::Pass => None,
         })
         .collect();

@@ -19,6 +19,8 @@ mod net;
 mod race_tests;
 mod store_host;
 mod triggers;
+#[cfg(test)]
+mod unfired_tests;
 mod wire;
 
 use std::cell::RefCell;

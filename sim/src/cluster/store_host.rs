@@ -352,6 +352,7 @@ impl StoreHost {
                 RunReply::Appended(pai_runtime::store::Appended {
                     version: done.version,
                     first_seq: last_seq + 1,
+                    cancel_requested: false,
                 }),
             )),
             other => Err(StoreError::Protocol(format!(
@@ -421,7 +422,7 @@ impl Fenced {
                 ..
             } => return None,
             Op::Run {
-                op: RunOp::Append { messages, .. } | RunOp::CommitResumed { messages },
+                op: RunOp::Append { messages, .. } | RunOp::CommitResumed { messages, .. },
                 ..
             } => (
                 messages.iter().map(|m| m.id.to_string()).collect(),
@@ -509,7 +510,7 @@ fn client_write(request: &StoreRequest) -> Option<(String, ClientWrite)> {
             ClientOp::Cancel { .. } => ClientWrite::Cancel(None),
             ClientOp::Open => return None,
         },
-        Op::Read(ReadOp::HasSteer { run }) => ClientWrite::SteerLook(run.to_string()),
+        Op::Read(ReadOp::HasSteer { run, .. }) => ClientWrite::SteerLook(run.to_string()),
         _ => return None,
     };
     Some((thread.to_string(), write))

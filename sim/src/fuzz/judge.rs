@@ -92,6 +92,8 @@ pub struct Evaluation {
     pub message: String,
     /// The behaviours the case's first run reached, counted from its events.
     pub coverage: Coverage,
+    /// What each of a harness's hooks decided in the first run.
+    pub decisions: super::Decisions,
 }
 
 impl Evaluation {
@@ -101,6 +103,7 @@ impl Evaluation {
             failure: Some(failure),
             message: String::new(),
             coverage: Coverage::default(),
+            decisions: Default::default(),
         }
     }
 }
@@ -167,12 +170,15 @@ pub fn evaluate_with(
     coverage.placed_after(spec);
     coverage.fault_at_request(first.fired_at_request());
     coverage.renew_before_tools(first.faulted_before_tools());
+    coverage.taker(&super::taker::reached(&first));
     coverage.watch_among_workers(first.watched_among_workers());
+    coverage.fault_near_a_deleted_compaction(faulted_near_a_deleted_compaction(&first));
     coverage.cluster(
         spec.workers.len(),
         &first.faults_carried_out(),
         &first.events,
     );
+    let decisions = super::decisions::decisions(&s, &first.events);
     let (mut failure, mut message) = verdict(&first, &second);
     if failure.is_none() && across {
         coverage.compared_stores();
@@ -182,7 +188,30 @@ pub fn evaluate_with(
         failure,
         message,
         coverage,
+        decisions,
     }
+}
+
+/// Whether, among workers, a fault hit a worker around its run's
+/// compaction (its read, summary or write) on a thread deleted from that
+/// read on (issue 38; `cross.fault_near_a_deleted_compaction`).
+fn faulted_near_a_deleted_compaction(report: &Report) -> bool {
+    let Some(c) = &report.cluster else {
+        return false;
+    };
+    let faults: Vec<(&str, usize)> = c
+        .log
+        .iter()
+        .filter_map(|r| match &r.what {
+            crate::world::ClusterEvent::Fault { action, worker, .. }
+                if matches!(action.as_str(), "crash" | "partition" | "hold" | "pause") =>
+            {
+                Some((worker.as_str(), r.after_event))
+            }
+            _ => None,
+        })
+        .collect();
+    super::crossings::fault_near_a_deleted_compaction(&c.raw_events, &faults)
 }
 
 /// The first way a case's two runs on one store failed, and its message.

@@ -109,6 +109,18 @@ impl crate::observe::View for Observed<'_> {
         }
     }
 
+    fn registered_tools(&self) -> Vec<(&str, &str, &serde_json::Map<String, serde_json::Value>)> {
+        let tools = self.scenario.agent.tools.iter();
+        tools
+            .filter_map(|t| match &t.behaviour {
+                crate::scenario::Behaviour::Registered(u) => {
+                    Some((t.name.as_str(), u.use_name.as_str(), &u.config))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     fn calls(&self) -> usize {
         self.calls.len()
     }

@@ -68,15 +68,20 @@ impl Placed {
     /// Where the fault happened, for the transcript: "at its wait #1, its
     /// answer in flight", "at w1's claim #2, the request lost".
     pub fn describe(&self) -> String {
-        let whose = match self.by == self.worker {
-            true => "its".to_string(),
-            false => format!("{}'s", self.by),
-        };
         let what = match self.lost {
             true => "the request lost",
             false => "its answer in flight",
         };
-        format!("at {whose} {} #{}, {what}", self.request, self.nth)
+        format!("{}, {what}", self.at())
+    }
+
+    /// The request it is placed at: "at its wait #1", "at w1's claim #2".
+    pub fn at(&self) -> String {
+        let whose = match self.by == self.worker {
+            true => "its".to_string(),
+            false => format!("{}'s", self.by),
+        };
+        format!("at {whose} {} #{}", self.request, self.nth)
     }
 }
 

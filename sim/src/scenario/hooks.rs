@@ -112,7 +112,13 @@ pub(super) fn hooks(
                 let make = def.make.clone();
                 (HookSource::User(def), make)
             }
-            Err(r) => return fail(&at(r.field.unwrap_or(head)), r.message),
+            Err(r) => {
+                let mut at = at(head).to_vec();
+                if let Some(field) = r.field {
+                    at[2] = Segment::Name(field);
+                }
+                return fail(&at, r.message);
+            }
         };
         let name = given.unwrap_or_else(|| format!("{kind}#{i}"));
         out.push(HookDef { name, source, make });

@@ -179,7 +179,10 @@ pub fn tool(schema: &mut Schema) {
         schema,
         json!({
             "description": "A client tool is run by the client: it waits for a submitted output, never for an approval.",
-            "not": { "allOf": [set("approval"), set("client")] },
+            "not": { "allOf": [
+                { "required": ["approval"], "properties": { "approval": { "not": { "const": false } } } },
+                set("client"),
+            ] },
         }),
     );
     also(

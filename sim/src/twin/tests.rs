@@ -77,6 +77,7 @@ fn run(id: &str, trigger: &str, status: RunStatus, steps: u32) -> RunRecord {
         waiting: Vec::new(),
         cancel_requested: false,
         calls_closed: false,
+        handed_over: None,
     }
 }
 
