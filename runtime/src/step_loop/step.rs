@@ -222,6 +222,9 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             }
         } else {
             let read = self.context.refresh(history).await;
+            if let Err(crate::context::HistoryError::Store(e)) = &read {
+                self.hear_refusal("history", e);
+            }
             read.map_err(|e| Fail::phase(phase, e.to_string()))?;
             let lent = self.context.lend();
             Resolved {
