@@ -237,6 +237,12 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     /// writes, and the run is left for a taker (K3), not ended; a delete
     /// stops it (H5).
     pub(super) fn hear_refusal(&self, request: &str, e: &StoreError) {
+        <Self as crate::context::StoreErrors>::heard(self, request, e);
+    }
+}
+
+impl<C: Send + Sync + 'static> crate::context::StoreErrors for Exec<'_, C> {
+    fn heard(&self, request: &str, e: &StoreError) {
         let at = (self.thread, self.run);
         let deleted = !self.cancelled(request, e)
             && super::lease::heard(self.sh, at, self.lease, request, e)
@@ -245,7 +251,9 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             self.stop.trigger();
         }
     }
+}
 
+impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// The store told this episode, answering `request`, that a client
     /// asked to cancel the run (K6): it stops.
     pub(super) fn hear_cancel(&self, request: &str) {

@@ -181,13 +181,14 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             .take_anchor(self.thread, self.run, self.token)
             .await
             .map_err(|e| self.store_fail(stage, e))?;
-        Ok(History::new(
+        let history = History::new(
             &self.sh.store,
             self.thread,
             &self.sh.agent.name,
             incarnation,
             anchor,
-        ))
+        );
+        Ok(history.told(self))
     }
 
     /// `resolve_model_context`: the composed resolver onion over the default
@@ -222,9 +223,6 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             }
         } else {
             let read = self.context.refresh(history).await;
-            if let Err(crate::context::HistoryError::Store(e)) = &read {
-                self.hear_refusal("history", e);
-            }
             read.map_err(|e| Fail::phase(phase, e.to_string()))?;
             let lent = self.context.lend();
             Resolved {

@@ -89,7 +89,7 @@ pub(super) fn not_judged(s: &Scenario, obs: &Observations) -> Option<NotJudged> 
     obs.actions
         .iter()
         .filter(|a| a.done_at >= at && runs_before(s, a.moment))
-        .find_map(|a| races(&s.timeline[a.moment], a))
+        .find_map(|a| races(&s.timeline[a.moment], a).or_else(|| current_cancel(s, a.moment)))
         .map(|why| NotJudged::Races(format!("{why}, after the first fault ({what})")))
 }
 
@@ -183,6 +183,27 @@ pub(super) fn came_in_one(s: &Scenario, mine: &Outcome, theirs: &Outcome) -> Opt
             m.action.name(),
             m.thread
         ))
+    })
+}
+
+/// Why the `i`th entry, a cancel that names no run placed after a moment,
+/// races the runs: it reaches whichever run of its thread is current when
+/// it acts (K6), and with two or more sends of the thread before it, which
+/// one that is depends on how far each got, which the faults change.
+fn current_cancel(s: &Scenario, i: usize) -> Option<String> {
+    let m = &s.timeline[i];
+    let (Action::Cancel(None), Some(after)) = (&m.action, &m.after) else {
+        return None;
+    };
+    let sends = s.timeline[..i]
+        .iter()
+        .filter(|e| e.thread == m.thread && matches!(e.action, Action::Send(_)))
+        .count();
+    (sends >= 2).then(|| {
+        format!(
+            "timeline cancel on {} {after} reaches whichever of its runs is current",
+            m.thread
+        )
     })
 }
 
