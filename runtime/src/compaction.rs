@@ -108,6 +108,7 @@ impl Compaction {
         let request = ModelRequest {
             run_id: run.into(),
             step,
+            attempt: 1,
             route: Route::new("compaction"),
             instructions: PROMPT.to_string(),
             tools: Vec::new(),

@@ -11,7 +11,8 @@ use crate::faults;
 use crate::oracle::{self, ClusterObs, Observations, Violation};
 use crate::scenario::Scenario;
 use crate::transcript;
-use crate::world::ScriptedProvider;
+use crate::twin::Twin;
+use crate::world::{Plan, ScriptedProvider};
 
 /// A scenario that could not be run at all.
 #[derive(Debug, thiserror::Error)]
@@ -20,6 +21,21 @@ pub enum SimError {
     /// built; the message says why.
     #[error("cannot start the simulated runtime: {0}")]
     Setup(String),
+}
+
+/// One run of a scenario, observed and not yet judged.
+#[derive(Debug)]
+pub(crate) struct Ran {
+    pub(crate) obs: Observations,
+    pub(crate) notes: Vec<String>,
+    /// Timeline entries placed after a moment that never came: their
+    /// index in the timeline, and why.
+    pub(crate) missed: Vec<(usize, String)>,
+    /// Notes on scripted turns the run never used.
+    pub(crate) unused: Vec<String>,
+    pub(crate) virtual_ms: u64,
+    /// Which answer each call of the world's answering sources got.
+    pub(crate) plan: Plan,
 }
 
 /// The result of one run.
@@ -46,6 +62,9 @@ pub struct Report {
     pub limit_reached: bool,
     /// Planted faults that found nothing to change, as notes.
     pub idle_faults: Vec<String>,
+    /// Timeline entries placed after a moment of a run that never came
+    /// (each also a note): the scenario did not test what it says.
+    pub missed: Vec<String>,
     /// Worker faults placed at a store request that never came (or came
     /// only after the runs settled), each naming the fault: the scenario
     /// did not test what it placed them for.
@@ -56,6 +75,13 @@ pub struct Report {
     /// the simulator's log (faults), as the transcript shows them; the HTML
     /// timeline reads them.
     pub(crate) cluster: Option<ClusterObs>,
+    /// The fault-free twin the run was judged against, if it has runtime
+    /// faults: a second run of the scenario and seed is judged against the
+    /// same (D4).
+    pub(crate) twin: Twin,
+    /// How the run fared against its twin, as the fuzz report counts it
+    /// (`judged`, or why not); `None` without runtime faults.
+    pub(crate) twin_counter: Option<&'static str>,
 }
 
 impl Report {
@@ -131,16 +157,33 @@ impl Report {
     }
 }
 
-/// The oracles, the transcript and the report over one run's observations,
-/// after the planted faults edit them.
-pub(crate) fn report(
-    s: &Scenario,
-    seed: u64,
-    mut obs: Observations,
-    mut notes: Vec<String>,
-    provider: &ScriptedProvider,
-    virtual_ms: u64,
-) -> Result<Report, SimError> {
+/// Notes on the scripts' turns a run never used.
+pub(crate) fn unused_turns(provider: &ScriptedProvider) -> Vec<String> {
+    let mut notes = Vec::new();
+    for m in provider.scripts() {
+        let unused = m.unused_turns();
+        if unused > 0 {
+            notes.push(format!(
+                "{unused} turn(s) of script {} were never used",
+                m.script()
+            ));
+        }
+    }
+    notes
+}
+
+/// The oracles (the fault-free twin's comparison among them), the
+/// transcript and the report over one run's observations, after the
+/// planted faults edit them.
+pub(crate) fn report(s: &Scenario, seed: u64, ran: Ran, twin: Twin) -> Report {
+    let Ran {
+        mut obs,
+        mut notes,
+        missed,
+        unused,
+        virtual_ms,
+        ..
+    } = ran;
     let mut idle_faults = Vec::new();
     let unfired_faults = unfired(s, seed, obs.cluster.as_ref(), &mut notes);
     for (i, fault) in s.faults.iter().enumerate() {
@@ -152,17 +195,11 @@ pub(crate) fn report(
             }
         }
     }
-    for m in provider.scripts() {
-        let unused = m.unused_turns();
-        if unused > 0 {
-            notes.push(format!(
-                "{unused} turn(s) of script {} were never used",
-                m.script()
-            ));
-        }
-    }
+    notes.extend(unused);
     let observed = obs.view(s, seed);
-    let verdicts = oracle::check_all(&observed);
+    let mut verdicts = oracle::check_all(&observed);
+    let missed_at: Vec<usize> = missed.iter().map(|(i, _)| *i).collect();
+    let judgement = crate::twin::judge(&twin, (&observed, &missed_at), &mut verdicts);
     let transcript = transcript::render(&observed, &verdicts, &notes);
     let runtime_panicked = obs.events.iter().any(|e| {
         matches!(
@@ -173,7 +210,7 @@ pub(crate) fn report(
             }
         )
     });
-    Ok(Report {
+    Report {
         transcript,
         steps: obs
             .threads
@@ -188,10 +225,13 @@ pub(crate) fn report(
         live: obs.live,
         limit_reached: obs.cut_short,
         idle_faults,
+        missed: missed.into_iter().map(|(_, why)| why).collect(),
         unfired_faults,
         runtime_panicked,
         cluster: obs.cluster,
-    })
+        twin,
+        twin_counter: judgement.map(|j| j.counter),
+    }
 }
 
 /// The worker faults placed at a store request that never fired, each

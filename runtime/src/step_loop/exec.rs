@@ -226,16 +226,34 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     /// As `store_fail`, naming the `request` the store refused. A
     /// refusal that says the run was cancelled stops it (K6, T8).
     pub(super) fn refused(&self, stage: RunStage, request: &str, e: StoreError) -> Fail {
+        self.hear_refusal(request, &e);
+        Fail::new(stage, e.to_string())
+    }
+
+    /// What a refusal of the run's `request` tells its driver, whoever
+    /// made the request (a step, a hook's read or mutation): a cancel
+    /// stops the run (K6); an answer that loses the lease, or leaves it
+    /// unknown whether the request landed (no answer in time), stops its
+    /// writes, and the run is left for a taker (K3), not ended; a delete
+    /// stops it (H5).
+    pub(super) fn hear_refusal(&self, request: &str, e: &StoreError) {
+        <Self as crate::context::StoreErrors>::heard(self, request, e);
+    }
+}
+
+impl<C: Send + Sync + 'static> crate::context::StoreErrors for Exec<'_, C> {
+    fn heard(&self, request: &str, e: &StoreError) {
         let at = (self.thread, self.run);
-        let deleted = !self.cancelled(request, &e)
-            && super::lease::heard(self.sh, at, self.lease, request, &e)
+        let deleted = !self.cancelled(request, e)
+            && super::lease::heard(self.sh, at, self.lease, request, e)
             && self.lease.deleted();
         if deleted {
             self.stop.trigger();
         }
-        Fail::new(stage, e.to_string())
     }
+}
 
+impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// The store told this episode, answering `request`, that a client
     /// asked to cancel the run (K6): it stops.
     pub(super) fn hear_cancel(&self, request: &str) {

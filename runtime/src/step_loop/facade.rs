@@ -123,7 +123,13 @@ impl<C: Send + Sync + 'static> RunFacade for Exec<'_, C> {
     }
 
     fn read_thread(&self) -> HookFuture<'_, Result<StoredThread, MutateError>> {
-        HookFuture::new(async move { Ok(self.committer().read().await?) })
+        HookFuture::new(async move {
+            let read = self.committer().read().await;
+            if let Err(e) = &read {
+                self.hear_refusal("inspect", e);
+            }
+            Ok(read?)
+        })
     }
 
     fn mutate<'a>(
@@ -137,15 +143,9 @@ impl<C: Send + Sync + 'static> RunFacade for Exec<'_, C> {
                 .map_err(|f| MutateError::Aborted(f.message))?;
             let done = self.committer().mutate(expect, f).await;
             if let Err(MutateError::Store(e)) = &done {
-                let at = (self.thread, self.run);
                 // A worker that learns of a delete or a cancel stops the
                 // run (H5, K6, T8).
-                let deleted = !self.cancelled("mutate", e)
-                    && super::lease::heard(self.sh, at, self.lease, "mutate", e)
-                    && self.lease.deleted();
-                if deleted {
-                    self.stop.trigger();
-                }
+                self.hear_refusal("mutate", e);
             }
             Ok(done?.1)
         })

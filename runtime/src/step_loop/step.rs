@@ -42,11 +42,15 @@ pub(super) struct StepEnded<'m> {
 pub(super) enum Steering {
     /// As it comes: a steer stored by the time the step ends hands it over.
     Heard,
-    /// Not at all: a worker that took the run over decides the last
-    /// committed step's transition again, and cannot tell whether a steer
-    /// it finds came before that step ended (K3). One the step took is
-    /// recorded as such; any other goes to the next step, or starts a run
-    /// of its own when this one ends.
+    /// Stored below this sequence number: a worker that took the run over
+    /// decides the last committed step's transition again (K3), counting
+    /// the steers stored before that step's last commit, which its holder's
+    /// `after_step` heard of. A later one may have come after the holder
+    /// decided: it goes to the next step, or starts a run of its own when
+    /// this one ends. One the step took is recorded as such.
+    Before(u64),
+    /// None: the taker found no user message of the run before the step's
+    /// last commit but its trigger, so none can be waiting (no read).
     Ignored,
 }
 
@@ -177,13 +181,14 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             .take_anchor(self.thread, self.run, self.token)
             .await
             .map_err(|e| self.store_fail(stage, e))?;
-        Ok(History::new(
+        let history = History::new(
             &self.sh.store,
             self.thread,
             &self.sh.agent.name,
             incarnation,
             anchor,
-        ))
+        );
+        Ok(history.told(self))
     }
 
     /// `resolve_model_context`: the composed resolver onion over the default
@@ -316,6 +321,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         ModelRequest {
             run_id: self.run.into(),
             step,
+            attempt: 1,
             tools: offered(&self.sh.tool_specs, &route),
             route,
             instructions: self.sh.agent.instructions.clone(),
@@ -462,14 +468,8 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             None => Default::default(),
         };
         let steering = match steers {
-            // A store this worker cannot reach is a lost lease, not "no steer";
-            // a cancel it answers with stops the run, which takes no steer (K6):
-            // its pending calls are given up as the transition says.
-            Steering::Heard => match self.sh.store.has_steer(self.thread, self.run).await {
-                Ok(steering) => steering,
-                Err(e) if self.cancelled("has_steer", &e) => false,
-                Err(e) => return Err(self.store_fail(RunStage::Phase(Phase::AfterStep), e)),
-            },
+            Steering::Heard => self.has_steer(None).await?,
+            Steering::Before(seq) => self.has_steer(Some(seq)).await?,
             Steering::Ignored => false,
         };
         let transition = transition(&StepEnd {
@@ -495,6 +495,18 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             transition: transition.clone(),
         });
         Ok(transition)
+    }
+
+    /// Whether a steer (stored below `before`) waits for the next step. A
+    /// store this worker cannot reach is a lost lease, not "no steer"; a
+    /// cancel it answers with stops the run, which takes no steer (K6):
+    /// its pending calls are given up as the transition says.
+    async fn has_steer(&self, before: Option<u64>) -> Result<bool, Fail> {
+        match self.sh.store.has_steer(self.thread, self.run, before).await {
+            Ok(steering) => Ok(steering),
+            Err(e) if self.cancelled("has_steer", &e) => Ok(false),
+            Err(e) => Err(self.store_fail(RunStage::Phase(Phase::AfterStep), e)),
+        }
     }
 }
 

@@ -7,7 +7,8 @@
 //! committed take it without being put to `before_tool_call` again, then
 //! the step's `after_step` hooks are asked again (their decision is never
 //! committed) unless the store recorded the transition (a steer taken, a
-//! wait). Only a run that goes on runs `prepare_run` and its next step.
+//! wait), with the steers stored before the step's last commit, which its
+//! holder heard of (A3). Only a run that goes on runs `prepare_run` and its next step.
 
 use std::collections::BTreeSet;
 
@@ -35,6 +36,11 @@ struct LastStep<'t> {
     /// Calls of the step the store records as let through by the policy,
     /// with their answers (T9), that have no committed result.
     recorded: Vec<WaitingCall>,
+    /// The sequence number of the step's last stored message (its own, or
+    /// its results'), if a user message of the run other than its trigger
+    /// was stored before it: a steer stored before it was heard by the
+    /// holder's `after_step` (A3).
+    steer_bound: Option<u64>,
 }
 
 impl<C: Send + Sync + 'static> Exec<'_, C> {
@@ -90,9 +96,11 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             tool_calls: !last.calls.is_empty(),
             waiting: !done.pending.is_empty(),
         };
-        let transition = self
-            .after_step(last.step, &results, ended, Steering::Ignored)
-            .await?;
+        let steers = match last.steer_bound {
+            Some(seq) => Steering::Before(seq),
+            None => Steering::Ignored,
+        };
+        let transition = self.after_step(last.step, &results, ended, steers).await?;
         self.settle_pending(last.step, &transition, done).await?;
         Ok(match transition {
             Transition::Wait => {
@@ -183,6 +191,24 @@ impl<'t> LastStep<'t> {
             .into_iter()
             .flatten()
             .collect();
+        let answers = |m: &&Message| {
+            m.parts.iter().any(|p| {
+                matches!(p, Part::ToolResult { call_id, .. } if calls.iter().any(|c| c.call_id == *call_id))
+            })
+        };
+        let results_seq = thread.messages.iter().filter(answers).map(|m| m.seq).max();
+        let last_seq = results_seq.unwrap_or(0).max(message.seq);
+        let trigger = record.map(|r| r.trigger.as_str());
+        let steer_bound = thread
+            .messages
+            .iter()
+            .any(|m| {
+                m.role == Role::User
+                    && m.seq < last_seq
+                    && m.pai.run_id.as_deref() == Some(run)
+                    && Some(m.id.as_str()) != trigger
+            })
+            .then_some(last_seq);
         LastStep {
             step,
             message,
@@ -190,6 +216,7 @@ impl<'t> LastStep<'t> {
             committed,
             handed_over,
             recorded,
+            steer_bound,
         }
     }
 

@@ -88,7 +88,7 @@ fn on_live(
         }
         Op::Read(op) => {
             // A step's look for a steer tells a cancelled run's holder (K6).
-            if let ReadOp::HasSteer { run } = &op {
+            if let ReadOp::HasSteer { run, .. } = &op {
                 cancelled::admit_other(rec, run)?;
             }
             read_op(rec, thread, op).map(StoreReply::Read)
@@ -234,7 +234,7 @@ fn admin_op(
 /// Reads without a token.
 fn read_op(rec: &ThreadRec, thread: &str, op: ReadOp) -> Result<ReadReply, StoreError> {
     Ok(match op {
-        ReadOp::HasSteer { .. } => ReadReply::HasSteer(rec.has_steer()),
+        ReadOp::HasSteer { before, .. } => ReadReply::HasSteer(rec.has_steer(before)),
         ReadOp::RunMetadata { run } => ReadReply::RunMetadata(rec.run_metadata(&run).cloned()),
         ReadOp::WaitingCalls { run } => ReadReply::WaitingCalls(rec.waiting_calls(&run)),
         ReadOp::History {
@@ -387,7 +387,7 @@ fn finish(rec: &mut ThreadRec, run: &str, end: &RunEnd, next_run: Option<RunId>)
     if end.status != RunStatus::Cancelled && rec.cancel_requested(run) {
         return Finish::CancelFirst;
     }
-    if rec.has_steer() && next_run.is_none() {
+    if rec.has_steer(None) && next_run.is_none() {
         return Finish::NeedRunId;
     }
     let version = rec.end_run(run, end);

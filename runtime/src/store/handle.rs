@@ -348,8 +348,16 @@ impl StoreHandle {
 
 /// Reads without a token: a run's, and fenced history reads (SPEC M3).
 impl StoreHandle {
-    pub(crate) async fn has_steer(&self, thread: &str, run: &str) -> Result<bool, StoreError> {
-        let op = ReadOp::HasSteer { run: run.into() };
+    pub(crate) async fn has_steer(
+        &self,
+        thread: &str,
+        run: &str,
+        before: Option<u64>,
+    ) -> Result<bool, StoreError> {
+        let op = ReadOp::HasSteer {
+            run: run.into(),
+            before,
+        };
         expect!(self.read(thread, op).await?, ReadReply::HasSteer(x) => x)
     }
 

@@ -192,7 +192,10 @@ mod tests {
                 metadata: None,
             }),
             run(RunOp::TakeAnchor),
-            read(ReadOp::HasSteer { run: "r".into() }),
+            read(ReadOp::HasSteer {
+                run: "r".into(),
+                before: None,
+            }),
             run(RunOp::TakeSteer),
             run(RunOp::RunMessages { all: true }),
             read(history),

@@ -212,6 +212,12 @@ pub enum ReadOp {
     HasSteer {
         /// The run.
         run: RunId,
+        /// Only a steer stored below this sequence number counts: a worker
+        /// that took the run over asks for those stored before the last
+        /// committed step's last commit, which that step's `after_step`
+        /// heard of (SPEC K3, A3).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        before: Option<u64>,
     },
     /// The run's metadata.
     RunMetadata {
@@ -465,7 +471,7 @@ impl Op {
         match self {
             Op::Run { run, .. }
             | Op::Read(
-                ReadOp::HasSteer { run }
+                ReadOp::HasSteer { run, .. }
                 | ReadOp::RunMetadata { run }
                 | ReadOp::WaitingCalls { run },
             )

@@ -409,9 +409,17 @@ impl ThreadRec {
         }
     }
 
-    /// Whether a steering message waits for the next step.
-    pub(crate) fn has_steer(&self) -> bool {
-        !self.steers.is_empty()
+    /// Whether a steering message waits for the next step; with `before`,
+    /// one stored below that sequence number.
+    pub(crate) fn has_steer(&self, before: Option<u64>) -> bool {
+        match before {
+            None => !self.steers.is_empty(),
+            Some(bound) => self.steers.iter().any(|id| {
+                self.messages
+                    .iter()
+                    .any(|m| m.id.as_str() == id && m.seq < bound)
+            }),
+        }
     }
 
     /// The run's end left steering messages no step took (A4): `next`

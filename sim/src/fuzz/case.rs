@@ -91,6 +91,7 @@ pub fn case_with(seed: u64, features: Features) -> ScenarioSpec {
     super::resumed_steer::resumed_steer(seed, features, &mut spec);
     super::taker::taker_faults(seed, features, &mut spec);
     super::persist::persist(seed, features, &mut spec);
+    super::placed::placed(seed, features, &mut spec);
     spec
 }
 

@@ -149,6 +149,17 @@ pub const KEYS: &[&str] = &[
     "cross.replay_among_workers",
     "cross.replay_through_a_transform",
     "cross.replay_and_cancel",
+    // The fault-free twin (issue 38): cases with runtime faults judged
+    // against their twin, and those not judged, by why; entries placed
+    // after a moment of a run rather than at a time.
+    "twin.judged",
+    "twin.not_judged.no_fault",
+    "twin.not_judged.races",
+    "twin.not_judged.cut_short",
+    "twin.not_judged.twin_cut_short",
+    "twin.not_judged.on_resume",
+    "twin.not_judged.registered",
+    "timeline.after",
 ];
 
 /// The hooks counted by name whenever one decides (`<hook>#<index>`, the
@@ -480,6 +491,28 @@ impl Coverage {
             }
         }
         self.hit_if(taken_over, "lease.takeover");
+    }
+
+    /// Counts whether a case with runtime faults was judged against its
+    /// fault-free twin (`judged`), or why not.
+    pub(super) fn twin(&mut self, counter: Option<&str>) {
+        let Some(counter) = counter else { return };
+        let key = KEYS.iter().find(|k| {
+            k.strip_prefix("twin.") == Some(counter)
+                || k.strip_prefix("twin.not_judged.") == Some(counter)
+        });
+        match key {
+            Some(key) => self.hit(key),
+            None => debug_assert!(false, "a twin counter with no key: {counter}"),
+        }
+    }
+
+    /// Counts a case with a timeline entry placed after a moment of a run.
+    pub(super) fn placed_after(&mut self, spec: &ScenarioSpec) {
+        self.hit_if(
+            spec.timeline.iter().any(|e| e.after.is_some()),
+            "timeline.after",
+        );
     }
 
     /// Counts a case in which a fault placed at a store request fired

@@ -6,7 +6,7 @@ use std::path::Path;
 use super::coverage::Coverage;
 use crate::registry::Registry;
 use crate::report::Report;
-use crate::run::simulate_on;
+use crate::run::{simulate_against, simulate_on};
 use crate::scenario::{OracleName, Scenario, ScenarioSpec};
 use crate::world::Rng;
 use crate::world::StoreKind;
@@ -155,15 +155,19 @@ pub fn evaluate_with(
             return Evaluation::failed(Failure::Error(format!("an invalid case: {e}")));
         }
     };
-    let (first, second) = match (
-        simulate_on(&s, s.seed, store),
-        simulate_on(&s, s.seed, store),
-    ) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => return Evaluation::failed(Failure::Error(e.to_string())),
+    // The second run (D4) is judged against the first run's twin.
+    let first = match simulate_on(&s, s.seed, store) {
+        Ok(first) => first,
+        Err(e) => return Evaluation::failed(Failure::Error(e.to_string())),
+    };
+    let second = match simulate_against(&s, s.seed, store, &first.twin) {
+        Ok(second) => second,
+        Err(e) => return Evaluation::failed(Failure::Error(e.to_string())),
     };
     let mut coverage = Coverage::default();
     coverage.add(spec, &first.events, &first.threads);
+    coverage.twin(first.twin_counter);
+    coverage.placed_after(spec);
     coverage.fault_at_request(first.fired_at_request());
     coverage.renew_before_tools(first.faulted_before_tools());
     coverage.taker(&super::taker::reached(&first));

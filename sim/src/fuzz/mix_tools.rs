@@ -189,9 +189,18 @@ fn answer(rng: &mut Rng, name: &str, calls: usize, spec: &mut ScenarioSpec) {
             }
             _ => entry.approve = Some(call),
         }
-        spec.timeline.push(entry);
+        in_play_order(&mut spec.timeline, entry);
     }
-    spec.timeline.sort_by_key(|t| t.at);
+}
+
+/// Inserts a timed entry behind the last timed entry not later than it.
+/// Not a sort: an entry placed after a moment of a run (`after`) keeps
+/// its place behind the entry before it, behind the send of its run.
+fn in_play_order(timeline: &mut Vec<TimelineEntry>, entry: TimelineEntry) {
+    let behind = timeline
+        .iter()
+        .rposition(|e| e.after.is_none() && e.at <= entry.at);
+    timeline.insert(behind.map_or(0, |i| i + 1), entry);
 }
 
 /// A drawn model in place of the default script, in a quarter of the

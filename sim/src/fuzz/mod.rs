@@ -21,6 +21,7 @@ mod mix;
 mod mix_tools;
 mod near;
 mod persist;
+mod placed;
 mod replayed;
 mod resumed_steer;
 mod shrink;

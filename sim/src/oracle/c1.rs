@@ -65,7 +65,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     let Some(stored) = stored_answers(o.scenario, o.summaries) else {
         return Vec::new();
     };
-    let mut out = covered(o.events, o.threads, &stored, requests.as_ref());
+    let mut out = covered(o.events, o.threads, &stored, requests.as_ref(), o.commits);
     out.extend(cursors(o.events, o.threads, o.commits));
     out
 }
@@ -152,6 +152,7 @@ fn covered(
     threads: &[StoredThread],
     calls: &[SummaryCall],
     requests: Option<&Requests<'_>>,
+    commits: &[CommitRecord],
 ) -> Vec<Violation> {
     let all = compactions(events);
     let mut out = Vec::new();
@@ -159,6 +160,14 @@ fn covered(
         let Some(t) = threads.iter().find(|t| t.id == c.thread) else {
             continue;
         };
+        // A run's mutation that landed unheard between the previous
+        // logged compaction and this one may have been a compaction: the
+        // previous summary and cursor this one chained are not known.
+        let previous = all[..k].iter().rev().find(|p| p.thread == c.thread);
+        let since = previous.map_or(0, |p| p.version);
+        if unheard_mutation(events, commits, c.thread, (since, c.version)) {
+            continue;
+        }
         for message in judge(events, t, (calls, requests), (&all, k)) {
             out.push(Violation::new(OracleId::C1, Some(c.run), message));
         }
@@ -407,7 +416,7 @@ fn cursors(events: &[Event], threads: &[StoredThread], commits: &[CommitRecord])
             continue;
         };
         if moved(events, &t.id, last.at, events.len())
-            || unheard_mutation(events, commits, &t.id, last.version)
+            || unheard_mutation(events, commits, &t.id, (last.version, u64::MAX))
         {
             continue;
         }
@@ -447,12 +456,17 @@ fn cursors(events: &[Event], threads: &[StoredThread], commits: &[CommitRecord])
     out
 }
 
-/// Whether the store committed a mutation on `thread` after version
-/// `after` that no worker logged (among workers: its worker crashed or was
+/// Whether the store committed a mutation on `thread` above version
+/// `after` and below `below` that no worker logged (among workers: its worker crashed or was
 /// cut off with the answer in flight). A compaction's own write may be
 /// one: the stored cursor may then be newer than the last logged
 /// `compacted`.
-fn unheard_mutation(events: &[Event], commits: &[CommitRecord], thread: &str, after: u64) -> bool {
+fn unheard_mutation(
+    events: &[Event],
+    commits: &[CommitRecord],
+    thread: &str,
+    (after, below): (u64, u64),
+) -> bool {
     let logged = |v: u64| {
         events.iter().any(|e| {
             e.thread_id == thread
@@ -463,7 +477,7 @@ fn unheard_mutation(events: &[Event], commits: &[CommitRecord], thread: &str, af
         c.thread == thread
             && c.request == "mutate"
             && c.from != "client"
-            && c.version > after
+            && (after + 1..below).contains(&c.version)
             && !logged(c.version)
     })
 }
@@ -542,7 +556,7 @@ mod tests {
     fn judge(t: StoredThread, calls: &[SummaryCall]) -> Vec<Violation> {
         let events = [compacted()];
         let threads = [t];
-        let mut out = covered(&events, &threads, calls, Some(&sent_after()));
+        let mut out = covered(&events, &threads, calls, Some(&sent_after()), &[]);
         out.extend(cursors(&events, &threads, &[]));
         out
     }
@@ -589,8 +603,11 @@ mod tests {
         let requests = Requests::from([(("r", 0), kept.as_slice())]);
         let (events, threads) = ([compacted()], [thread()]);
         let calls = std::slice::from_ref(&call);
-        assert_eq!(covered(&events, &threads, calls, Some(&requests)), vec![]);
-        assert_eq!(covered(&events, &threads, calls, None), vec![]);
+        assert_eq!(
+            covered(&events, &threads, calls, Some(&requests), &[]),
+            vec![]
+        );
+        assert_eq!(covered(&events, &threads, calls, None, &[]), vec![]);
     }
 
     /// #3 is the trigger of run q, queued when the compaction ran: it is
@@ -618,11 +635,11 @@ mod tests {
         let calls = std::slice::from_ref(&call);
         let waiting = [admitted.clone(), compacted(), started.clone()];
         assert_eq!(
-            covered(&waiting, &threads, calls, Some(&sent_after())),
+            covered(&waiting, &threads, calls, Some(&sent_after()), &[]),
             vec![]
         );
         let running = [admitted, started, compacted()];
-        let found = covered(&running, &threads, calls, Some(&sent_after()));
+        let found = covered(&running, &threads, calls, Some(&sent_after()), &[]);
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].message.contains("left message #3"), "{found:?}");
     }

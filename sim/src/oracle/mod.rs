@@ -89,6 +89,7 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     Verdicts {
         violations,
         mismatches,
+        twin: None,
     }
 }
 

@@ -171,6 +171,9 @@ pub struct ClusterObs {
     /// Each watcher whose change feed the store closed (H5), and when its
     /// client saw the close.
     pub watch_closed: Vec<(String, u64)>,
+    /// Each deleted incarnation as it was just before its deletion, in
+    /// the order of the deletions (what the twin compares of it).
+    pub retired: Vec<StoredThread>,
 }
 
 impl Observations {
@@ -201,4 +204,7 @@ pub struct Verdicts {
     pub violations: Vec<Violation>,
     /// Requests that differ from their turn's `expect`: call index and difference.
     pub mismatches: Vec<(usize, String)>,
+    /// With runtime faults: whether and how the fault-free twin judged
+    /// the run, as the transcript's `twin:` line says.
+    pub twin: Option<String>,
 }

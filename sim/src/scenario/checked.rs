@@ -434,6 +434,7 @@ fn zero_count(f: &FaultSpec) -> Option<&'static str> {
         | FaultSpec::Pause { .. }
         | FaultSpec::AcceptStale
         | FaultSpec::RefuseTakeover
+        | FaultSpec::CancelOnTakeover
         | FaultSpec::IgnoreExpectations
         | FaultSpec::LeakPrivate { .. } => Vec::new(),
     };

@@ -33,6 +33,8 @@ pub struct StoreBugs {
     pub accept_stale: bool,
     /// A run whose lease expired is never taken over (K3 needs it).
     pub refuse_takeover: bool,
+    /// A takeover's claim says the run was cancelled (K3 forbids it).
+    pub cancel_on_takeover: bool,
 }
 
 /// One thing the simulator does to the system at a virtual time.
@@ -165,6 +167,7 @@ pub(super) fn cluster(
         match f {
             FaultSpec::AcceptStale => bugs.accept_stale = true,
             FaultSpec::RefuseTakeover => bugs.refuse_takeover = true,
+            FaultSpec::CancelOnTakeover => bugs.cancel_on_takeover = true,
             _ => {
                 let Some(w) = WorkerFault::of(f) else {
                     continue;

@@ -9,6 +9,7 @@ mod handles;
 mod hooks;
 mod models;
 mod names;
+mod play_order;
 mod position;
 pub(crate) mod predicate;
 mod references;
@@ -35,12 +36,13 @@ pub use names::{OracleId, OracleName, OracleRef};
 pub use predicate::Predicate;
 pub use replay::{BUILT_IN, Recording, RecordingKind, Replay};
 pub use spec::{
-    AgentSpec, ApprovalSpec, CallRef, CancelRun, CancelSpec, ClusterSpec, DenySpec, Expect,
-    ExpectSpec, FaultSpec, HostOrder, LifecycleEntry, ModelSpec, MutateSpec, OnOutputSpec,
-    ReplayFormat, RequestAt, RequestExpect, ScenarioSpec, SubmitSpec, TimelineEntry, ToolCallSpec,
-    ToolEntry, ToolSpec, TurnSpec, UseSpec, UseToolSpec, VisibilitySpec, WhenSpec, WorkerSpec,
+    AfterEvent, AfterSpec, AgentSpec, ApprovalSpec, CallRef, CancelRun, CancelSpec, ClusterSpec,
+    DenySpec, Expect, ExpectSpec, FaultSpec, HostOrder, LifecycleEntry, ModelSpec, MutateSpec,
+    OnOutputSpec, ReplayFormat, RequestAt, RequestExpect, ScenarioSpec, SubmitSpec, TimelineEntry,
+    ToolCallSpec, ToolEntry, ToolSpec, TurnSpec, UseSpec, UseToolSpec, VisibilitySpec, WhenSpec,
+    WorkerSpec,
 };
-pub use timeline::{Action, CallName, Moment};
+pub use timeline::{Action, After, CallName, Moment};
 pub use tools::{Approval, Behaviour, ToolDef};
 
 /// A scenario file that could not be loaded (SPEC X1).

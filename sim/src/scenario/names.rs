@@ -86,6 +86,7 @@ oracles! {
     X3 = "X3" ["X3"]: "Nothing committed is lost or reordered, whatever failed.";
     R1Kept = "R1-kept" ["R1", "H6"]: "A regeneration never removes a stored tool result whose call it keeps, and no step is sent the pairing's stand-in for a call whose result was committed before the step began.";
     RLost = "R-lost" ["R1"]: "Nothing committed is lost except what a later rewrite says it removed (or a deletion of its thread took).";
+    Twin = "twin" ["K3", "K5", "K6", "H5"]: "A run with runtime faults (crashes, partitions, holds, pauses, lost requests) ends as the same scenario without them ends: its committed outcome (threads, runs, the messages each answered, metadata) equals its fault-free twin's but for what the rules allow (a cancel's or delete's lateness, fault-sensitive hook writes).";
     Request = "request" []: "Each request matches its scripted turn's `expect` table.";
     Check = "check" []: "Each timeline check holds: `expect_waiting` names what the thread waits on, `expect_error` the error an action gets.";
 }

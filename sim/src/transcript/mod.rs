@@ -164,6 +164,9 @@ pub(crate) fn render(o: &Observed<'_>, verdicts: &Verdicts, notes: &[String]) ->
     for w in &o.scenario.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
+    if let Some(twin) = &verdicts.twin {
+        let _ = writeln!(out, "twin: {twin}");
+    }
     for n in notes {
         let _ = writeln!(out, "note: {n}");
     }

@@ -251,6 +251,7 @@ impl Model {
                     thread,
                     ReadOp::HasSteer {
                         run: run.clone().into(),
+                        before: None,
                     },
                 ),
                 StoreReply::Read(ReadReply::HasSteer(!th.steers.is_empty())),

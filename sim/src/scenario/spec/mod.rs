@@ -24,7 +24,9 @@ pub use facade::{ExpectSpec, MutateSpec, VisibilitySpec};
 pub use faults::{FaultSpec, RequestAt};
 pub use lifecycle::{LifecycleEntry, UseSpec};
 pub use model::{ModelSpec, ReplayFormat, RequestExpect, ToolCallSpec, TurnSpec};
-pub use timeline::{CallRef, CancelRun, CancelSpec, DenySpec, SubmitSpec, TimelineEntry};
+pub use timeline::{
+    AfterEvent, AfterSpec, CallRef, CancelRun, CancelSpec, DenySpec, SubmitSpec, TimelineEntry,
+};
 pub use tool::{ApprovalSpec, OnOutputSpec, ToolEntry, ToolSpec, UseToolSpec, WhenSpec};
 
 /// What a scenario run must show (SPEC D5).
