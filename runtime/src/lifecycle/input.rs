@@ -88,6 +88,9 @@ pub enum StreamKind {
     Respond,
     /// An abort's replacement parts (SPEC S4).
     Replacement,
+    /// A compaction summary the summary model wrote (SPEC C3): stored and
+    /// reused as context like a step's text.
+    Summary,
 }
 
 /// Input of `transform_step_stream`.
@@ -95,8 +98,8 @@ pub enum StreamKind {
 pub struct StreamInput {
     /// The model step, for model streams.
     pub step: Option<u32>,
-    /// What the stream carries: a model step's output, a `prepare_run` response
-    /// or an abort's replacement.
+    /// What the stream carries: a model step's output, a `prepare_run` response,
+    /// an abort's replacement or a compaction summary.
     pub kind: StreamKind,
 }
 

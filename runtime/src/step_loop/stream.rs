@@ -273,7 +273,9 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         Ok(stage
             .map(|t| match kind {
                 StreamKind::Model => t,
-                StreamKind::Respond | StreamKind::Replacement => NoAbort::wrap(t),
+                StreamKind::Respond | StreamKind::Replacement | StreamKind::Summary => {
+                    NoAbort::wrap(t)
+                }
             })
             .into_iter()
             .collect())

@@ -229,9 +229,10 @@ fn inputs(e: &Event) -> Vec<Input<'_>> {
             how: "the delete (H5: its delete_learned)",
         }],
         EventKind::LeaseRenewed { version, .. }
-        | EventKind::RunMetadata { version }
         | EventKind::ContextMessage { version, .. }
         | EventKind::Mutated { version, .. } => vec![answer(*version, true)],
+        // A write staged with tool results (K5) is no exchange with the store.
+        EventKind::RunMetadata { version } => version.iter().map(|v| answer(*v, true)).collect(),
         EventKind::Compacted { step, version, .. } => {
             vec![
                 act(Act::Resolve {
@@ -241,11 +242,8 @@ fn inputs(e: &Event) -> Vec<Input<'_>> {
                 answer(*version, true),
             ]
         }
-        EventKind::OnOutput { version, .. } => {
-            let mut v = vec![act(Act::ToolResult)];
-            v.extend(version.map(|v| answer(v, true)));
-            v
-        }
+        // What `on_output` writes is staged with the results (K5): no exchange.
+        EventKind::OnOutput { .. } => vec![act(Act::ToolResult)],
         EventKind::CommitStep { step, version, .. } => vec![
             act(Act::CommitStep {
                 step: *step,
