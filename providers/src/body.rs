@@ -67,6 +67,53 @@ impl Utf8Check {
     }
 }
 
+/// Where the event stream stands between bytes: whether an event has
+/// begun (a field line since the last blank line, or the start of one)
+/// that its blank line has not ended. Lines as the SSE grammar ends them
+/// (`\n`, `\r\n`, `\r`); comment lines (`:`) begin no event.
+#[derive(Debug, Default)]
+pub(crate) struct Boundary {
+    /// The current line has bytes.
+    in_line: bool,
+    /// The current line is a comment.
+    comment: bool,
+    /// A field line ended since the last blank line.
+    in_event: bool,
+    /// The last byte was a CR: an LF now ends no second line.
+    after_cr: bool,
+}
+
+impl Boundary {
+    pub(crate) fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if std::mem::take(&mut self.after_cr) && b == b'\n' {
+                continue;
+            }
+            match b {
+                b'\r' | b'\n' => {
+                    match (self.in_line, self.comment) {
+                        (false, _) => self.in_event = false,
+                        (true, false) => self.in_event = true,
+                        (true, true) => {}
+                    }
+                    self.in_line = false;
+                    self.after_cr = b == b'\r';
+                }
+                _ if !self.in_line => {
+                    self.in_line = true;
+                    self.comment = b == b':';
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Whether a body ending here ends inside an event.
+    pub(crate) fn mid_event(&self) -> bool {
+        self.in_event || (self.in_line && !self.comment)
+    }
+}
+
 /// What the body turned out to be, decided by its first byte that is not
 /// whitespace: `{` or `[` is a JSON body, anything else an event stream.
 #[derive(Debug, Default)]
@@ -156,6 +203,32 @@ mod tests {
                 Err(DecodeError::InvalidUtf8 { offset: 2 }),
                 "cut at {cut}"
             );
+        }
+    }
+
+    #[test]
+    fn a_cut_is_mid_event_until_the_blank_line_whatever_the_line_ends() {
+        let cases: &[(&str, bool)] = &[
+            ("", false),
+            ("data: {}\n\n", false),
+            ("data: {}\r\n\r\n", false),
+            ("data: {}\r\r", false),
+            ("data: {}\n\n: keep-alive\n", false),
+            ("data: {}\n\n: keep-al", false),
+            ("data: {}\n\nda", true),
+            ("data: {}\n\nevent: x\n", true),
+            ("data: {}\r\n", true),
+            ("data: {}\r", true),
+            ("event: x\ndata: {}", true),
+        ];
+        for (body, mid) in cases {
+            let bytes = body.as_bytes();
+            for cut in 0..=bytes.len() {
+                let mut b = Boundary::default();
+                b.feed(&bytes[..cut]);
+                b.feed(&bytes[cut..]);
+                assert_eq!(b.mid_event(), *mid, "{body:?} fed in two at {cut}");
+            }
         }
     }
 

@@ -6,8 +6,8 @@ use pai_runtime::StreamPart;
 use sse_parse::SseParser;
 
 use crate::anthropic::{self, Anthropic};
-use crate::body::{Sniff, Utf8Check};
-use crate::error::DecodeError;
+use crate::body::{Boundary, Sniff, Utf8Check};
+use crate::error::{Cut, DecodeError};
 use crate::event::{Flow, Out, Raw};
 use crate::openai_chat::{self, Chat};
 use crate::openai_responses::{self, Responses};
@@ -94,6 +94,9 @@ pub struct Decoder {
     utf8: Utf8Check,
     sniff: Sniff,
     sse: SseParser,
+    /// Whether the body so far ends inside an event, for a cut's report.
+    boundary: Boundary,
+    bytes: u64,
     dialect: Dialect,
     report: StreamReport,
     events: u64,
@@ -114,6 +117,8 @@ impl Decoder {
             utf8: Utf8Check::default(),
             sniff: Sniff::default(),
             sse: SseParser::new(),
+            boundary: Boundary::default(),
+            bytes: 0,
             dialect,
             report: StreamReport::default(),
             events: 0,
@@ -146,7 +151,9 @@ impl Decoder {
 
     fn feed_inner(&mut self, bytes: &[u8], parts: &mut Vec<StreamPart>) -> Result<(), DecodeError> {
         self.utf8.check(bytes)?;
+        self.bytes += bytes.len() as u64;
         let bytes = self.sniff.take(bytes)?;
+        self.boundary.feed(bytes);
         self.sse.feed(bytes);
         while let Some(event) = self.sse.next_event() {
             self.event(&event, parts)?;
@@ -168,7 +175,7 @@ impl Decoder {
         let after_end = match self.flow {
             Flow::End => true,
             Flow::Failed => !self.dialect.is_terminal(&raw),
-            Flow::Continue => false,
+            Flow::Continue | Flow::Finished => false,
         };
         if after_end {
             return Err(DecodeError::AfterEnd {
@@ -189,7 +196,9 @@ impl Decoder {
     }
 
     /// The body ended: appends nothing more but checks it ended well (a
-    /// terminal event, or a provider error part), and returns the report.
+    /// terminal event, the answer's finish, or a provider error part), and
+    /// returns the report. A body that ends before its answer finished is
+    /// [`DecodeError::Truncated`], saying where it was cut.
     pub fn finish(mut self) -> Result<StreamReport, DecodeError> {
         if let Some(error) = self.error {
             return Err(error);
@@ -200,9 +209,25 @@ impl Decoder {
         if self.sse.next_event().is_some() || self.flow == Flow::Continue {
             return Err(DecodeError::Truncated {
                 events: self.events,
+                bytes: self.bytes,
+                cut: match self.boundary.mid_event() {
+                    true => Cut::MidEvent,
+                    false => Cut::BetweenEvents,
+                },
                 expected: self.format.terminal(),
                 open_call: self.dialect.open_call(),
             });
+        }
+        if self.flow == Flow::Finished {
+            // As the provider's SDK reads it: the answer is whole.
+            let cut = match self.boundary.mid_event() {
+                true => ", the last event cut",
+                false => "",
+            };
+            self.report.note(format!(
+                "the body ended after the finish without {}{cut}",
+                self.format.terminal()
+            ));
         }
         Ok(self.report)
     }

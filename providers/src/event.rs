@@ -107,6 +107,10 @@ impl Out<'_> {
 pub(crate) enum Flow {
     /// More events follow.
     Continue,
+    /// The answer is whole (its finish part was written): the body may end
+    /// here, as the provider's SDK accepts, and only events that add nothing
+    /// to the parts (usage, the terminal event) may follow.
+    Finished,
     /// The provider reported a failure (an error part was written); only
     /// the format's terminal event may follow.
     Failed,

@@ -56,7 +56,7 @@ mod report;
 mod samples;
 
 pub use decoder::{Decoded, Decoder, Format, decode};
-pub use error::DecodeError;
+pub use error::{Cut, DecodeError};
 #[cfg(feature = "http")]
 pub use http::{HttpConfig, HttpError, HttpModel};
 #[cfg(feature = "record")]

@@ -36,6 +36,12 @@ pub struct StreamReport {
     /// Events (and content the decoder does not turn into parts, such as
     /// reasoning) that were skipped, counted by type.
     pub skipped: BTreeMap<String, u64>,
+    /// What the decoder noticed and tolerated, as the provider's SDK does:
+    /// a final object that says otherwise than the deltas did (SPEC S6: a
+    /// decode problem, reported), a body that ended after its finish
+    /// without the terminal event, an unfinished tool call dropped at the
+    /// output limit. In the order noticed.
+    pub notes: Vec<String>,
 }
 
 impl StreamReport {
@@ -51,6 +57,10 @@ impl StreamReport {
                 self.skipped.insert(what.to_owned(), 1);
             }
         }
+    }
+
+    pub(crate) fn note(&mut self, note: String) {
+        self.notes.push(note);
     }
 
     pub(crate) fn refuse(&mut self, text: &str) {

@@ -97,7 +97,10 @@ fn openai_chat_refusal() {
     let report = check(
         Format::OpenAiChat,
         "refusal.sse",
-        &[finish(FinishReason::Stop)],
+        &[
+            StreamPart::refusal("I can't help with that."),
+            finish(FinishReason::Refusal),
+        ],
     );
     assert_eq!(report.refusal.as_deref(), Some("I can't help with that."));
 }

@@ -88,6 +88,9 @@ pub enum StreamKind {
     Respond,
     /// An abort's replacement parts (SPEC S4).
     Replacement,
+    /// A provider's explanation of a refusal (SPEC S6), stored as the
+    /// run's reason.
+    Refusal,
 }
 
 /// Input of `transform_step_stream`.
@@ -95,8 +98,8 @@ pub enum StreamKind {
 pub struct StreamInput {
     /// The model step, for model streams.
     pub step: Option<u32>,
-    /// What the stream carries: a model step's output, a `prepare_run` response
-    /// or an abort's replacement.
+    /// What the stream carries: a model step's output, a `prepare_run`
+    /// response, an abort's replacement or a refusal's explanation.
     pub kind: StreamKind,
 }
 
@@ -177,4 +180,9 @@ pub struct AfterStepInput<'a> {
     /// The step's final tool results, in call order, with `after_tool_result`
     /// replacements applied.
     pub tool_results: &'a [ToolResult],
+    /// The provider refused the step (SPEC S6): its kind and words. The
+    /// run then ends `blocked` whatever this hook decides, as after an
+    /// abort; an `around_model_call` hook is where a refusal can be tried
+    /// again.
+    pub refusal: Option<&'a crate::model::Refusal>,
 }

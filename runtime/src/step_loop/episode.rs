@@ -240,6 +240,11 @@ fn episode_end(transition: Transition) -> Option<EpisodeEnd> {
             outcome,
             reason: Some(reason),
         })),
+        Transition::Refused { kind, explanation } => Some(EpisodeEnd::Run(RunEnd {
+            status: RunStatus::Completed,
+            outcome: Outcome::Blocked,
+            reason: Some(crate::model::Refusal { kind, explanation }.reason()),
+        })),
         Transition::Complete { reason } => Some(EpisodeEnd::Run(RunEnd {
             status: RunStatus::Completed,
             outcome: Outcome::Completed,

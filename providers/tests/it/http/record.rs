@@ -240,7 +240,7 @@ async fn a_cut_connection_leaves_what_arrived_and_names_the_cut() {
     assert_eq!(turns[0].bytes, recorded.len() as u64);
     let line = turns[0].to_string();
     assert!(
-        line.contains("(does not decode as openai-chat: the stream ended after"),
+        line.contains("(a cut openai-chat stream: the stream was cut after"),
         "{line}"
     );
     assert!(
