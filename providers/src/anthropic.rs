@@ -90,7 +90,7 @@ impl Anthropic {
                 out.parts.push(StreamPart::error(message));
                 return Ok(Flow::Failed);
             }
-            name => out.report.skip(name),
+            name => out.unknown(name),
         }
         Ok(match self.finished {
             Some(_) => Flow::Finished,

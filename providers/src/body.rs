@@ -158,6 +158,7 @@ impl Sniff {
         })?;
         Err(DecodeError::ErrorBody {
             message: error_message(&value).unwrap_or_else(|| value.to_string()),
+            status: error_status(&value),
         })
     }
 }
@@ -172,6 +173,35 @@ pub(crate) fn error_message(value: &Value) -> Option<String> {
         Some(err) => err.get("message").and_then(text),
         None => value.get("message").and_then(text),
     }
+}
+
+/// The HTTP status a provider's JSON error stands for: a numeric `code`
+/// (vLLM), else the code or type the provider documents with one
+/// (Anthropic's error types; OpenAI's codes and types).
+pub(crate) fn error_status(value: &Value) -> Option<u16> {
+    let error = value.get("error").filter(|e| e.is_object()).unwrap_or(value);
+    let number = |v: &Value| v.get("code").and_then(Value::as_u64);
+    if let Some(code) = number(error).or_else(|| number(value)) {
+        return u16::try_from(code).ok().filter(|c| (400..600).contains(c));
+    }
+    let word = |key: &str| error.get(key).and_then(Value::as_str).unwrap_or("");
+    let status = match (word("code"), word("type")) {
+        ("rate_limit_exceeded" | "insufficient_quota", _) => 429,
+        ("invalid_api_key", _) => 401,
+        ("model_not_found", _) => 404,
+        (_, "invalid_request_error") => 400,
+        (_, "authentication_error") => 401,
+        (_, "billing_error") => 402,
+        (_, "permission_error") => 403,
+        (_, "not_found_error") => 404,
+        (_, "request_too_large") => 413,
+        (_, "rate_limit_error" | "tokens" | "requests") => 429,
+        (_, "api_error" | "server_error") => 500,
+        (_, "timeout_error") => 504,
+        (_, "overloaded_error") => 529,
+        _ => return None,
+    };
+    Some(status)
 }
 
 #[cfg(test)]
@@ -249,7 +279,8 @@ mod tests {
         assert_eq!(
             sniff.finish(),
             Err(DecodeError::ErrorBody {
-                message: "no".to_owned()
+                message: "no".to_owned(),
+                status: None
             })
         );
         let mut sniff = Sniff::default();

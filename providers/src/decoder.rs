@@ -100,6 +100,8 @@ pub struct Decoder {
     dialect: Dialect,
     report: StreamReport,
     events: u64,
+    /// Events the format knew (not skipped as unknown).
+    known: u64,
     flow: Flow,
     error: Option<DecodeError>,
 }
@@ -122,6 +124,7 @@ impl Decoder {
             dialect,
             report: StreamReport::default(),
             events: 0,
+            known: 0,
             flow: Flow::Continue,
             error: None,
         }
@@ -190,8 +193,10 @@ impl Decoder {
         let mut out = Out {
             parts,
             report: &mut self.report,
+            foreign: false,
         };
         self.flow = self.dialect.event(&raw, &mut out)?;
+        self.known += u64::from(!out.foreign);
         Ok(())
     }
 
@@ -206,7 +211,18 @@ impl Decoder {
         self.utf8.finish()?;
         self.sniff.finish()?;
         self.sse.finish();
-        if self.sse.next_event().is_some() || self.flow == Flow::Continue {
+        let cut = self.sse.next_event().is_some() || self.flow == Flow::Continue;
+        if cut && self.events > 0 && self.known == 0 {
+            // Not a cut stream of this format: none of its events is one.
+            return Err(DecodeError::NotAStream {
+                detail: format!(
+                    "none of its {} events is a {} event",
+                    self.events,
+                    self.format.as_str()
+                ),
+            });
+        }
+        if cut {
             return Err(DecodeError::Truncated {
                 events: self.events,
                 bytes: self.bytes,

@@ -56,6 +56,12 @@ pub enum DecodeError {
     ErrorBody {
         /// The provider's message (or the whole body when it names none).
         message: String,
+        /// The HTTP status the error stands for, where the body names one
+        /// (a numeric `code`) or its type is one a provider documents with
+        /// a status (Anthropic's `overloaded_error` is 529, OpenAI's
+        /// `rate_limit_exceeded` 429, ...); a replay fails its attempt
+        /// with it, so a retry hook can tell a 429 from a 400.
+        status: Option<u16>,
     },
     /// The body is neither an event stream nor a JSON error.
     #[error("the body is not an event stream: {detail}")]

@@ -48,7 +48,7 @@ impl Chat {
             };
         }
         if raw.name != "message" && raw.name != "error" {
-            out.report.skip(raw.name);
+            out.unknown(raw.name);
             return Ok(self.flow());
         }
         let chunk = raw.json()?;

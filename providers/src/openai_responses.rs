@@ -116,7 +116,7 @@ impl Responses {
                 return Ok(Flow::Failed);
             }
             _ if IGNORED.contains(&name) => {}
-            _ => out.report.skip(name),
+            _ => out.unknown(name),
         }
         Ok(Flow::Continue)
     }

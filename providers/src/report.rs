@@ -45,6 +45,18 @@ pub struct StreamReport {
 }
 
 impl StreamReport {
+    /// What was skipped, by kind: `reasoning` (thinking blocks and their
+    /// deltas, reasoning items and summaries, `reasoning_content`),
+    /// `citations` (citations and annotations), `server tools` (blocks and
+    /// items of tools the provider ran itself), `other`.
+    pub fn kinds(&self) -> BTreeMap<&'static str, u64> {
+        let mut kinds = BTreeMap::new();
+        for (what, n) in &self.skipped {
+            *kinds.entry(kind_of(what)).or_insert(0) += n;
+        }
+        kinds
+    }
+
     /// How many events or items were skipped in all.
     pub fn skipped_total(&self) -> u64 {
         self.skipped.values().sum()
@@ -68,6 +80,34 @@ impl StreamReport {
     }
 }
 
+/// The kind of a skipped event or content, by its name.
+fn kind_of(what: &str) -> &'static str {
+    let has = |words: &[&str]| words.iter().any(|w| what.contains(w));
+    if has(&["thinking", "reasoning", "signature"]) {
+        "reasoning"
+    } else if has(&["citation", "annotation"]) {
+        "citations"
+    } else if has(&[
+        "server_tool",
+        "tool_result",
+        "web_search",
+        "web_fetch",
+        "code_interpreter",
+        "code_execution",
+        "file_search",
+        "tool_search",
+        "mcp",
+        "image_generation",
+        "shell",
+        "computer",
+        "apply_patch",
+    ]) {
+        "server tools"
+    } else {
+        "other"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,5 +120,26 @@ mod tests {
         report.skip("a");
         assert_eq!(report.skipped.get("a"), Some(&2));
         assert_eq!(report.skipped_total(), 3);
+    }
+
+    #[test]
+    fn skips_are_told_by_kind() {
+        let mut report = StreamReport::default();
+        for what in [
+            "content_block.thinking",
+            "delta.signature_delta",
+            "delta.citations_delta",
+            "response.output_text.annotation.added",
+            "content_block.server_tool_use",
+            "item.web_search_call",
+            "content_block.fallback",
+        ] {
+            report.skip(what);
+        }
+        let kinds: Vec<(&str, u64)> = report.kinds().into_iter().collect();
+        assert_eq!(
+            kinds,
+            [("citations", 2), ("other", 1), ("reasoning", 2), ("server tools", 2)]
+        );
     }
 }

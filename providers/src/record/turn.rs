@@ -91,7 +91,7 @@ impl fmt::Display for Turn {
         }
         match (&self.decoded, self.format) {
             (Some(Ok(())), Some(format)) => write!(f, " (decodes as {})", format.as_str())?,
-            (Some(Err(DecodeError::ErrorBody { message })), _) => {
+            (Some(Err(DecodeError::ErrorBody { message, .. })), _) => {
                 write!(f, " (an error body: {message})")?;
             }
             // Kept as it happened: a replay is the provider error the run

@@ -208,7 +208,7 @@ fn body_cases() -> Vec<Case> {
             &[
                 "{\"error\":{\"message\":\"Incorrect API key provided\",\"type\":\"invalid_request_error\",\"code\":\"invalid_api_key\"}}\n",
             ],
-            |e| matches!(e, ErrorBody { message } if message == "Incorrect API key provided"),
+            |e| matches!(e, ErrorBody { message, status: Some(401) } if message == "Incorrect API key provided"),
         ),
         case(
             "Anthropic error body",
@@ -216,13 +216,13 @@ fn body_cases() -> Vec<Case> {
             &[
                 "\n{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}}",
             ],
-            |e| matches!(e, ErrorBody { message } if message == "invalid x-api-key"),
+            |e| matches!(e, ErrorBody { message, status: Some(401) } if message == "invalid x-api-key"),
         ),
         case(
             "Ollama error body",
             OpenAiChat,
             &["{\"error\":\"model \\\"llama9\\\" not found\"}"],
-            |e| matches!(e, ErrorBody { message } if message == "model \"llama9\" not found"),
+            |e| matches!(e, ErrorBody { message, status: None } if message == "model \"llama9\" not found"),
         ),
         case(
             "vLLM error body",
@@ -230,7 +230,7 @@ fn body_cases() -> Vec<Case> {
             &[
                 "{\"object\":\"error\",\"message\":\"max_tokens is too large\",\"type\":\"BadRequestError\",\"code\":400}",
             ],
-            |e| matches!(e, ErrorBody { message } if message == "max_tokens is too large"),
+            |e| matches!(e, ErrorBody { message, status: Some(400) } if message == "max_tokens is too large"),
         ),
         case(
             "a body that starts like JSON but is not",

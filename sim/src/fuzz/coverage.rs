@@ -40,6 +40,7 @@ pub const KEYS: &[&str] = &[
     "transition.steer",
     "transition.wait",
     "transition.aborted",
+    "transition.refused",
     "transition.complete",
     "transition.max_steps",
     "tool.output",
@@ -515,6 +516,7 @@ fn transition_key(t: &Transition) -> &'static str {
         Transition::Steer => "transition.steer",
         Transition::Wait => "transition.wait",
         Transition::Aborted { .. } => "transition.aborted",
+        Transition::Refused { .. } => "transition.refused",
         Transition::Complete { reason: None } => "transition.complete",
         Transition::Complete { reason: Some(_) } => "transition.max_steps",
     }

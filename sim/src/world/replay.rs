@@ -134,7 +134,10 @@ mod tests {
             file: "x.sse".into(),
             format: ReplayFormat::OpenAiChat,
             body: body.as_bytes().into(),
-            kind: RecordingKind::ErrorBody(String::new()),
+            kind: RecordingKind::ErrorBody {
+                message: String::new(),
+                status: None,
+            },
         };
         let ids = Arc::new(SimIds::new(Arc::new(Mutex::new(Rng::new(1)))));
         let mut s = ReplayStream::new(Arc::new(recording), chunk, 0, ids);

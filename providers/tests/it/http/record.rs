@@ -197,7 +197,8 @@ async fn an_error_status_is_passed_through_and_recorded() {
     assert_eq!(
         decode(Format::OpenAiChat, &recorded).unwrap_err(),
         DecodeError::ErrorBody {
-            message: "The server had an error".into()
+            message: "The server had an error".into(),
+            status: Some(500)
         }
     );
     assert_eq!(turns[0].status, Some(500));
