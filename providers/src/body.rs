@@ -179,7 +179,10 @@ pub(crate) fn error_message(value: &Value) -> Option<String> {
 /// (vLLM), else the code or type the provider documents with one
 /// (Anthropic's error types; OpenAI's codes and types).
 pub(crate) fn error_status(value: &Value) -> Option<u16> {
-    let error = value.get("error").filter(|e| e.is_object()).unwrap_or(value);
+    let error = value
+        .get("error")
+        .filter(|e| e.is_object())
+        .unwrap_or(value);
     let number = |v: &Value| v.get("code").and_then(Value::as_u64);
     if let Some(code) = number(error).or_else(|| number(value)) {
         return u16::try_from(code).ok().filter(|c| (400..600).contains(c));

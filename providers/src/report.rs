@@ -139,7 +139,12 @@ mod tests {
         let kinds: Vec<(&str, u64)> = report.kinds().into_iter().collect();
         assert_eq!(
             kinds,
-            [("citations", 2), ("other", 1), ("reasoning", 2), ("server tools", 2)]
+            [
+                ("citations", 2),
+                ("other", 1),
+                ("reasoning", 2),
+                ("server tools", 2)
+            ]
         );
     }
 }

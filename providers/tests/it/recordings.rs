@@ -263,7 +263,11 @@ fn openai_chat_content_filter() {
 /// SPEC S6: no `[DONE]` after the finish and the usage chunk.
 #[test]
 fn openai_chat_no_done() {
-    let parts = [text("Bonjour"), text(", ça va ?"), finish(FinishReason::Stop)];
+    let parts = [
+        text("Bonjour"),
+        text(", ça va ?"),
+        finish(FinishReason::Stop),
+    ];
     let report = check(Format::OpenAiChat, "no-done.sse", &parts);
     assert_eq!(report.usage, usage(9, 5));
     assert_eq!(
@@ -277,7 +281,15 @@ fn openai_chat_cut_between_events() {
     let body = recording(Format::OpenAiChat, "cut-between-events.sse");
     let e = decode(Format::OpenAiChat, &body).unwrap_err();
     assert!(
-        matches!(e, DecodeError::Truncated { events: 3, cut: Cut::BetweenEvents, open_call: None, .. }),
+        matches!(
+            e,
+            DecodeError::Truncated {
+                events: 3,
+                cut: Cut::BetweenEvents,
+                open_call: None,
+                ..
+            }
+        ),
         "{e:?}"
     );
 }

@@ -36,6 +36,11 @@ pub struct Fallback {
     /// provider (SPEC S6), read whole the same way.
     #[serde(default, skip_serializing_if = "is_false")]
     pub refusals: bool,
+    /// Try `to` only when the failed attempt may succeed if tried again,
+    /// as the provider said (`ModelError::retryable`: HTTP 408, 409, 429,
+    /// 5xx, no connection, a timeout): a 400 fails the run as it is.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub retryable_only: bool,
 }
 
 impl Fallback {
@@ -49,6 +54,7 @@ impl Fallback {
                     Ok(stream) => return Ok(stream),
                     // A hook failure inside is not the provider's: let it fail the run.
                     Err(ModelError::Hook(m)) => return Err(HookError::new(m)),
+                    Err(e) if this.retryable_only && !e.retryable() => return Err(e.into()),
                     Err(_) => None,
                 };
                 match first {

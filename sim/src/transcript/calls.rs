@@ -44,7 +44,11 @@ pub(super) fn calls(out: &mut String, o: &Observed<'_>, verdicts: &Verdicts) {
             let _ = writeln!(out, "    timeout {t}ms");
         }
         if let Some(rec) = &c.recording {
-            let chunk = o.scenario.replays.get(&c.script.key()).and_then(|r| r.chunk);
+            let chunk = o
+                .scenario
+                .replays
+                .get(&c.script.key())
+                .and_then(|r| r.chunk);
             let _ = writeln!(out, "    {}", replayed(rec, chunk));
         }
         if c.answer == Answer::Registered {
