@@ -68,6 +68,11 @@ pub(crate) struct Anthropic {
     message: Option<String>,
     /// The stop reason came: the finish part was written.
     finished: Option<String>,
+    /// Text was emitted since the last tool call or text boundary.
+    text_open: bool,
+    /// A block of another type began since the last text: the next text
+    /// block is a text of its own (S6).
+    apart: bool,
 }
 
 impl Anthropic {
@@ -150,17 +155,23 @@ impl Anthropic {
     }
 
     /// One block `message_start` gave whole: emitted at once.
-    fn give(&self, raw: &Raw<'_>, block: &Value, out: &mut Out<'_>) -> Result<Given, DecodeError> {
+    fn give(
+        &mut self,
+        raw: &Raw<'_>,
+        block: &Value,
+        out: &mut Out<'_>,
+    ) -> Result<Given, DecodeError> {
         Ok(match raw.str(block, "type")? {
             "text" => {
                 let text = opt(block, "text").and_then(Value::as_str).unwrap_or("");
-                out.text(text);
+                self.text(text, out);
                 Given::Text(text.to_owned())
             }
             "tool_use" => {
                 let (id, name) = (raw.str(block, "id")?, raw.str(block, "name")?);
                 let input = opt(block, "input").map_or_else(String::new, Value::to_string);
                 let call = PendingCall::new(id, name, &input);
+                self.text_open = false;
                 out.parts.push(call.finish(raw.index)?);
                 Given::Tool {
                     id: id.to_owned(),
@@ -169,10 +180,23 @@ impl Anthropic {
                 }
             }
             other => {
+                self.apart = true;
                 out.report.skip(&format!("content_block.{other}"));
                 Given::Other(other.to_owned())
             }
         })
+    }
+
+    /// The start of a text block's text. Text blocks next to each other
+    /// are one text (citations cut a sentence into blocks); one that
+    /// follows a block of another type (a server tool's, thinking) starts
+    /// a text of its own, as the provider's blocks keep them apart (S6).
+    fn text(&mut self, text: &str, out: &mut Out<'_>) {
+        if std::mem::take(&mut self.apart) && self.text_open {
+            out.parts.push(StreamPart::TextEnd);
+        }
+        self.text_open |= !text.is_empty();
+        out.text(text);
     }
 
     fn start(&mut self, raw: &Raw<'_>, data: &Value, out: &mut Out<'_>) -> Result<(), DecodeError> {
@@ -195,7 +219,7 @@ impl Anthropic {
                 },
             },
             (None, "text") => {
-                out.text(text());
+                self.text(text(), out);
                 Block::Text
             }
             (None, "tool_use") => {
@@ -204,6 +228,7 @@ impl Anthropic {
                 Block::Tool(call)
             }
             (None, other) => {
+                self.apart = true;
                 out.report.skip(&format!("content_block.{other}"));
                 Block::Other
             }
@@ -224,7 +249,11 @@ impl Anthropic {
             .get_mut(&index)
             .ok_or_else(|| raw.malformed(format!("block {index} is not open")))?;
         match (kind, block) {
-            ("text_delta", Block::Text) => out.text(raw.str(delta, "text")?),
+            ("text_delta", Block::Text) => {
+                let text = raw.str(delta, "text")?;
+                self.text_open |= !text.is_empty();
+                out.text(text);
+            }
             ("input_json_delta", Block::Tool(call)) => {
                 call.arguments.push_str(raw.str(delta, "partial_json")?);
             }
@@ -272,7 +301,10 @@ impl Anthropic {
     ) -> Result<(), DecodeError> {
         let index = raw.u64(data, "index")?;
         match self.blocks.remove(&index) {
-            Some(Block::Tool(call)) => out.parts.push(call.finish(raw.index)?),
+            Some(Block::Tool(call)) => {
+                self.text_open = false;
+                out.parts.push(call.finish(raw.index)?);
+            }
             Some(Block::Again { given, streamed }) => {
                 if !same(&given, &streamed) {
                     out.report.note(format!(
