@@ -308,7 +308,7 @@ fn openai_responses_two_messages() {
     let report = check(Format::OpenAiResponses, "two-messages.sse", &parts);
     assert!(report.notes.is_empty(), "{:?}", report.notes);
     assert_eq!(report.kinds().get("citations"), Some(&1));
-    assert_eq!(report.kinds().get("server tools"), Some(&3));
+    assert_eq!(report.kinds().get("server tools"), Some(&1));
 }
 
 #[test]
