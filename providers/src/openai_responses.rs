@@ -309,4 +309,75 @@ mod tests {
             "{result:?}"
         );
     }
+
+    /// A message item whose text no delta streamed is read from its done
+    /// event, as the SDK reads it; a call the final output holds but the
+    /// stream never gave is a note (SPEC S6).
+    #[test]
+    fn s6_text_only_in_the_done_event_is_read_and_a_missing_call_noted() {
+        let item = r#"{"type":"message","content":[{"type":"output_text","text":"Hi there"}]}"#;
+        let call = r#"{"type":"function_call","call_id":"c9","name":"f","arguments":"{}"}"#;
+        let body = [
+            event(
+                "response.output_item.added",
+                r#"{"output_index":0,"item":{"type":"message","content":[]}}"#,
+            ),
+            event(
+                "response.output_item.done",
+                &format!(r#"{{"output_index":0,"item":{item}}}"#),
+            ),
+            event(
+                "response.completed",
+                &format!(r#"{{"response":{{"status":"completed","output":[{item},{call}]}}}}"#),
+            ),
+        ]
+        .concat();
+        let decoded = decode(Format::OpenAiResponses, body.as_bytes()).unwrap();
+        assert_eq!(
+            decoded.parts,
+            [
+                StreamPart::text("Hi there"),
+                StreamPart::Finish(pai_runtime::model::FinishReason::Stop)
+            ]
+        );
+        assert_eq!(
+            decoded.report.notes,
+            ["event 2: response.output[1] is a call c9 (f) that never streamed"]
+        );
+    }
+
+    /// Two message items are two texts: a `TextEnd` between them (S6).
+    #[test]
+    fn s6_a_second_message_item_starts_a_text_of_its_own() {
+        let added = |i: u64| {
+            event(
+                "response.output_item.added",
+                &format!(r#"{{"output_index":{i},"item":{{"type":"message","content":[]}}}}"#),
+            )
+        };
+        let delta = |i: u64, t: &str| {
+            event(
+                "response.output_text.delta",
+                &format!(r#"{{"output_index":{i},"delta":"{t}"}}"#),
+            )
+        };
+        let body = [
+            added(0),
+            delta(0, "a"),
+            added(1),
+            delta(1, "b"),
+            event("response.completed", "{}"),
+        ]
+        .concat();
+        let decoded = decode(Format::OpenAiResponses, body.as_bytes()).unwrap();
+        assert_eq!(
+            decoded.parts,
+            [
+                StreamPart::text("a"),
+                StreamPart::TextEnd,
+                StreamPart::text("b"),
+                StreamPart::Finish(pai_runtime::model::FinishReason::Stop)
+            ]
+        );
+    }
 }
