@@ -298,6 +298,11 @@ fn s6_after_step_sees_the_refusal_and_the_run_ends_blocked() {
     assert_eq!(refusal.reason(), "refusal: I can't share [x].");
     assert_eq!(model.calls(), 1, "no step after a refusal");
     let answer = state.messages.last().unwrap();
-    assert_eq!(answer.parts, [Part::Text { text: "Sure: ".into() }]);
+    assert_eq!(
+        answer.parts,
+        [Part::Text {
+            text: "Sure: ".into()
+        }]
+    );
     assert_eq!(answer.pai.outcome, Some(Outcome::Blocked));
 }
