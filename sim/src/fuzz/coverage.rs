@@ -4,7 +4,7 @@
 //! `on_output` handlers and the metadata hooks. What no case reached is a
 //! blind spot of the generator, or of the runtime's reachability.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{
     Event, Part,
@@ -537,6 +537,28 @@ fn transition_key(t: &Transition) -> &'static str {
     }
 }
 
+/// A later attempt of a step whose earlier attempt did not fail before its
+/// stream: a hook read that stream and answered it (`fallback` with
+/// `stream_errors` or `refusals`).
+fn stream_answered(events: &[Event]) -> bool {
+    let mut failed: BTreeSet<(&str, u32, u32)> = BTreeSet::new();
+    for e in events {
+        let run = e.run_id.as_str();
+        match &e.kind {
+            EventKind::AttemptFailed { step, attempt, .. } => {
+                failed.insert((run, *step, *attempt));
+            }
+            EventKind::ModelCall { step, attempt, .. }
+                if *attempt > 1 && !failed.contains(&(run, *step, attempt - 1)) =>
+            {
+                return true;
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -580,26 +602,4 @@ mod tests {
         c.cluster(0, &[], &[]);
         assert_eq!(c.count("workers.case"), 2);
     }
-}
-
-/// A later attempt of a step whose earlier attempt did not fail before its
-/// stream: a hook read that stream and answered it (`fallback` with
-/// `stream_errors` or `refusals`).
-fn stream_answered(events: &[Event]) -> bool {
-    let mut failed: BTreeMap<(&str, u32, u32), bool> = BTreeMap::new();
-    for e in events {
-        let run = e.run_id.as_str();
-        match &e.kind {
-            EventKind::AttemptFailed { step, attempt, .. } => {
-                failed.insert((run, *step, *attempt), true);
-            }
-            EventKind::ModelCall { step, attempt, .. } if *attempt > 1 => {
-                if !failed.contains_key(&(run, *step, attempt - 1)) {
-                    return true;
-                }
-            }
-            _ => {}
-        }
-    }
-    false
 }
