@@ -90,6 +90,7 @@ impl Bench {
             RunOp::Append {
                 messages: vec![message(format!("m{}", self.next), Role::Assistant)],
                 step: Some(0),
+                metadata: None,
             },
         );
         let reply = (self.apply)(append);

@@ -79,6 +79,15 @@ impl<C: 'static> Agent<C> {
     /// `M`, which must be the type named by [`Agent::run_metadata`] (checked
     /// when the runtime is built). An error from `f` fails the run.
     ///
+    /// When it runs (SPEC K5): right after the tool's output, before
+    /// `after_tool_result`, while the step's results are produced. It reads
+    /// the metadata as the results produced so far left it (a handler of
+    /// an earlier call of the same step, an `after_tool_result` hook that
+    /// wrote it), and its change commits in the same store write as the
+    /// result it is about: a result that is never committed (a crash, a
+    /// lost lease, a failed step) leaves no trace of it, so a call run
+    /// again after a crash counts once.
+    ///
     /// SPEC T6: a handler typed with its own tool's input and output
     /// compiles:
     ///

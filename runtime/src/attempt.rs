@@ -97,8 +97,13 @@ impl ModelLink for ProviderAttempt<'_> {
                 // no new attempt, whatever a hook asks (H5, K3).
                 return Err(ModelError::Stopped);
             }
-            let req = patch.applied(request);
             let attempt = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
+            let mut req = patch.applied(request);
+            if req.attempt != attempt {
+                // Only a second attempt copies the request (P6: the hook's
+                // own request stays read-only).
+                req.to_mut().attempt = attempt;
+            }
             let step = self.step;
             self.events.event(Box::new(|| EventKind::ModelCall {
                 step,

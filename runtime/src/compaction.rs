@@ -7,7 +7,9 @@
 //! resets the cursor in the rewrite's own transaction when the rewrite
 //! touches messages at or before it. A step's context is the summary, then
 //! the context-visible messages after the cursor; the cursor never falls
-//! between a tool call and its result (H6).
+//! between a tool call and its result (H6). A summary is model output
+//! that is stored and reused as context, so it passes the run's canonical
+//! transforms first, as a step's text does (C3, S1).
 
 use std::future::poll_fn;
 use std::sync::Arc;
@@ -106,6 +108,7 @@ impl Compaction {
         let request = ModelRequest {
             run_id: run.into(),
             step,
+            attempt: 1,
             route: Route::new("compaction"),
             instructions: PROMPT.to_string(),
             tools: Vec::new(),
@@ -169,7 +172,8 @@ impl Compaction {
             let next = self.compact(cx, input.step, &stored, &visible, cursor.as_ref(), through);
             match next.await {
                 Ok((c, text)) => (cursor, summary) = (Some(c), Some(text)),
-                Err(reason) => facade.progress(Progress::Skipped {
+                Err(NotCompacted::Failed(e)) => return Err(e),
+                Err(NotCompacted::Skipped(reason)) => facade.progress(Progress::Skipped {
                     step: input.step,
                     reason,
                 }),
@@ -179,7 +183,9 @@ impl Compaction {
     }
 
     /// Summarizes up to `through` and commits summary and cursor in one
-    /// mutation guarded by the private metadata it read (C1).
+    /// mutation guarded by the private metadata it read (C1). The summary
+    /// passes the run's canonical transforms before it is stored or used
+    /// (C3): what a redactor masks in a step never comes back through it.
     async fn compact<C: Sync>(
         &self,
         cx: &HookCx<'_, C>,
@@ -188,8 +194,8 @@ impl Compaction {
         visible: &[Message],
         cursor: Option<&CompactionCursor>,
         through: u64,
-    ) -> Result<(CompactionCursor, String), String> {
-        let facade = cx.run.ok_or("no run")?;
+    ) -> Result<(CompactionCursor, String), NotCompacted> {
+        let facade = cx.run.ok_or(NotCompacted::Skipped("no run".into()))?;
         let after = after_cursor(visible, cursor);
         let end = after
             .iter()
@@ -205,7 +211,12 @@ impl Compaction {
         let previous = cursor.and_then(|c| summary_text(visible, stored, c));
         let text = self
             .summarize(cx.run_id, step, previous.as_deref(), &segment)
-            .await?;
+            .await
+            .map_err(NotCompacted::Skipped)?;
+        // A transform that panics fails the run, as on a step's text (X2).
+        let text = facade
+            .canonical_summary(step, text)
+            .map_err(|e| NotCompacted::Failed(HookError::new(e)))?;
         let expect = Expect::private_metadata_of(stored);
         let summary = text.clone();
         let committed = cx
@@ -225,7 +236,7 @@ impl Compaction {
                 Ok(cursor)
             })
             .await;
-        let (cursor, done) = committed.map_err(|e| e.to_string())?;
+        let (cursor, done) = committed.map_err(|e| NotCompacted::Skipped(e.to_string()))?;
         facade.progress(Progress::Compacted {
             step,
             summary: cursor.summary.clone(),
@@ -234,6 +245,15 @@ impl Compaction {
         });
         Ok((cursor, summary))
     }
+}
+
+/// Why a compaction committed nothing.
+enum NotCompacted {
+    /// The step goes on with the cursor it had (a failed summary call, a
+    /// conflict): the reason is logged (C1).
+    Skipped(String),
+    /// The run fails: a canonical transform of the summary panicked (X2).
+    Failed(HookError),
 }
 
 /// Context-visible messages after the cursor, in context order: those

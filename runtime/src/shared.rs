@@ -90,7 +90,8 @@ impl<C> Shared<C> {
     }
 
     /// Appends a run's messages in one commit under its lease token (SPEC
-    /// K2; with `step`, the commit of that model step) and tells the
+    /// K2; with `step`, the commit of that model step; with `metadata`,
+    /// the run's metadata its hooks wrote about them, K5) and tells the
     /// thread's watchers.
     pub(crate) async fn commit(
         &self,
@@ -99,11 +100,12 @@ impl<C> Shared<C> {
         token: FencingToken,
         messages: Vec<NewMessage>,
         step: Option<u32>,
+        metadata: Option<serde_json::Value>,
     ) -> Result<Appended, StoreError> {
         let mut attached = self.process.attach(thread).await;
         let appended = self
             .store
-            .append(thread, run, token, messages, step)
+            .append(thread, run, token, messages, step, metadata)
             .await?;
         self.told(&mut attached, appended.version);
         Ok(appended)

@@ -4,7 +4,7 @@
 //! does not write a change back shows here, and nowhere on memory alone.
 
 use crate::report::{Report, SimError};
-use crate::run::simulate_on;
+use crate::run::simulate_against;
 use crate::scenario::Scenario;
 use crate::world::StoreKind;
 
@@ -67,7 +67,8 @@ pub fn across_stores(
     report: &Report,
 ) -> Result<Option<String>, SimError> {
     let other = other_store(store);
-    let theirs = simulate_on(s, seed, other)?;
+    // Judged against the first run's twin, as D4's second run is.
+    let theirs = simulate_against(s, seed, other, &report.twin)?;
     Ok(compare(report, &theirs, (store.as_str(), other.as_str())))
 }
 

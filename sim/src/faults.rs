@@ -22,7 +22,8 @@ pub(crate) fn plant(fault: &FaultSpec, obs: &mut Observations) -> Result<String,
         | FaultSpec::Hold { .. }
         | FaultSpec::Pause { .. }
         | FaultSpec::AcceptStale
-        | FaultSpec::RefuseTakeover => return Ok("acts on the workers".to_string()),
+        | FaultSpec::RefuseTakeover
+        | FaultSpec::CancelOnTakeover => return Ok("acts on the workers".to_string()),
         // Planted in the store tap before the run, not here.
         FaultSpec::IgnoreExpectations => {
             return Ok("planted store bug: mutations commit whatever they expect".to_string());

@@ -186,19 +186,22 @@ pub(crate) fn waiting_event(kind: &EventKind) -> String {
             call_id,
             tool,
             input,
-            version,
+            changed,
             ..
-        } => match version {
-            Some(v) => format!(
-                "on_output {call_id} {tool} {} -> run metadata v{v}",
+        } => match changed {
+            true => format!(
+                "on_output {call_id} {tool} {} -> run metadata staged",
                 json(input)
             ),
-            None => format!(
+            false => format!(
                 "on_output {call_id} {tool} {} -> metadata unchanged",
                 json(input)
             ),
         },
-        EventKind::RunMetadata { version } => format!("  · run metadata written v{version}"),
+        EventKind::RunMetadata { version } => match version {
+            Some(v) => format!("  · run metadata written v{v}"),
+            None => "  · run metadata staged (commits with the results)".to_string(),
+        },
         EventKind::ContextMessage { message, version } => {
             format!("  · hidden context message {message} stored v{version}")
         }

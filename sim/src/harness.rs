@@ -64,9 +64,14 @@ pub struct DirOutcome {
     /// The seed every scenario ran under (`PAI_SIM_SEED`), if not its own.
     pub seed: Option<u64>,
     /// Each failed scenario's timeline page (the HTML `pai-sim show
-    /// --html` writes), by the scenario's path: written under the test
-    /// binary's target folder, `target/<profile>/pai-sim-pages/`.
+    /// --html` writes), and each page `PAI_SIM_SHOW=<part of a path or
+    /// name>` asked for, passing or not, by the scenario's path: written
+    /// under the test binary's target folder,
+    /// `target/<profile>/pai-sim-pages/`.
     pub pages: BTreeMap<PathBuf, PathBuf>,
+    /// Each scenario's load warnings (a script calling a tool the agent
+    /// does not have), by its path; the transcript shows them too.
+    pub warnings: BTreeMap<PathBuf, Vec<String>>,
 }
 
 impl DirOutcome {
@@ -89,11 +94,50 @@ impl DirOutcome {
             }
             out.push_str(&format!("  replay: {}\n", replay_line(c, self.seed)));
         }
+        for c in self.cases.iter().filter(|c| !c.failed()) {
+            if let Some(page) = self.pages.get(&c.path) {
+                out.push_str(&format!(
+                    "\ntimeline of {}: file://{}\n",
+                    c.name,
+                    page.display()
+                ));
+            }
+        }
+        for (path, warnings) in &self.warnings {
+            for w in warnings {
+                out.push_str(&format!("\nwarning: {}: {w}\n", path.display()));
+            }
+        }
         for e in &self.load_errors {
             out.push_str(&format!("\n{}\n", e.render(false)));
         }
         out
     }
+}
+
+/// One scenario run by [`Harness::show`]: stable API.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Shown {
+    /// The seed it ran under.
+    pub seed: u64,
+    /// The transcript (the text a snapshot holds).
+    pub transcript: String,
+    /// The timeline page: one self-contained HTML file.
+    pub html: String,
+    /// Whether the run showed what the scenario expects (`Err`: why not).
+    pub verdict: Result<(), String>,
+}
+
+/// Why [`Harness::show`] could not run a scenario.
+#[derive(Debug, thiserror::Error)]
+pub enum ShowError {
+    /// The file did not load (located, SPEC X1).
+    #[error("{0}")]
+    Load(#[from] ScenarioError),
+    /// The run could not be set up.
+    #[error("{0}")]
+    Run(#[from] crate::SimError),
 }
 
 /// The command that runs one failed case again from the author's tests:
@@ -213,6 +257,89 @@ impl Harness {
         C: UserHook + proptest::arbitrary::Arbitrary + serde::Serialize,
     {
         self.hook_with(name, proptest::arbitrary::any::<C>)
+    }
+
+    /// [`Harness::tool`], and lets [`Harness::fuzz`] draw the tool into
+    /// its cases: each with a configuration from the strategy `configs`
+    /// makes, and calls of it in the cases' model scripts with inputs from
+    /// the strategy `inputs` makes (the tool's input type, or JSON). The
+    /// fuzzer adds inputs of its own around them: the boundary of the
+    /// tool's approval predicate (`Tool::needs_approval`, found by
+    /// bisection between an input it holds on and one it does not: the
+    /// last value that asks no approval, and the first that does), and
+    /// the numbers in the case's configurations of the author's hooks and
+    /// tools, one either side (a limit of 500 gives 499, 500 and 501).
+    ///
+    /// ```
+    /// use proptest::prelude::*;
+    /// # use std::sync::Arc;
+    /// # use pai_runtime::{Tool, ToolError, tool::NeedsApproval, typed_tool};
+    /// #[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    /// struct Booking { limit: u64 }
+    /// #[derive(Debug, serde::Serialize, serde::Deserialize)]
+    /// struct Fare { fare: u64 }
+    /// impl pai_sim::UserTool for Booking {
+    ///     fn build(&self, name: &str) -> Arc<dyn Tool> {
+    ///         let limit = self.limit;
+    ///         let approval = NeedsApproval::when(move |f: &Fare| f.fare > limit);
+    ///         typed_tool(name, "books a fare", approval, |_cx, f: Fare| async move {
+    ///             Ok::<_, ToolError>(f.fare)
+    ///         })
+    ///         .tool()
+    ///     }
+    /// }
+    ///
+    /// let mut harness = pai_sim::Harness::new();
+    /// harness.tool_with(
+    ///     "book",
+    ///     || Just(Booking { limit: 500 }),
+    ///     || (0u64..2000).prop_map(|fare| Fare { fare }),
+    /// );
+    /// ```
+    pub fn tool_with<S, F, I, G>(&mut self, name: &str, configs: F, inputs: G) -> &mut Harness
+    where
+        F: Fn() -> S + Send + Sync + 'static,
+        S: proptest::strategy::Strategy,
+        S::Value: UserTool + serde::Serialize,
+        G: Fn() -> I + Send + Sync + 'static,
+        I: proptest::strategy::Strategy,
+        I::Value: serde::Serialize,
+    {
+        self.tool::<S::Value>(name);
+        let configs = crate::harness_fuzz::drawer(configs);
+        let inputs = crate::harness_fuzz::value_drawer(inputs);
+        self.registry.drawn_tool(name, configs, inputs);
+        self
+    }
+
+    /// [`Harness::tool_with`] with the configuration's and the input's own
+    /// strategies (`T: Arbitrary`, `In: Arbitrary`, e.g. derived with
+    /// `proptest-derive`).
+    pub fn tool_arbitrary<T, In>(&mut self, name: &str) -> &mut Harness
+    where
+        T: UserTool + proptest::arbitrary::Arbitrary + serde::Serialize,
+        In: proptest::arbitrary::Arbitrary + serde::Serialize + 'static,
+    {
+        self.tool_with(
+            name,
+            proptest::arbitrary::any::<T>,
+            proptest::arbitrary::any::<In>,
+        )
+    }
+
+    /// [`Harness::model`], and lets [`Harness::fuzz`] draw the model into
+    /// some of its cases (in place of the case's default script), each
+    /// with a configuration from the strategy `configs` makes.
+    pub fn model_with<S, F>(&mut self, name: &str, configs: F) -> &mut Harness
+    where
+        F: Fn() -> S + Send + Sync + 'static,
+        S: proptest::strategy::Strategy,
+        S::Value: UserModel + serde::Serialize,
+    {
+        self.model::<S::Value>(name);
+        let configs = crate::harness_fuzz::drawer(configs);
+        self.registry.drawn_model(name, configs);
+        self
     }
 
     /// Texts of the author's domain (an account number, a phrase a policy
@@ -336,6 +463,34 @@ impl Harness {
         }
     }
 
+    /// The transcript and the HTML timeline page of one scenario file,
+    /// run once under `seed` (its own seed with `None`), passing or not:
+    /// what `pai-sim show` and `pai-sim show --html` give for a scenario
+    /// without the author's hooks, tools and models. The returned value's
+    /// fields are stable API (issue 39, item 6): the transcript is the
+    /// snapshot's text, the page a self-contained HTML file.
+    ///
+    /// ```no_run
+    /// let harness = pai_sim::Harness::new();
+    /// let shown = harness.show("tests/scenarios/refund.toml", None).unwrap();
+    /// std::fs::write("refund.html", &shown.html).unwrap();
+    /// print!("{}", shown.transcript);
+    /// ```
+    pub fn show(&self, path: impl AsRef<Path>, seed: Option<u64>) -> Result<Shown, ShowError> {
+        quiet_planted_panics();
+        let s = self.load(path)?;
+        let seed = seed.unwrap_or(s.seed);
+        let report = crate::simulate(&s, seed)?;
+        let html = crate::timeline_html(&s, seed, &report);
+        let verdict = crate::verdict(&s, &report);
+        Ok(Shown {
+            seed,
+            transcript: report.transcript,
+            html,
+            verdict,
+        })
+    }
+
     /// Loads and checks one scenario file, with the registered hooks.
     pub fn load(&self, path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
         Scenario::load_with(path.as_ref(), &self.registry)
@@ -359,6 +514,7 @@ impl Harness {
     pub fn check_dir(&self, dir: impl AsRef<Path>) -> DirOutcome {
         quiet_planted_panics();
         let filter = std::env::var("PAI_SIM_FILTER").ok();
+        let show = std::env::var("PAI_SIM_SHOW").ok();
         let seed = std::env::var("PAI_SIM_SEED")
             .ok()
             .and_then(|s| s.parse().ok());
@@ -372,6 +528,7 @@ impl Harness {
                     load_errors: vec![ScenarioError::new(dir.as_ref(), message)],
                     seed,
                     pages: BTreeMap::new(),
+                    warnings: BTreeMap::new(),
                 };
             }
         };
@@ -380,6 +537,7 @@ impl Harness {
             load_errors: Vec::new(),
             seed,
             pages: BTreeMap::new(),
+            warnings: BTreeMap::new(),
         };
         for path in &files {
             let s = match self.load(path) {
@@ -391,9 +549,13 @@ impl Harness {
             };
             let wanted = |f: &str| path.display().to_string().contains(f) || s.name.contains(f);
             if filter.as_deref().is_none_or(wanted) {
+                if !s.warnings.is_empty() {
+                    outcome.warnings.insert(path.clone(), s.warnings.clone());
+                }
                 let on = (StoreKind::Memory, false);
                 let (case, report) = suite::run_case_keeping_report(path, &s, seed, on, mode);
-                if let (true, Some(report)) = (case.failed(), report)
+                let shown = show.as_deref().is_some_and(wanted);
+                if let (true, Some(report)) = (case.failed() || shown, report)
                     && let Some(page) = write_page(&s, case.seed, &report)
                 {
                     outcome.pages.insert(path.clone(), page);

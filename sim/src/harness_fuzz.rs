@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::fuzz::{Find, Summary, write_find_as};
-use crate::registry::Drawer;
+use crate::registry::{Drawer, InputDrawer};
 use crate::world::Rng;
 
 /// A drawer of configurations from the strategy `configs` makes: the same
@@ -19,6 +19,23 @@ use crate::world::Rng;
 /// generator, seeded from it). The strategy is made anew for each draw, so
 /// it needs to be neither `Send` nor `Sync`.
 pub(crate) fn drawer<S, F>(configs: F) -> Drawer
+where
+    F: Fn() -> S + Send + Sync + 'static,
+    S: Strategy,
+    S::Value: Serialize,
+{
+    let values = value_drawer(configs);
+    std::sync::Arc::new(move |seed: u64| match values(seed)? {
+        Value::Object(config) => Ok(config),
+        other => Err(format!(
+            "a configuration must serialize as a table of fields, not {other}"
+        )),
+    })
+}
+
+/// A drawer of any serializable values (a tool's call inputs) from the
+/// strategy `values` makes, seeded as [`drawer`] is.
+pub(crate) fn value_drawer<S, F>(values: F) -> InputDrawer
 where
     F: Fn() -> S + Send + Sync + 'static,
     S: Strategy,
@@ -32,13 +49,8 @@ where
         }
         let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &bytes);
         let mut runner = TestRunner::new_with_rng(Config::default(), rng);
-        let tree = configs().new_tree(&mut runner).map_err(|e| e.to_string())?;
-        match serde_json::to_value(tree.current()).map_err(|e| e.to_string())? {
-            Value::Object(config) => Ok(config),
-            other => Err(format!(
-                "a configuration must serialize as a table of fields, not {other}"
-            )),
-        }
+        let tree = values().new_tree(&mut runner).map_err(|e| e.to_string())?;
+        serde_json::to_value(tree.current()).map_err(|e| e.to_string())
     })
 }
 

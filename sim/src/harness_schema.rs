@@ -66,6 +66,16 @@ pub(crate) fn schema(registry: &Registry) -> Result<Value, String> {
             "oneOf": tool_entries,
         }),
     );
+    let oracles: Vec<&str> = registry.oracle_names().collect();
+    if !oracles.is_empty()
+        && let Some(built_in) = defs.get("OracleId").cloned()
+    {
+        let either = json!({
+            "description": "A built-in oracle, or one this harness registered (Harness::oracle).",
+            "anyOf": [built_in, { "enum": oracles }],
+        });
+        defs.insert("OracleId".into(), either);
+    }
     defs.insert(
         "UseSpec".into(),
         json!({

@@ -8,6 +8,7 @@
 //! [`snapshot`] files.
 #![warn(missing_docs)]
 
+mod book;
 mod cluster;
 mod configured;
 mod defaults;
@@ -36,13 +37,14 @@ mod steps;
 mod suite;
 mod timeline;
 mod transcript;
+mod twin;
 mod user_model;
 mod user_tool;
 mod world;
 
 pub use differential::{across_stores, compare as compare_reports, other_store};
 pub use format::diff;
-pub use harness::{DirOutcome, Harness};
+pub use harness::{DirOutcome, Harness, ShowError, Shown};
 pub use harness_fuzz::FuzzOutcome;
 pub use oracle::Violation;
 pub use planted::{PLANTED_PANIC, quiet_planted_panics};
@@ -52,11 +54,12 @@ pub use rule_coverage::{RuleCoverage, TestRef, coverage, tests_in};
 pub use rules::{Rule, rule, rules};
 pub use run::{check, check_on, replay_command, replay_on, simulate, simulate_on, verdict};
 pub use scenario::{
-    Action, AgentDef, AgentSpec, Behaviour, CancelRun, CancelSpec, CheckError, Cluster,
-    ClusterSpec, DEFAULT_TIME_LIMIT_MS, Expect, Expectation, FaultSpec, FieldPath, HookDef,
-    HookSource, LifecycleEntry, ModelSpec, Moment, OracleId, OracleName, RegisteredModels,
-    ReplayFormat, RequestExpect, Scenario, ScenarioError, ScenarioSpec, Segment, TimelineEntry,
-    ToolCallSpec, ToolDef, ToolEntry, ToolSpec, TurnSpec, UseSpec, UseToolSpec, WorkerSpec,
+    Action, After, AfterEvent, AfterSpec, AgentDef, AgentSpec, Approval, ApprovalSpec, Behaviour,
+    CancelRun, CancelSpec, CheckError, Cluster, ClusterSpec, DEFAULT_TIME_LIMIT_MS, Expect,
+    Expectation, FaultSpec, FieldPath, HookDef, HookSource, LifecycleEntry, ModelSpec, Moment,
+    OracleId, OracleName, OracleRef, Predicate, RegisteredModels, ReplayFormat, RequestExpect,
+    Scenario, ScenarioError, ScenarioSpec, Segment, TimelineEntry, ToolCallSpec, ToolDef,
+    ToolEntry, ToolSpec, TurnSpec, UseSpec, UseToolSpec, WhenSpec, WorkerSpec,
 };
 pub use schema::{EventRecord, event_log_json, schema_text};
 pub use suite::{
@@ -64,6 +67,7 @@ pub use suite::{
     run_case, run_case_on_every_store, table,
 };
 pub use timeline::timeline_html;
+pub use twin::{NotJudged, Twin, is_runtime_fault, without_runtime_faults};
 pub use user_model::{UserModel, UserModelDef};
 pub use user_tool::{UserTool, UserToolDef};
 pub use world::{Rng, StoreKind};

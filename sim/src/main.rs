@@ -38,6 +38,14 @@ enum Command {
     /// streamed response to a file the simulator can replay.
     #[cfg(feature = "record")]
     Record(cli::record::Args),
+    /// Record a real conversation (this binary was built without the
+    /// feature `record`: it says how to build one with it).
+    #[cfg(not(feature = "record"))]
+    Record {
+        /// The recorder's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// List every rule with the scenarios, oracles and tests that check it,
     /// and the rules nothing checks.
     Rules(cli::rules::Args),
@@ -69,6 +77,14 @@ fn real_main() -> anyhow::Result<ExitCode> {
         Command::Rules(args) => cli::rules::run(args),
         #[cfg(feature = "record")]
         Command::Record(args) => cli::record::run(args),
+        #[cfg(not(feature = "record"))]
+        Command::Record { .. } => {
+            eprintln!(
+                "this pai-sim was built without the recorder (its HTTP stack is not a default feature): \
+                 cargo run --release -p pai-sim --features record -- record ..."
+            );
+            Ok(ExitCode::from(2))
+        }
         Command::Schema(args) => cli::schema::run(args),
     }
 }

@@ -46,6 +46,9 @@ pub(crate) trait View {
     fn hook_count(&self) -> usize;
     /// Hook `index` of the composition.
     fn hook(&self, index: usize) -> HookInfo<'_>;
+    /// Each registered tool of the agent: the name its calls use, the name
+    /// it was registered under, its configuration.
+    fn registered_tools(&self) -> Vec<(&str, &str, &Map<String, Value>)>;
     /// How many model calls the run made.
     fn calls(&self) -> usize;
     /// Model call `index`: when, the request (its messages left out), and
@@ -119,6 +122,19 @@ impl<'a> Observation<'a> {
         hooks
             .filter(move |h| h.registered_as == Some(use_name))
             .filter_map(|h| h.config)
+    }
+
+    /// Each tool of the agent registered as `use_name` (none: the tool is
+    /// not in this run), in order: the name its calls use, and its
+    /// configuration as the scenario wrote it.
+    pub fn tool_configs(
+        &self,
+        use_name: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a Map<String, Value>)> + 'a {
+        let tools = self.view.registered_tools().into_iter();
+        tools
+            .filter(move |(_, registered, _)| *registered == use_name)
+            .map(|(name, _, config)| (name, config))
     }
 
     /// Every thread as the store holds it at the end: its messages, public

@@ -1,26 +1,30 @@
 //! Playing a scenario's timeline through a runtime: the scenario's agent
 //! (scripted tools, the composed hook library), each client action at its
-//! virtual time, recorded with the runtime's answer. Shared by the single
-//! runtime's run and the client host among workers.
+//! virtual time or right after the moment of a run it is placed after,
+//! recorded with the runtime's answer. Shared by the single runtime's run
+//! and the client host among workers.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pai_runtime::{
-    Agent, Clock as _, Runtime, ThreadHandle, compose, event::Watch, tool::TypedTool,
+    Agent, Clock as _, Runtime, ThreadHandle, compose,
+    event::Watch,
+    store::{RunRecord, RunStatus},
+    tool::TypedTool,
 };
 
-use crate::hooks::{self, HistoryRead, SimContext, SimMetadata, SummaryLog};
-use crate::scenario::{Action, Moment, Scenario};
-use crate::world::{self, ActionRecord, Answering, Recorder, VirtualClock};
+use crate::hooks::{self, BuildContext, HistoryRead, SimContext, SimMetadata};
+use crate::scenario::{Action, After, AfterEvent, Moment, Scenario};
+use crate::world::{self, ActionRecord, Answering, Milestone, Recorder, StoreWatch, VirtualClock};
 
 /// The scenario's agent (scripted tools, the composed hook library) and
 /// the context its hooks read.
 pub(crate) fn agent(
     s: &Scenario,
     reads: &Arc<Mutex<Vec<HistoryRead>>>,
-    summaries: &SummaryLog,
+    lent: &BuildContext,
 ) -> (Agent<SimContext>, SimContext) {
     let mut agent = Agent::new(s.agent.name.clone(), s.agent.model.clone())
         .instructions(s.agent.instructions.clone())
@@ -33,7 +37,7 @@ pub(crate) fn agent(
             agent = agent.on_output(&tool, world::on_output(spec.clone()));
         }
     }
-    let hooks = s.hooks.iter().map(|h| h.build(summaries)).collect();
+    let hooks = s.hooks.iter().map(|h| h.build(lent)).collect();
     let agent = agent.lifecycle(compose(hooks));
     let context = SimContext {
         docs: s.docs.clone(),
@@ -50,6 +54,9 @@ pub(crate) struct Played {
     pub(crate) actions: Vec<ActionRecord>,
     /// Every (client, thread) an action touched, in first-touch order.
     pub(crate) touched: Vec<(String, String)>,
+    /// Entries placed after a moment that never came: their index in the
+    /// timeline, and why.
+    pub(crate) missed: Vec<(usize, String)>,
 }
 
 /// Where watchers subscribe when they cannot sit in the process that
@@ -70,13 +77,15 @@ pub(crate) trait WatchFeed {
 /// `feed` when given, else to the runtime's own process.
 pub(crate) async fn play(
     s: &Scenario,
-    (runtime, feed): (&Runtime<SimContext>, Option<&dyn WatchFeed>),
+    (runtime, feed, watch): (&Runtime<SimContext>, Option<&dyn WatchFeed>, &StoreWatch),
     recorder: &Recorder,
     played: &mut Played,
 ) {
-    let clock = VirtualClock::turmoil();
-    let in_turmoil = turmoil::sim_elapsed().is_some();
     let start = tokio::time::Instant::now();
+    let clock = Now {
+        turmoil: turmoil::sim_elapsed().is_some(),
+        start,
+    };
     let mut player = Player {
         runtime,
         feed,
@@ -86,13 +95,22 @@ pub(crate) async fn play(
         seen: BTreeMap::new(),
     };
     for (i, m) in s.timeline.iter().enumerate() {
-        match in_turmoil {
-            true => {
-                let now = clock.now();
-                tokio::time::sleep(Duration::from_millis(m.at.saturating_sub(now))).await;
+        let placed = match &m.after {
+            None => {
+                clock.sleep_until(m.at).await;
+                m.at
             }
-            false => tokio::time::sleep_until(start + Duration::from_millis(m.at)).await,
-        }
+            Some(a) => match player.wait_for(m, a, watch).await {
+                Ok(()) => clock.now(),
+                Err(why) => {
+                    let missed =
+                        format!("{} on {} {a} never came: {why}", m.action.name(), m.thread);
+                    played.notes.push(missed.clone());
+                    played.missed.push((i, missed));
+                    continue;
+                }
+            },
+        };
         let thread = runtime.client(m.client.clone()).thread(m.thread.clone());
         let seen = player.seen.entry(m.thread.clone()).or_default();
         if player.by_id {
@@ -100,9 +118,40 @@ pub(crate) async fn play(
         }
         let before_event = recorder.len();
         let done = player.act(m, &thread, &mut played.watches).await;
-        record(played, (i, m), (before_event, recorder.len()), done);
+        let times = (placed, clock.now());
+        record(played, (i, m), (before_event, recorder.len()), times, done);
     }
 }
+
+/// The timeline's clock: turmoil's time among workers, else the paused
+/// Tokio time since the timeline began.
+struct Now {
+    turmoil: bool,
+    start: tokio::time::Instant,
+}
+
+impl Now {
+    fn now(&self) -> u64 {
+        match self.turmoil {
+            true => VirtualClock::turmoil().now(),
+            false => u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
+    async fn sleep_until(&self, at: u64) {
+        match self.turmoil {
+            true => {
+                let now = self.now();
+                tokio::time::sleep(Duration::from_millis(at.saturating_sub(now))).await;
+            }
+            false => tokio::time::sleep_until(self.start + Duration::from_millis(at)).await,
+        }
+    }
+}
+
+/// How often (in polls of one virtual millisecond) a player waiting for a
+/// moment looks whether its thread has settled without it.
+const LOOK_EVERY: u32 = 20;
 
 /// What the timeline's playing keeps from one action to the next.
 struct Player<'a> {
@@ -127,6 +176,67 @@ struct Done {
 }
 
 impl<'a> Player<'a> {
+    /// Waits until the run `a` names reached its moment, as the store
+    /// applied it; `Err` with why once it can no longer come (its thread
+    /// settled without it: every run over, or waiting for an answer this
+    /// timeline has not given yet).
+    async fn wait_for(&self, m: &Moment, a: &After, watch: &StoreWatch) -> Result<(), String> {
+        let Some(run) = self
+            .sends
+            .get(m.thread.as_str())
+            .and_then(|r| r.get(a.run - 1))
+        else {
+            return Err(format!("send #{} made no run", a.run));
+        };
+        let milestone = match a.event {
+            AfterEvent::CommitStep => Milestone::CommitStep(a.step),
+            AfterEvent::Wait => Milestone::Wait,
+            AfterEvent::End => Milestone::End,
+        };
+        let came = || watch.reached(&m.thread, run, milestone) >= a.nth;
+        // Bounded by the scenario's time limit: the run's own timeout
+        // stops the simulation.
+        for poll in 0u32.. {
+            if came() {
+                return self.still(m, a, run).await;
+            }
+            if poll % LOOK_EVERY == LOOK_EVERY - 1 && settled(self.runtime, &m.thread).await {
+                return match came() {
+                    true => Ok(()),
+                    false => Err(format!("its thread settled without it (run {run})")),
+                };
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        Ok(())
+    }
+
+    /// An answer, a steer or a trusted writer's action placed after a
+    /// wait acts while its run still waits for an answer (nothing but this
+    /// timeline can then move it): once an earlier entry's answer let the
+    /// run resume, it would land wherever the run has got to, so it does
+    /// not act.
+    async fn still(&self, m: &Moment, a: &After, run: &str) -> Result<(), String> {
+        let holds_still = matches!(
+            m.action,
+            Action::Send(_)
+                | Action::Watch { .. }
+                | Action::ExpectWaiting(_)
+                | Action::Cancel(_)
+                | Action::DeleteThread
+        );
+        if a.event != AfterEvent::Wait || holds_still {
+            return Ok(());
+        }
+        let Ok(Some(t)) = self.runtime.inspect(&m.thread).await else {
+            return Err("its thread is gone".into());
+        };
+        match t.runs.iter().find(|r| r.id == run) {
+            Some(r) if waits_for_a_client(r) => Ok(()),
+            _ => Err(format!("run {run} no longer waited for an answer")),
+        }
+    }
+
     /// Performs moment `m`'s action on `thread`.
     async fn act(
         &mut self,
@@ -217,6 +327,7 @@ fn record(
     played: &mut Played,
     (i, m): (usize, &Moment),
     (before_event, after_event): (usize, usize),
+    (at, done_at): (u64, u64),
     done: Done,
 ) {
     let Done {
@@ -232,8 +343,7 @@ fn record(
             ""
         };
         let note = format!(
-            "at {}ms {} could not {} on {}{expected}: {e}",
-            m.at,
+            "at {at}ms {} could not {} on {}{expected}: {e}",
             m.client,
             m.action.name(),
             m.thread
@@ -242,7 +352,8 @@ fn record(
     }
     played.actions.push(ActionRecord {
         moment: i,
-        at: m.at,
+        at,
+        done_at,
         after_event,
         before_event,
         reached,
@@ -270,4 +381,33 @@ fn error_check(
             m.action.name()
         )),
     }
+}
+
+/// Whether every run of `thread` is over, or waits for answers that have
+/// not all come (or is queued behind such a run): nothing more happens on
+/// it until the timeline acts.
+pub(crate) async fn settled(runtime: &Runtime<SimContext>, thread: &str) -> bool {
+    let Ok(Some(t)) = runtime.inspect(thread).await else {
+        return true;
+    };
+    let held = t.runs.iter().any(waits_for_a_client);
+    t.runs.iter().all(|r| run_settled(r, held))
+}
+
+/// Over, waiting on answers that have not all come, or queued behind such
+/// a run (`held`).
+pub(crate) fn run_settled(r: &RunRecord, held: bool) -> bool {
+    match r.status {
+        RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled => true,
+        RunStatus::Waiting => waits_for_a_client(r),
+        RunStatus::Queued => held,
+        RunStatus::Running => false,
+    }
+}
+
+/// A run that waits on a call no answer has reached yet (and no cancel).
+pub(crate) fn waits_for_a_client(r: &RunRecord) -> bool {
+    r.status == RunStatus::Waiting
+        && !r.cancel_requested
+        && r.waiting.iter().any(|c| c.answer.is_none())
 }

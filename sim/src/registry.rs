@@ -13,7 +13,7 @@ use pai_runtime::{LanguageModel, Tool};
 use schemars::{Schema, SchemaGenerator};
 use serde_json::{Map, Value};
 
-use crate::configured::{Factory as Configured, Typed as TypedConfig};
+use crate::configured::{ConfigError, Factory as Configured, Typed as TypedConfig};
 use crate::hooks::{Factory, HookSpec, Kinds, Maker, Typed, UserHook, UserHookDef};
 use crate::observe::{UserOracle, UserOracles};
 use crate::user_model::{UserModel, UserModelDef};
@@ -42,11 +42,19 @@ pub struct Registry {
     tools: BTreeMap<String, Arc<ToolFactory>>,
     /// The models it knows by name (`[model] use = "<name>"`).
     models: BTreeMap<String, Arc<ModelFactory>>,
+    /// The tools fuzz cases draw: a drawer of configurations and one of
+    /// call inputs each.
+    tool_drawers: BTreeMap<String, (Drawer, InputDrawer)>,
+    /// The models fuzz cases draw, with their drawers of configurations.
+    model_drawers: BTreeMap<String, Drawer>,
 }
 
 /// Draws one configuration of a registered hook from a seed (the same seed,
 /// the same configuration), as the entry's fields; or why it cannot.
 pub(crate) type Drawer = Arc<dyn Fn(u64) -> Result<Map<String, Value>, String> + Send + Sync>;
+
+/// Draws one input of a registered tool's calls from a seed.
+pub(crate) type InputDrawer = Arc<dyn Fn(u64) -> Result<Value, String> + Send + Sync>;
 
 /// An entry checked by the registry: the hook it builds and what the
 /// oracles know of it.
@@ -61,13 +69,14 @@ pub(crate) enum Checked {
 /// the entry is registered under) and the reason.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Refusal {
-    pub(crate) field: Option<&'static str>,
+    pub(crate) field: Option<String>,
     pub(crate) message: String,
 }
 
 impl Refusal {
-    fn at(field: Option<&'static str>, message: impl Into<String>) -> Refusal {
+    fn at(field: Option<&str>, message: impl Into<String>) -> Refusal {
         let message = message.into();
+        let field = field.map(str::to_string);
         Refusal { field, message }
     }
 }
@@ -110,6 +119,8 @@ impl Registry {
             oracles: Vec::new(),
             tools: BTreeMap::new(),
             models: BTreeMap::new(),
+            tool_drawers: BTreeMap::new(),
+            model_drawers: BTreeMap::new(),
         };
         crate::hooks::register_library(&mut registry);
         registry.library = registry.hooks.keys().cloned().collect();
@@ -156,6 +167,11 @@ impl Registry {
         }
         self.oracles.push(oracle);
         true
+    }
+
+    /// The registered oracles' names, in the order registered.
+    pub fn oracle_names(&self) -> impl Iterator<Item = &str> {
+        self.oracles.iter().map(UserOracle::name)
     }
 
     /// The registered oracles, for a scenario checked with this registry.
@@ -206,7 +222,9 @@ impl Registry {
         let Some(factory) = self.hooks.get(use_name) else {
             return Err(Refusal::at(None, self.unknown(use_name)));
         };
-        let (make, foreseen) = factory.check(config).map_err(|m| Refusal::at(None, m))?;
+        let (make, foreseen) = factory
+            .check(config)
+            .map_err(|e| Refusal::at(e.field.as_deref(), e.message))?;
         if let Some(spec) = foreseen {
             let spec = spec.named(given);
             if let Err((field, message)) = spec.check() {
@@ -253,6 +271,29 @@ impl Registry {
         true
     }
 
+    /// Lets fuzz cases draw the tool registered as `name`: its
+    /// configurations from `configs`, its calls' inputs from `inputs`.
+    pub(crate) fn drawn_tool(&mut self, name: &str, configs: Drawer, inputs: InputDrawer) {
+        self.tool_drawers
+            .insert(name.to_string(), (configs, inputs));
+    }
+
+    /// The tools fuzz cases draw, in name order, with their drawers.
+    pub(crate) fn tool_drawers(&self) -> impl Iterator<Item = (&str, &(Drawer, InputDrawer))> {
+        self.tool_drawers.iter().map(|(n, d)| (n.as_str(), d))
+    }
+
+    /// Lets fuzz cases draw the model registered as `name`, its
+    /// configurations from `configs`.
+    pub(crate) fn drawn_model(&mut self, name: &str, configs: Drawer) {
+        self.model_drawers.insert(name.to_string(), configs);
+    }
+
+    /// The models fuzz cases draw, in name order, with their drawers.
+    pub(crate) fn model_drawers(&self) -> impl Iterator<Item = (&str, &Drawer)> {
+        self.model_drawers.iter().map(|(n, d)| (n.as_str(), d))
+    }
+
     /// The registered tools' names, in order.
     pub fn tool_names(&self) -> impl Iterator<Item = &str> {
         self.tools.keys().map(String::as_str)
@@ -272,17 +313,17 @@ impl Registry {
         &self,
         use_name: &str,
         config: &Map<String, Value>,
-    ) -> Result<(UserToolDef, String), String> {
+    ) -> Result<(UserToolDef, String), ConfigError> {
         match self.tools.get(use_name) {
             Some(factory) => UserToolDef::check(use_name, config, factory.as_ref()),
-            None if self.tools.is_empty() => Err(format!(
+            None if self.tools.is_empty() => Err(ConfigError::from(format!(
                 "no tool is registered as {use_name:?}: only a pai_sim::Harness knows tools by name (Harness::tool); a scripted tool has `name` and one of output, echo, fail, throw, panic, client"
-            )),
+            ))),
             None => {
                 let known: Vec<&str> = self.tool_names().collect();
-                Err(format!(
+                Err(ConfigError::from(format!(
                     "no tool is registered as {use_name:?}; registered: {known:?}"
-                ))
+                )))
             }
         }
     }
@@ -320,17 +361,17 @@ impl Registry {
         &self,
         use_name: &str,
         config: &Map<String, Value>,
-    ) -> Result<UserModelDef, String> {
+    ) -> Result<UserModelDef, ConfigError> {
         match self.models.get(use_name) {
             Some(factory) => UserModelDef::check(use_name, config, factory.as_ref()),
-            None if self.models.is_empty() => Err(format!(
+            None if self.models.is_empty() => Err(ConfigError::from(format!(
                 "no model is registered as {use_name:?}: only a pai_sim::Harness knows models by name (Harness::model); a scripted model has `turns`, `replay` or `unavailable`"
-            )),
+            ))),
             None => {
                 let known: Vec<&str> = self.model_names().collect();
-                Err(format!(
+                Err(ConfigError::from(format!(
                     "no model is registered as {use_name:?}; registered: {known:?}"
-                ))
+                )))
             }
         }
     }
@@ -431,7 +472,7 @@ mod tests {
         assert!(registry.check_model("quiet", &Map::new()).is_ok());
         let refused = registry.check_model("quite", &Map::new()).err();
         assert_eq!(
-            refused.as_deref(),
+            refused.map(|e| e.message).as_deref(),
             Some("no model is registered as \"quite\"; registered: [\"quiet\"]")
         );
         let bad = registry.check_model("quiet", &config(serde_json::json!({"x": 1})));

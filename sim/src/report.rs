@@ -11,7 +11,8 @@ use crate::faults;
 use crate::oracle::{self, ClusterObs, Observations, Violation};
 use crate::scenario::Scenario;
 use crate::transcript;
-use crate::world::ScriptedProvider;
+use crate::twin::Twin;
+use crate::world::{Plan, ScriptedProvider};
 
 /// A scenario that could not be run at all.
 #[derive(Debug, thiserror::Error)]
@@ -20,6 +21,21 @@ pub enum SimError {
     /// built; the message says why.
     #[error("cannot start the simulated runtime: {0}")]
     Setup(String),
+}
+
+/// One run of a scenario, observed and not yet judged.
+#[derive(Debug)]
+pub(crate) struct Ran {
+    pub(crate) obs: Observations,
+    pub(crate) notes: Vec<String>,
+    /// Timeline entries placed after a moment that never came: their
+    /// index in the timeline, and why.
+    pub(crate) missed: Vec<(usize, String)>,
+    /// Notes on scripted turns the run never used.
+    pub(crate) unused: Vec<String>,
+    pub(crate) virtual_ms: u64,
+    /// Which answer each call of the world's answering sources got.
+    pub(crate) plan: Plan,
 }
 
 /// The result of one run.
@@ -46,12 +62,26 @@ pub struct Report {
     pub limit_reached: bool,
     /// Planted faults that found nothing to change, as notes.
     pub idle_faults: Vec<String>,
+    /// Timeline entries placed after a moment of a run that never came
+    /// (each also a note): the scenario did not test what it says.
+    pub missed: Vec<String>,
+    /// Worker faults placed at a store request that never came (or came
+    /// only after the runs settled), each naming the fault: the scenario
+    /// did not test what it placed them for.
+    pub unfired_faults: Vec<String>,
     /// The runtime's own step loop panicked (a runtime bug, caught).
     pub runtime_panicked: bool,
     /// With several workers: every worker's own events and the store's and
     /// the simulator's log (faults), as the transcript shows them; the HTML
     /// timeline reads them.
     pub(crate) cluster: Option<ClusterObs>,
+    /// The fault-free twin the run was judged against, if it has runtime
+    /// faults: a second run of the scenario and seed is judged against the
+    /// same (D4).
+    pub(crate) twin: Twin,
+    /// How the run fared against its twin, as the fuzz report counts it
+    /// (`judged`, or why not); `None` without runtime faults.
+    pub(crate) twin_counter: Option<&'static str>,
 }
 
 impl Report {
@@ -127,32 +157,9 @@ impl Report {
     }
 }
 
-/// The oracles, the transcript and the report over one run's observations,
-/// after the planted faults edit them.
-pub(crate) fn report(
-    s: &Scenario,
-    seed: u64,
-    mut obs: Observations,
-    mut notes: Vec<String>,
-    provider: &ScriptedProvider,
-    virtual_ms: u64,
-) -> Result<Report, SimError> {
-    let mut idle_faults = Vec::new();
-    for (i, fault) in s.faults.iter().enumerate() {
-        let unfired = obs.cluster.as_ref().and_then(|c| c.unfired.get(&i));
-        if let Some(why) = unfired {
-            idle_faults.push(format!("faults[{i}]: {why}"));
-            notes.push(why.clone());
-            continue;
-        }
-        match faults::plant(fault, &mut obs) {
-            Ok(note) => notes.push(note),
-            Err(note) => {
-                idle_faults.push(format!("faults[{i}]: {note}"));
-                notes.push(note);
-            }
-        }
-    }
+/// Notes on the scripts' turns a run never used.
+pub(crate) fn unused_turns(provider: &ScriptedProvider) -> Vec<String> {
+    let mut notes = Vec::new();
     for m in provider.scripts() {
         let unused = m.unused_turns();
         if unused > 0 {
@@ -162,8 +169,37 @@ pub(crate) fn report(
             ));
         }
     }
+    notes
+}
+
+/// The oracles (the fault-free twin's comparison among them), the
+/// transcript and the report over one run's observations, after the
+/// planted faults edit them.
+pub(crate) fn report(s: &Scenario, seed: u64, ran: Ran, twin: Twin) -> Report {
+    let Ran {
+        mut obs,
+        mut notes,
+        missed,
+        unused,
+        virtual_ms,
+        ..
+    } = ran;
+    let mut idle_faults = Vec::new();
+    let unfired_faults = unfired(s, seed, obs.cluster.as_ref(), &mut notes);
+    for (i, fault) in s.faults.iter().enumerate() {
+        match faults::plant(fault, &mut obs) {
+            Ok(note) => notes.push(note),
+            Err(note) => {
+                idle_faults.push(format!("faults[{i}]: {note}"));
+                notes.push(note);
+            }
+        }
+    }
+    notes.extend(unused);
     let observed = obs.view(s, seed);
-    let verdicts = oracle::check_all(&observed);
+    let mut verdicts = oracle::check_all(&observed);
+    let missed_at: Vec<usize> = missed.iter().map(|(i, _)| *i).collect();
+    let judgement = crate::twin::judge(&twin, (&observed, &missed_at), &mut verdicts);
     let transcript = transcript::render(&observed, &verdicts, &notes);
     let runtime_panicked = obs.events.iter().any(|e| {
         matches!(
@@ -174,7 +210,7 @@ pub(crate) fn report(
             }
         )
     });
-    Ok(Report {
+    Report {
         transcript,
         steps: obs
             .threads
@@ -189,7 +225,43 @@ pub(crate) fn report(
         live: obs.live,
         limit_reached: obs.cut_short,
         idle_faults,
+        missed: missed.into_iter().map(|(_, why)| why).collect(),
+        unfired_faults,
         runtime_panicked,
         cluster: obs.cluster,
-    })
+        twin,
+        twin_counter: judgement.map(|j| j.counter),
+    }
+}
+
+/// The worker faults placed at a store request that never fired, each
+/// named by its index in the file's `faults` (worker faults included,
+/// unlike the checked scenario's planted faults), and noted in the
+/// transcript. Judged only under the scenario's own seed: another seed
+/// may interleave the workers so that the request never comes, and that
+/// run is a pure oracle check (no snapshot is compared either).
+fn unfired(
+    s: &Scenario,
+    seed: u64,
+    cluster: Option<&ClusterObs>,
+    notes: &mut Vec<String>,
+) -> Vec<String> {
+    let Some(c) = cluster else {
+        return Vec::new();
+    };
+    let own = seed == s.seed;
+    let mut out = Vec::new();
+    for (i, why) in &c.unfired {
+        match own {
+            true => {
+                notes.push(why.clone());
+                out.push(format!("faults[{i}]: {why}"));
+            }
+            false => notes.push(format!(
+                "{why} (not judged under a seed other than {})",
+                s.seed
+            )),
+        }
+    }
+    out
 }

@@ -11,19 +11,22 @@ use pai_runtime::{
     store::StoredThread,
 };
 
-use crate::hooks::{HistoryRead, SimContext, SummaryLog};
+use crate::hooks::{BuildContext, HistoryRead, SimContext};
 use crate::oracle::Observations;
 use crate::play::{Played, agent, play};
-use crate::report::{Report, SimError, report};
+use crate::report::{Ran, Report, SimError, report, unused_turns};
 use crate::scenario::FaultSpec;
 use crate::scenario::{Expectation, Scenario};
+use crate::twin::Twin;
 use crate::world::{
-    ClientView, Recorder, Rng, ScriptedProvider, SharedProvider, SimIds, SimStore, StoreKind,
-    StoreTap, VirtualClock,
+    AnswerBook, ClientView, Plan, Recorder, Rng, ScriptedProvider, SharedProvider, SimIds,
+    SimStore, StoreKind, StoreTap, StoreWatch, VirtualClock,
 };
 
 /// Runs `scenario` with `seed` on a fresh single-threaded Tokio runtime with
-/// paused (virtual) time, keeping threads in the memory store.
+/// paused (virtual) time, keeping threads in the memory store; a scenario
+/// with runtime faults is also run without them and judged against that
+/// fault-free twin (`crate::twin`).
 pub fn simulate(scenario: &Scenario, seed: u64) -> Result<Report, SimError> {
     simulate_on(scenario, seed, StoreKind::Memory)
 }
@@ -31,15 +34,40 @@ pub fn simulate(scenario: &Scenario, seed: u64) -> Result<Report, SimError> {
 /// [`simulate`] with threads kept in a store of kind `store`: the
 /// transcript must not depend on it.
 pub fn simulate_on(scenario: &Scenario, seed: u64, store: StoreKind) -> Result<Report, SimError> {
+    let ran = run_on(scenario, seed, store, Plan::new())?;
+    let twin = crate::twin::twin(scenario, seed, store, &ran)?;
+    Ok(report(scenario, seed, ran, twin))
+}
+
+/// [`simulate_on`] judged against a twin found before (by a run of the
+/// same scenario and seed): D4's second run, a run on the other store.
+pub(crate) fn simulate_against(
+    scenario: &Scenario,
+    seed: u64,
+    store: StoreKind,
+    twin: &Twin,
+) -> Result<Report, SimError> {
+    let ran = run_on(scenario, seed, store, Plan::new())?;
+    Ok(report(scenario, seed, ran, twin.clone()))
+}
+
+/// One run of `scenario`, its world's answers following `plan`, not yet
+/// judged.
+pub(crate) fn run_on(
+    scenario: &Scenario,
+    seed: u64,
+    store: StoreKind,
+    plan: Plan,
+) -> Result<Ran, SimError> {
     if scenario.cluster.is_some() {
-        return crate::cluster::simulate(scenario, seed, store);
+        return crate::cluster::simulate(scenario, seed, store, plan);
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
         .build()
         .map_err(|e| SimError::Setup(e.to_string()))?;
-    rt.block_on(simulate_in(scenario, seed, store))
+    rt.block_on(simulate_in(scenario, seed, store, plan))
 }
 
 /// The simulated world of one run, and the runtime living in it.
@@ -47,27 +75,32 @@ struct World {
     runtime: Runtime<SimContext>,
     /// What history probes read, recorded as they read it.
     reads: Arc<Mutex<Vec<HistoryRead>>>,
-    /// What compaction's summary model was asked.
-    summaries: SummaryLog,
+    /// What the hooks were lent: what compaction's summary model was
+    /// asked, the answer book.
+    lent: BuildContext,
     clock: Arc<VirtualClock>,
     recorder: Arc<Recorder>,
     provider: Arc<ScriptedProvider>,
     tap: Arc<StoreTap>,
 }
 
-fn world(s: &Scenario, seed: u64, store: StoreKind) -> Result<World, SimError> {
+fn world(s: &Scenario, seed: u64, store: StoreKind, plan: Plan) -> Result<World, SimError> {
     let rng = Arc::new(Mutex::new(Rng::new(seed)));
     let clock = Arc::new(VirtualClock::new());
     let ids = Arc::new(SimIds::new(rng));
     let recorder = Arc::new(Recorder::default());
-    let provider = Arc::new(ScriptedProvider::new(s, &ids, &clock));
+    let watch = Arc::new(StoreWatch::default());
+    let lent = BuildContext {
+        answers: Arc::new(AnswerBook::new(watch.clone(), plan)),
+        ..BuildContext::default()
+    };
+    let provider = Arc::new(ScriptedProvider::new(s, &ids, &clock, &lent.answers));
     let reads = Arc::new(Mutex::new(Vec::new()));
-    let summaries = SummaryLog::default();
-    let (agent, context) = agent(s, &reads, &summaries);
+    let (agent, context) = agent(s, &reads, &lent);
     let ignore = s.faults.contains(&FaultSpec::IgnoreExpectations);
     let inner = SimStore::new(store, None)
         .map_err(|e| SimError::Setup(format!("opening the {} store: {e}", store.as_str())))?;
-    let tap = Arc::new(StoreTap::new(inner, recorder.clone(), ignore));
+    let tap = Arc::new(StoreTap::new(inner, (recorder.clone(), watch), ignore));
     let runtime = Runtime::builder(agent, context)
         .store(tap.clone())
         .models(SharedProvider(provider.clone()))
@@ -79,7 +112,7 @@ fn world(s: &Scenario, seed: u64, store: StoreKind) -> Result<World, SimError> {
     Ok(World {
         runtime,
         reads,
-        summaries,
+        lent,
         clock,
         recorder,
         provider,
@@ -89,7 +122,8 @@ fn world(s: &Scenario, seed: u64, store: StoreKind) -> Result<World, SimError> {
 
 /// Plays the timeline, then waits until every thread touched is idle.
 async fn play_and_settle(s: &Scenario, w: &World, played: &mut Played) {
-    play(s, (&w.runtime, None), &w.recorder, played).await;
+    let watch = w.lent.answers.watch();
+    play(s, (&w.runtime, None, watch), &w.recorder, played).await;
     for (client, thread) in played.touched.clone() {
         let _ = w
             .runtime
@@ -101,8 +135,13 @@ async fn play_and_settle(s: &Scenario, w: &World, played: &mut Played) {
     w.runtime.rewrites_delivered().await;
 }
 
-async fn simulate_in(s: &Scenario, seed: u64, store: StoreKind) -> Result<Report, SimError> {
-    let w = world(s, seed, store)?;
+async fn simulate_in(
+    s: &Scenario,
+    seed: u64,
+    store: StoreKind,
+    plan: Plan,
+) -> Result<Ran, SimError> {
+    let w = world(s, seed, store, plan)?;
     let limit = Duration::from_millis(s.time_limit_ms);
     let mut played = Played::default();
     let in_time = tokio::time::timeout(limit, play_and_settle(s, &w, &mut played)).await;
@@ -110,6 +149,7 @@ async fn simulate_in(s: &Scenario, seed: u64, store: StoreKind) -> Result<Report
         mut notes,
         mut watches,
         actions,
+        missed,
         ..
     } = played;
     if in_time.is_err() {
@@ -131,6 +171,7 @@ async fn simulate_in(s: &Scenario, seed: u64, store: StoreKind) -> Result<Report
         actions,
         reads: w.reads.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         summaries: w
+            .lent
             .summaries
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -141,7 +182,14 @@ async fn simulate_in(s: &Scenario, seed: u64, store: StoreKind) -> Result<Report
         cut_short: in_time.is_err(),
         cluster: None,
     };
-    report(s, seed, obs, notes, &w.provider, virtual_ms)
+    Ok(Ran {
+        obs,
+        notes,
+        missed,
+        unused: unused_turns(&w.provider),
+        virtual_ms,
+        plan: w.lent.answers.plan(),
+    })
 }
 
 /// Everything the watchers received, watcher by watcher.
@@ -156,8 +204,9 @@ fn drain(watches: &mut [(String, Watch)]) -> Vec<(String, LiveEvent)> {
 }
 
 /// Whether a report meets its scenario's expectation (SPEC D5). A run
-/// stopped at its time limit, or a planted fault that changed nothing, fails
-/// whatever the oracles said.
+/// stopped at its time limit, a planted fault that changed nothing, or a
+/// worker fault placed at a store request that never came, fails whatever
+/// the oracles said.
 pub fn verdict(s: &Scenario, report: &Report) -> Result<(), String> {
     let mut problems = Vec::new();
     if report.limit_reached {
@@ -169,6 +218,14 @@ pub fn verdict(s: &Scenario, report: &Report) -> Result<(), String> {
     for f in &report.idle_faults {
         problems.push(format!("planted fault changed nothing: {f}"));
     }
+    for m in &report.missed {
+        problems.push(format!("a timeline entry never happened: {m}"));
+    }
+    for f in &report.unfired_faults {
+        problems.push(format!(
+            "{f} (the store request it is placed at never came: the scenario does not test what the fault was placed for)"
+        ));
+    }
     if let Err(e) = expectation_met(s, report) {
         problems.push(e);
     }
@@ -179,7 +236,7 @@ pub fn verdict(s: &Scenario, report: &Report) -> Result<(), String> {
 }
 
 fn expectation_met(s: &Scenario, report: &Report) -> Result<(), String> {
-    match s.expect {
+    match &s.expect {
         Expectation::Pass if report.violations.is_empty() => Ok(()),
         Expectation::Pass => {
             const SHOWN: usize = 5;
@@ -201,7 +258,7 @@ fn expectation_met(s: &Scenario, report: &Report) -> Result<(), String> {
             Err(lines.join("\n"))
         }
         Expectation::Violation(oracle) => {
-            if report.violations.iter().any(|v| v.oracle == oracle) {
+            if report.violations.iter().any(|v| &v.oracle == oracle) {
                 Ok(())
             } else {
                 Err(format!(
@@ -225,7 +282,7 @@ pub fn check_on(
     store: StoreKind,
 ) -> Result<(Report, Vec<String>), SimError> {
     let first = simulate_on(s, seed, store)?;
-    let second = simulate_on(s, seed, store)?;
+    let second = simulate_against(s, seed, store, &first.twin)?;
     let mut problems = Vec::new();
     if first.transcript != second.transcript {
         let d = crate::format::diff(

@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::configured::{Builds, Factory, Maker};
+use crate::configured::{Builds, ConfigError, Factory, Maker};
 
 /// A configuration that builds a model: the type a scenario's
 /// `[model] use = "..."` script is read into (its fields are the script's
@@ -120,7 +120,7 @@ impl UserModelDef {
         use_name: &str,
         config: &Map<String, Value>,
         factory: &dyn Factory<Arc<dyn LanguageModel>>,
-    ) -> Result<UserModelDef, String> {
+    ) -> Result<UserModelDef, ConfigError> {
         let make = factory.check(config)?;
         drop(make(use_name));
         Ok(UserModelDef {

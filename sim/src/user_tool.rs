@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::configured::{Builds, Factory, Maker};
+use crate::configured::{Builds, ConfigError, Factory, Maker};
 
 /// A configuration that builds a tool: the type a scenario's
 /// `[[agent.tools]] use = "..."` entry is read into (its fields are the
@@ -71,13 +71,15 @@ use crate::configured::{Builds, Factory, Maker};
 /// send = "Refund 30."
 /// "#;
 /// let scenario = harness.parse("refund.toml", text).unwrap();
-/// assert!(scenario.agent.tools[0].approval);
+/// assert_eq!(scenario.agent.tools[0].approval, pai_sim::Approval::Always);
 /// ```
 pub trait UserTool: DeserializeOwned + JsonSchema + Send + Sync + 'static {
     /// The tool this configuration describes. The simulator names it
     /// `name` (the entry's `name`, else the `use` name) whatever its own
     /// spec says, and keeps its description; a tool of kind `Approval`
-    /// waits for approval as if the entry said `approval = true`. A client
+    /// waits for approval as if the entry said `approval = true`, and a
+    /// call waits whenever the tool's `needs_approval` holds on its input
+    /// (or the entry's `approval` does: SPEC T7, decided per call). A client
     /// tool is refused at load (script one with `client = true`). Called
     /// once at load (to read the kind and description) and once per run
     /// (and per worker): keep it free of side effects.
@@ -111,14 +113,14 @@ impl UserToolDef {
         use_name: &str,
         config: &Map<String, Value>,
         factory: &dyn Factory<Arc<dyn Tool>>,
-    ) -> Result<(UserToolDef, String), String> {
+    ) -> Result<(UserToolDef, String), ConfigError> {
         let make = factory.check(config)?;
         let built = make(use_name);
         let kind = built.kind();
         if kind == ToolKind::Client {
-            return Err(format!(
+            return Err(ConfigError::from(format!(
                 "the tool registered as {use_name:?} is a client tool: the client runs those, so script it with `client = true` instead"
-            ));
+            )));
         }
         let description = built.spec().description.clone();
         let def = UserToolDef {

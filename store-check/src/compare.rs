@@ -140,6 +140,12 @@ fn compare_run(want: &RunModel, got: &RunRecord) -> Result<(), Diff> {
         "T9",
         &want.calls_closed,
         &got.calls_closed,
+    )?;
+    same(
+        &field("handed_over"),
+        "K3",
+        &want.handed_over,
+        &got.handed_over,
     )
 }
 

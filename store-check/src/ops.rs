@@ -42,13 +42,20 @@ pub enum Op {
         run: RunPick,
         token: TokenPick,
     },
-    /// A run's commit of `messages` messages (with `step`, a model step).
+    /// A run's commit of `messages` messages (with `step`, a model step;
+    /// with `results`, tool messages: a cancelled run's closing write when
+    /// without a step, K6; with `metadata`, the run metadata its hooks
+    /// wrote about tool results, in the same commit: K5).
     Append {
         thread: u8,
         run: RunPick,
         token: TokenPick,
         messages: u8,
         step: bool,
+        #[serde(default)]
+        results: bool,
+        #[serde(default)]
+        metadata: Option<u8>,
     },
     SetRunMetadata {
         thread: u8,
@@ -85,10 +92,14 @@ pub enum Op {
         answer: AnswerPick,
         foreign: bool,
     },
+    /// A resumed run's results, with the run metadata their hooks wrote
+    /// (K5) when `metadata` is given.
     CommitResumed {
         thread: u8,
         run: RunPick,
         token: TokenPick,
+        #[serde(default)]
+        metadata: Option<u8>,
     },
     Finish {
         thread: u8,
@@ -307,6 +318,12 @@ fn expect() -> impl Strategy<Value = ExpectPick> {
     ]
 }
 
+/// A regeneration's expectation: mostly one that holds, so that cuts
+/// commit (R1) and meet steers and queued triggers (M1).
+fn regenerate_expect() -> impl Strategy<Value = ExpectPick> {
+    prop_oneof![3 => Just(ExpectPick::Nothing), 3 => Just(ExpectPick::Version), 2 => expect()]
+}
+
 fn writer() -> impl Strategy<Value = WriterPick> {
     prop_oneof![2 => Just(WriterPick::Trusted), 1 => token().prop_map(WriterPick::Run)]
 }
@@ -378,15 +395,16 @@ fn worker_op() -> impl Strategy<Value = Op> {
             .prop_map(|(thread, worker, ttl)| Op::Claim { thread, worker, ttl }),
         2 => (thread(), run_pick(), token()).prop_map(|(thread, run, token)| Op::Renew { thread, run, token }),
         1 => (thread(), run_pick(), token()).prop_map(|(thread, run, token)| Op::NextEpisode { thread, run, token }),
-        5 => (thread(), run_pick(), token(), 1u8..3, any::<bool>())
-            .prop_map(|(thread, run, token, messages, step)| Op::Append { thread, run, token, messages, step }),
+        5 => (thread(), run_pick(), token(), 1u8..3, any::<bool>(), prop::bool::weighted(0.3), prop::option::weighted(0.3, 0u8..3))
+            .prop_map(|(thread, run, token, messages, step, results, metadata)| Op::Append { thread, run, token, messages, step, results, metadata }),
         1 => (thread(), run_pick(), token(), 0u8..3)
             .prop_map(|(thread, run, token, value)| Op::SetRunMetadata { thread, run, token, value }),
-        1 => (thread(), run_pick(), token()).prop_map(|(thread, run, token)| Op::TakeSteer { thread, run, token }),
+        3 => (thread(), run_pick(), token()).prop_map(|(thread, run, token)| Op::TakeSteer { thread, run, token }),
         1 => (thread(), run_pick(), token()).prop_map(|(thread, run, token)| Op::CloseCalls { thread, run, token }),
         3 => (thread(), run_pick(), token(), vec(any::<bool>(), 1..3), prop::bool::weighted(0.4))
             .prop_map(|(thread, run, token, approvals, early)| Op::Wait { thread, run, token, approvals, early }),
-        1 => (thread(), run_pick(), token()).prop_map(|(thread, run, token)| Op::CommitResumed { thread, run, token }),
+        1 => (thread(), run_pick(), token(), prop::option::weighted(0.5, 0u8..3))
+            .prop_map(|(thread, run, token, metadata)| Op::CommitResumed { thread, run, token, metadata }),
         3 => (thread(), run_pick(), prop::option::weighted(0.9, token()), end(), any::<bool>())
             .prop_map(|(thread, run, token, end, next_run)| Op::Finish { thread, run, token, end, next_run }),
     ]
@@ -398,7 +416,7 @@ fn facade_op() -> impl Strategy<Value = Op> {
         4 => (thread(), writer(), expect(), incarnation(), vec(write(), 0..3)).prop_map(
             |(thread, writer, expect, incarnation, writes)| Op::Mutate { thread, writer, expect, incarnation, writes }
         ),
-        1 => (thread(), 0u8..8, expect(), vec(write(), 0..2))
+        2 => (thread(), 0u8..8, regenerate_expect(), vec(write(), 0..2))
             .prop_map(|(thread, from, expect, writes)| Op::Regenerate { thread, from, expect, writes }),
     ]
 }

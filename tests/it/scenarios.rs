@@ -228,6 +228,34 @@ send = "hi"
     );
 }
 
+/// An entry placed after a moment of a run that never comes does not act
+/// and fails the scenario: it would not test what it says (issue 38).
+#[test]
+fn an_entry_placed_after_a_moment_that_never_comes_fails_the_scenario() {
+    let s = parse(
+        r#"
+name = "an answer after a wait that never comes"
+rules = ["T7"]
+[[model.turns]]
+text = ["No tools, no wait."]
+[[timeline]]
+send = "hi"
+[[timeline]]
+cancel = true
+after = { run = 1, event = "wait" }
+"#,
+    );
+    let report = pai_sim::simulate(&s, s.seed).expect("runs");
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    let err = pai_sim::verdict(&s, &report).expect_err("must fail");
+    assert!(
+        err.contains(
+            "a timeline entry never happened: cancel on main after run 1 waits never came"
+        ),
+        "{err}"
+    );
+}
+
 /// A scenario stopped at its own virtual-time limit fails as such, and the
 /// run it cut short is not reported as a phase-grammar violation (L14).
 #[test]
@@ -261,7 +289,7 @@ fn d7_every_oracle_has_a_violation_scenario() {
     let proved: Vec<pai_sim::OracleId> = files
         .iter()
         .filter_map(|f| match pai_sim::Scenario::load(f).ok()?.expect {
-            pai_sim::Expectation::Violation(o) => Some(o),
+            pai_sim::Expectation::Violation(o) => o.rule(),
             pai_sim::Expectation::Pass => None,
         })
         .collect();

@@ -9,6 +9,8 @@
 //!   requests itself (a person must handle them) without a model call.
 //! - [`RefundLimit`]: a `before_tool_call` check that rejects a `refund`
 //!   call over the limit, whatever the model was told.
+//! - [`RefundTool`]: the refund tool, whose refunds over a limit wait for
+//!   a person's approval, decided per call on the amount (SPEC T7).
 //! - [`KnowledgeBase`]: a `resolve_model_context` resolver that puts the
 //!   help-centre articles the customer's words name before the context.
 #![warn(missing_docs)]
@@ -16,7 +18,9 @@
 mod knowledge;
 mod pii;
 mod refund;
+mod refund_tool;
 
 pub use knowledge::KnowledgeBase;
 pub use pii::{PiiPattern, PiiRedactor};
 pub use refund::{RefundLimit, RefundPolicy, amount_in};
+pub use refund_tool::{RefundInput, RefundTool};

@@ -58,6 +58,15 @@ pub struct History<'a> {
     agent: &'a str,
     incarnation: u64,
     anchor: u64,
+    /// The run's driver, told of every store error a read meets, whoever
+    /// reads (a hook too): one that loses the lease stops its writes (K3).
+    told: Option<&'a dyn StoreErrors>,
+}
+
+/// Who hears of the store errors a step's history reads meet.
+pub(crate) trait StoreErrors: Sync {
+    /// The store answered the read `request` with `e`.
+    fn heard(&self, request: &str, e: &StoreError);
 }
 
 impl fmt::Debug for History<'_> {
@@ -84,7 +93,14 @@ impl<'a> History<'a> {
             agent,
             incarnation,
             anchor,
+            told: None,
         }
+    }
+
+    /// Tells `driver` of every store error a read meets.
+    pub(crate) fn told(mut self, driver: &'a dyn StoreErrors) -> History<'a> {
+        self.told = Some(driver);
+        self
     }
 
     /// The newest sequence number this step may see.
@@ -97,6 +113,9 @@ impl<'a> History<'a> {
     }
 
     fn refused(&self, e: StoreError) -> HistoryError {
+        if let Some(driver) = self.told {
+            driver.heard("history", &e);
+        }
         match e {
             StoreError::Forbidden { .. } => HistoryError::Fenced {
                 thread: self.thread.to_string(),

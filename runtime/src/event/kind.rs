@@ -128,11 +128,24 @@ event_kinds! {
         /// incarnation was deleted: from here its worker knows, cancels the
         /// run's running tools and starts no new phase (SPEC H5). Once per run.
         DeleteLearned {
-            /// What the store refused: `renew`, or the stage whose write it was.
+            /// What the store refused: a request (`renew`, a hook's
+            /// `run_metadata` read or `set_run_metadata` write, `mutate`),
+            /// or the stage whose write it was.
             request: String,
-            /// The deleted incarnation.
-            incarnation: u64,
+            /// The deleted incarnation, when the refusal names it (a facade
+            /// read that finds no thread does not).
+            incarnation: Option<u64>,
         } = "delete_learned",
+        /// Among workers, the store's answer to one of the run's requests
+        /// told its holder that a client asked to cancel the run: from here
+        /// it cancels the run's running tools (T8), starts no model call or
+        /// tool and ends the run cancelled (SPEC K6). Once per run and
+        /// worker; a claim that finds the cancel says so itself.
+        CancelLearned {
+            /// The request whose answer told it: `renew`, or what the store
+            /// refused or took as the run's closing write.
+            request: String,
+        } = "cancel_learned",
         /// A worker took the run over from a holder whose lease expired (SPEC K3).
         TakenOver {
             /// The worker that held the lease, if known.
@@ -287,14 +300,16 @@ event_kinds! {
             tool: String,
             /// The call's input the handler received.
             input: Value,
-            /// The thread's version after the handler's metadata commit, if it
-            /// changed the run metadata.
-            version: Option<u64>,
+            /// Whether the handlers changed the run metadata. The change is
+            /// staged and commits with the step's results (SPEC K5).
+            changed: bool,
         } = "on_output",
         /// A hook wrote the run's metadata through its facade.
         RunMetadata {
-            /// The thread's version after the commit.
-            version: u64,
+            /// The thread's version after the commit; `None` when the write
+            /// was made while tool results were produced (`after_tool_result`):
+            /// it is staged and commits with those results (SPEC K5).
+            version: Option<u64>,
         } = "run_metadata",
         /// A hook stored a hidden lifecycle context message (SPEC L13).
         ContextMessage {
@@ -360,6 +375,10 @@ event_kinds! {
             message: MessageId,
             /// The thread's version after the commit.
             version: u64,
+            /// Whether the commit also replaced the run's metadata with what
+            /// `on_output` handlers and `after_tool_result` hooks wrote while
+            /// these results were produced (SPEC K5).
+            metadata: bool,
         } = "commit_tool_results",
         /// `after_step` decided the transition.
         AfterStep {

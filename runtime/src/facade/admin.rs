@@ -10,13 +10,14 @@ use crate::event::EventKind;
 use crate::facade::{Committer, rewrite_writes};
 use crate::id::MessageId;
 use crate::lifecycle::{RewriteFact, RewriteKind};
+use crate::message::Message;
 use crate::message::Visibility;
 use crate::shared::Shared;
 use crate::staged::MutateError;
 use crate::staged::Staged;
 use crate::store::{
-    DELETED, Deletion, Expect, Mutation, Regeneration, RunEnd, RunStatus, StoreError, StoredThread,
-    Writer,
+    DELETED, Deletion, Expect, HistoryRead, Mutation, Regeneration, RunEnd, RunStatus, StoreError,
+    StoredThread, Writer,
 };
 use std::sync::Arc;
 
@@ -138,8 +139,8 @@ impl<C: Send + Sync + 'static> AdminThread<C> {
         Ok(done)
     }
 
-    /// SPEC R1, R2, K4: removes every message after user message `from`,
-    /// commits `prepare_history_rewrite`'s patches with it, and starts a
+    /// SPEC R1, R2, K4: removes what the model reads after user message
+    /// `from` (context order, M1; a kept call keeps its result), commits `prepare_history_rewrite`'s patches with it, and starts a
     /// new run from `from`. Refused while any run is running, waiting or
     /// queued on the thread; a conflict if the thread changed between the
     /// read the hooks saw and the commit.
@@ -147,13 +148,11 @@ impl<C: Send + Sync + 'static> AdminThread<C> {
         let c = self.committer();
         let refused = |e: MutateError| c.refused("regenerate", e);
         let stored = c.read().await.map_err(|e| refused(e.into()))?;
-        let at = stored.messages.iter().position(|m| m.id == from);
-        let removed = at.map_or_else(Vec::new, |at| {
-            stored.messages[at + 1..]
-                .iter()
-                .map(|m| m.id.clone())
-                .collect()
-        });
+        // The cut the store will make (R1), for the rewrite hooks (R2):
+        // computed alike from the context order of the version read.
+        let removed = sh_cut(self.sh(), &stored, from)
+            .await
+            .map_err(|e| refused(e.into()))?;
         let kind = RewriteKind::Regenerate {
             from: from.into(),
             removed,
@@ -274,4 +273,34 @@ impl<C: Send + Sync + 'static> AdminThread<C> {
         }
         Ok(stored.incarnation)
     }
+}
+
+/// What a regeneration from `from` removes from `stored` (SPEC R1): the
+/// store's own cut, over the context order read at `stored`'s newest
+/// message. A thread changed since makes the regeneration's expectation
+/// fail, so hooks never patch for a cut that is not committed.
+async fn sh_cut<C>(
+    sh: &Shared<C>,
+    stored: &StoredThread,
+    from: &str,
+) -> Result<Vec<MessageId>, StoreError> {
+    if !stored.messages.iter().any(|m| m.id == from) {
+        return Ok(Vec::new());
+    }
+    let anchor = stored.messages.last().map_or(0, |m| m.seq);
+    let fence = (
+        stored.id.as_str(),
+        stored.agent.as_str(),
+        stored.incarnation,
+    );
+    let order = sh
+        .store
+        .history_messages(fence, HistoryRead::Visible { anchor })
+        .await?;
+    let order: Vec<&Message> = order.iter().collect();
+    Ok(crate::store::regeneration_cut(
+        &stored.messages,
+        &order,
+        from,
+    ))
 }

@@ -1,7 +1,9 @@
 //! The thread facade a hook reaches through its [`HookCx`] (SPEC H7): the
 //! run's typed metadata and hidden lifecycle context messages (L13). Every
 //! write is one commit under the run's lease token (K2) that bumps the
-//! thread's version and tells its watchers (H1); no hook touches the store.
+//! thread's version and tells its watchers (H1), but run metadata written
+//! while tool results are produced, which commits with them (K5); no hook
+//! touches the store.
 
 use crate::error::{HookError, HookResult};
 use crate::lifecycle::{HookCx, RunFacade};
@@ -17,7 +19,9 @@ impl<C: Sync> HookCx<'_, C> {
     }
 
     /// The run's metadata, `M::default()` until written. `M` must be the
-    /// type the agent names ([`crate::Agent::run_metadata`]).
+    /// type the agent names ([`crate::Agent::run_metadata`]). Inside
+    /// `after_tool_result` it reads what the step's results staged so far
+    /// (read your writes, SPEC K5).
     pub async fn run_metadata<M: RunMetadata>(&self) -> HookResult<M> {
         let f = self.facade()?;
         f.metadata_type().expect::<M>().map_err(HookError::new)?;
@@ -25,7 +29,10 @@ impl<C: Sync> HookCx<'_, C> {
         decode(stored.as_ref()).map_err(HookError::new)
     }
 
-    /// Replaces the run's metadata (one commit under the run's lease).
+    /// Replaces the run's metadata (one commit under the run's lease). In
+    /// `after_tool_result` the write is about the result: it is staged and
+    /// commits in the same store write as the step's results, or not at
+    /// all if they are not committed (SPEC K5).
     pub async fn set_run_metadata<M: RunMetadata>(&self, value: &M) -> HookResult<()> {
         let f = self.facade()?;
         f.metadata_type().expect::<M>().map_err(HookError::new)?;

@@ -16,10 +16,13 @@ pub(crate) type StageFn<'a> = Box<dyn FnOnce(&mut Staged<'_>) -> Result<(), Stri
 pub(crate) trait RunFacade: Send + Sync {
     /// The type the agent names for run metadata.
     fn metadata_type(&self) -> MetaType;
-    /// The run's metadata as stored (`None`: never written).
+    /// The run's metadata as stored, or as the batch of results being
+    /// produced staged it (`None`: never written; SPEC K5).
     fn read_metadata(&self) -> HookFuture<'_, Result<Option<Value>, String>>;
-    /// Replaces the run's metadata; returns the thread's new version.
-    fn write_metadata(&self, value: Value) -> HookFuture<'_, Result<u64, String>>;
+    /// Replaces the run's metadata; returns the thread's new version, or
+    /// `None` when the write is staged to commit with the results being
+    /// produced (K5).
+    fn write_metadata(&self, value: Value) -> HookFuture<'_, Result<Option<u64>, String>>;
     /// Stores a hidden lifecycle context message; returns its id.
     fn store_context_message(&self, text: String) -> HookFuture<'_, Result<String, String>>;
     /// The thread as stored (trusted: private metadata included).
@@ -32,6 +35,11 @@ pub(crate) trait RunFacade: Send + Sync {
     ) -> HookFuture<'a, Result<Mutation, MutateError>>;
     /// Logs compaction progress for the run (C1).
     fn progress(&self, progress: Progress);
+    /// A compaction summary's text through the run's canonical transforms
+    /// (SPEC S1, C3), as a step's text is before it is stored; `step` is
+    /// the step the summary is made for. A transform that panics is the
+    /// error.
+    fn canonical_summary(&self, step: u32, text: String) -> Result<String, String>;
 }
 
 /// Compaction progress, as the run's log reports it (SPEC C1).

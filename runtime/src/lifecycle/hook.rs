@@ -88,6 +88,12 @@ pub trait Lifecycle<C>: Send + Sync + 'static {
     /// A canonical stage for this stream (L7, S1): its output is what is
     /// stored, shown live and reused as context. `None` leaves the stream as
     /// it is. Called for every model step, `respond` and abort replacement.
+    ///
+    /// Timing: a stage also sees the step's tool calls, and what it emits
+    /// for one is the call that is stored and run: `before_tool_call` and
+    /// the tool receive its input as the stage left it (a redactor that
+    /// masks an account number in tool-call inputs hands the tool the
+    /// masked input). Pass tool calls through unchanged to keep them.
     fn transform_step_stream(
         &self,
         cx: &HookCx<'_, C>,
@@ -110,6 +116,18 @@ pub trait Lifecycle<C>: Send + Sync + 'static {
 
     /// Every final tool result, before the model sees it (T4): continue, or
     /// replace its output (T5, L9).
+    ///
+    /// What the hook writes to the run's metadata (`cx.set_run_metadata`,
+    /// `cx.update_run_metadata`) is about this result, so it commits in
+    /// the same store write as the result (SPEC K5): the step's
+    /// `commit_tool_results`, a resumed run's commit of its answered calls,
+    /// or the commit that closes a cancelled run's calls. Until then it is
+    /// staged: `cx.run_metadata` reads it back (the hook's own write, and
+    /// those of earlier hooks and `on_output` handlers of the same batch of
+    /// results), and nothing of it is stored if the result is not (a
+    /// crash, a lost lease, a later hook's error). A call run again after a
+    /// crash therefore counts once. Hidden context messages and mutations
+    /// (`cx.store_context_message`, `cx.mutate`) still commit at once.
     fn after_tool_result<'a>(
         &'a self,
         cx: &'a HookCx<'_, C>,

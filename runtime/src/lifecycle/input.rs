@@ -91,6 +91,9 @@ pub enum StreamKind {
     /// A provider's explanation of a refusal (SPEC S6), stored as the
     /// run's reason.
     Refusal,
+    /// A compaction summary the summary model wrote (SPEC C3): stored and
+    /// reused as context like a step's text.
+    Summary,
 }
 
 /// Input of `transform_step_stream`.
@@ -99,7 +102,8 @@ pub struct StreamInput {
     /// The model step, for model streams.
     pub step: Option<u32>,
     /// What the stream carries: a model step's output, a `prepare_run`
-    /// response, an abort's replacement or a refusal's explanation.
+    /// response, an abort's replacement, a refusal's explanation or a
+    /// compaction summary.
     pub kind: StreamKind,
 }
 

@@ -159,7 +159,7 @@ pub enum ResultSource {
     InvalidInput,
     /// The model asked for a tool that this step does not offer.
     UnknownTool,
-    /// The run was cancelled (or completed) before the call finished or was answered (SPEC T8, A3).
+    /// The run was cancelled, completed or responded before the call finished or was answered; the output says which (SPEC T8, A3, L12).
     Cancelled,
     /// A client denied an approval call; it never ran (SPEC T7).
     Denied,

@@ -22,6 +22,13 @@ pub struct ModelRequest {
     pub run_id: RunId,
     /// The step within the run, from 0.
     pub step: u32,
+    /// Which provider attempt of the step this is within its episode's
+    /// `around_model_call`, from 1 (a retry or a fallback is 2, 3, ...).
+    /// A step the run makes again after a takeover (SPEC K3) counts its
+    /// attempts from 1 again, so `(run_id, step, attempt)` names the same
+    /// call both times: a provider (or a test double) that must answer a
+    /// repeated call as it answered the first can key on it.
+    pub attempt: u32,
     /// The route after every patch: the model name, its settings, tool choice
     /// and provider options.
     pub route: Route,
@@ -42,8 +49,8 @@ pub struct ModelRequest {
 
 impl ModelRequest {
     /// A request outside a run, for calling a model directly (a provider's
-    /// own tests, a one-off completion): no run id, step 0, `tools` both
-    /// offered and registered, no attempt timeout.
+    /// own tests, a one-off completion): no run id, step 0, attempt 1,
+    /// `tools` both offered and registered, no attempt timeout.
     pub fn new(
         route: Route,
         instructions: impl Into<String>,
@@ -53,6 +60,7 @@ impl ModelRequest {
         ModelRequest {
             run_id: RunId::default(),
             step: 0,
+            attempt: 1,
             route,
             instructions: instructions.into(),
             registered: tools.clone().into(),

@@ -11,7 +11,7 @@ use tracing::Instrument;
 
 use super::episode::{EpisodeEnd, Start};
 use super::exec::{Exec, Fail};
-use super::lease::{RunLease, heard, renew, renew_once};
+use super::lease::{RunLease, hear_cancel, heard, learned_cancel, renew, renew_once};
 use crate::clock::IdKind;
 use crate::context::cache::ContextCache;
 use crate::event::{EventKind, RunStage};
@@ -19,8 +19,8 @@ use crate::future::{alongside, catch_panic};
 use crate::message::Outcome;
 use crate::shared::Shared;
 use crate::stop::StopSignal;
-use crate::store::FencingToken;
 use crate::store::{Claimed, Finish, RunEnd, RunStatus, WaitingCall};
+use crate::store::{FencingToken, StoreError};
 
 /// Drains a thread's run queue, one run at a time, then lets the thread go idle.
 pub(crate) async fn drive<C: Send + Sync + 'static>(sh: Arc<Shared<C>>, thread: String) {
@@ -80,6 +80,9 @@ async fn drive_claimed<C: Send + Sync + 'static>(
     let (thread, run) = (claimed.thread.as_str(), claimed.run.as_str());
     let span = tracing::info_span!("run", run_id = %run, thread_id = %thread);
     let lease = RunLease::new(claimed.token);
+    if claimed.cancel_requested {
+        lease.cancel_known();
+    }
     let ran = catch_panic(run_one(sh, &claimed, &stop, &lease).instrument(span)).await;
     if let Err(panic) = ran {
         // A bug in the runtime itself (user code is guarded where it is
@@ -123,6 +126,7 @@ async fn run_one<C: Send + Sync + 'static>(
             stop,
             lease,
             context: &context,
+            batch: Default::default(),
         };
         let working = exec
             .episode(&mut next_step, start)
@@ -137,7 +141,7 @@ async fn run_one<C: Send + Sync + 'static>(
             EpisodeEnd::Wait(calls, version) => {
                 return waits(sh, (thread, run), calls, version).await;
             }
-            EpisodeEnd::Lost(reason) => return lost(sh, thread, run, lease, reason).await,
+            EpisodeEnd::Lost(reason) => return lost(sh, thread, run, lease, reason, says).await,
             EpisodeEnd::Steer => match next_episode(sh, thread, run, token).await {
                 Ok((newer, next, at)) => {
                     sh.emit(thread, run, || EventKind::LeaseReleased { episode });
@@ -145,9 +149,19 @@ async fn run_one<C: Send + Sync + 'static>(
                     episode = next;
                     version = at;
                 }
+                Err(StoreError::Cancelled { .. }) => {
+                    // A cancel came before the new episode (K6): the run
+                    // ends cancelled instead.
+                    hear_cancel(sh, (thread, run), lease, stop, "next_episode");
+                    let says = Some(EventKind::Cancelled {
+                        phase: RunStage::EpisodeEnd,
+                    });
+                    let end = cancelled();
+                    break Ending { end, says, episode };
+                }
                 Err(e) => {
                     heard(sh, (thread, run), lease, "next_episode", &e);
-                    return lost(sh, thread, run, lease, e.to_string()).await;
+                    return lost(sh, thread, run, lease, e.to_string(), None).await;
                 }
             },
             EpisodeEnd::Run(end) => break Ending { end, says, episode },
@@ -214,7 +228,7 @@ async fn hear_the_store<C>(
         return;
     }
     match renew_once(sh, thread, run, lease.token()).await {
-        Ok(true) => stop.trigger(),
+        Ok(true) => hear_cancel(sh, (thread, run), lease, stop, "renew"),
         Ok(false) => {}
         Err(e) => {
             if heard(sh, (thread, run), lease, "renew", &e) && lease.deleted() {
@@ -242,7 +256,16 @@ fn settle(
     ended: Result<EpisodeEnd, Fail>,
 ) -> (EpisodeEnd, Option<EventKind>) {
     if let Some(reason) = lease.lost() {
-        return (EpisodeEnd::Lost(reason), None);
+        // A run stopped by a delete it heard of says where it stopped (H5):
+        // in the phase a refused request failed, else at the episode's end.
+        let stage = match &ended {
+            Err(fail) => fail.stage,
+            Ok(_) => RunStage::EpisodeEnd,
+        };
+        let says = lease
+            .deleted()
+            .then_some(EventKind::Cancelled { phase: stage });
+        return (EpisodeEnd::Lost(reason), says);
     }
     let stage = match ended {
         // A wait is recorded only while no cancel was asked for; a cancel
@@ -283,16 +306,25 @@ fn failed(reason: String) -> RunEnd {
 /// The run's lease is lost: this process forgets the run and writes
 /// nothing more for it; its lease expires and another worker takes it.
 /// When its thread was deleted under it, the store has ended it cancelled
-/// (SPEC H5), and the log says so.
-async fn lost<C>(sh: &Shared<C>, thread: &str, run: &str, lease: &RunLease, reason: String) {
+/// (SPEC H5), and the log says so (`says`: where it stopped).
+async fn lost<C>(
+    sh: &Shared<C>,
+    thread: &str,
+    run: &str,
+    lease: &RunLease,
+    reason: String,
+    says: Option<EventKind>,
+) {
     let token = lease.token();
     let mut attached = sh.process.attach(thread).await;
     if lease.deleted() {
         let end = deleted();
         sh.run_ended(&mut attached, run, &end);
         drop(attached);
-        sh.emit(thread, run, || EventKind::Cancelled {
-            phase: RunStage::EpisodeEnd,
+        sh.emit(thread, run, || {
+            says.unwrap_or(EventKind::Cancelled {
+                phase: RunStage::EpisodeEnd,
+            })
         });
         sh.emit(thread, run, || EventKind::ended(&end, None));
         return;
@@ -344,6 +376,7 @@ async fn finish<C>(sh: &Shared<C>, thread: &str, run: &str, lease: &RunLease, en
             }
             Ok(Finish::NeedRunId) => next_run = Some(sh.ids.next_id(IdKind::Run).into()),
             Ok(Finish::CancelFirst) => {
+                learned_cancel(sh, (thread, run), lease, "finish");
                 end = cancelled();
                 // Where the run stopped stays said: a hook that failed
                 // just before the cancel reached the run (L4) committed
@@ -359,7 +392,7 @@ async fn finish<C>(sh: &Shared<C>, thread: &str, run: &str, lease: &RunLease, en
             Err(e) => {
                 drop(attached);
                 heard(sh, (thread, run), lease, "finish", &e);
-                return lost(sh, thread, run, lease, e.to_string()).await;
+                return lost(sh, thread, run, lease, e.to_string(), None).await;
             }
         }
     }

@@ -1,12 +1,14 @@
 //! One execution episode (SPEC §1): `prepare_run`, then (on a resume) the
 //! waiting calls' results, then steps until the run ends, waits for a
-//! client (T7), or a steering message asks for a new episode (A4, P8).
+//! client (T7), or a steering message asks for a new episode (A4, P8). A
+//! worker that took the run over first settles its last committed step
+//! (K3): only a run that goes on runs `prepare_run`.
 
 use tracing::Instrument;
 
 use super::exec::{Exec, Fail};
 use super::resume::Resolution;
-use super::tools::RESPONDED_WITHOUT;
+use super::tools::GivenUp;
 use crate::clock::IdKind;
 use crate::event::{EventKind, RunStage, Transition};
 use crate::id::MessageId;
@@ -29,6 +31,20 @@ pub(super) enum EpisodeEnd {
     Lost(String),
 }
 
+/// How a taker found the run's last committed step, once it settled it
+/// (K3, `takeover.rs`).
+#[derive(Debug)]
+pub(super) enum Settled {
+    /// The step's transition ended the episode: the run ends, or waits.
+    Ended(EpisodeEnd),
+    /// The run goes on: `prepare_run`, then its next step.
+    GoesOn,
+    /// The step waited and the run was resumed since: the episode goes on
+    /// as a resumed one does (its answered calls resolved after
+    /// `prepare_run`).
+    Resumes,
+}
+
 /// How an episode begins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Start {
@@ -37,8 +53,8 @@ pub(super) enum Start {
     /// The run waited, and every waiting call has its answer or a cancel came.
     Resumed,
     /// The run's previous holder lost its lease (K3): the run continues
-    /// from its last committed step; calls of that step without a
-    /// committed result run again (K5).
+    /// from its last committed step, whose transition it decides first;
+    /// calls of that step without a committed result run again (K5).
     TakenOver,
 }
 
@@ -67,13 +83,31 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             // runs for a run that is over.
             return self.close_cancelled(start).await;
         }
+        // A taker first decides how the last committed step ends (K3).
+        let start = match start {
+            Start::TakenOver => match self.settle_last().await? {
+                Settled::Ended(end) => return Ok(end),
+                Settled::Resumes => Start::Resumed,
+                Settled::GoesOn => Start::TakenOver,
+            },
+            other => other,
+        };
+        if resumed && self.stop.is_set() {
+            // A cancel heard while the taker settled the last step.
+            return Err(Fail::new(RunStage::BetweenSteps, "stopped"));
+        }
         let mut route = Route::new(self.sh.agent.model.clone());
         let mut overlay = Overlay::default();
-        let (messages, latest) = self.run_messages().await?;
+        let (messages, latest) = match self.run_messages().await {
+            // A cancel the store answered with (K6): a resumed run only
+            // closes its open calls.
+            Err(_) if resumed && self.stop.is_set() => return self.close_cancelled(start).await,
+            read => read?,
+        };
         match self.prepare_run(&route, &messages, latest, resumed).await? {
             RunDecision::Respond(r) => {
                 if resumed {
-                    self.resume(Resolution::GiveUp(RESPONDED_WITHOUT)).await?;
+                    self.resume(Resolution::GiveUp(GivenUp::Responded)).await?;
                 }
                 let judged = latest.map(|i| messages[i].id.clone());
                 return self.respond(r, judged).await.map(EpisodeEnd::Run);
@@ -94,7 +128,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             // Cancelled while prepare_run ran: no approved call starts now.
             return self.close_cancelled(start).await;
         }
-        if resumed && let Some(end) = self.pick_up(start, *next_step, &route).await? {
+        if resumed && let Some(end) = self.pick_up(start, *next_step).await? {
             return Ok(end);
         }
         loop {
@@ -117,23 +151,11 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     }
 
     /// A resumed run before its next step `next_step`: its answered calls
-    /// are registered again, a taken-over run's orphans run again; a run at
-    /// its step limit ends there.
-    async fn pick_up(
-        &self,
-        start: Start,
-        next_step: u32,
-        route: &Route,
-    ) -> Result<Option<EpisodeEnd>, Fail> {
-        // A taken-over run's answerable calls (T9) are its orphans:
-        // they are registered again with the answers they have.
+    /// get their results (T9); a run at its step limit ends there. A
+    /// taker settled its last step before (K3).
+    async fn pick_up(&self, start: Start, next_step: u32) -> Result<Option<EpisodeEnd>, Fail> {
         if start == Start::Resumed {
             self.resume(Resolution::Answered).await?;
-        }
-        if start == Start::TakenOver
-            && let Some(end) = self.rerun_orphans(route).await?
-        {
-            return Ok(Some(end));
         }
         if next_step >= self.sh.agent.max_steps {
             return Ok(Some(EpisodeEnd::Run(RunEnd {
@@ -150,7 +172,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// `after_tool_result` sees, committed under this episode's token; no
     /// call runs (again). The run then ends cancelled.
     async fn close_cancelled(&self, start: Start) -> Result<EpisodeEnd, Fail> {
-        let how = Resolution::GiveUp(super::tools::CANCELLED_WAITING);
+        let how = Resolution::GiveUp(GivenUp::Cancelled);
         let given_up = self.resolve_waiting(how).await?;
         let (step, finals) = given_up.unwrap_or_default();
         // One commit closes every open call (SPEC §1 `cancel_close`).
@@ -231,7 +253,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
 }
 
 /// Where a step's transition leaves the episode: `None` to go on.
-fn episode_end(transition: Transition) -> Option<EpisodeEnd> {
+pub(super) fn episode_end(transition: Transition) -> Option<EpisodeEnd> {
     match transition {
         Transition::NextStep | Transition::Wait => None,
         Transition::Steer => Some(EpisodeEnd::Steer),

@@ -5,6 +5,7 @@
 use crate::store::FencingToken;
 use tracing::Instrument;
 
+use super::batch::ResultBatch;
 use super::lease::RunLease;
 use crate::attempt::AttemptEvents;
 use crate::context::cache::ContextCache;
@@ -53,6 +54,9 @@ pub(super) struct Exec<'a, C> {
     pub(super) lease: &'a RunLease,
     /// The default context as of the last step, extended step by step.
     pub(super) context: &'a ContextCache,
+    /// What hooks write about the results being produced, staged for
+    /// their commit (K5).
+    pub(super) batch: ResultBatch,
 }
 
 impl<C: Send + Sync + 'static> HookTrace for Exec<'_, C> {
@@ -157,9 +161,23 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         messages: Vec<NewMessage>,
         step: Option<u32>,
     ) -> Result<Appended, Fail> {
+        self.commit_carrying(stage, messages, step, None).await
+    }
+
+    /// [`Exec::commit`], replacing the run's metadata in the same commit
+    /// when `metadata` is given: what hooks wrote about the results the
+    /// messages hold (K5).
+    pub(super) async fn commit_carrying(
+        &self,
+        stage: RunStage,
+        messages: Vec<NewMessage>,
+        step: Option<u32>,
+        metadata: Option<serde_json::Value>,
+    ) -> Result<Appended, Fail> {
         self.writable(stage)?;
+        let (thread, run) = (self.thread, self.run);
         self.sh
-            .commit(self.thread, self.run, self.token, messages, step)
+            .commit(thread, run, self.token, messages, step, metadata)
             .await
             .map_err(|e| self.store_fail(stage, e))
     }
@@ -186,7 +204,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         let sent = self.sh.clock.now();
         let renewed = super::lease::renew_once(self.sh, self.thread, self.run, self.token).await;
         if renewed.map_err(|e| self.refused(stage, "renew", e))? {
-            self.stop.trigger();
+            self.hear_cancel("renew");
         }
         // An answer that took a whole lease to come proves nothing: the
         // lease may have expired, and been taken, in between.
@@ -205,12 +223,51 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         self.refused(stage, stage.as_str(), e)
     }
 
-    /// As `store_fail`, naming the `request` the store refused.
+    /// As `store_fail`, naming the `request` the store refused. A
+    /// refusal that says the run was cancelled stops it (K6, T8).
     pub(super) fn refused(&self, stage: RunStage, request: &str, e: StoreError) -> Fail {
+        self.hear_refusal(request, &e);
+        Fail::new(stage, e.to_string())
+    }
+
+    /// What a refusal of the run's `request` tells its driver, whoever
+    /// made the request (a step, a hook's read or mutation): a cancel
+    /// stops the run (K6); an answer that loses the lease, or leaves it
+    /// unknown whether the request landed (no answer in time), stops its
+    /// writes, and the run is left for a taker (K3), not ended; a delete
+    /// stops it (H5).
+    pub(super) fn hear_refusal(&self, request: &str, e: &StoreError) {
+        <Self as crate::context::StoreErrors>::heard(self, request, e);
+    }
+}
+
+impl<C: Send + Sync + 'static> crate::context::StoreErrors for Exec<'_, C> {
+    fn heard(&self, request: &str, e: &StoreError) {
         let at = (self.thread, self.run);
-        if super::lease::heard(self.sh, at, self.lease, request, &e) && self.lease.deleted() {
+        let deleted = !self.cancelled(request, e)
+            && super::lease::heard(self.sh, at, self.lease, request, e)
+            && self.lease.deleted();
+        if deleted {
             self.stop.trigger();
         }
-        Fail::new(stage, e.to_string())
+    }
+}
+
+impl<C: Send + Sync + 'static> Exec<'_, C> {
+    /// The store told this episode, answering `request`, that a client
+    /// asked to cancel the run (K6): it stops.
+    pub(super) fn hear_cancel(&self, request: &str) {
+        let at = (self.thread, self.run);
+        super::lease::hear_cancel(self.sh, at, self.lease, self.stop, request);
+    }
+
+    /// Whether `e` is the store's word that the run was cancelled (K6);
+    /// if so, the episode heard it and stops.
+    pub(super) fn cancelled(&self, request: &str, e: &StoreError) -> bool {
+        let cancelled = matches!(e, StoreError::Cancelled { .. });
+        if cancelled {
+            self.hear_cancel(request);
+        }
+        cancelled
     }
 }

@@ -1,6 +1,8 @@
 //! The thread facade an episode lends its hooks (SPEC H7): run metadata
 //! and hidden lifecycle context messages (L13), written under the
-//! episode's lease token (K2), one commit each (H1).
+//! episode's lease token (K2), one commit each (H1). Run metadata written
+//! while a step's results are produced (`on_output`, `after_tool_result`)
+//! is staged instead and commits with those results (K5, `batch.rs`).
 
 use serde_json::Value;
 
@@ -13,15 +15,16 @@ use crate::facade::Committer;
 use crate::future::HookFuture;
 use crate::future::panic_message;
 use crate::id::MessageId;
-use crate::lifecycle::{Progress, RunFacade, StageFn, ToolResult};
+use crate::lifecycle::{Progress, RunFacade, StageFn, StreamKind, ToolResult};
 use crate::message::{NewMessage, Part, Producer, Role, Visibility};
 use crate::metadata::MetaType;
 use crate::staged::MutateError;
 use crate::store::{Expect, Mutation, StoredThread, Writer};
 
 impl<C: Send + Sync + 'static> Exec<'_, C> {
-    /// Replaces the run's metadata in one commit under the episode's token.
-    async fn commit_metadata(&self, value: Value) -> Result<u64, String> {
+    /// Replaces the run's metadata in one commit under the episode's token;
+    /// a refusal is heard as `request`'s (a delete learned is logged, H5).
+    async fn commit_metadata(&self, value: Value, request: &str) -> Result<u64, String> {
         self.writable(RunStage::OnOutput).map_err(|f| f.message)?;
         let mut attached = self.sh.process.attach(self.thread).await;
         let written = self
@@ -30,14 +33,26 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             .set_run_metadata(self.thread, self.run, self.token, value);
         let version = written
             .await
-            .map_err(|e| self.store_fail(RunStage::OnOutput, e).message)?;
+            .map_err(|e| self.refused(RunStage::OnOutput, request, e).message)?;
         self.sh.told(&mut attached, version);
         Ok(version)
     }
 
+    /// Writes the run's metadata: staged while results are produced, to
+    /// commit with them (K5; `None`), else at once in one commit under the
+    /// episode's token (the thread's new version).
+    async fn store_metadata(&self, value: Value, request: &str) -> Result<Option<u64>, String> {
+        match self.batch.stage(value) {
+            None => Ok(None),
+            Some(value) => self.commit_metadata(value, request).await.map(Some),
+        }
+    }
+
     /// The tool's `on_output` handlers over one successful output (SPEC
-    /// T6); what they leave in the run metadata is committed. An error or a
-    /// panic in a handler fails the run (X2).
+    /// T6), inside the batch of results being produced: they read the
+    /// metadata as the batch left it, and what they change commits with
+    /// the result (K5). An error or a panic in a handler fails the run
+    /// (X2).
     pub(super) async fn on_output(
         &self,
         step: u32,
@@ -45,6 +60,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         result: &ToolResult,
     ) -> Result<(), Fail> {
         let fail = |m: String| Fail::new(RunStage::OnOutput, m);
+        self.batch.open();
         let stored = self.read_metadata().await.map_err(fail)?;
         let handlers = &self.sh.agent.on_output;
         let ran = catch_unwind(AssertUnwindSafe(|| {
@@ -54,16 +70,20 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             Ok(out) => out.map_err(fail)?,
             Err(p) => return Err(fail(format!("on_output panicked: {}", panic_message(&*p)))),
         };
-        let version = match changed {
-            Some(v) => Some(self.commit_metadata(v).await.map_err(fail)?),
-            None => None,
+        let changed = match changed {
+            Some(v) => self
+                .store_metadata(v, "on_output")
+                .await
+                .map_err(fail)?
+                .is_none(),
+            None => false,
         };
         self.emit(|| EventKind::OnOutput {
             step,
             call_id: result.call_id.clone(),
             tool: result.tool.clone(),
             input: input.clone(),
-            version,
+            changed,
         });
         Ok(())
     }
@@ -74,16 +94,25 @@ impl<C: Send + Sync + 'static> RunFacade for Exec<'_, C> {
         self.sh.agent.metadata
     }
 
+    // A hook's read or write the store refuses because the run's thread
+    // was deleted is, among workers, how its worker learns of the delete
+    // (H5): logged (`delete_learned`, naming the request) and the run
+    // stopped, as for any write of the run; the run's end then says in
+    // which phase it stopped.
     fn read_metadata(&self) -> HookFuture<'_, Result<Option<Value>, String>> {
         HookFuture::new(async move {
+            // Read your writes: what the batch of results staged (K5).
+            if let Some(staged) = self.batch.staged() {
+                return Ok(Some(staged));
+            }
             let read = self.sh.store.run_metadata(self.thread, self.run).await;
-            read.map_err(|e| e.to_string())
+            read.map_err(|e| self.refused(RunStage::OnOutput, "run_metadata", e).message)
         })
     }
 
-    fn write_metadata(&self, value: Value) -> HookFuture<'_, Result<u64, String>> {
+    fn write_metadata(&self, value: Value) -> HookFuture<'_, Result<Option<u64>, String>> {
         HookFuture::new(async move {
-            let version = self.commit_metadata(value).await?;
+            let version = self.store_metadata(value, "set_run_metadata").await?;
             self.emit(|| EventKind::RunMetadata { version });
             Ok(version)
         })
@@ -94,7 +123,13 @@ impl<C: Send + Sync + 'static> RunFacade for Exec<'_, C> {
     }
 
     fn read_thread(&self) -> HookFuture<'_, Result<StoredThread, MutateError>> {
-        HookFuture::new(async move { Ok(self.committer().read().await?) })
+        HookFuture::new(async move {
+            let read = self.committer().read().await;
+            if let Err(e) = &read {
+                self.hear_refusal("inspect", e);
+            }
+            Ok(read?)
+        })
     }
 
     fn mutate<'a>(
@@ -108,12 +143,9 @@ impl<C: Send + Sync + 'static> RunFacade for Exec<'_, C> {
                 .map_err(|f| MutateError::Aborted(f.message))?;
             let done = self.committer().mutate(expect, f).await;
             if let Err(MutateError::Store(e)) = &done {
-                let at = (self.thread, self.run);
-                // A worker that learns of a delete stops the run (H5, T8).
-                if super::lease::heard(self.sh, at, self.lease, "mutate", e) && self.lease.deleted()
-                {
-                    self.stop.trigger();
-                }
+                // A worker that learns of a delete or a cancel stops the
+                // run (H5, K6, T8).
+                self.hear_refusal("mutate", e);
             }
             Ok(done?.1)
         })
@@ -143,6 +175,18 @@ impl<C: Send + Sync + 'static> RunFacade for Exec<'_, C> {
             },
             Progress::Skipped { step, reason } => EventKind::CompactionSkipped { step, reason },
         });
+    }
+
+    fn canonical_summary(&self, step: u32, text: String) -> Result<String, String> {
+        let parts = vec![Part::text(text)];
+        let parts = self.finished(StreamKind::Summary, Some(step), parts);
+        let texts = parts.map_err(|f| f.message)?.into_iter();
+        Ok(texts
+            .filter_map(|p| match p {
+                Part::Text { text } => Some(text),
+                _ => None,
+            })
+            .collect())
     }
 }
 

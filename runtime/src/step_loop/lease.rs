@@ -25,6 +25,8 @@ pub(super) struct RunLease {
     waited: Mutex<(Vec<WaitingCall>, u64)>,
     /// The thread's incarnation was deleted under the run (SPEC H5).
     deleted: AtomicBool,
+    /// The driver heard that a client asked to cancel the run (SPEC K6).
+    cancel_heard: AtomicBool,
 }
 
 impl RunLease {
@@ -35,7 +37,14 @@ impl RunLease {
             released: AtomicBool::new(false),
             waited: Mutex::new((Vec::new(), 0)),
             deleted: AtomicBool::new(false),
+            cancel_heard: AtomicBool::new(false),
         }
+    }
+
+    /// The claim itself said a cancel reached the run: nothing to log
+    /// when a later answer says so again.
+    pub(super) fn cancel_known(&self) {
+        self.cancel_heard.store(true, Ordering::Relaxed);
     }
 
     pub(super) fn token(&self) -> FencingToken {
@@ -85,19 +94,19 @@ impl RunLease {
         self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Whether `e` means the lease is lost (if so, it is recorded), and the
-    /// deleted incarnation when `e` is the first word that the run's thread
-    /// incarnation was deleted (SPEC H5).
-    fn check_learning(&self, e: &StoreError) -> (bool, Option<u64>) {
+    /// Whether `e` means the lease is lost (if so, it is recorded), and,
+    /// when `e` is the first word that the run's thread incarnation was
+    /// deleted (SPEC H5), that it is, with the deleted incarnation when the
+    /// refusal names it.
+    fn check_learning(&self, e: &StoreError) -> (bool, Option<Option<u64>>) {
         let learned = match e {
             StoreError::Deleted { incarnation, .. } => {
-                (!self.deleted.swap(true, Ordering::Relaxed)).then_some(*incarnation)
+                (!self.deleted.swap(true, Ordering::Relaxed)).then_some(Some(*incarnation))
             }
             // A run's thread that is gone was deleted under it (and not
             // created again): its facade read finds no thread (SPEC H5).
             StoreError::NoThread(_) => {
-                self.deleted.store(true, Ordering::Relaxed);
-                None
+                (!self.deleted.swap(true, Ordering::Relaxed)).then_some(None)
             }
             _ => None,
         };
@@ -132,6 +141,39 @@ pub(super) fn heard<C>(
     lost
 }
 
+/// The store's answer to the run's `request` told its driver that a
+/// client asked to cancel the run (SPEC K6): the run stops (its running
+/// tools are cancelled, T8; no model call or tool starts) and ends
+/// cancelled, closing what it must under its lease. Among workers the
+/// first time is logged (`cancel_learned`): the moment its worker knows.
+pub(super) fn hear_cancel<C>(
+    sh: &Shared<C>,
+    (thread, run): (&str, &str),
+    lease: &RunLease,
+    stop: &StopSignal,
+    request: &str,
+) {
+    stop.trigger();
+    learned_cancel(sh, (thread, run), lease, request);
+}
+
+/// Logs, among workers and once per run, that the store's answer to
+/// `request` told the run's driver of its cancel (`cancel_learned`).
+pub(super) fn learned_cancel<C>(
+    sh: &Shared<C>,
+    (thread, run): (&str, &str),
+    lease: &RunLease,
+    request: &str,
+) {
+    let first = !lease.cancel_heard.swap(true, Ordering::Relaxed);
+    // In one process the cancel itself sets the stop signal at once.
+    if first && sh.worker.lease_ttl.is_some() {
+        sh.emit(thread, run, || EventKind::CancelLearned {
+            request: request.to_string(),
+        });
+    }
+}
+
 /// Renews the lease while an episode works (K3), and hears of a cancel
 /// asked through another process (K6). Ends when the lease is lost; the
 /// episode it runs beside ends it otherwise.
@@ -161,7 +203,7 @@ pub(super) async fn renew<C>(
             }
             Ok(cancel) => {
                 if cancel {
-                    stop.trigger();
+                    hear_cancel(sh, (thread, run), lease, stop, "renew");
                 }
             }
             Err(e) if heard(sh, (thread, run), lease, "renew", &e) => {

@@ -3,6 +3,7 @@
 //! step is resolve, prepare, call, stream, commit, tools, `after_step`, and a
 //! transition decided by one pure function.
 
+mod batch;
 mod driver;
 mod episode;
 mod exec;

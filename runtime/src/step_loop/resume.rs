@@ -7,7 +7,7 @@
 //! tools still ran, they are resolved in that step, without a wait (T9).
 
 use super::exec::{Exec, Fail};
-use super::tools::{CANCELLED_WAITING, Call, Ready, given_up};
+use super::tools::{Call, GivenUp, Ready, given_up};
 use crate::event::{EventKind, RunStage};
 use crate::lifecycle::ToolResult;
 use crate::store::{Answer, Appended, WaitingCall};
@@ -18,9 +18,9 @@ pub(super) enum Resolution {
     /// As their answers say.
     Answered,
     /// The run will not go on (cancelled, or it responded): a call that
-    /// has not run and has no final answer gets a cancelled result with
-    /// this text (T8); a denial or a client's output stays the result.
-    GiveUp(&'static str),
+    /// has not run and has no final answer gets a cancelled result that
+    /// says why (T8); a denial or a client's output stays the result.
+    GiveUp(GivenUp),
 }
 
 impl<C: Send + Sync + 'static> Exec<'_, C> {
@@ -57,18 +57,35 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     }
 
     /// Makes the step's `pending` calls answerable while its backend tools
-    /// run (T9): one commit, told to the thread's watchers.
-    pub(super) async fn await_calls(&self, pending: &[WaitingCall]) -> Result<(), Fail> {
+    /// run (T9): one commit, told to the thread's watchers. Those already
+    /// `recorded` as answerable (a taker's, K3) keep their answers and are
+    /// not announced again.
+    pub(super) async fn await_calls(
+        &self,
+        pending: &[WaitingCall],
+        recorded: &[WaitingCall],
+    ) -> Result<(), Fail> {
         let stage = RunStage::Tools;
         self.writable(stage)?;
         let mut attached = self.sh.process.attach(self.thread).await;
         let fence = (self.thread, self.run, self.token);
         let done = self.sh.store.await_calls(fence, pending.to_vec()).await;
-        let version = done.map_err(|e| self.store_fail(stage, e))?;
+        let version = match done {
+            Ok(version) => version,
+            // A cancel came first (K6): the calls are given up with the
+            // step's closing results, never made answerable.
+            Err(e) if self.cancelled("await", &e) => return Ok(()),
+            Err(e) => return Err(self.store_fail(stage, e)),
+        };
         self.sh.told(&mut attached, version);
         drop(attached);
+        let new = |c: &&WaitingCall| !recorded.iter().any(|r| r.call_id == c.call_id);
         self.emit(|| EventKind::Awaiting {
-            calls: pending.iter().map(|c| c.call_id.clone()).collect(),
+            calls: pending
+                .iter()
+                .filter(new)
+                .map(|c| c.call_id.clone())
+                .collect(),
             version,
         });
         Ok(())
@@ -140,16 +157,19 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     }
 
     /// Commits a resumed run's results and forgets its waiting calls in
-    /// one write under the lease (K5), and tells the thread's watchers.
+    /// one write under the lease, with the run metadata the results'
+    /// hooks wrote (K5), and tells the thread's watchers.
     pub(super) async fn commit_resumed(
         &self,
         message: crate::message::NewMessage,
+        metadata: Option<serde_json::Value>,
     ) -> Result<Appended, Fail> {
         let stage = RunStage::CommitToolResults;
         self.writable(stage)?;
         let mut attached = self.sh.process.attach(self.thread).await;
         let store = &self.sh.store;
-        let committed = store.commit_resumed(self.thread, self.run, self.token, vec![message]);
+        let (thread, run, token) = (self.thread, self.run, self.token);
+        let committed = store.commit_resumed(thread, run, token, vec![message], metadata);
         let appended = committed.await.map_err(|e| self.store_fail(stage, e))?;
         self.sh.told(&mut attached, appended.version);
         Ok(appended)
@@ -163,12 +183,14 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         w: &WaitingCall,
         how: Resolution,
     ) -> Result<ToolResult, std::sync::Arc<dyn crate::tool::Tool>> {
-        let text = match how {
-            Resolution::GiveUp(text) => return Ok(given_up(call, w.answer.as_ref(), text)),
-            Resolution::Answered => CANCELLED_WAITING,
+        // Answered: a call without an answer here is a cancelled run's
+        // (a waiting run resumes unanswered only for its cancel, T9).
+        let why = match how {
+            Resolution::GiveUp(why) => return Ok(given_up(call, w.answer.as_ref(), why)),
+            Resolution::Answered => GivenUp::Cancelled,
         };
         let Some(Answer::Approved) = w.answer else {
-            return Ok(given_up(call, w.answer.as_ref(), text));
+            return Ok(given_up(call, w.answer.as_ref(), why));
         };
         let tool = self
             .sh

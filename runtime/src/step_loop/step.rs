@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicU32;
 
 use super::exec::{Exec, Fail};
 use super::stream::{Consumed, consume};
-use super::tools::{COMPLETED_WITHOUT, Call, ToolsDone};
+use super::tools::{Call, GivenUp, ToolsDone};
 use super::transition::{StepEnd, transition};
 use crate::attempt::{AttemptEvents, DefaultLeaf, ProviderAttempt, SentCounts};
 use crate::clock::IdKind;
@@ -22,19 +22,38 @@ use crate::model::{BoxStream, ModelRequest, Refusal, offered};
 use crate::model_call::{AttemptPatch, ModelLink, ModelNext};
 use crate::model_view::{carries_tools, pair_after, pair_tool_calls};
 use crate::patch::{Overlay, Route};
+use crate::store::WaitingCall;
 use crate::stream::Abort;
 
 /// How a step ended, for `after_step` and the transition.
-struct StepEnded<'m> {
+pub(super) struct StepEnded<'m> {
     /// The committed message, kept only for a lifecycle that reads it in
     /// `after_step`.
-    message: Option<&'m Message>,
-    abort: Option<&'m Abort>,
+    pub(super) message: Option<&'m Message>,
+    /// A canonical transform aborted the step (S4): its outcome and reason.
+    pub(super) abort: Option<(Outcome, &'m str)>,
     /// The provider refused the step (S6).
-    refusal: Option<&'m Refusal>,
-    tool_calls: bool,
+    pub(super) refusal: Option<&'m Refusal>,
+    pub(super) tool_calls: bool,
     /// Calls wait for a client (T7).
-    waiting: bool,
+    pub(super) waiting: bool,
+}
+
+/// Whether a steering message may hand a step over (A4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Steering {
+    /// As it comes: a steer stored by the time the step ends hands it over.
+    Heard,
+    /// Stored below this sequence number: a worker that took the run over
+    /// decides the last committed step's transition again (K3), counting
+    /// the steers stored before that step's last commit, which its holder's
+    /// `after_step` heard of. A later one may have come after the holder
+    /// decided: it goes to the next step, or starts a run of its own when
+    /// this one ends. One the step took is recorded as such.
+    Before(u64),
+    /// None: the taker found no user message of the run before the step's
+    /// last commit but its trigger, so none can be waiting (no read).
+    Ignored,
 }
 
 /// How a step's stream ended, for its commit: aborted by a canonical
@@ -72,6 +91,13 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     ) -> Result<Transition, Fail> {
         let history = self.take_anchor().await?;
         let context = self.resolve_context(step, &history).await?;
+        if self.stop.is_set() {
+            // The run knew of a cancel or a delete by the time its context
+            // was resolved (a compaction or resolver refused by it, among
+            // workers; at once in one process): no later hook of the step
+            // runs (H5, K6).
+            return Err(Fail::phase(Phase::ResolveModelContext, "stopped"));
+        }
         let prepared = self.prepare(step, route, overlay, context).await?;
         let called = self.call_model(step, &prepared).await;
         self.give_back(prepared);
@@ -95,12 +121,14 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         };
         let ended = StepEnded {
             message: message.as_ref(),
-            abort: abort.as_ref(),
+            abort: abort.as_ref().map(|a| (a.outcome, a.reason.as_str())),
             refusal: refusal.as_ref(),
             tool_calls: !calls.is_empty(),
             waiting: !done.pending.is_empty(),
         };
-        let transition = self.after_step(step, &done.finals, ended).await?;
+        let transition = self
+            .after_step(step, &done.finals, ended, Steering::Heard)
+            .await?;
         self.settle_pending(step, &transition, done).await?;
         Ok(transition)
     }
@@ -119,7 +147,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             return Ok(());
         }
         if *transition != Transition::Wait {
-            return self.give_up(step, &done.pending, COMPLETED_WITHOUT).await;
+            return self.give_up(step, &done.pending, GivenUp::Completed).await;
         }
         let waits = match self.stop.is_set() {
             true => false,
@@ -133,19 +161,27 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 let waited = waited
                     .await
                     .map_err(|e| self.store_fail(RunStage::Tools, e))?;
-                let waits = waited.is_some();
-                if let Some((calls, version)) = waited {
-                    self.sh.told(&mut attached, version);
-                    self.lease.release(calls, version);
-                }
-                waits
+                let Some((calls, version)) = waited else {
+                    // Refused: a cancel came first (K6).
+                    drop(attached);
+                    self.hear_cancel("wait");
+                    return self.give_up_cancelled(step, &done.pending).await;
+                };
+                self.sh.told(&mut attached, version);
+                self.lease.release(calls, version);
+                true
             }
         };
         if waits {
             return Ok(());
         }
-        self.give_up(step, &done.pending, super::tools::CANCELLED_WAITING)
-            .await?;
+        self.give_up_cancelled(step, &done.pending).await
+    }
+
+    /// A cancelled run's pending calls get cancelled results (T8); the
+    /// step stops there.
+    async fn give_up_cancelled(&self, step: u32, pending: &[WaitingCall]) -> Result<(), Fail> {
+        self.give_up(step, pending, GivenUp::Cancelled).await?;
         Err(Fail::new(RunStage::Tools, "stopped"))
     }
 
@@ -161,13 +197,14 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             .take_anchor(self.thread, self.run, self.token)
             .await
             .map_err(|e| self.store_fail(stage, e))?;
-        Ok(History::new(
+        let history = History::new(
             &self.sh.store,
             self.thread,
             &self.sh.agent.name,
             incarnation,
             anchor,
-        ))
+        );
+        Ok(history.told(self))
     }
 
     /// `resolve_model_context`: the composed resolver onion over the default
@@ -300,6 +337,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         ModelRequest {
             run_id: self.run.into(),
             step,
+            attempt: 1,
             tools: offered(&self.sh.tool_specs, &route),
             route,
             instructions: self.sh.agent.instructions.clone(),
@@ -463,11 +501,12 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
 
     /// `after_step` (A1, L10), then the transition (A2, A3). A steering
     /// message the transition hands over to is taken now (A4).
-    async fn after_step(
+    pub(super) async fn after_step(
         &self,
         step: u32,
         tool_results: &[ToolResult],
         ended: StepEnded<'_>,
+        steers: Steering,
     ) -> Result<Transition, Fail> {
         let decision = match ended.message {
             Some(message) => {
@@ -482,13 +521,14 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             }
             None => Default::default(),
         };
-        // A store this worker cannot reach is a lost lease, not "no steer".
-        let steering = self.sh.store.has_steer(self.thread, self.run).await;
-        let steering =
-            steering.map_err(|e| self.store_fail(RunStage::Phase(Phase::AfterStep), e))?;
+        let steering = match steers {
+            Steering::Heard => self.has_steer(None).await?,
+            Steering::Before(seq) => self.has_steer(Some(seq)).await?,
+            Steering::Ignored => false,
+        };
         let transition = transition(&StepEnd {
             decision,
-            abort: ended.abort.map(|a| (a.outcome, a.reason.as_str())),
+            abort: ended.abort,
             refusal: ended.refusal,
             waiting: ended.waiting,
             steering,
@@ -510,6 +550,18 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             transition: transition.clone(),
         });
         Ok(transition)
+    }
+
+    /// Whether a steer (stored below `before`) waits for the next step. A
+    /// store this worker cannot reach is a lost lease, not "no steer"; a
+    /// cancel it answers with stops the run, which takes no steer (K6):
+    /// its pending calls are given up as the transition says.
+    async fn has_steer(&self, before: Option<u64>) -> Result<bool, Fail> {
+        match self.sh.store.has_steer(self.thread, self.run, before).await {
+            Ok(steering) => Ok(steering),
+            Err(e) if self.cancelled("has_steer", &e) => Ok(false),
+            Err(e) => Err(self.store_fail(RunStage::Phase(Phase::AfterStep), e)),
+        }
     }
 }
 

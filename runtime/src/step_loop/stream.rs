@@ -280,9 +280,10 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         Ok(stage
             .map(|t| match kind {
                 StreamKind::Model => t,
-                StreamKind::Respond | StreamKind::Replacement | StreamKind::Refusal => {
-                    NoAbort::wrap(t)
-                }
+                StreamKind::Respond
+                | StreamKind::Replacement
+                | StreamKind::Refusal
+                | StreamKind::Summary => NoAbort::wrap(t),
             })
             .into_iter()
             .collect())

@@ -19,27 +19,67 @@ use crate::lifecycle::{
 };
 use crate::message::{NewMessage, Part, Producer, ResultSource, Role, ToolStatus, Visibility};
 use crate::patch::Route;
-use crate::store::{Answer, WaitingCall};
+use crate::store::{Answer, Appended, WaitingCall};
+use crate::tool::dyn_tool::call_kind;
 use crate::tool::{Tool, ToolCx, ToolKind, ToolOutcome};
 
 /// What is stored (and what the model reads) in place of a thrown tool
 /// error's detail, which goes to logs only (SPEC T5).
 const THROWN_TOOL_ERROR: &str = "The tool failed with an internal error.";
 
-/// A cancelled call's result (T8).
-pub(super) const CANCELLED: &str = "The run was cancelled before the tool finished.";
+// What a cancelled result says (T8, A3, L12): what happened to the call,
+// never only what did not.
 
-/// A waiting call's result when the run is cancelled before it ran (T8).
-pub(super) const CANCELLED_WAITING: &str = "The run was cancelled before the call ran.";
+/// A call whose tool was running when the run was cancelled (T8).
+pub(super) const CANCELLED_RUNNING: &str = "The run was cancelled while the tool was running.";
 
-/// A waiting call's result when `prepare_run` responds on the resume (L12).
-pub(super) const RESPONDED_WITHOUT: &str = "The run ended with a response before the call ran.";
+/// A call the run was cancelled before its tool started (T8).
+pub(super) const CANCELLED_UNSTARTED: &str = "The run was cancelled before the tool started.";
 
-/// A pending call's result when the run completes without it (A3).
-pub(super) const COMPLETED_WITHOUT: &str = "The run completed before the call was answered.";
+/// A call of a run taken over after a cancel whose result no holder
+/// stored: it may have started with the holder that lost the run (K3).
+pub(super) const CANCELLED_UNSTORED: &str =
+    "The run was cancelled before the call's result was stored.";
+
+const CANCELLED_UNANSWERED: &str = "The run was cancelled while the call waited for its answer.";
+const CANCELLED_APPROVED: &str =
+    "The run was cancelled after the call was approved, before it ran.";
+const COMPLETED_UNANSWERED: &str = "The run completed while the call waited for its answer.";
+const COMPLETED_APPROVED: &str = "The run completed after the call was approved, before it ran.";
+const RESPONDED_UNANSWERED: &str =
+    "The run ended with a response while the call waited for its answer.";
+const RESPONDED_APPROVED: &str =
+    "The run ended with a response after the call was approved, before it ran.";
+
+/// Why a client or approval call that has not run is given up, which its
+/// cancelled result says, and whether it had been approved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum GivenUp {
+    /// The run was cancelled (or its thread deleted, T8, H5).
+    Cancelled,
+    /// The run completed without it (A3).
+    Completed,
+    /// `prepare_run` responded on the resume (L12).
+    Responded,
+}
+
+impl GivenUp {
+    /// The text of the result: the call waited for its answer, or it was
+    /// approved and never ran.
+    fn text(self, approved: bool) -> &'static str {
+        match (self, approved) {
+            (GivenUp::Cancelled, false) => CANCELLED_UNANSWERED,
+            (GivenUp::Cancelled, true) => CANCELLED_APPROVED,
+            (GivenUp::Completed, false) => COMPLETED_UNANSWERED,
+            (GivenUp::Completed, true) => COMPLETED_APPROVED,
+            (GivenUp::Responded, false) => RESPONDED_UNANSWERED,
+            (GivenUp::Responded, true) => RESPONDED_APPROVED,
+        }
+    }
+}
 
 /// One tool call the model asked for.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Call {
     pub(super) call_id: CallId,
     pub(super) tool: String,
@@ -100,7 +140,7 @@ struct Policy {
 
 /// A pending call's result when the run will not wait for it: the
 /// denial or the client's output recorded for it, else cancelled.
-pub(super) fn given_up(call: &Call, answer: Option<&Answer>, text: &str) -> ToolResult {
+pub(super) fn given_up(call: &Call, answer: Option<&Answer>, why: GivenUp) -> ToolResult {
     match answer {
         Some(Answer::Denied { reason }) => {
             call.error(ResultSource::Denied, Value::String(reason.clone()))
@@ -112,9 +152,8 @@ pub(super) fn given_up(call: &Call, answer: Option<&Answer>, text: &str) -> Tool
             source: ResultSource::Client,
             output: output.clone(),
         },
-        Some(Answer::Approved) | None => {
-            call.error(ResultSource::Cancelled, Value::String(text.into()))
-        }
+        Some(Answer::Approved) => call.error(ResultSource::Cancelled, why.text(true).into()),
+        None => call.error(ResultSource::Cancelled, why.text(false).into()),
     }
 }
 
@@ -161,17 +200,34 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         route: &Route,
         calls: &[Call],
     ) -> Result<ToolsDone, Fail> {
+        self.tools_of(step, route, calls, &[]).await
+    }
+
+    /// [`Exec::tools`] for calls some of which the store records as let
+    /// through already (`recorded`: a taker's calls of the last committed
+    /// step, K3): those keep the input recorded for them and go to no
+    /// `before_tool_call` again, nor are they made answerable again; once
+    /// every such call has its answer, they are resolved here (approved
+    /// calls run), as in one process.
+    pub(super) async fn tools_of(
+        &self,
+        step: u32,
+        route: &Route,
+        calls: &[Call],
+        recorded: &[WaitingCall],
+    ) -> Result<ToolsDone, Fail> {
         let Policy {
             ready,
             early,
             pending,
-        } = self.policy(step, route, calls).await?;
-        if !pending.is_empty() {
-            self.await_calls(&pending).await?;
+        } = self.policy(step, route, calls, recorded).await?;
+        if pending.len() > recorded.len() {
+            self.await_calls(&pending, recorded).await?;
         }
         let backend = !ready.is_empty();
+        let answers_in = backend || !recorded.is_empty();
         let mut finals = self.run_batch(step, calls, ready, early).await?;
-        if backend && !pending.is_empty() && !self.stop.is_set() {
+        if answers_in && !pending.is_empty() && !self.stop.is_set() {
             let answered = self.answered_early(&pending).await?;
             if let Some(answered) = answered {
                 self.resolve_early(step, calls, &answered, &mut finals)
@@ -189,7 +245,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             self.commit_results(step, &finals).await?;
         }
         if self.stop.is_set() {
-            self.give_up(step, &pending, CANCELLED_WAITING).await?;
+            self.give_up(step, &pending, GivenUp::Cancelled).await?;
             return Err(Fail::new(RunStage::Tools, "stopped"));
         }
         Ok(ToolsDone { finals, pending })
@@ -236,7 +292,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     /// The cancelled result of a ready call the run stopped before it
     /// started (T8).
     fn never_started(&self, step: u32, call: &Call) -> ToolResult {
-        let text = Value::String(CANCELLED_WAITING.into());
+        let text = Value::String(CANCELLED_UNSTARTED.into());
         let result = call.error(ResultSource::Cancelled, text);
         self.emit(|| EventKind::ToolEnd {
             step,
@@ -255,7 +311,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
         &self,
         step: u32,
         pending: &[WaitingCall],
-        text: &'static str,
+        why: GivenUp,
     ) -> Result<(), Fail> {
         if pending.is_empty() {
             return Ok(());
@@ -275,7 +331,7 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 .iter()
                 .find(|r| r.call_id == w.call_id)
                 .and_then(|r| r.answer.as_ref());
-            let result = given_up(&c, answer, text);
+            let result = given_up(&c, answer, why);
             self.emit(|| EventKind::ToolEnd {
                 step,
                 result: result.clone(),
@@ -287,12 +343,24 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     }
 
     /// `before_tool_call` for every call before any tool starts (T1): the
-    /// calls that may run, and the results of those that may not (T3).
-    async fn policy(&self, step: u32, route: &Route, calls: &[Call]) -> Result<Policy, Fail> {
+    /// calls that may run, and the results of those that may not (T3). A
+    /// call the store records as let through (`recorded`) is pending as
+    /// recorded, without asking again (K3).
+    async fn policy(
+        &self,
+        step: u32,
+        route: &Route,
+        calls: &[Call],
+        recorded: &[WaitingCall],
+    ) -> Result<Policy, Fail> {
         let mut ready = Vec::new();
         let mut early = vec![None; calls.len()];
         let mut pending = Vec::new();
         for (i, c) in calls.iter().enumerate() {
+            if let Some(w) = recorded.iter().find(|w| w.call_id == c.call_id) {
+                pending.push(w.clone());
+                continue;
+            }
             let input = ToolCallInput {
                 step,
                 call_id: &c.call_id,
@@ -318,18 +386,25 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
                 ToolCallDecision::ReplaceInput(v) => v,
                 ToolCallDecision::Continue => c.input.clone(),
             };
-            match self.offered_tool(route, &c.tool) {
-                Some(tool) if tool.kind() == ToolKind::Backend => {
-                    ready.push((i, tool.clone(), input));
-                }
-                Some(tool) => pending.push(WaitingCall {
+            // Approval is decided per call, on the input it would run with (T7).
+            let kind = self
+                .offered_tool(route, &c.tool)
+                .map(|t| (call_kind(t.as_ref(), &input), t));
+            match kind {
+                Some((Ok(ToolKind::Backend), tool)) => ready.push((i, tool.clone(), input)),
+                Some((Ok(kind), _)) => pending.push(WaitingCall {
                     call_id: c.call_id.clone(),
                     tool: c.tool.clone(),
                     input,
-                    kind: tool.kind(),
+                    kind,
                     step,
                     answer: None,
                 }),
+                Some((Err(panic), _)) => {
+                    tracing::warn!(call_id = %c.call_id, "approval predicate panicked: {panic}");
+                    let thrown = Value::String(THROWN_TOOL_ERROR.into());
+                    early[i] = Some(c.error(ResultSource::Throw, thrown));
+                }
                 None => {
                     let msg = format!("tool {} is not available in this step", c.tool);
                     early[i] = Some(c.error(ResultSource::UnknownTool, Value::String(msg)));
@@ -407,13 +482,15 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     }
 
     /// A final result: `on_output` for a successful output of the tool or
-    /// the client (T6), then `after_tool_result` (T4).
+    /// the client (T6), then `after_tool_result` (T4); what either writes
+    /// to the run metadata commits with the results (K5).
     async fn final_result(
         &self,
         step: u32,
         input: &Value,
         result: ToolResult,
     ) -> Result<ToolResult, Fail> {
+        self.batch.open();
         // Only the tool's own output and a client's submitted one have
         // status output; every other source is an error.
         let successful = result.status == ToolStatus::Output;
@@ -434,7 +511,8 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
             if finals[i].is_some() || !batch.owed[i] {
                 continue;
             }
-            let result = c.error(ResultSource::Cancelled, Value::String(CANCELLED.into()));
+            let text = Value::String(CANCELLED_RUNNING.into());
+            let result = c.error(ResultSource::Cancelled, text);
             self.emit(|| EventKind::ToolEnd {
                 step,
                 result: result.clone(),
@@ -466,12 +544,14 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     }
 
     /// `after_tool_result` over one final result (T4, L9); a replacement is
-    /// what is stored and what the model sees (T5).
+    /// what is stored and what the model sees (T5). The run metadata its
+    /// hooks write is staged for the results' commit (K5).
     pub(super) async fn after_tool_result(
         &self,
         step: u32,
         mut result: ToolResult,
     ) -> Result<ToolResult, Fail> {
+        self.batch.open();
         let input = ToolResultInput {
             step,
             result: &result,
@@ -494,7 +574,8 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
 
     /// Commits the results of a step whose client and approval calls were
     /// answerable (T9), in call order, as one tool message in the commit
-    /// that ends their being answerable (K5: nothing is answered twice).
+    /// that ends their being answerable (K5: nothing is answered twice),
+    /// with the run metadata their hooks wrote (K5).
     pub(super) async fn commit_answered(
         &self,
         step: u32,
@@ -502,27 +583,45 @@ impl<'a, C: Send + Sync + 'static> Exec<'a, C> {
     ) -> Result<(), Fail> {
         let message = self.results_message(step, finals);
         let id = message.id.clone();
-        let appended = self.commit_resumed(message).await?;
+        let metadata = self.batch.close();
+        let carried = metadata.is_some();
+        let appended = self.commit_resumed(message, metadata).await?;
         self.emit(|| EventKind::CommitToolResults {
             step,
             message: id,
             version: appended.version,
+            metadata: carried,
         });
+        self.closed(&appended, "commit_resumed");
         Ok(())
     }
 
-    /// Commits the step's results, in call order, as one tool message (T2).
+    /// The store took these results as the closing write of a run a
+    /// client asked to cancel, and said so (K6): the run stops.
+    fn closed(&self, appended: &Appended, request: &str) {
+        if appended.cancel_requested {
+            self.hear_cancel(request);
+        }
+    }
+
+    /// Commits the step's results, in call order, as one tool message (T2),
+    /// with the run metadata their hooks wrote (K5).
     async fn commit_results(&self, step: u32, finals: &[ToolResult]) -> Result<(), Fail> {
         let message = self.results_message(step, finals);
         let id = message.id.clone();
+        let metadata = self.batch.close();
+        let carried = metadata.is_some();
+        let stage = RunStage::CommitToolResults;
         let appended = self
-            .commit(RunStage::CommitToolResults, vec![message], None)
+            .commit_carrying(stage, vec![message], None, metadata)
             .await?;
         self.emit(|| EventKind::CommitToolResults {
             step,
             message: id,
             version: appended.version,
+            metadata: carried,
         });
+        self.closed(&appended, "commit_tool_results");
         Ok(())
     }
 

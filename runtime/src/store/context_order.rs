@@ -149,17 +149,25 @@ impl ThreadRec {
         }
     }
 
-    /// A truncation removed these messages: they are forgotten here too.
+    /// A regeneration removed these messages (R1): they are forgotten
+    /// here too.
     pub(in crate::store) fn forget_removed(&mut self, removed: &[MessageId]) {
+        if removed.is_empty() {
+            return;
+        }
         for id in removed {
             self.hidden.remove(id.as_str());
         }
-        let last = self.messages.last().map_or(0, |m| m.seq);
-        self.entered.retain(|seq, _| *seq <= last);
-        // One that entered after a message now gone sits after the last
-        // one left, in the order they entered.
+        let kept: Vec<u64> = self.messages.iter().map(|m| m.seq).collect();
+        self.entered
+            .retain(|seq, _| kept.binary_search(seq).is_ok());
+        // One that entered after a message now gone sits after the newest
+        // one left before it, in the order they entered.
         for (after, _) in self.entered.values_mut() {
-            *after = (*after).min(last);
+            if kept.binary_search(after).is_err() {
+                let below = kept.partition_point(|s| *s < *after);
+                *after = below.checked_sub(1).map_or(0, |k| kept[k]);
+            }
         }
     }
 }

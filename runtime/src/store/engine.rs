@@ -7,6 +7,7 @@
 //! function; a run's lease token is checked once, before its operation
 //! runs (SPEC K2). Pure: no I/O, no clock but the `now` passed in.
 
+use super::cancelled;
 use super::mutation::Writer;
 use super::protocol::{AdminOp, ClientOp, FacadeOp, Op, ReadOp, RunOp};
 use super::reads::{history, run_messages};
@@ -85,13 +86,22 @@ fn on_live(
         Op::Client { agent, owner, op } => {
             client_op(rec, (thread, &agent, &owner), op).map(StoreReply::Client)
         }
-        Op::Read(op) => read_op(rec, thread, op).map(StoreReply::Read),
+        Op::Read(op) => {
+            // A step's look for a steer tells a cancelled run's holder (K6).
+            if let ReadOp::HasSteer { run, .. } = &op {
+                cancelled::admit_other(rec, run)?;
+            }
+            read_op(rec, thread, op).map(StoreReply::Read)
+        }
         Op::Facade(op) => facade_op(rec, thread, op, now).map(StoreReply::Facade),
         Op::Run { run, token, op } => {
             // The one check of a run's token (K2): every run operation
             // below runs only under the newest token, held by `run`.
             rec.holding(&run, token)?;
-            run_op(rec, &run, token, op, now).map(StoreReply::Run)
+            // A run a cancel reached writes only what closes it (K6).
+            cancelled::admit(rec, &run, &op)?;
+            let reply = run_op(rec, &run, token, op, now)?;
+            Ok(StoreReply::Run(cancelled::mark(rec, &run, reply)))
         }
         Op::Admin(op) => admin_op(rec, thread, op, now).map(StoreReply::Admin),
     }
@@ -224,7 +234,7 @@ fn admin_op(
 /// Reads without a token.
 fn read_op(rec: &ThreadRec, thread: &str, op: ReadOp) -> Result<ReadReply, StoreError> {
     Ok(match op {
-        ReadOp::HasSteer { .. } => ReadReply::HasSteer(rec.has_steer()),
+        ReadOp::HasSteer { before, .. } => ReadReply::HasSteer(rec.has_steer(before)),
         ReadOp::RunMetadata { run } => ReadReply::RunMetadata(rec.run_metadata(&run).cloned()),
         ReadOp::WaitingCalls { run } => ReadReply::WaitingCalls(rec.waiting_calls(&run)),
         ReadOp::History {
@@ -251,8 +261,10 @@ fn facade_op(
         } => {
             rec.bound_to(thread, incarnation)?;
             if let Writer::Run { run, token } = &writer {
-                // The one check of a run's token (K2).
+                // The one check of a run's token (K2); a run a cancel
+                // reached mutates nothing (K6).
                 rec.holding(run, *token)?;
+                cancelled::admit_other(rec, run)?;
             }
             let done = rec.mutate(&writer, &expect, writes)?;
             if matches!(writer, Writer::Run { .. }) && done.is_ok() {
@@ -299,7 +311,7 @@ fn run_op(
             });
         }
         RunOp::TakeSteer => {
-            rec.take_steers();
+            rec.steer_taken(run);
             return Ok(RunReply::SteerTaken);
         }
         RunOp::CloseCalls => return Ok(RunReply::Closed(rec.close_calls(run))),
@@ -333,8 +345,14 @@ fn run_write(
                 version,
             }
         }
-        RunOp::Append { messages, step } => {
+        RunOp::Append {
+            messages,
+            step,
+            metadata,
+        } => {
             let appended = rec.append(messages);
+            // What hooks wrote about the results lands with them (K5).
+            rec.put_run_metadata(run, metadata);
             if step.is_some() {
                 rec.step_committed(run);
             }
@@ -350,7 +368,9 @@ fn run_write(
             let waits = rec.wait(run, calls);
             RunReply::Waited(waits.map(|version| (rec.waiting_calls(run), version)))
         }
-        RunOp::CommitResumed { messages } => RunReply::Appended(rec.commit_resumed(run, messages)),
+        RunOp::CommitResumed { messages, metadata } => {
+            RunReply::Appended(rec.commit_resumed(run, messages, metadata))
+        }
         RunOp::Finish { end, next_run } => RunReply::Finished(finish(rec, run, &end, next_run)),
         op @ (RunOp::RunMessages { .. }
         | RunOp::TakeAnchor
@@ -367,7 +387,7 @@ fn finish(rec: &mut ThreadRec, run: &str, end: &RunEnd, next_run: Option<RunId>)
     if end.status != RunStatus::Cancelled && rec.cancel_requested(run) {
         return Finish::CancelFirst;
     }
-    if rec.has_steer() && next_run.is_none() {
+    if rec.has_steer(None) && next_run.is_none() {
         return Finish::NeedRunId;
     }
     let version = rec.end_run(run, end);

@@ -219,6 +219,8 @@ impl StoreHandle {
         expect!(reply, RunReply::Renewed { cancel_requested, version } => (cancel_requested, version))
     }
 
+    /// Appends a run's messages; `metadata`, when given, replaces the
+    /// run's metadata in the same commit (SPEC K5).
     pub(crate) async fn append(
         &self,
         thread: &str,
@@ -226,8 +228,13 @@ impl StoreHandle {
         token: FencingToken,
         messages: Vec<NewMessage>,
         step: Option<u32>,
+        metadata: Option<Value>,
     ) -> Result<Appended, StoreError> {
-        let op = RunOp::Append { messages, step };
+        let op = RunOp::Append {
+            messages,
+            step,
+            metadata,
+        };
         expect!(self.run((thread, run, token), op).await?, RunReply::Appended(x) => x)
     }
 
@@ -315,8 +322,9 @@ impl StoreHandle {
         run: &str,
         token: FencingToken,
         messages: Vec<NewMessage>,
+        metadata: Option<Value>,
     ) -> Result<Appended, StoreError> {
-        let op = RunOp::CommitResumed { messages };
+        let op = RunOp::CommitResumed { messages, metadata };
         expect!(self.run((thread, run, token), op).await?, RunReply::Appended(x) => x)
     }
 
@@ -340,8 +348,16 @@ impl StoreHandle {
 
 /// Reads without a token: a run's, and fenced history reads (SPEC M3).
 impl StoreHandle {
-    pub(crate) async fn has_steer(&self, thread: &str, run: &str) -> Result<bool, StoreError> {
-        let op = ReadOp::HasSteer { run: run.into() };
+    pub(crate) async fn has_steer(
+        &self,
+        thread: &str,
+        run: &str,
+        before: Option<u64>,
+    ) -> Result<bool, StoreError> {
+        let op = ReadOp::HasSteer {
+            run: run.into(),
+            before,
+        };
         expect!(self.read(thread, op).await?, ReadReply::HasSteer(x) => x)
     }
 

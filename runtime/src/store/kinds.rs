@@ -189,9 +189,13 @@ mod tests {
             run(RunOp::Append {
                 messages: vec![],
                 step: None,
+                metadata: None,
             }),
             run(RunOp::TakeAnchor),
-            read(ReadOp::HasSteer { run: "r".into() }),
+            read(ReadOp::HasSteer {
+                run: "r".into(),
+                before: None,
+            }),
             run(RunOp::TakeSteer),
             run(RunOp::RunMessages { all: true }),
             read(history),
@@ -203,7 +207,10 @@ mod tests {
             run(RunOp::Wait { calls: vec![] }),
             read(ReadOp::WaitingCalls { run: "r".into() }),
             run(RunOp::CloseCalls),
-            run(RunOp::CommitResumed { messages: vec![] }),
+            run(RunOp::CommitResumed {
+                messages: vec![],
+                metadata: None,
+            }),
             run(finish),
             StoreRequest::facade("t", mutate),
             StoreRequest::facade("t", regenerate),

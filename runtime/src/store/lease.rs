@@ -263,6 +263,6 @@ impl ThreadRec {
         messages: Vec<crate::message::NewMessage>,
     ) -> Result<crate::store::record::Appended, StoreError> {
         self.fenced(Some(token))?;
-        Ok(self.commit_resumed(run, messages))
+        Ok(self.commit_resumed(run, messages, None))
     }
 }

@@ -4,13 +4,16 @@
 //! `PgStore` behind the features `sqlite` and `postgres`; failures a
 //! [`StoreError`]). This module holds the protocol: one request per transaction
 //! (`protocol.rs`; its kinds' names in `kinds.rs`, its answers in
-//! `reply.rs`), applied by `engine.rs`. `memory.rs` is the in-process
+//! `reply.rs`), applied by `engine.rs` (what a run asked to cancel may still write:
+//! `cancelled.rs`). `memory.rs` is the in-process
 //! store; `thread.rs` the thread record and its invariants, `lease.rs` its lease, `record.rs`
 //! what is recorded and reported, `waiting.rs` the waiting calls and the
 //! answer rule, `handle.rs` the typed calls the runtime makes. Nothing
 //! here lives only in the process that drives a thread (stop signals,
 //! watchers, the driver task): that is `process.rs`.
 
+mod cancelled;
+mod cut;
 mod engine;
 pub(crate) mod handle;
 mod kinds;
@@ -32,6 +35,7 @@ mod thread;
 mod token;
 mod waiting;
 
+pub(crate) use cut::regeneration_cut;
 pub(crate) use handle::StoreHandle;
 pub use mutation::{
     DELETED, Deletion, Expect, Mutation, Refusal, Regeneration, VisibilityChange, Write, Writer,
@@ -45,8 +49,8 @@ pub use protocol::{
 };
 pub(crate) use record::StoreError;
 pub use record::{
-    Answered, Appended, CancelMiss, CancelReached, CancelTarget, Claimed, RunEnd, RunRecord,
-    RunStatus, StoredThread, Submitted, Takeover,
+    Answered, Appended, CancelMiss, CancelReached, CancelTarget, Claimed, HandOver, HandedOver,
+    RunEnd, RunRecord, RunStatus, StoredThread, Submitted, Takeover,
 };
 pub use reply::{AdminReply, ClientReply, FacadeReply, Finish, ReadReply, RunReply, StoreReply};
 #[cfg(feature = "sqlite")]

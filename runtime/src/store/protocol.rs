@@ -143,10 +143,16 @@ pub enum RunOp {
         messages: Vec<NewMessage>,
         /// The model step they commit, if they are a step's output.
         step: Option<u32>,
+        /// The run's metadata, replaced in the same commit: what hooks wrote
+        /// while the step's tool results were produced (SPEC K5).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<Value>,
     },
     /// Takes a pending steer and answers the step's anchor.
     TakeAnchor,
-    /// Takes the pending steering message.
+    /// Takes the pending steering message: the transition of the run's
+    /// last committed step hands over to it, which the run's record keeps
+    /// (`RunRecord::handed_over`, SPEC K3).
     TakeSteer,
     /// What `prepare_run` sees: the messages visible to the run in context
     /// order (all, or only the run's newest user message) and that
@@ -182,6 +188,10 @@ pub enum RunOp {
     CommitResumed {
         /// The results and messages the resumed run commits.
         messages: Vec<NewMessage>,
+        /// The run's metadata, replaced in the same commit: what hooks wrote
+        /// while those results were produced (SPEC K5).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<Value>,
     },
     /// Records how the run ended. A steer left over is admitted as the run
     /// `next_run`; without one, the answer is [`Finish::NeedRunId`](super::Finish::NeedRunId).
@@ -202,6 +212,12 @@ pub enum ReadOp {
     HasSteer {
         /// The run.
         run: RunId,
+        /// Only a steer stored below this sequence number counts: a worker
+        /// that took the run over asks for those stored before the last
+        /// committed step's last commit, which that step's `after_step`
+        /// heard of (SPEC K3, A3).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        before: Option<u64>,
     },
     /// The run's metadata.
     RunMetadata {
@@ -455,7 +471,7 @@ impl Op {
         match self {
             Op::Run { run, .. }
             | Op::Read(
-                ReadOp::HasSteer { run }
+                ReadOp::HasSteer { run, .. }
                 | ReadOp::RunMetadata { run }
                 | ReadOp::WaitingCalls { run },
             )

@@ -60,6 +60,17 @@ pub enum StoreError {
         /// The incarnation the request was bound to.
         incarnation: u64,
     },
+    /// A client asked to cancel the run (SPEC K6): from the cancel's commit
+    /// on, the store takes from the run's holder only what closes it (its
+    /// renewals, the results of the calls it gives up, its end) and refuses
+    /// everything else, changing nothing. The holder must stop: its running
+    /// tools get cancelled results (T8), and it ends the run cancelled.
+    /// It keeps its lease to do so.
+    #[error("run {run} was cancelled: the store takes only its closing results and its end")]
+    Cancelled {
+        /// The run asked to cancel.
+        run: RunId,
+    },
 }
 
 impl StoreError {
@@ -141,6 +152,32 @@ pub struct RunRecord {
     /// for them any more. Calls made answerable later open them again.
     #[serde(default)]
     pub calls_closed: bool,
+    /// The last step whose transition the store recorded, and what it was
+    /// (SPEC K3): a steer the step's transition took, or a wait. Any other
+    /// transition is a decision of hooks the store never sees, which a
+    /// worker taking the run over asks for again.
+    #[serde(default)]
+    pub handed_over: Option<HandedOver>,
+}
+
+/// A step's transition as the store recorded it (SPEC K3, A3, A4, T7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandedOver {
+    /// The step (from 0) whose transition it was.
+    pub step: u32,
+    /// What the transition was.
+    pub how: HandOver,
+}
+
+/// The transitions of a step that the store records (SPEC K3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HandOver {
+    /// The step's transition took a steering message (A4): the run goes
+    /// on with it.
+    Steer,
+    /// The step waited for clients (T7): the run goes on once they answer.
+    Wait,
 }
 
 impl RunRecord {
@@ -157,6 +194,15 @@ impl RunRecord {
             waiting: Vec::new(),
             cancel_requested: false,
             calls_closed: false,
+            handed_over: None,
+        }
+    }
+
+    /// Records that the transition of the run's last committed step was
+    /// `how` (SPEC K3); a run with no committed step records nothing.
+    pub(super) fn handed_over_by(&mut self, how: HandOver) {
+        if let Some(step) = self.steps.checked_sub(1) {
+            self.handed_over = Some(HandedOver { step, how });
         }
     }
 
@@ -307,6 +353,11 @@ pub struct Appended {
     pub version: u64,
     /// The sequence number of the first message appended.
     pub first_seq: u64,
+    /// The run that appended was asked to cancel (SPEC K6): the store took
+    /// these messages as its closing results, and the run must stop and
+    /// end cancelled.
+    #[serde(default)]
+    pub cancel_requested: bool,
 }
 
 /// How a run ended.

@@ -37,6 +37,18 @@ pub(crate) fn append(thread: &str, run: &str, token: u64, ids: &[&str]) -> Store
     let op = RunOp::Append {
         messages,
         step: Some(0),
+        metadata: None,
+    };
+    StoreRequest::run(thread, run, FencingToken::new(token), op)
+}
+
+/// A run's tool results with the run metadata its hooks wrote about them,
+/// in one commit (SPEC K5).
+pub(crate) fn results(thread: &str, run: &str, token: u64, id: &str) -> StoreRequest {
+    let op = RunOp::Append {
+        messages: vec![message(id, Role::Tool)],
+        step: None,
+        metadata: Some(serde_json::json!({"bookings": 1, "last": {"ok": true}})),
     };
     StoreRequest::run(thread, run, FencingToken::new(token), op)
 }
@@ -59,8 +71,8 @@ pub(crate) fn finish(thread: &str, run: &str, token: u64) -> StoreRequest {
 }
 
 /// Appends, a stale write, a visibility edit in place, a regeneration's
-/// truncation, a deletion and a new incarnation, and unscoped claims
-/// across threads.
+/// truncation, results with the run metadata written in their commit, a
+/// deletion and a new incarnation, and unscoped claims across threads.
 pub(crate) fn script() -> Vec<StoreRequest> {
     let hide = Write::Visibility {
         message: "m1".into(),
@@ -100,6 +112,7 @@ pub(crate) fn script() -> Vec<StoreRequest> {
         ),
         claim(Some("t1")),
         append("t1", "r2", 2, &["m3"]),
+        results("t1", "r2", 2, "m4"),
         StoreRequest::admin("t2", AdminOp::Delete),
         submit("t2", "u4", "r4"),
         claim(None),

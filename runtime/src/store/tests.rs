@@ -249,11 +249,17 @@ fn m1_a_steer_enters_where_a_step_takes_it() {
     rec.append_t(None, [user("s1", "r1")]).unwrap();
     rec.steer("s1");
     rec.append_t(Some(t1), [message("a1")]).unwrap();
+    // A taker asks for steers stored before a step's last commit (K3).
+    assert!(
+        rec.has_steer(Some(3)),
+        "s1 (seq 2) was stored before a1 (seq 3)"
+    );
+    assert!(!rec.has_steer(Some(2)), "none stored before s1");
     let epoch = rec.epoch();
     rec.take_steers();
     assert!(rec.epoch() > epoch, "cached contexts are read again");
     assert_eq!(ids(rec.visible_messages(None)), ["q1", "a1", "s1"]);
-    assert!(!rec.has_steer());
+    assert!(!rec.has_steer(None));
 }
 
 /// SPEC K6: a cancel reaches the current run, else the oldest queued
@@ -480,6 +486,7 @@ fn k2_only_the_holder_writes_under_the_newest_token() {
         let op = RunOp::Append {
             messages: vec![message("x")],
             step: None,
+            metadata: None,
         };
         StoreRequest::run("t", run, c.token, op)
     };

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::record::{
-    Answered, Appended, CancelMiss, CancelReached, CancelTarget, RunEnd, RunRecord, RunStatus,
-    StoreError, StoredThread,
+    Answered, Appended, CancelMiss, CancelReached, CancelTarget, HandOver, RunEnd, RunRecord,
+    RunStatus, StoreError, StoredThread,
 };
 use super::waiting::{self, Answer, AnswerMiss, WaitingCall};
 use crate::id::RunId;
@@ -130,6 +130,7 @@ impl ThreadRec {
         Appended {
             version: self.version,
             first_seq,
+            cancel_requested: false,
         }
     }
 
@@ -172,11 +173,18 @@ impl ThreadRec {
 
     /// Writes `run`'s metadata (fenced by the engine first, K2): one commit (H1).
     pub(crate) fn set_run_metadata(&mut self, run: &str, value: Value) -> u64 {
-        if let Some(r) = self.run_mut(run) {
-            r.metadata = Some(value);
-        }
+        self.put_run_metadata(run, Some(value));
         self.version += 1;
         self.version
+    }
+
+    /// Replaces `run`'s metadata when `value` is given: part of the commit
+    /// of the results hooks wrote it about (SPEC K5), not a commit by
+    /// itself.
+    pub(crate) fn put_run_metadata(&mut self, run: &str, value: Option<Value>) {
+        if let (Some(value), Some(r)) = (value, self.run_mut(run)) {
+            r.metadata = Some(value);
+        }
     }
 
     /// `run`'s metadata as stored.
@@ -212,6 +220,7 @@ impl ThreadRec {
         r.status = RunStatus::Waiting;
         r.waiting = waiting::keep_answers(std::mem::take(&mut r.waiting), calls);
         r.calls_closed = false;
+        r.handed_over_by(HandOver::Wait);
         self.release_lease(run);
         self.version += 1;
         Some(self.version)
@@ -266,8 +275,14 @@ impl ThreadRec {
 
     /// Appends a resumed run's results and forgets its waiting calls, in
     /// one commit (T9, K5: a call with a committed result never runs again).
-    pub(crate) fn commit_resumed(&mut self, run: &str, messages: Vec<NewMessage>) -> Appended {
+    pub(crate) fn commit_resumed(
+        &mut self,
+        run: &str,
+        messages: Vec<NewMessage>,
+        metadata: Option<Value>,
+    ) -> Appended {
         let appended = self.append(messages);
+        self.put_run_metadata(run, metadata);
         if let Some(r) = self.run_mut(run) {
             r.waiting.clear();
         }
@@ -384,9 +399,27 @@ impl ThreadRec {
         }
     }
 
-    /// Whether a steering message waits for the next step.
-    pub(crate) fn has_steer(&self) -> bool {
-        !self.steers.is_empty()
+    /// `run`'s last committed step handed over to a steering message (A4):
+    /// the step's transition took every pending steer. Recorded, so a
+    /// worker taking the run over goes on with it (K3). Not a commit.
+    pub(crate) fn steer_taken(&mut self, run: &str) {
+        self.take_steers();
+        if let Some(r) = self.run_mut(run) {
+            r.handed_over_by(HandOver::Steer);
+        }
+    }
+
+    /// Whether a steering message waits for the next step; with `before`,
+    /// one stored below that sequence number.
+    pub(crate) fn has_steer(&self, before: Option<u64>) -> bool {
+        match before {
+            None => !self.steers.is_empty(),
+            Some(bound) => self.steers.iter().any(|id| {
+                self.messages
+                    .iter()
+                    .any(|m| m.id.as_str() == id && m.seq < bound)
+            }),
+        }
     }
 
     /// The run's end left steering messages no step took (A4): `next`

@@ -4,12 +4,13 @@
 //! Each checks everything before it changes anything: a refused request
 //! changes nothing.
 
+use super::super::cut::regeneration_cut;
 use super::super::mutation::{
     DELETED, Deletion, Expect, Mutation, Refusal, Regeneration, VisibilityChange, Write, Writer,
 };
 use super::super::record::{RunEnd, RunStatus, StoreError};
 use super::ThreadRec;
-use crate::id::{MessageId, RunId};
+use crate::id::RunId;
 use crate::message::{Outcome, Role};
 
 /// A store answer for the facade: refused (nothing changed) or done.
@@ -185,8 +186,9 @@ impl ThreadRec {
         })
     }
 
-    /// SPEC R1: keeps the messages up to and including user message
-    /// `from`, removes the rest, applies the rewrite's metadata `writes`
+    /// SPEC R1: removes what the model reads after user message `from`
+    /// (context order, M1) but no stored result of a call it keeps
+    /// ([`regeneration_cut`]), applies the rewrite's metadata `writes`
     /// (R2) and queues `new_run` to start from `from`: one commit.
     pub(in crate::store) fn regenerate(
         &mut self,
@@ -198,9 +200,11 @@ impl ThreadRec {
         if let Err(refused) = self.may_regenerate(from, expect, &writes) {
             return Ok(Err(refused));
         }
-        let at = self.messages.iter().position(|m| m.id == from).unwrap_or(0);
-        let removed: Vec<MessageId> = self.messages.drain(at + 1..).map(|m| m.id).collect();
-        self.touch_messages(at + 1);
+        let removed = regeneration_cut(&self.messages, &self.visible_messages(None), from);
+        if let Some(first) = self.messages.iter().position(|m| removed.contains(&m.id)) {
+            self.messages.retain(|m| !removed.contains(&m.id));
+            self.touch_messages(first);
+        }
         self.forget_removed(&removed);
         let mut done = Mutation {
             version: self.version,

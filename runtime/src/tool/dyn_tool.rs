@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::approval::NeedsApproval;
 use crate::future::HookFuture;
 use crate::id::{CallId, RunId};
 
@@ -31,6 +32,8 @@ pub enum ToolKind {
     /// The runtime runs the call as soon as the policy lets it through.
     Backend,
     /// The runtime runs the call once a client approves it; the run waits.
+    /// A backend tool may also ask for approval call by call
+    /// ([`Tool::needs_approval`]); its waiting calls are of this kind.
     Approval,
     /// The client runs the call and submits its output; the run waits.
     Client,
@@ -92,6 +95,18 @@ pub trait Tool: Send + Sync + 'static {
         ToolKind::Backend
     }
 
+    /// Whether this call, with `input` (the input it would run with, after
+    /// `before_tool_call`), waits for a client's approval before it runs
+    /// (SPEC T7): decided per call. By default every call of an
+    /// [`ToolKind::Approval`] tool waits and no other does; a backend tool
+    /// may ask for some calls only (see
+    /// [`NeedsApproval`](crate::tool::NeedsApproval)). Never asked for a
+    /// client tool. It must not block; a panic is the call's thrown error.
+    fn needs_approval(&self, input: &Value) -> bool {
+        let _ = input;
+        self.kind() == ToolKind::Approval
+    }
+
     /// Runs one call (never called for a client tool).
     fn call(&self, cx: ToolCx, input: Value) -> HookFuture<'_, ToolOutcome>;
 
@@ -106,7 +121,7 @@ pub trait Tool: Send + Sync + 'static {
 /// A tool built from an async function over typed input and output.
 pub struct FnTool<I, O, F> {
     spec: ToolSpec,
-    kind: ToolKind,
+    approval: NeedsApproval,
     f: F,
     _types: PhantomData<fn(I) -> O>,
 }
@@ -136,15 +151,16 @@ impl<I, O, F> FnTool<I, O, F> {
                 name: name.to_string(),
                 description: description.to_string(),
             },
-            kind: ToolKind::Backend,
+            approval: NeedsApproval::Never,
             f,
             _types: PhantomData,
         }
     }
 
-    /// The same tool, run only once a client approves each call (SPEC T7).
-    pub(crate) fn with_kind(mut self, kind: ToolKind) -> Self {
-        self.kind = kind;
+    /// The same tool, its calls waiting for a client's approval as
+    /// `approval` says, call by call (SPEC T7).
+    pub(crate) fn with_approval(mut self, approval: NeedsApproval) -> Self {
+        self.approval = approval;
         self
     }
 }
@@ -161,7 +177,14 @@ where
     }
 
     fn kind(&self) -> ToolKind {
-        self.kind
+        match self.approval {
+            NeedsApproval::Always => ToolKind::Approval,
+            NeedsApproval::Never | NeedsApproval::When(_) => ToolKind::Backend,
+        }
+    }
+
+    fn needs_approval(&self, input: &Value) -> bool {
+        self.approval.holds(input)
     }
 
     fn call(&self, cx: ToolCx, input: Value) -> HookFuture<'_, ToolOutcome> {
@@ -183,9 +206,75 @@ where
     }
 }
 
+/// Who takes a call of `tool` with `input` (the input it would run with):
+/// the client ([`ToolKind::Client`]), a client's approval
+/// ([`ToolKind::Approval`]) or the runtime ([`ToolKind::Backend`]),
+/// decided per call (SPEC T7). A predicate that panics is the tool's
+/// thrown error (SPEC T5, X2): `Err` with the panic's message.
+pub(crate) fn call_kind(tool: &dyn Tool, input: &Value) -> Result<ToolKind, String> {
+    if tool.kind() == ToolKind::Client {
+        return Ok(ToolKind::Client);
+    }
+    let asked =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.needs_approval(input)));
+    match asked {
+        Ok(true) => Ok(ToolKind::Approval),
+        Ok(false) => Ok(ToolKind::Backend),
+        Err(panic) => Err(crate::future::panic_message(panic.as_ref())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::typed_tool;
+
+    #[derive(serde::Deserialize)]
+    struct Booking {
+        fare: u64,
+    }
+
+    /// SPEC T7: the decision is per call, on the call's input.
+    #[test]
+    fn t7_approval_is_decided_per_call() {
+        let book = typed_tool(
+            "book",
+            "books",
+            NeedsApproval::when(|b: &Booking| b.fare > 500),
+            |_cx, b: Booking| async move { Ok::<_, ToolError>(b.fare) },
+        );
+        let tool = book.tool();
+        assert_eq!(tool.kind(), ToolKind::Backend);
+        let kind = |fare: Value| call_kind(tool.as_ref(), &serde_json::json!({ "fare": fare }));
+        assert_eq!(kind(Value::from(500)), Ok(ToolKind::Backend));
+        assert_eq!(kind(Value::from(501)), Ok(ToolKind::Approval));
+        assert_eq!(kind(Value::from("x")), Ok(ToolKind::Approval));
+        let always = typed_tool("a", "a", true, |_cx, i: u32| async move {
+            Ok::<_, ToolError>(i)
+        });
+        assert_eq!(always.kind(), ToolKind::Approval);
+        let one = Value::from(1);
+        assert_eq!(
+            call_kind(always.tool().as_ref(), &one),
+            Ok(ToolKind::Approval)
+        );
+        let plain = tool_fn("p", "p", |_cx, i: u32| async move { Ok::<_, ToolError>(i) });
+        assert_eq!(call_kind(plain.as_ref(), &one), Ok(ToolKind::Backend));
+    }
+
+    /// SPEC X2, T5: a predicate that panics is the tool's thrown error,
+    /// never an unwind into the runtime.
+    #[test]
+    fn t7_a_panicking_predicate_is_caught() {
+        let t = typed_tool(
+            "p",
+            "p",
+            NeedsApproval::when_value(|_| panic!("policy bug")),
+            |_cx, i: u32| async move { Ok::<_, ToolError>(i) },
+        );
+        let out = call_kind(t.tool().as_ref(), &Value::from(1));
+        assert!(out.is_err_and(|m| m.contains("policy bug")));
+    }
 
     #[derive(serde::Deserialize)]
     struct Add {

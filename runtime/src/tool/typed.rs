@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::approval::NeedsApproval;
 use super::dyn_tool::{FnTool, Tool, ToolCx, ToolError, ToolKind, ToolOutcome, ToolSpec};
 use crate::future::HookFuture;
 
@@ -69,12 +70,14 @@ impl TypedTool<Value, Value> {
     }
 }
 
-/// A backend tool over typed input and output; `approval` makes each call
-/// wait for a client's approval before it runs (SPEC T7).
+/// A backend tool over typed input and output; `approval` says which calls
+/// wait for a client's approval before they run (SPEC T7): `true` (every
+/// call), `false` (none) or a [`NeedsApproval`] decided per call, such as
+/// `NeedsApproval::when(|b: &Booking| b.fare > 500)`.
 pub fn typed_tool<I, O, F, Fut>(
     name: &str,
     description: &str,
-    approval: bool,
+    approval: impl Into<NeedsApproval>,
     f: F,
 ) -> TypedTool<I, O>
 where
@@ -83,13 +86,8 @@ where
     F: Fn(ToolCx, I) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
 {
-    let kind = if approval {
-        ToolKind::Approval
-    } else {
-        ToolKind::Backend
-    };
     TypedTool {
-        tool: Arc::new(FnTool::new(name, description, f).with_kind(kind)),
+        tool: Arc::new(FnTool::new(name, description, f).with_approval(approval.into())),
         _types: PhantomData,
     }
 }

@@ -306,3 +306,34 @@ fn s6_after_step_sees_the_refusal_and_the_run_ends_blocked() {
     );
     assert_eq!(answer.pai.outcome, Some(Outcome::Blocked));
 }
+
+/// The model seam numbers a step's attempts: the first is 1, a retry
+/// `around_model_call` makes is 2, and the next step starts again at 1
+/// (what a provider that answers a repeated call alike keys on, K3).
+#[test]
+fn a_request_carries_its_attempt_within_the_step() {
+    let retry = hook::around_model_call("retry", |_, r, next| {
+        let step = r.step;
+        HookFuture::new(async move {
+            let first = next.call(Default::default()).await;
+            match (step, first) {
+                (0, Ok(_)) => Ok(next.call(Default::default()).await?),
+                (_, first) => Ok(first?),
+            }
+        })
+    });
+    let agent = Agent::new("a", "m").lifecycle(compose(vec![Box::new(retry)]));
+    let model = ScriptedModel::turns(vec![
+        common::Turn::call("c1", "none", serde_json::json!({})),
+        common::Turn::call("c2", "none", serde_json::json!({})),
+        common::Turn::text("done"),
+    ]);
+    let rt = runtime(agent, model.clone());
+    block_on(async {
+        let t = rt.client("u").thread("t");
+        t.send("hi").await.unwrap();
+        t.wait_until_idle().await.unwrap();
+    });
+    let seen: Vec<(u32, u32)> = model.seen().iter().map(|r| (r.step, r.attempt)).collect();
+    assert_eq!(seen, [(0, 1), (0, 2), (1, 1)]);
+}

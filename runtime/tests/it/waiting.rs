@@ -543,3 +543,83 @@ async fn t8_a_cancel_beside_a_pending_call_gives_each_call_one_result() {
     ];
     assert_eq!(ids, expected);
 }
+
+/// An agent with `add` (its `on_output` keeps each sum), `send` and `pick`,
+/// whose lifecycle is `hooks`.
+fn counting(hooks: Vec<Box<dyn pai_runtime::Lifecycle<()>>>) -> Runtime<()> {
+    let (add, send) = tools();
+    let pick = client_tool::<PickIn, PickOut>("pick", "the user picks");
+    let agent = Agent::new("mail", "m")
+        .run_metadata::<Notes>()
+        .typed_tool(&add)
+        .typed_tool(&send)
+        .typed_tool(&pick)
+        .on_output(&add, |n: &mut Notes, _i: &AddIn, o: &AddOut| {
+            n.sums.push(o.sum);
+            Ok(())
+        })
+        .lifecycle(compose(hooks));
+    build(agent, model())
+}
+
+/// SPEC K5: what `on_output` and `after_tool_result` write about a result
+/// is read back within its batch (read your writes) and commits in the
+/// result's own commit: one version for the results and the metadata.
+#[tokio::test]
+async fn k5_hook_writes_are_read_back_and_commit_with_their_result() {
+    let saw: Arc<Mutex<Vec<Notes>>> = Arc::default();
+    let seen = saw.clone();
+    let count = hook::after_tool_result("count", move |cx, _| {
+        let seen = seen.clone();
+        HookFuture::new(async move {
+            let notes: Notes = cx.run_metadata().await?;
+            seen.lock().unwrap().push(notes);
+            cx.update_run_metadata(|n: &mut Notes| n.sent += 10).await?;
+            Ok(ToolResultDecision::Continue)
+        })
+    });
+    let rt = counting(vec![Box::new(count)]);
+    let thread = rt.client("alice").thread("t1");
+    thread.send("mail bob").await.unwrap();
+    let state = thread.wait_until_idle().await.unwrap();
+    let seen = saw.lock().unwrap().clone();
+    let first = Notes {
+        sums: vec![5],
+        ..Notes::default()
+    };
+    assert_eq!(seen, [first], "the hook reads on_output's staged write");
+    let notes: Notes = serde_json::from_value(state.runs[0].metadata.clone().unwrap()).unwrap();
+    assert_eq!((notes.sums, notes.sent), (vec![5], 10));
+    // user message, step, results (with the metadata), wait: no commit of
+    // the metadata alone.
+    let stored = rt.inspect("t1").await.unwrap().unwrap();
+    let tool = stored.messages.iter().find(|m| m.role == Role::Tool);
+    assert_eq!(tool.map(|m| m.seq), Some(3));
+    assert_eq!(stored.version, 6, "no version for the metadata alone");
+}
+
+/// SPEC K5, L4: a batch of results a hook fails stores none of what its
+/// hooks and handlers wrote about those results.
+#[tokio::test]
+async fn k5_a_failed_batch_stores_none_of_its_hook_writes() {
+    let write = hook::after_tool_result("write", |cx, _| {
+        HookFuture::new(async move {
+            cx.update_run_metadata(|n: &mut Notes| n.sent = 7).await?;
+            Ok(ToolResultDecision::Continue)
+        })
+    });
+    let fail = hook::after_tool_result("fail", |_, _| {
+        HookFuture::ready(Err(pai_runtime::HookError::new("refused")))
+    });
+    let rt = counting(vec![Box::new(write), Box::new(fail)]);
+    let thread = rt.client("alice").thread("t1");
+    thread.send("mail bob").await.unwrap();
+    let state = thread.wait_until_idle().await.unwrap();
+    let run = &state.runs[0];
+    assert_eq!(run.status, RunStatus::Failed);
+    assert_eq!(
+        run.metadata, None,
+        "nothing the failed batch wrote is stored"
+    );
+    assert!(results(&state.messages).is_empty());
+}

@@ -110,6 +110,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut out = Out::new(json);
     let mut cases = Vec::new();
     for (path, s) in selected {
+        for w in &s.warnings {
+            eprintln!("warning: {}: {w}", path.display());
+        }
         let case = match args.all_stores {
             true => pai_sim::run_case_on_every_store(path, s, args.seed, mode),
             false => pai_sim::run_case(path, s, args.seed, (args.store, args.differential), mode),

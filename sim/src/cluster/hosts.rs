@@ -13,16 +13,18 @@ use std::time::Duration;
 
 use pai_runtime::{
     Clock as _, Runtime, WorkerConfig,
-    store::{ClientOp, RunRecord, RunStatus, StoreRequest},
+    store::{ClientOp, StoreRequest},
 };
 
 use super::feed::Feeds;
 use super::net::{RemoteStore, store_listening};
 use super::triggers::Triggers;
-use crate::hooks::{HistoryRead, SimContext, SummaryLog};
-use crate::play::{Played, WatchFeed, agent, play};
+use crate::hooks::{BuildContext, HistoryRead, SimContext};
+use crate::play::{Played, WatchFeed, agent, play, run_settled, waits_for_a_client};
 use crate::scenario::Scenario;
-use crate::world::{ClusterLog, Recorder, ScriptedProvider, SharedProvider, SimIds, VirtualClock};
+use crate::world::{
+    ClusterLog, Recorder, ScriptedProvider, SharedProvider, SimIds, StoreWatch, VirtualClock,
+};
 
 /// What every host reaches of the world.
 #[derive(Debug, Clone)]
@@ -32,7 +34,11 @@ pub struct Env {
     pub provider: Arc<ScriptedProvider>,
     pub recorder: Arc<Recorder>,
     pub reads: Arc<Mutex<Vec<HistoryRead>>>,
-    pub summaries: SummaryLog,
+    /// What the world lends the hooks: the summary log, the answer book.
+    pub lent: BuildContext,
+    /// What the store applied that the world reads as it goes (admissions,
+    /// milestones).
+    pub watch: Arc<StoreWatch>,
     /// The store's and the simulator's log.
     pub log: Arc<ClusterLog>,
     /// Whether the store host listens yet.
@@ -69,7 +75,7 @@ impl Env {
     fn runtime(&self, name: &str) -> Result<Runtime<SimContext>, String> {
         let s = &self.scenario;
         let c = s.cluster.as_ref().ok_or("no cluster")?;
-        let (agent, context) = agent(s, &self.reads, &self.summaries);
+        let (agent, context) = agent(s, &self.reads, &self.lent);
         let worker = WorkerConfig {
             name: Some(name.to_string()),
             lease_ttl: Some(c.settings.lease_ms),
@@ -126,13 +132,16 @@ pub async fn client(
     let feed = StoreFeed { env: &env };
     play(
         &env.scenario,
-        (&runtime, Some(&feed)),
+        (&runtime, Some(&feed), &env.watch),
         &env.recorder,
         &mut played,
     )
     .await;
     out.borrow_mut().played = played;
     let clock = VirtualClock::turmoil();
+    // Entries placed after a moment of a run end the timeline when they
+    // are played, not at a time the file gives.
+    let played_at = clock.now();
     let poll = env
         .scenario
         .cluster
@@ -147,7 +156,7 @@ pub async fn client(
             tokio::time::sleep(Duration::from_millis(healing)).await;
             continue;
         }
-        if now >= liveness_deadline(&env.scenario, healed_at) {
+        if now >= liveness_deadline(&env.scenario, healed_at.max(played_at)) {
             triggers.disarm(now);
             feeds_caught_up(&env).await;
             return Ok(());
@@ -177,8 +186,8 @@ async fn feeds_caught_up(env: &Env) {
 }
 
 /// When the liveness phase ends: the bound after the last fault heals
-/// (`healed_at`) and the last timeline entry, within the scenario's time
-/// limit.
+/// and the timeline was played (`healed_at`, whichever is later) and
+/// after the last timeline entry, within the scenario's time limit.
 fn liveness_deadline(s: &Scenario, healed_at: u64) -> u64 {
     let last_entry = s.timeline.iter().map(|m| m.at).max().unwrap_or(0);
     let liveness_ms = s.cluster.as_ref().map_or(0, |c| c.settings.liveness_ms);
@@ -211,21 +220,4 @@ fn deleted_runs_driven(env: &Env) -> bool {
         env.log
             .read(|log| !super::driven::deleted_runs_driven(events, log).is_empty())
     })
-}
-
-/// Over, waiting on answers that have not all come, or queued behind such
-/// a run (`held`).
-fn run_settled(r: &RunRecord, held: bool) -> bool {
-    match r.status {
-        RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled => true,
-        RunStatus::Waiting => waits_for_a_client(r),
-        RunStatus::Queued => held,
-        RunStatus::Running => false,
-    }
-}
-
-fn waits_for_a_client(r: &RunRecord) -> bool {
-    r.status == RunStatus::Waiting
-        && !r.cancel_requested
-        && r.waiting.iter().any(|c| c.answer.is_none())
 }

@@ -256,6 +256,8 @@ struct Places<'a> {
     // (place, log index), in order.
     looks: BTreeMap<(&'a str, &'a str), Vec<(usize, usize)>>,
     takes: BTreeMap<(&'a str, &'a str), Vec<(usize, usize)>>,
+    // Each worker's claims of a run, the same way.
+    claims: BTreeMap<(&'a str, &'a str), Vec<(usize, usize)>>,
 }
 
 impl<'a> Places<'a> {
@@ -296,14 +298,20 @@ impl<'a> Places<'a> {
                 .entry((from, run))
                 .or_default()
                 .push((r.after_event, seq)),
-            // A takeover's event comes before the lease it took.
             ClusterEvent::Claimed {
+                from,
                 thread,
-                takeover: Some(t),
+                run,
+                takeover,
                 ..
             } => {
-                let key = (thread.as_str(), Key::Stale(t.token));
-                self.stored.insert(key, (r.after_event, 2 * seq));
+                let claims = self.claims.entry((from, run)).or_default();
+                claims.push((r.after_event, seq));
+                // A takeover's event comes before the lease it took.
+                if let Some(t) = takeover {
+                    let key = (thread.as_str(), Key::Stale(t.token));
+                    self.stored.insert(key, (r.after_event, 2 * seq));
+                }
             }
             // The run a leftover steer started is admitted in the same write.
             ClusterEvent::Wrote {
@@ -327,16 +335,25 @@ impl<'a> Places<'a> {
         Some(match &e.kind {
             // The decision was made at the worker's last look before
             // it; a hand-over to a steer took the steer a moment later
-            // (A4), at its last take.
+            // (A4), at its last take. A taker's decision on the last
+            // committed step looks for no steer (K3): one made before the
+            // worker's last claim of the run is not this one's.
             EventKind::AfterStep { transition, .. } => {
                 let from = e.worker.as_deref()?;
                 let marks = match transition {
                     pai_runtime::event::Transition::Steer => &self.takes,
                     _ => &self.looks,
                 };
-                let mine = marks.get(&(from, e.run_id.as_str()))?;
-                let last = mine.iter().rev().find(|(pos, _)| *pos <= i)?;
-                Key::Decide(from, &e.run_id, last.1)
+                let key = (from, e.run_id.as_str());
+                let last = |marks: &BTreeMap<_, Vec<(usize, usize)>>| {
+                    let mine: &Vec<(usize, usize)> = marks.get(&key)?;
+                    mine.iter().rev().find(|(pos, _)| *pos <= i).copied()
+                };
+                let look = last(marks)?;
+                if last(&self.claims).is_some_and(|claim| claim.1 > look.1) {
+                    return None;
+                }
+                Key::Decide(from, &e.run_id, look.1)
             }
             // A wait is known by the version it committed: a worker
             // may never hear of one wait and log the next.

@@ -19,6 +19,8 @@ mod net;
 mod race_tests;
 mod store_host;
 mod triggers;
+#[cfg(test)]
+mod unfired_tests;
 mod wire;
 
 use std::cell::RefCell;
@@ -28,12 +30,13 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use pai_runtime::store::{AdminOp, AdminReply, StoreReply, StoreRequest, StoredThread};
 
+use crate::hooks::BuildContext;
 use crate::oracle::{ClusterObs, Observations};
-use crate::report::{Report, SimError, report};
+use crate::report::{Ran, SimError, unused_turns};
 use crate::scenario::{Action, Cluster, FaultAction, HostOrder, Scenario, Timed};
 use crate::world::{
-    ActionRecord, ClusterEvent, ClusterLog, Recorder, Rng, ScriptedProvider, SimIds, StoreKind,
-    VirtualClock,
+    ActionRecord, AnswerBook, ClusterEvent, ClusterLog, Plan, Recorder, Rng, ScriptedProvider,
+    SimIds, StoreKind, StoreWatch, VirtualClock,
 };
 use hosts::{ClientOut, Env};
 use net::STORE_HOST;
@@ -43,8 +46,14 @@ use triggers::Triggers;
 /// The simulated time one turmoil step advances.
 const TICK_MS: u64 = 1;
 
-/// Runs a scenario with `[[workers]]` under turmoil.
-pub fn simulate(s: &Scenario, seed: u64, kind: StoreKind) -> Result<Report, SimError> {
+/// Runs a scenario with `[[workers]]` under turmoil, its world's answers
+/// following `plan`.
+pub(crate) fn simulate(
+    s: &Scenario,
+    seed: u64,
+    kind: StoreKind,
+    plan: Plan,
+) -> Result<Ran, SimError> {
     let cluster = s
         .cluster
         .clone()
@@ -53,7 +62,12 @@ pub fn simulate(s: &Scenario, seed: u64, kind: StoreKind) -> Result<Report, SimE
     let ids = Arc::new(SimIds::new(rng));
     let clock = Arc::new(VirtualClock::turmoil());
     let recorder = Arc::new(Recorder::default());
-    let provider = Arc::new(ScriptedProvider::new(s, &ids, &clock));
+    let watch = Arc::new(StoreWatch::default());
+    let lent = BuildContext {
+        answers: Arc::new(AnswerBook::new(watch.clone(), plan)),
+        ..BuildContext::default()
+    };
+    let provider = Arc::new(ScriptedProvider::new(s, &ids, &clock, &lent.answers));
     let log = Arc::new(ClusterLog::new(recorder.clone()));
     let env = Env {
         scenario: Arc::new(s.clone()),
@@ -61,7 +75,8 @@ pub fn simulate(s: &Scenario, seed: u64, kind: StoreKind) -> Result<Report, SimE
         provider: provider.clone(),
         recorder: recorder.clone(),
         reads: Arc::new(Mutex::new(Vec::new())),
-        summaries: Default::default(),
+        lent,
+        watch: watch.clone(),
         log: log.clone(),
         store_up: Default::default(),
         feeds: Default::default(),
@@ -71,7 +86,7 @@ pub fn simulate(s: &Scenario, seed: u64, kind: StoreKind) -> Result<Report, SimE
         cluster.bugs,
         log.clone(),
         triggers.clone(),
-        (kind, env.feeds.clone()),
+        (kind, env.feeds.clone(), watch),
     )?);
     let mut sim = turmoil_sim(s, seed, &cluster);
     let host = store.clone();
@@ -102,17 +117,11 @@ pub fn simulate(s: &Scenario, seed: u64, kind: StoreKind) -> Result<Report, SimE
     };
     let virtual_ms = millis(sim.elapsed());
     let out = std::mem::take(&mut *out.borrow_mut());
-    observe(
-        s,
-        seed,
-        (&cluster, &triggers),
-        store,
-        (&env, &log),
-        out,
-        cut_short,
-        virtual_ms,
-        &provider,
-    )
+    let mut ran = observe((&cluster, &triggers), store, (&env, &log), out, cut_short);
+    ran.virtual_ms = virtual_ms;
+    ran.unused = unused_turns(&provider);
+    ran.plan = env.lent.answers.plan();
+    Ok(ran)
 }
 
 /// The turmoil simulation `s` runs in with `seed`: its tick, its time
@@ -215,18 +224,14 @@ fn millis(d: Duration) -> u64 {
 }
 
 /// Everything the run left, for the oracles and the transcript.
-#[allow(clippy::too_many_arguments)]
 fn observe(
-    s: &Scenario,
-    seed: u64,
     (c, triggers): (&Cluster, &Triggers),
     store: Arc<StoreHost>,
     (env, log): (&Env, &ClusterLog),
     out: ClientOut,
     cut_short: bool,
-    virtual_ms: u64,
-    provider: &ScriptedProvider,
-) -> Result<Report, SimError> {
+) -> Ran {
+    let s = &env.scenario;
     let raw = env.recorder.take();
     let log = log.take();
     let mut actions = out.played.actions;
@@ -242,11 +247,12 @@ fn observe(
     let obs = Observations {
         events: linear.events,
         threads: stored_threads(&store),
-        calls: provider.take_calls(),
+        calls: env.provider.take_calls(),
         live,
         actions,
         reads: env.reads.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         summaries: env
+            .lent
             .summaries
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -265,9 +271,17 @@ fn observe(
             liveness_ms: c.settings.liveness_ms,
             settled_at: out.settled_at,
             watch_closed,
+            retired: store.take_retired(),
         }),
     };
-    report(s, seed, obs, out.played.notes, provider, virtual_ms)
+    Ran {
+        obs,
+        notes: out.played.notes,
+        missed: out.played.missed,
+        unused: Vec::new(),
+        virtual_ms: 0,
+        plan: Plan::new(),
+    }
 }
 
 /// The store's threads at the end, read directly (the store is the world's).

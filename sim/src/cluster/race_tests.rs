@@ -24,8 +24,8 @@ send = "hello"
 /// The worker that claims the first run, and whether a lost claim was logged.
 fn race(text: &str, seed: u64) -> (String, bool) {
     let s = Scenario::parse(Path::new("race.toml"), text).expect("scenario");
-    let report = super::simulate(&s, seed, StoreKind::Memory).expect("run");
-    let log = &report.cluster.as_ref().expect("cluster").log;
+    let ran = super::simulate(&s, seed, StoreKind::Memory, Default::default()).expect("run");
+    let log = &ran.obs.cluster.as_ref().expect("cluster").log;
     let winner = log.iter().find_map(|r| match &r.what {
         ClusterEvent::Claimed { from, .. } => Some(from.clone()),
         _ => None,

@@ -21,8 +21,8 @@ use super::triggers::{Arrival, Triggers};
 use crate::report::SimError;
 use crate::scenario::StoreBugs;
 use crate::world::{
-    ClientWrite, ClusterEvent, ClusterLog, CommitRecord, SimStore, StoreKind, VirtualClock,
-    reported, run_version,
+    ClientWrite, ClusterEvent, ClusterLog, CommitRecord, SimStore, StoreKind, StoreWatch,
+    VirtualClock, reported, run_version,
 };
 
 /// The store, its clock, its planted bugs and its log.
@@ -40,6 +40,10 @@ pub struct StoreHost {
     race: std::sync::Mutex<ClaimRace>,
     /// The change feed watchers subscribe to (H1, H5).
     feeds: Arc<Feeds>,
+    /// What the world reads of the store as it goes (admissions, milestones).
+    watch: Arc<StoreWatch>,
+    /// Each deleted incarnation as it was just before its deletion.
+    retired: std::sync::Mutex<Vec<StoredThread>>,
 }
 
 /// The claims the store answered in one virtual millisecond: who won a
@@ -66,7 +70,7 @@ impl StoreHost {
         bugs: StoreBugs,
         log: Arc<ClusterLog>,
         triggers: Arc<Triggers>,
-        (kind, feeds): (StoreKind, Arc<Feeds>),
+        (kind, feeds, watch): (StoreKind, Arc<Feeds>, Arc<StoreWatch>),
     ) -> Result<StoreHost, SimError> {
         let clock = Arc::new(VirtualClock::turmoil());
         Ok(StoreHost {
@@ -80,6 +84,8 @@ impl StoreHost {
             commits: std::sync::Mutex::new(Vec::new()),
             race: std::sync::Mutex::default(),
             feeds,
+            watch,
+            retired: std::sync::Mutex::default(),
         })
     }
 
@@ -91,6 +97,12 @@ impl StoreHost {
     /// The store, for reading its final state after the run.
     pub fn store(&self) -> &SimStore {
         &self.store
+    }
+
+    /// Each deleted incarnation as it was just before its deletion (its
+    /// runs as they were then), in the order of the deletions.
+    pub fn take_retired(&self) -> Vec<StoredThread> {
+        std::mem::take(&mut *self.retired.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// The commits the store reported, for the oracles.
@@ -116,7 +128,9 @@ impl StoreHost {
         let name = request.name();
         let thread = request.thread().map(str::to_string);
         let note = Note::of(&request);
+        let pending = StoreWatch::ask(&request);
         let reply = self.answer(from, request);
+        self.watch.note(pending, &reply);
         let ended = |thread: &str, run: &str| self.run_end(thread, run);
         self.feeds.after(note, &reply, self.clock.now(), ended);
         if let Some((thread, version)) = reported(thread.as_deref(), &reply) {
@@ -154,6 +168,9 @@ impl StoreHost {
             Some(Op::Admin(AdminOp::Delete)) => request.thread().map(str::to_string),
             _ => None,
         };
+        let doomed = deleted
+            .as_deref()
+            .and_then(|t| self.head(t, StoredThread::clone));
         // A run's mutation may commit nothing (no change staged): the
         // versions before and after tell.
         let before = match (request.op(), &fenced) {
@@ -169,6 +186,22 @@ impl StoreHost {
             },
             _ => self.store.apply(request),
         };
+        let reply = match reply {
+            Ok(StoreReply::Admin(AdminReply::Claimed(Some(mut c))))
+                if self.bugs.cancel_on_takeover && c.takeover.is_some() =>
+            {
+                // The planted bug: the taker is told of a cancel nobody asked.
+                c.cancel_requested = true;
+                Ok(StoreReply::Admin(AdminReply::Claimed(Some(c))))
+            }
+            other => other,
+        };
+        if let (Some(t), Ok(StoreReply::Admin(AdminReply::Deleted(Some(_))))) = (doomed, &reply) {
+            self.retired
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(t);
+        }
         if let Some((thread, write)) = stored(asked, &reply) {
             let what = ClusterEvent::Stored {
                 from: from.to_string(),
@@ -319,6 +352,7 @@ impl StoreHost {
                 RunReply::Appended(pai_runtime::store::Appended {
                     version: done.version,
                     first_seq: last_seq + 1,
+                    cancel_requested: false,
                 }),
             )),
             other => Err(StoreError::Protocol(format!(
@@ -388,7 +422,7 @@ impl Fenced {
                 ..
             } => return None,
             Op::Run {
-                op: RunOp::Append { messages, .. } | RunOp::CommitResumed { messages },
+                op: RunOp::Append { messages, .. } | RunOp::CommitResumed { messages, .. },
                 ..
             } => (
                 messages.iter().map(|m| m.id.to_string()).collect(),
@@ -476,7 +510,7 @@ fn client_write(request: &StoreRequest) -> Option<(String, ClientWrite)> {
             ClientOp::Cancel { .. } => ClientWrite::Cancel(None),
             ClientOp::Open => return None,
         },
-        Op::Read(ReadOp::HasSteer { run }) => ClientWrite::SteerLook(run.to_string()),
+        Op::Read(ReadOp::HasSteer { run, .. }) => ClientWrite::SteerLook(run.to_string()),
         _ => return None,
     };
     Some((thread.to_string(), write))

@@ -142,7 +142,7 @@ impl Triggers {
                     "{} {} {} never fired: the store received {sent} {} request(s) from {}{when}",
                     p.action.as_str(),
                     p.worker,
-                    p.describe(),
+                    p.at(),
                     p.request,
                     p.by,
                 );

@@ -113,6 +113,7 @@ impl Campaign {
             summary.cases += 1;
             summary.coverage.merge(&judged.coverage);
             summary.mixed.count(&spec, &judged.coverage);
+            summary.mixed.decided(&judged.decisions);
             let Some(failure) = judged.failure else {
                 continue;
             };

@@ -28,7 +28,7 @@ pub fn case_with(seed: u64, features: Features) -> ScenarioSpec {
     let mut model = script(&mut g, &names);
     let waiting: Vec<String> = tools
         .iter()
-        .filter(|t| t.approval || t.client)
+        .filter(|t| t.approval.may_wait() || t.client)
         .map(|t| t.name.clone())
         .collect();
     if !waiting.is_empty() && g.chance(75) {
@@ -72,11 +72,26 @@ pub fn case_with(seed: u64, features: Features) -> ScenarioSpec {
         schema: None,
         time_limit_ms: None,
     };
+    // `ghost` is called on purpose: no load warning for it.
+    let scripts = std::iter::once(&spec.model).chain(spec.models.values());
+    if scripts
+        .flat_map(|m| &m.turns)
+        .flat_map(|t| &t.tool_calls)
+        .any(|c| c.tool == "ghost")
+    {
+        spec.agent.unknown_tools = vec!["ghost".into()];
+    }
     super::replayed::replayed(seed, &mut spec);
+    super::approval::approval(seed, &mut spec);
     spec.timeline = timeline(&mut g, &waiters(&spec));
     super::cluster::cluster(seed, features, &mut spec);
+    super::near::cancel_mid_tool(seed, features, &mut spec);
     super::facade::facade(seed, features, &mut spec);
     super::waiting::waiting(seed, features, &mut spec);
+    super::resumed_steer::resumed_steer(seed, features, &mut spec);
+    super::taker::taker_faults(seed, features, &mut spec);
+    super::persist::persist(seed, features, &mut spec);
+    super::placed::placed(seed, features, &mut spec);
     spec
 }
 

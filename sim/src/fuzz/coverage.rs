@@ -15,7 +15,7 @@ use pai_runtime::{
 };
 
 use crate::hooks::HookSpec;
-use crate::scenario::ScenarioSpec;
+use crate::scenario::{ApprovalSpec, ScenarioSpec};
 
 /// Every behaviour counted, in the order the table lists them.
 pub const KEYS: &[&str] = &[
@@ -54,6 +54,9 @@ pub const KEYS: &[&str] = &[
     "tool.client",
     "tool.kind.backend",
     "tool.kind.approval",
+    "tool.kind.approval_when",
+    "tool.approval_when.waited",
+    "tool.approval_when.ran_unasked",
     "tool.kind.client",
     "answer.approved",
     "answer.denied",
@@ -82,6 +85,8 @@ pub const KEYS: &[&str] = &[
     "hook.metadata_overlay",
     "hook.context_message",
     "metadata.written",
+    "metadata.staged",
+    "metadata.with_results",
     "context_message.stored",
     "hook.hide_message",
     "visibility.mid_run",
@@ -101,11 +106,29 @@ pub const KEYS: &[&str] = &[
     "cross.answer_after_cancel",
     "cross.hook_expectation",
     "cross.slow_summary",
+    "cross.regenerate_resumed_steer",
+    // What hooks and summaries write, and whether it persists (issue 38,
+    // `fuzz/persist.rs`): a hook's staged write cut off from its result
+    // (K5), a summary the redactor masks (C3), and one whose run was
+    // taken over.
+    "cross.hook_write_cut_off",
+    "cross.summary_redacted",
+    "cross.summary_redacted_cut_off",
     // Cases also run on the other store and compared (memory and SQLite,
     // `--differential`).
     "diff.sqlite",
     "cross.fault_at_request",
     "cross.renew_before_tools",
+    // Where a taker must settle the last committed step (issue 38, K3;
+    // see `taker`).
+    "cross.fault_at_final_commit",
+    "cross.fault_after_step_decision",
+    "cross.renew_before_answered_tool",
+    // Issue 38 (`fuzz/near.rs`): among workers, a cancel that reached the
+    // store while one of its run's tools ran, and a fault around a
+    // compaction's read or write on a thread deleted from that read on.
+    "cross.cancel_while_a_tool_runs_among_workers",
+    "cross.fault_near_a_deleted_compaction",
     // Among workers (`Coverage::cluster`): cases with workers, faults
     // carried out, runs taken over by another worker.
     "workers.case",
@@ -135,6 +158,17 @@ pub const KEYS: &[&str] = &[
     "replay.cut_reached_the_run",
     "replay.refused",
     "cross.replay_stream_answered",
+    // The fault-free twin (issue 38): cases with runtime faults judged
+    // against their twin, and those not judged, by why; entries placed
+    // after a moment of a run rather than at a time.
+    "twin.judged",
+    "twin.not_judged.no_fault",
+    "twin.not_judged.races",
+    "twin.not_judged.cut_short",
+    "twin.not_judged.twin_cut_short",
+    "twin.not_judged.on_resume",
+    "twin.not_judged.registered",
+    "timeline.after",
 ];
 
 /// The hooks counted by name whenever one decides (`<hook>#<index>`, the
@@ -262,6 +296,11 @@ impl Coverage {
         self.hit_if(by_id, "cross.answer_by_call_id");
         let late = super::crossings::answer_after_cancel(spec, events);
         self.hit_if(late, "cross.answer_after_cancel");
+        let cut_off = super::crossings::hook_write_cut_off(events);
+        self.hit_if(cut_off, "cross.hook_write_cut_off");
+        let (redacted, taken) = super::crossings::summary_redacted(spec, events);
+        self.hit_if(redacted, "cross.summary_redacted");
+        self.hit_if(taken, "cross.summary_redacted_cut_off");
         self.replayed(spec, events);
     }
 
@@ -338,25 +377,44 @@ impl Coverage {
                 .iter()
                 .find(|t| t.name() == tool)?
                 .scripted()?;
-            Some(match (t.client, t.approval) {
+            Some(match (t.client, &t.approval) {
                 (true, _) => "tool.kind.client",
-                (_, true) => "tool.kind.approval",
+                (_, ApprovalSpec::Flag(true)) => "tool.kind.approval",
+                (_, ApprovalSpec::When(_)) => "tool.kind.approval_when",
                 _ => "tool.kind.backend",
             })
         };
+        // Calls of tools whose approval depends on the input (T7): which
+        // waited, which ran unasked (both sides of the predicate).
+        let mut when_calls: BTreeSet<&str> = BTreeSet::new();
+        let mut asked: BTreeSet<&str> = BTreeSet::new();
         // Each thread's run that waits now, from its `wait` to its next lease.
         let mut waits: BTreeMap<&str, &str> = BTreeMap::new();
         let mut answers = 0;
         for e in events {
             let thread = e.thread_id.as_str();
             match &e.kind {
-                EventKind::BeforeToolCall { tool, .. } => {
+                EventKind::BeforeToolCall { tool, call_id, .. } => {
                     if let Some(k) = kind(tool) {
                         self.hit(k);
+                        if k == "tool.kind.approval_when" {
+                            when_calls.insert(call_id);
+                        }
                     }
                 }
-                EventKind::Waiting { .. } => {
+                EventKind::Waiting { calls, .. } => {
                     waits.insert(thread, &e.run_id);
+                    for c in calls.iter().filter(|c| when_calls.contains(c.as_str())) {
+                        if asked.insert(c) {
+                            self.hit("tool.approval_when.waited");
+                        }
+                    }
+                }
+                EventKind::ToolStart { call_id, .. }
+                    if when_calls.contains(call_id.as_str())
+                        && !asked.contains(call_id.as_str()) =>
+                {
+                    self.hit("tool.approval_when.ran_unasked");
                 }
                 EventKind::LeaseAcquired { .. } | EventKind::Ended { .. }
                     if waits.get(thread) == Some(&e.run_id.as_str()) =>
@@ -366,7 +424,10 @@ impl Coverage {
                 EventKind::Admitted { .. } if waits.contains_key(thread) => {
                     self.hit("queue.behind_waiting");
                 }
-                EventKind::Answered { answer, .. } => {
+                EventKind::Answered {
+                    answer, call_id, ..
+                } => {
+                    asked.insert(call_id);
                     answers += 1;
                     self.hit(match answer.as_str() {
                         "approved" => "answer.approved",
@@ -378,11 +439,17 @@ impl Coverage {
                 EventKind::Cancelled {
                     phase: RunStage::Resume,
                 } => self.hit("cancel.waiting"),
-                EventKind::OnOutput { version, .. } => {
+                EventKind::OnOutput { changed, .. } => {
                     self.hit("on_output.ran");
-                    self.hit_if(version.is_some(), "on_output.wrote");
+                    self.hit_if(*changed, "on_output.wrote");
                 }
-                EventKind::RunMetadata { .. } => self.hit("metadata.written"),
+                EventKind::RunMetadata { version } => {
+                    self.hit("metadata.written");
+                    self.hit_if(version.is_none(), "metadata.staged");
+                }
+                EventKind::CommitToolResults { metadata: true, .. } => {
+                    self.hit("metadata.with_results")
+                }
                 EventKind::ContextMessage { .. } => self.hit("context_message.stored"),
                 _ => {}
             }
@@ -442,6 +509,28 @@ impl Coverage {
         self.hit_if(taken_over, "lease.takeover");
     }
 
+    /// Counts whether a case with runtime faults was judged against its
+    /// fault-free twin (`judged`), or why not.
+    pub(super) fn twin(&mut self, counter: Option<&str>) {
+        let Some(counter) = counter else { return };
+        let key = KEYS.iter().find(|k| {
+            k.strip_prefix("twin.") == Some(counter)
+                || k.strip_prefix("twin.not_judged.") == Some(counter)
+        });
+        match key {
+            Some(key) => self.hit(key),
+            None => debug_assert!(false, "a twin counter with no key: {counter}"),
+        }
+    }
+
+    /// Counts a case with a timeline entry placed after a moment of a run.
+    pub(super) fn placed_after(&mut self, spec: &ScenarioSpec) {
+        self.hit_if(
+            spec.timeline.iter().any(|e| e.after.is_some()),
+            "timeline.after",
+        );
+    }
+
     /// Counts a case in which a fault placed at a store request fired
     /// (issue 25: the instants timed faults rarely land on).
     pub fn fault_at_request(&mut self, fired: bool) {
@@ -452,6 +541,19 @@ impl Coverage {
     /// just before its tools would start (issue 25, K3).
     pub fn renew_before_tools(&mut self, hit: bool) {
         self.hit_if(hit, "cross.renew_before_tools");
+    }
+
+    /// Counts the taker crossings a case reached (`taker::reached`).
+    pub(super) fn taker(&mut self, reached: &std::collections::BTreeSet<&'static str>) {
+        for key in super::taker::KEYS {
+            self.hit_if(reached.contains(key), key);
+        }
+    }
+
+    /// Counts a case in which, among workers, a fault hit a worker around
+    /// its run's compaction on a thread deleted meanwhile (issue 38).
+    pub fn fault_near_a_deleted_compaction(&mut self, hit: bool) {
+        self.hit_if(hit, "cross.fault_near_a_deleted_compaction");
     }
 
     /// Counts a case in which a watcher among workers heard, through the

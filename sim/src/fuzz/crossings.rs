@@ -4,8 +4,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pai_runtime::{Event, event::EventKind, store::RunStatus};
+use pai_runtime::{
+    Event,
+    event::EventKind,
+    store::RunStatus,
+    text::{Pattern, matches_any},
+};
 
+use crate::hooks::HookSpec;
 use crate::scenario::{ScenarioSpec, TimelineEntry};
 
 /// The crossings one case reached (each at most once per case).
@@ -51,6 +57,13 @@ struct Crossings<'a> {
     conflicted: BTreeSet<&'a str>,
     // thread → its run whose compaction's summary is being produced
     summarizing: BTreeMap<&'a str, &'a str>,
+    // (run, call) of the tools started and not ended yet
+    running: BTreeSet<(&'a str, &'a str)>,
+    // run → steers stored while it waited; once it resumed, by thread
+    steered_waiting: BTreeMap<&'a str, Vec<&'a str>>,
+    resumed_steers: BTreeSet<(&'a str, &'a str)>,
+    // the run a regeneration just started, by thread
+    regenerated: BTreeMap<&'a str, &'a str>,
 }
 
 impl<'a> Crossings<'a> {
@@ -70,9 +83,13 @@ impl<'a> Crossings<'a> {
                 if self.waiting.get(thread) == Some(&run) {
                     self.waiting.remove(thread);
                 }
+                for steer in self.steered_waiting.remove(run).unwrap_or_default() {
+                    self.resumed_steers.insert((thread, steer));
+                }
             }
-            EventKind::Steered { .. } if self.waiting.get(thread) == Some(&run) => {
+            EventKind::Steered { message } if self.waiting.get(thread) == Some(&run) => {
                 self.hit.insert("cross.steer_while_waiting");
+                self.steered_waiting.entry(run).or_default().push(message);
             }
             EventKind::Answered { .. } if self.awaiting.contains(run) => {
                 self.hit.insert("cross.answer_before_wait");
@@ -88,11 +105,29 @@ impl<'a> Crossings<'a> {
             {
                 self.hit.insert("cross.give_up_window");
             }
+            EventKind::Admitted { trigger } if self.regenerated.get(thread) == Some(&run) => {
+                self.regenerated.remove(thread);
+                if self.resumed_steers.contains(&(thread, trigger.as_str())) {
+                    self.hit.insert("cross.regenerate_resumed_steer");
+                }
+            }
             EventKind::Admitted { .. } if self.waiting.contains_key(thread) => {
                 self.behind_waiting.insert(run);
             }
+            EventKind::ToolStart { call_id, .. } => {
+                self.running.insert((run, call_id));
+            }
+            EventKind::ToolEnd { result, .. } => {
+                self.running.remove(&(run, result.call_id.as_str()));
+            }
             EventKind::CancelRequested { .. } => {
                 self.cancelled.insert(run);
+                // In the store's order (client writes are placed where the
+                // store applied them), while one of the run's tools ran.
+                if self.workers && self.running.iter().any(|(r, _)| *r == run) {
+                    self.hit
+                        .insert("cross.cancel_while_a_tool_runs_among_workers");
+                }
             }
             EventKind::TakenOver { .. } if self.cancelled.contains(run) => {
                 self.hit.insert("cross.cancel_while_cut_off");
@@ -111,6 +146,13 @@ impl<'a> Crossings<'a> {
     fn thread_event(&mut self, e: &'a Event) {
         let (thread, run) = (e.thread_id.as_str(), e.run_id.as_str());
         match &e.kind {
+            EventKind::HistoryRewritten {
+                kind: "regenerate",
+                started: Some(started),
+                ..
+            } => {
+                self.regenerated.insert(thread, started);
+            }
             EventKind::ThreadDeleted {
                 cancelled: runs, ..
             } => {
@@ -243,4 +285,99 @@ fn by_id(t: &TimelineEntry) -> bool {
     t.approve.as_ref().is_some_and(|c| c.call.is_some())
         || t.deny.as_ref().is_some_and(|c| c.call.is_some())
         || t.submit_result.as_ref().is_some_and(|c| c.call.is_some())
+}
+
+/// `cross.fault_near_a_deleted_compaction`: among workers, a fault was
+/// carried out on a worker while its run's compaction read the thread,
+/// produced the summary or wrote it (from the worker's last event before
+/// `compaction_started` to its first event after the compaction ended),
+/// and the thread was deleted from that read on (SPEC H5, C1). `raw` is
+/// every worker's log; `faults` each fault's worker and the number of
+/// events logged when it was carried out.
+pub fn fault_near_a_deleted_compaction(raw: &[Event], faults: &[(&str, usize)]) -> bool {
+    raw.iter().enumerate().any(|(s, e)| {
+        let (EventKind::CompactionStarted { .. }, Some(worker)) = (&e.kind, e.worker.as_deref())
+        else {
+            return false;
+        };
+        let own = |x: &Event| x.worker.as_deref() == Some(worker) && x.run_id == e.run_id;
+        let from = raw[..s].iter().rposition(own).unwrap_or(s);
+        let ended = raw[s..].iter().position(|x| {
+            own(x)
+                && matches!(
+                    x.kind,
+                    EventKind::Compacted { .. } | EventKind::CompactionSkipped { .. }
+                )
+        });
+        let until = match ended {
+            Some(k) => {
+                let after = raw[s + k + 1..].iter().position(own);
+                s + k + 1 + after.unwrap_or(0)
+            }
+            None => raw.len(),
+        };
+        let faulted = faults
+            .iter()
+            .any(|(w, at)| *w == worker && (from..=until).contains(at));
+        let deleted = raw[from..].iter().any(|x| {
+            x.thread_id == e.thread_id && matches!(x.kind, EventKind::ThreadDeleted { .. })
+        });
+        faulted && deleted
+    })
+}
+
+/// `cross.hook_write_cut_off`: a hook's run-metadata write about a result
+/// was staged (an `on_output` that changed it, or an `after_tool_result`
+/// hook's write) and the run was taken over before that batch's results
+/// were committed: the write must be lost with the result, and the
+/// taker's re-run counted once (SPEC K5).
+pub fn hook_write_cut_off(events: &[Event]) -> bool {
+    let mut staged: BTreeSet<&str> = BTreeSet::new();
+    for e in events {
+        let run = e.run_id.as_str();
+        match &e.kind {
+            EventKind::OnOutput { changed: true, .. }
+            | EventKind::RunMetadata { version: None } => {
+                staged.insert(run);
+            }
+            EventKind::CommitToolResults { .. } | EventKind::LeaseAcquired { .. } => {
+                staged.remove(run);
+            }
+            EventKind::TakenOver { .. } if staged.contains(run) => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// `cross.summary_redacted`: a compaction committed a summary in a case
+/// whose canonical redactor masks a secret the summaries repeat (SPEC
+/// C3); the second is `cross.summary_redacted_cut_off`: a run that
+/// compacted was also taken over by another worker.
+pub fn summary_redacted(spec: &ScenarioSpec, events: &[Event]) -> (bool, bool) {
+    let patterns: Vec<Pattern> = spec
+        .lifecycle
+        .iter()
+        .filter_map(|h| match h.library()? {
+            HookSpec::Redact(r) => Some(r.patterns.iter().map(|p| p.pattern().clone())),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let masked = spec.lifecycle.iter().any(|h| match h.library() {
+        Some(HookSpec::Compaction(c)) => c.summaries.iter().any(|s| matches_any(s, &patterns)),
+        _ => false,
+    });
+    if !masked {
+        return (false, false);
+    }
+    let compacted: BTreeSet<&str> = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Compacted { .. }))
+        .map(|e| e.run_id.as_str())
+        .collect();
+    let taken = events.iter().any(|e| {
+        matches!(e.kind, EventKind::TakenOver { .. }) && compacted.contains(e.run_id.as_str())
+    });
+    (!compacted.is_empty(), taken)
 }

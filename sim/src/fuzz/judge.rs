@@ -6,7 +6,7 @@ use std::path::Path;
 use super::coverage::Coverage;
 use crate::registry::Registry;
 use crate::report::Report;
-use crate::run::simulate_on;
+use crate::run::{simulate_against, simulate_on};
 use crate::scenario::{OracleName, Scenario, ScenarioSpec};
 use crate::world::Rng;
 use crate::world::StoreKind;
@@ -92,6 +92,8 @@ pub struct Evaluation {
     pub message: String,
     /// The behaviours the case's first run reached, counted from its events.
     pub coverage: Coverage,
+    /// What each of a harness's hooks decided in the first run.
+    pub decisions: super::Decisions,
 }
 
 impl Evaluation {
@@ -101,6 +103,7 @@ impl Evaluation {
             failure: Some(failure),
             message: String::new(),
             coverage: Coverage::default(),
+            decisions: Default::default(),
         }
     }
 }
@@ -152,23 +155,30 @@ pub fn evaluate_with(
             return Evaluation::failed(Failure::Error(format!("an invalid case: {e}")));
         }
     };
-    let (first, second) = match (
-        simulate_on(&s, s.seed, store),
-        simulate_on(&s, s.seed, store),
-    ) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => return Evaluation::failed(Failure::Error(e.to_string())),
+    // The second run (D4) is judged against the first run's twin.
+    let first = match simulate_on(&s, s.seed, store) {
+        Ok(first) => first,
+        Err(e) => return Evaluation::failed(Failure::Error(e.to_string())),
+    };
+    let second = match simulate_against(&s, s.seed, store, &first.twin) {
+        Ok(second) => second,
+        Err(e) => return Evaluation::failed(Failure::Error(e.to_string())),
     };
     let mut coverage = Coverage::default();
     coverage.add(spec, &first.events, &first.threads);
+    coverage.twin(first.twin_counter);
+    coverage.placed_after(spec);
     coverage.fault_at_request(first.fired_at_request());
     coverage.renew_before_tools(first.faulted_before_tools());
+    coverage.taker(&super::taker::reached(&first));
     coverage.watch_among_workers(first.watched_among_workers());
+    coverage.fault_near_a_deleted_compaction(faulted_near_a_deleted_compaction(&first));
     coverage.cluster(
         spec.workers.len(),
         &first.faults_carried_out(),
         &first.events,
     );
+    let decisions = super::decisions::decisions(&s, &first.events);
     let (mut failure, mut message) = verdict(&first, &second);
     if failure.is_none() && across {
         coverage.compared_stores();
@@ -178,7 +188,30 @@ pub fn evaluate_with(
         failure,
         message,
         coverage,
+        decisions,
     }
+}
+
+/// Whether, among workers, a fault hit a worker around its run's
+/// compaction (its read, summary or write) on a thread deleted from that
+/// read on (issue 38; `cross.fault_near_a_deleted_compaction`).
+fn faulted_near_a_deleted_compaction(report: &Report) -> bool {
+    let Some(c) = &report.cluster else {
+        return false;
+    };
+    let faults: Vec<(&str, usize)> = c
+        .log
+        .iter()
+        .filter_map(|r| match &r.what {
+            crate::world::ClusterEvent::Fault { action, worker, .. }
+                if matches!(action.as_str(), "crash" | "partition" | "hold" | "pause") =>
+            {
+                Some((worker.as_str(), r.after_event))
+            }
+            _ => None,
+        })
+        .collect();
+    super::crossings::fault_near_a_deleted_compaction(&c.raw_events, &faults)
 }
 
 /// The first way a case's two runs on one store failed, and its message.

@@ -22,6 +22,13 @@ pub(crate) fn mix(
 ) -> Result<(), String> {
     let mut rng = Rng::new(case_seed ^ 0x005E_ED0F_0A57_0F0E);
     weave(&mut rng, registry.words(), spec);
+    mix_hooks(&mut rng, registry, spec)?;
+    super::mix_tools::mix_tools(case_seed, registry, spec)
+}
+
+/// Some of the registry's drawn hooks, at random places of the
+/// composition.
+fn mix_hooks(rng: &mut Rng, registry: &Registry, spec: &mut ScenarioSpec) -> Result<(), String> {
     let drawers: Vec<_> = registry.drawers().collect();
     if drawers.is_empty() {
         return Ok(());
@@ -120,7 +127,9 @@ pub const CROSSINGS: &[&str] = &[
     "faults",
 ];
 
-/// Per hook a harness registered, in name order: its [`CROSSINGS`] counts.
+/// Per hook a harness registered, in name order: its [`CROSSINGS`] counts,
+/// and the cases in which it made each kind of decision
+/// ([`DECISIONS`](super::DECISIONS)).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MixCoverage(BTreeMap<String, BTreeMap<&'static str, u64>>);
 
@@ -147,7 +156,20 @@ impl MixCoverage {
         }
     }
 
-    /// How many cases with hook `name` reached `crossing`.
+    /// Counts one case's decisions: for each registered hook that made
+    /// one, each kind it made, and `decided` once.
+    pub(crate) fn decided(&mut self, decisions: &super::Decisions) {
+        for (name, kinds) in decisions {
+            let counts = self.0.entry(name.clone()).or_default();
+            for k in kinds {
+                *counts.entry(k).or_default() += 1;
+            }
+            *counts.entry("decided").or_default() += u64::from(!kinds.is_empty());
+        }
+    }
+
+    /// How many cases with hook `name` reached `crossing` (or made the
+    /// decision `crossing`, or any, `decided`).
     pub fn count_of(&self, name: &str, crossing: &str) -> u64 {
         let counts = self.0.get(name);
         counts.and_then(|c| c.get(crossing)).copied().unwrap_or(0)
@@ -174,17 +196,25 @@ impl MixCoverage {
         }
     }
 
-    /// The table: a row per hook, a column per crossing.
+    /// The table: a row per hook, a column per crossing; then a row per
+    /// hook, a column per kind of decision (the cases in which it made
+    /// one: a hook held in many cases that never decided was never put to
+    /// the test).
     pub fn table(&self) -> String {
-        let mut out = format!("{:<24}", "hook");
-        for k in CROSSINGS {
-            out.push_str(&format!(" {k:>10}"));
-        }
-        out.push('\n');
-        for name in self.hooks() {
-            out.push_str(&format!("{name:<24}"));
-            for k in CROSSINGS {
-                out.push_str(&format!(" {:>10}", self.count_of(name, k)));
+        let decided = ["cases", "decided"].iter().chain(super::DECISIONS);
+        let mut out = String::new();
+        for columns in [CROSSINGS.iter().collect::<Vec<_>>(), decided.collect()] {
+            out.push_str(&format!("{:<24}", "hook"));
+            for k in &columns {
+                out.push_str(&format!(" {k:>12}"));
+            }
+            out.push('\n');
+            for name in self.hooks() {
+                out.push_str(&format!("{name:<24}"));
+                for k in &columns {
+                    out.push_str(&format!(" {:>12}", self.count_of(name, k)));
+                }
+                out.push('\n');
             }
             out.push('\n');
         }

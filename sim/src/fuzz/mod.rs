@@ -4,11 +4,13 @@
 //! coverage of what the cases reached. One seed and a case count give the
 //! same cases anywhere; shards split them without overlap.
 
+mod approval;
 mod campaign;
 mod case;
 mod cluster;
 mod coverage;
 mod crossings;
+mod decisions;
 #[cfg(test)]
 mod differential_tests;
 mod draw;
@@ -16,8 +18,14 @@ mod facade;
 mod hooks;
 mod judge;
 mod mix;
+mod mix_tools;
+mod near;
+mod persist;
+mod placed;
 mod replayed;
+mod resumed_steer;
 mod shrink;
+mod taker;
 mod timeline;
 mod tools;
 mod waiting;
@@ -26,6 +34,7 @@ mod write;
 pub use campaign::{Campaign, DIFFERENTIAL_EVERY, Find, Summary};
 pub use case::{case, case_with};
 pub use coverage::{Coverage, KEYS as COVERAGE_KEYS};
+pub use decisions::{DECISIONS, Decisions};
 pub use draw::Features;
 pub use judge::{
     Evaluation, Failure, case_seed, differential, evaluate, evaluate_across, evaluate_on,

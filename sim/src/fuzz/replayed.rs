@@ -59,7 +59,7 @@ pub(super) fn replayed(seed: u64, spec: &mut ScenarioSpec) {
         let tool = ToolSpec {
             name: name.to_string(),
             echo: true,
-            approval: rng.below(3) == 0,
+            approval: (rng.below(3) == 0).into(),
             latency_ms: rng.below(20),
             ..ToolSpec::default()
         };

@@ -246,7 +246,7 @@ fn sweep(
 
 /// An answer to call `nth` of `w`: approve or deny an approval call, submit
 /// an output for a client call; now and then the wrong kind of answer.
-fn answer(
+pub(super) fn answer(
     g: &mut Gen,
     w: &Waiter,
     (tool, nth): (String, usize),

@@ -49,7 +49,7 @@ fn tool(g: &mut Gen, i: u64) -> ToolSpec {
         }
         kind => {
             behaviour(g, &mut t, i);
-            t.approval = kind == 1;
+            t.approval = (kind == 1).into();
         }
     }
     t.on_output = g.maybe(30, on_output);
@@ -101,7 +101,7 @@ pub(super) fn waiters(spec: &ScenarioSpec) -> Vec<Waiter> {
         .tools
         .iter()
         .filter_map(ToolEntry::scripted)
-        .filter(|t| t.approval || t.client)
+        .filter(|t| t.approval.may_wait() || t.client)
         .map(|t| Waiter {
             name: t.name.clone(),
             client: t.client,

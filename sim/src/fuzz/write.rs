@@ -40,6 +40,7 @@ pub fn write_find_as(
     spec.name = format!("fuzz find: {failure} (campaign seed {seed}, case {index})");
     spec.rules = vec![failure.rule().to_string()];
     spec.description = Some(how);
+    mark_unknown_tools(&mut spec);
     std::fs::create_dir_all(dir)?;
     let stem = format!("fuzz-{}-{seed}-{index}", failure.rule().to_lowercase());
     let toml_file = dir.join(format!("{stem}.toml"));
@@ -53,6 +54,20 @@ pub fn write_find_as(
     let text = serde_json::to_string_pretty(&spec).map_err(io::Error::other)?;
     std::fs::write(&json_file, text + "\n")?;
     Ok(json_file)
+}
+
+/// Shrinking may remove a tool its scripts still call: those calls are
+/// part of the find, so the file says it means them (no load warning).
+fn mark_unknown_tools(spec: &mut ScenarioSpec) {
+    let scripts = std::iter::once(&spec.model).chain(spec.models.values());
+    let calls = scripts.flat_map(|m| &m.turns).flat_map(|t| &t.tool_calls);
+    let mut unknown: Vec<String> = calls
+        .map(|c| c.tool.clone())
+        .filter(|t| !spec.agent.tools.iter().any(|e| e.name() == t))
+        .collect();
+    unknown.sort();
+    unknown.dedup();
+    spec.agent.unknown_tools = unknown;
 }
 
 /// What a shrunk find is, apart from the words that name its case (name,

@@ -1,9 +1,12 @@
 //! What the world lends the hooks it builds for a run: the log where
-//! summary models record what they are sent.
+//! summary models record what they are sent, and the book that deals the
+//! world's scripted answers.
 
 use std::sync::{Arc, Mutex};
 
 use pai_runtime::message::ModelMessage;
+
+use crate::book::AnswerBook;
 
 /// What the world lends the hooks it builds for a run.
 #[derive(Debug, Clone, Default)]
@@ -11,6 +14,10 @@ use pai_runtime::message::ModelMessage;
 pub struct BuildContext {
     /// Where summary models record their requests (compaction's).
     pub summaries: SummaryLog,
+    /// Which scripted answer each call of a summary model gets: the
+    /// world's, shared by every worker, so a call made again after a
+    /// takeover is answered as before (a deterministic model).
+    pub answers: Arc<AnswerBook>,
 }
 
 /// One request the scripted summary model was sent, and its answer: what

@@ -3,7 +3,6 @@
 //! its cursor, it summarizes all but the newest `keep`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pai_runtime::{
     HookFuture, LanguageModel, ModelError, ModelRequest, StreamPart,
@@ -31,7 +30,9 @@ pub struct CompactionSpec {
     #[serde(default)]
     pub keep: usize,
     /// The summary model's answers, in order (the last repeats);
-    /// `summary N` when empty.
+    /// `summary N` when empty. The N-th answer goes to the N-th call the
+    /// world's summary model of this hook is sent (among every worker); a
+    /// call a step makes again after a takeover gets the answer it got.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub summaries: Vec<String>,
     /// The summary model fails at these calls (from 1): compaction is skipped.
@@ -51,7 +52,9 @@ struct Summarizer {
     summaries: Vec<String>,
     fail_at: Vec<usize>,
     latency_ms: u64,
-    calls: AtomicUsize,
+    /// The hook's name in the world's answer book.
+    source: String,
+    answers: Arc<crate::book::AnswerBook>,
     log: SummaryLog,
 }
 
@@ -69,7 +72,11 @@ impl Summarizer {
 
 impl LanguageModel for Summarizer {
     fn stream<'a>(&'a self, r: &'a ModelRequest) -> HookFuture<'a, Result<BoxStream, ModelError>> {
-        let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let call = (r.run_id.as_str(), r.step, r.attempt);
+        let n = self
+            .answers
+            .answer(&self.source, call, usize::MAX)
+            .map_or(1, |g| g.n);
         let answer = self.answer(n, r);
         self.record(r, answer.clone());
         let latency = self.latency_ms;
@@ -108,12 +115,13 @@ impl Summarizer {
 
 impl CompactionSpec {
     /// The helper, its summary model recording in the context's log.
-    pub(super) fn hook(&self, _name: &str, context: &BuildContext) -> SimHook {
+    pub(super) fn hook(&self, name: &str, context: &BuildContext) -> SimHook {
         let model = Summarizer {
             summaries: self.summaries.clone(),
             fail_at: self.fail_at.clone(),
             latency_ms: self.latency_ms,
-            calls: AtomicUsize::new(0),
+            source: format!("compaction:{name}"),
+            answers: context.answers.clone(),
             log: context.summaries.clone(),
         };
         Box::new(Compaction::new(self.threshold, self.keep, Arc::new(model)))

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 use super::build_context::BuildContext;
 use super::shared::SimHook;
 use super::spec::HookSpec;
+use crate::configured::ConfigError;
 
 /// A configuration that builds a hook: the type a scenario's
 /// `[[lifecycle]] use = "..."` entry is read into (its fields are the
@@ -49,7 +50,7 @@ pub trait UserHook: DeserializeOwned + JsonSchema + Send + Sync + 'static {
 pub(crate) trait Factory: Send + Sync {
     /// The configuration read, as a maker of hooks and what the oracles
     /// foresee of them; or why it is refused.
-    fn check(&self, config: &Map<String, Value>) -> Result<(Maker, Option<HookSpec>), String>;
+    fn check(&self, config: &Map<String, Value>) -> Result<(Maker, Option<HookSpec>), ConfigError>;
     /// The configuration's schema.
     fn schema(&self, generator: &mut SchemaGenerator) -> Schema;
 }
@@ -62,9 +63,8 @@ pub(crate) type Maker = Arc<dyn Fn(&str, &BuildContext) -> SimHook + Send + Sync
 pub(crate) struct Typed<C>(pub(crate) PhantomData<fn() -> C>);
 
 impl<C: UserHook> Factory for Typed<C> {
-    fn check(&self, config: &Map<String, Value>) -> Result<(Maker, Option<HookSpec>), String> {
-        let typed: C =
-            serde_json::from_value(Value::Object(config.clone())).map_err(|e| e.to_string())?;
+    fn check(&self, config: &Map<String, Value>) -> Result<(Maker, Option<HookSpec>), ConfigError> {
+        let typed: C = crate::configured::read(config)?;
         let foreseen = typed.foreseen();
         let make: Maker = Arc::new(move |name: &str, cx: &BuildContext| typed.build_in(name, cx));
         Ok((make, foreseen))

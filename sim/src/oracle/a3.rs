@@ -3,7 +3,9 @@
 //! waiting > steering > next_step > natural; naturally, tool results go on
 //! and a text-only step completes; a step that would go on at the limit
 //! completes with reason `max_steps`; a step with waiting calls waits even
-//! at the limit.
+//! at the limit. A worker that took the run over decides its last
+//! committed step again with the steers stored before that step's last
+//! commit (K3).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -44,10 +46,35 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     // Runs with a steer no longer stored (a rewrite or a deletion took it,
     // R1, H5): whether a step of theirs was steering is not known.
     let mut unknown: BTreeSet<&str> = BTreeSet::new();
+    // Each step's last stored message (its own or its results'), by seq.
+    let mut last_commit: BTreeMap<(&str, u32), u64> = BTreeMap::new();
+    // Runs taken over (K3), the last committed step the taker decides
+    // again, and that step's last commit then: the holder's `after_step`
+    // heard of the steers stored before it, so the taker counts those, and
+    // no later one (a steer the step took is on record, and then no
+    // `after_step` is asked).
+    let mut taken: BTreeMap<&str, (u32, u64)> = BTreeMap::new();
     let mut out = Vec::new();
     for e in o.events {
         let run = e.run_id.as_str();
         match &e.kind {
+            EventKind::TakenOver { next_step, .. } => {
+                taken.remove(run);
+                if let Some(last) = next_step.checked_sub(1) {
+                    let bound = last_commit.get(&(run, last)).copied().unwrap_or(0);
+                    taken.insert(run, (last, bound));
+                }
+            }
+            EventKind::CommitStep { step, message, .. }
+            | EventKind::CommitToolResults { step, message, .. } => {
+                if let Some(seq) = seq_of.get(message.as_str()) {
+                    let at = last_commit.entry((run, *step)).or_default();
+                    *at = (*at).max(*seq);
+                }
+            }
+            EventKind::ResolveModelContext { .. } => {
+                taken.remove(run);
+            }
             EventKind::Steered { message } => {
                 let seq = seq_of.get(message.as_str());
                 if seq.is_none() {
@@ -83,9 +110,13 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
                     continue;
                 };
                 let a = anchor.get(&(run, *step)).copied().unwrap_or(0);
+                let bound = match taken.remove(run) {
+                    Some((last, bound)) if last == *step => bound,
+                    _ => u64::MAX,
+                };
                 let steering = steers
                     .get(run)
-                    .is_some_and(|s| s.iter().any(|seq| *seq > a));
+                    .is_some_and(|s| s.iter().any(|seq| *seq > a && *seq < bound));
                 let want = expected(o, *step, *decision, seen, steering);
                 let unsure = unknown.contains(run)
                     && same(transition, &expected(o, *step, *decision, seen, true));

@@ -4,7 +4,8 @@
 //! stored summary records and the stored cursor:
 //!
 //! - each `compacted` names a stored summary record whose text a summary
-//!   request of that run and step answered;
+//!   request of that run and step answered, through the canonical stages
+//!   (C3: a redactor masks a summary as it masks a step's text);
 //! - that request was sent every context-visible message after the
 //!   previous cursor up to the new one (by role and text, or by the tool
 //!   call ids it carries), and, when a previous cursor stood, the previous
@@ -12,7 +13,9 @@
 //! - the thread's stored cursor is the last `compacted`'s (its `through`
 //!   and its summary record, stored transcript-visible and hidden from the
 //!   context), unless something may have moved it since: a rewrite (whose
-//!   repair resets it), a deletion, or trusted code writing its key.
+//!   repair resets it), a deletion, trusted code writing its key, or
+//!   (among workers) a run's mutation the store committed and no worker
+//!   heard of (its answer lost: its cursor is the stored one).
 //!
 //! Left out, as what the summary could not have seen or what the final
 //! thread no longer tells: messages whose visibility any mutation changed,
@@ -20,8 +23,8 @@
 //! then, results whose call is not in the range, messages a later rewrite
 //! removed. (A queued run that starts later should read its own message,
 //! which only the summary can carry once the cursor passed it: the
-//! runtime's helper does not do so today; see `due`.) Scenarios with more than one compaction helper
-//! are not judged.
+//! runtime's helper does not do so today; see `due`.) Scenarios with more than one compaction helper,
+//! or with a registered hook that transforms streams, are not judged.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -36,7 +39,7 @@ use super::facts::model_text;
 use super::observed::{Observed, Violation};
 use crate::hooks::{HookSpec, SummaryCall};
 use crate::scenario::OracleId;
-use crate::world::Calls;
+use crate::world::{Calls, CommitRecord};
 
 /// The private metadata key of compaction's cursor.
 const CURSOR_KEY: &str = "pai.compaction";
@@ -57,9 +60,36 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         true => None,
         false => Some(step_requests(o.calls)),
     };
-    let mut out = covered(o.events, o.threads, o.summaries, requests.as_ref());
-    out.extend(cursors(o.events, o.threads));
+    // The summary record is the answer through the canonical transforms
+    // (C3); what a registered transform makes of it is not foreseen.
+    let Some(stored) = stored_answers(o.scenario, o.summaries) else {
+        return Vec::new();
+    };
+    let mut out = covered(o.events, o.threads, &stored, requests.as_ref(), o.commits);
+    out.extend(cursors(o.events, o.threads, o.commits));
     out
+}
+
+/// Each summary request with its answer as the helper stores it: through
+/// the scenario's canonical stages (SPEC C3, S1); `None` when a registered
+/// hook transforms streams.
+fn stored_answers(
+    s: &crate::scenario::Scenario,
+    calls: &[SummaryCall],
+) -> Option<Vec<SummaryCall>> {
+    calls
+        .iter()
+        .map(|c| {
+            let answer = match &c.answer {
+                Ok(text) => Ok(super::reference::canonical(s, text)?),
+                Err(e) => Err(e.clone()),
+            };
+            Some(SummaryCall {
+                answer,
+                ..c.clone()
+            })
+        })
+        .collect()
 }
 
 /// One committed compaction, as the log tells it.
@@ -72,6 +102,8 @@ struct Compaction<'a> {
     step: u32,
     summary: &'a str,
     through: u64,
+    /// The thread's version its commit made.
+    version: u64,
 }
 
 fn compactions(events: &[Event]) -> Vec<Compaction<'_>> {
@@ -83,7 +115,7 @@ fn compactions(events: &[Event]) -> Vec<Compaction<'_>> {
                 step,
                 summary,
                 through,
-                ..
+                version,
             } => Some(Compaction {
                 at,
                 run: &e.run_id,
@@ -91,6 +123,7 @@ fn compactions(events: &[Event]) -> Vec<Compaction<'_>> {
                 step: *step,
                 summary,
                 through: *through,
+                version: *version,
             }),
             _ => None,
         });
@@ -119,6 +152,7 @@ fn covered(
     threads: &[StoredThread],
     calls: &[SummaryCall],
     requests: Option<&Requests<'_>>,
+    commits: &[CommitRecord],
 ) -> Vec<Violation> {
     let all = compactions(events);
     let mut out = Vec::new();
@@ -126,6 +160,14 @@ fn covered(
         let Some(t) = threads.iter().find(|t| t.id == c.thread) else {
             continue;
         };
+        // A run's mutation that landed unheard between the previous
+        // logged compaction and this one may have been a compaction: the
+        // previous summary and cursor this one chained are not known.
+        let previous = all[..k].iter().rev().find(|p| p.thread == c.thread);
+        let since = previous.map_or(0, |p| p.version);
+        if unheard_mutation(events, commits, c.thread, (since, c.version)) {
+            continue;
+        }
         for message in judge(events, t, (calls, requests), (&all, k)) {
             out.push(Violation::new(OracleId::C1, Some(c.run), message));
         }
@@ -366,14 +408,16 @@ fn carries(m: &ModelMessage, id: &str) -> bool {
 
 /// Each thread's stored cursor is its last compaction's, and its summary
 /// record is stored transcript-visible and hidden from the context.
-fn cursors(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
+fn cursors(events: &[Event], threads: &[StoredThread], commits: &[CommitRecord]) -> Vec<Violation> {
     let all = compactions(events);
     let mut out = Vec::new();
     for t in threads {
         let Some(last) = all.iter().rev().find(|c| c.thread == t.id) else {
             continue;
         };
-        if moved(events, &t.id, last.at, events.len()) {
+        if moved(events, &t.id, last.at, events.len())
+            || unheard_mutation(events, commits, &t.id, (last.version, u64::MAX))
+        {
             continue;
         }
         let stored = t.private_metadata.get(CURSOR_KEY);
@@ -410,6 +454,32 @@ fn cursors(events: &[Event], threads: &[StoredThread]) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// Whether the store committed a mutation on `thread` above version
+/// `after` and below `below` that no worker logged (among workers: its worker crashed or was
+/// cut off with the answer in flight). A compaction's own write may be
+/// one: the stored cursor may then be newer than the last logged
+/// `compacted`.
+fn unheard_mutation(
+    events: &[Event],
+    commits: &[CommitRecord],
+    thread: &str,
+    (after, below): (u64, u64),
+) -> bool {
+    let logged = |v: u64| {
+        events.iter().any(|e| {
+            e.thread_id == thread
+                && matches!(e.kind, EventKind::Mutated { version, .. } if version == v)
+        })
+    };
+    commits.iter().any(|c| {
+        c.thread == thread
+            && c.request == "mutate"
+            && c.from != "client"
+            && (after + 1..below).contains(&c.version)
+            && !logged(c.version)
+    })
 }
 
 #[cfg(test)]
@@ -486,8 +556,8 @@ mod tests {
     fn judge(t: StoredThread, calls: &[SummaryCall]) -> Vec<Violation> {
         let events = [compacted()];
         let threads = [t];
-        let mut out = covered(&events, &threads, calls, Some(&sent_after()));
-        out.extend(cursors(&events, &threads));
+        let mut out = covered(&events, &threads, calls, Some(&sent_after()), &[]);
+        out.extend(cursors(&events, &threads, &[]));
         out
     }
 
@@ -533,8 +603,11 @@ mod tests {
         let requests = Requests::from([(("r", 0), kept.as_slice())]);
         let (events, threads) = ([compacted()], [thread()]);
         let calls = std::slice::from_ref(&call);
-        assert_eq!(covered(&events, &threads, calls, Some(&requests)), vec![]);
-        assert_eq!(covered(&events, &threads, calls, None), vec![]);
+        assert_eq!(
+            covered(&events, &threads, calls, Some(&requests), &[]),
+            vec![]
+        );
+        assert_eq!(covered(&events, &threads, calls, None, &[]), vec![]);
     }
 
     /// #3 is the trigger of run q, queued when the compaction ran: it is
@@ -562,11 +635,11 @@ mod tests {
         let calls = std::slice::from_ref(&call);
         let waiting = [admitted.clone(), compacted(), started.clone()];
         assert_eq!(
-            covered(&waiting, &threads, calls, Some(&sent_after())),
+            covered(&waiting, &threads, calls, Some(&sent_after()), &[]),
             vec![]
         );
         let running = [admitted, started, compacted()];
-        let found = covered(&running, &threads, calls, Some(&sent_after()));
+        let found = covered(&running, &threads, calls, Some(&sent_after()), &[]);
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].message.contains("left message #3"), "{found:?}");
     }

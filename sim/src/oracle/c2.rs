@@ -23,6 +23,9 @@
 //!   tool call id of its calls or results (unless one after the cursor
 //!   carries it too).
 //!
+//! Among workers only the requests of the run's holder are judged (a cut-off
+//! worker's call appears in no run's story).
+//!
 //! The stored thread is read as it is at the end: a message hidden or
 //! removed since is just not checked. Scenarios whose hooks choose the
 //! context themselves (a window, a base, a replacement), or install
@@ -69,10 +72,22 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         HookSpec::SystemMessage(m) => Some(m.text.as_str()),
         _ => None,
     }));
+    // Among workers, only the calls of the run's holder: a worker cut off
+    // from the store may go on with a context resolved before the cursor
+    // another worker wrote (its events are not the run's story either).
+    let holders = |c: &&crate::world::ModelCallRecord| {
+        o.cluster.is_none()
+            || o.events.iter().any(|e| {
+                e.run_id == c.request.run_id
+                    && e.at == c.at
+                    && matches!(e.kind, EventKind::ModelCall { step, .. } if step == c.request.step)
+            })
+    };
     let sent = o
         .calls
         .iter()
-        .filter(|c| c.request.route.model != "compaction");
+        .filter(|c| c.request.route.model != "compaction")
+        .filter(holders);
     let sent: Vec<Sent<'_>> = sent
         .map(|c| Sent {
             run: &c.request.run_id,
@@ -308,6 +323,23 @@ impl<'a> Summarized<'a> {
                 s.calls.remove(id);
             }
         }
+        // A text stored more often than the requests carried it: another
+        // message with it (a queued run's trigger sent twice, M1) may
+        // follow the cursor in context order, so the text tells nothing.
+        s.texts.retain(|(role, text), _| {
+            let stored = before
+                .iter()
+                .filter(|m| m.visibility.context && m.role == *role && m.text() == *text)
+                .count();
+            let carried: usize = asked
+                .iter()
+                .map(|c| {
+                    let same = |x: &&ModelMessage| x.role == *role && model_text(x) == *text;
+                    c.messages.iter().filter(same).count()
+                })
+                .sum();
+            stored <= carried
+        });
         s
     }
 }

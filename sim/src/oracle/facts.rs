@@ -141,6 +141,7 @@ pub(super) fn beside_phases(kind: &EventKind) -> bool {
             | EventKind::ContextMessage { .. }
             | EventKind::LeaseRenewed { .. }
             | EventKind::DeleteLearned { .. }
+            | EventKind::CancelLearned { .. }
             | EventKind::CancelRequested { .. }
             | EventKind::Awaiting { .. }
             | EventKind::Mutated { .. }
@@ -183,9 +184,9 @@ pub(super) fn run_commit_version(kind: &EventKind) -> Option<u64> {
         EventKind::Respond { version, .. }
         | EventKind::CommitStep { version, .. }
         | EventKind::CommitToolResults { version, .. }
-        | EventKind::RunMetadata { version }
         | EventKind::ContextMessage { version, .. } => Some(*version),
-        EventKind::OnOutput { version, .. } => *version,
+        // A write staged with tool results commits with them (K5).
+        EventKind::RunMetadata { version } => *version,
         _ => None,
     }
 }
@@ -200,7 +201,7 @@ pub(super) fn handlers(s: &Scenario, phase: Phase) -> Vec<&str> {
 }
 
 /// The phases in which a hook shapes what a model call is sent.
-const CONTEXT_PHASES: [Phase; 4] = [
+pub(super) const CONTEXT_PHASES: [Phase; 4] = [
     Phase::PrepareRun,
     Phase::PrepareModelStep,
     Phase::ResolveModelContext,

@@ -6,7 +6,8 @@
 //! its list was missed. Nor does such a run start a model call or a
 //! compaction once its worker knows of the delete (at once in one process;
 //! among workers, from the lease loss or the refusal that told it; what a
-//! worker may do once it learned is judged in `h5_learned`).
+//! worker may do once it learned is judged in `h5_learned`), nor run
+//! `prepare_model_step` in a step whose resolver ended by then.
 
 use std::collections::BTreeSet;
 
@@ -165,13 +166,13 @@ fn writes(kind: &EventKind) -> bool {
         EventKind::CommitStep { .. }
         | EventKind::CommitToolResults { .. }
         | EventKind::Respond { .. }
-        | EventKind::RunMetadata { .. }
         | EventKind::ContextMessage { .. }
         | EventKind::Mutated { .. }
         | EventKind::ToolStart { .. }
         | EventKind::Waiting { .. }
         | EventKind::Answered { .. } => true,
-        EventKind::OnOutput { version, .. } => version.is_some(),
+        // A write staged with tool results is no write of its own (K5).
+        EventKind::RunMetadata { version } => version.is_some(),
         _ => false,
     }
 }
@@ -179,7 +180,9 @@ fn writes(kind: &EventKind) -> bool {
 /// A model call, tool or compaction of `run` started once its worker knew
 /// of the delete: at once in one process; among workers, once it lost its
 /// lease after the delete (its next renewal or write told it, and no other
-/// worker may take a deleted run over).
+/// worker may take a deleted run over). Nor does the step whose resolver
+/// (a compaction refused by the delete among them) ended by then go on to
+/// `prepare_model_step`: the episode ends there.
 fn started_after<'a>(after: &'a [Event], run: &str, workers: bool) -> Option<&'a Event> {
     let known = match workers {
         false => 0,
@@ -191,12 +194,21 @@ fn started_after<'a>(after: &'a [Event], run: &str, workers: bool) -> Option<&'a
                 )
         })?,
     };
-    after[known..].iter().filter(|x| x.run_id == run).find(|x| {
-        matches!(
-            x.kind,
-            EventKind::ModelCall { .. } | EventKind::CompactionStarted { .. }
-        )
-    })
+    let mut resolved = None;
+    after[known..]
+        .iter()
+        .filter(|x| x.run_id == run)
+        .find(|x| match x.kind {
+            EventKind::ModelCall { .. } | EventKind::CompactionStarted { .. } => true,
+            // A resolver (or compaction) that ended once the worker knew ends
+            // the episode: no later hook of its step runs.
+            EventKind::ResolveModelContext { step, .. } => {
+                resolved = Some(step);
+                false
+            }
+            EventKind::PrepareModelStep { step, .. } => resolved == Some(step),
+            _ => false,
+        })
 }
 
 /// The first write of `run` after its thread's delete. Among workers a

@@ -77,7 +77,6 @@ fn wrong(kind: &EventKind, deletes: &[u64]) -> Option<String> {
     }
     let version = match kind {
         EventKind::Waiting { version, .. } | EventKind::Mutated { version, .. } => Some(*version),
-        EventKind::OnOutput { version: None, .. } => return None,
         other if run_commit_version(other).is_some() => run_commit_version(other),
         _ => return None,
     };
@@ -108,7 +107,7 @@ mod tests {
             "w1",
             EventKind::DeleteLearned {
                 request: "renew".into(),
-                incarnation: 1,
+                incarnation: Some(1),
             },
         )
     }
@@ -138,6 +137,7 @@ mod tests {
                 step: 0,
                 message: "m".into(),
                 version,
+                metadata: false,
             },
         )
     }

@@ -152,6 +152,7 @@ mod tests {
             step: 0,
             message: "m".into(),
             version: 1,
+            metadata: false,
         });
         let t = [thread(&["a"])];
         let fine = [start("a", "r/a"), commit.clone(), start("b", "r/b")];

@@ -77,8 +77,27 @@ struct Run {
 ///
 /// Among workers (K3) an episode may also end with `lease_lost` anywhere,
 /// or be cut off by `taken_over` (its worker crashed or was cut off); the
-/// next episode is then a resumed one that may begin a step at once, run
-/// the last committed step's calls without a committed result, or end.
+/// next episode settles the last committed step first:
+///
+/// ```text
+/// taken    := lease_acquired settle
+///             ( prepare_run step* lease_released        (the step went on)
+///             | respond lease_released
+///             | wait                                    (the step waits)
+///             | lease_released )                        (the step ended the run)
+///           | lease_acquired prepare_run results? step* lease_released
+///                                  (the step waited and was resumed since)
+///           | lease_acquired results? cancelled lease_released  (cancelled, K3)
+/// settle   := (before_tool_call* awaiting? results)? after_step? given?
+/// given    := (tool_end | after_tool_result)+ commit_tool_results
+/// ```
+///
+/// `before_tool_call` comes only for calls whose policy decision the store
+/// does not hold; `after_step` is absent when the store recorded the
+/// step's transition (a steer taken: `prepare_run` follows). After the
+/// step's `after_step`, its transition decides what may follow: a wait,
+/// `prepare_run` (or a response) when it goes on, the release when it
+/// ended the run.
 ///
 /// Among workers (`stored` holds the store's final threads), a process may
 /// vanish after the store applied its write but before it logged it: a

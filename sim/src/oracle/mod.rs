@@ -30,7 +30,9 @@ mod k2_steps;
 mod k3_confirm;
 mod k4;
 mod k5;
+mod k5_hooks;
 mod k6;
+mod k6_heard;
 mod l1;
 mod l12;
 mod l13;
@@ -48,6 +50,7 @@ mod m2;
 mod m3;
 mod observed;
 mod p8;
+mod r1_kept;
 mod reference;
 mod request;
 mod rewrites;
@@ -60,6 +63,7 @@ mod t2;
 mod t5;
 mod t6;
 mod t7;
+mod t7_per_call;
 mod t8_results;
 mod t9;
 mod t9_awaiting;
@@ -85,6 +89,7 @@ pub fn check_all(o: &Observed<'_>) -> Verdicts {
     Verdicts {
         violations,
         mismatches,
+        twin: None,
     }
 }
 
@@ -116,6 +121,7 @@ fn run_oracles(o: &Observed<'_>, mismatches: &[(usize, String)]) -> Vec<Violatio
     violations.extend(t2::check(o));
     violations.extend(t5::check(o));
     violations.extend(t7::check(o));
+    violations.extend(t7_per_call::check(o));
     violations.extend(t9::check(o));
     violations.extend(t9_awaiting::check(o));
     violations.extend(t9_cancelled::check(o));
@@ -144,7 +150,9 @@ fn lease_and_thread_oracles(o: &Observed<'_>) -> Vec<Violation> {
         }
     }
     violations.extend(k5::check(o));
+    violations.extend(k5_hooks::check(o));
     violations.extend(k6::check(o));
+    violations.extend(k6_heard::check(o));
     violations.extend(m2::check(o));
     violations.extend(m3::check(o));
     violations.extend(p8::check(o));
@@ -161,6 +169,7 @@ fn lease_and_thread_oracles(o: &Observed<'_>) -> Vec<Violation> {
     violations.extend(h5_bound::check(o));
     violations.extend(k4::check(o));
     violations.extend(lost::check(o));
+    violations.extend(r1_kept::check(o));
     violations.extend(c1::check(o));
     violations.extend(c2::check(o));
     if let Some(c) = o.cluster {

@@ -109,6 +109,18 @@ impl crate::observe::View for Observed<'_> {
         }
     }
 
+    fn registered_tools(&self) -> Vec<(&str, &str, &serde_json::Map<String, serde_json::Value>)> {
+        let tools = self.scenario.agent.tools.iter();
+        tools
+            .filter_map(|t| match &t.behaviour {
+                crate::scenario::Behaviour::Registered(u) => {
+                    Some((t.name.as_str(), u.use_name.as_str(), &u.config))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     fn calls(&self) -> usize {
         self.calls.len()
     }
@@ -159,6 +171,9 @@ pub struct ClusterObs {
     /// Each watcher whose change feed the store closed (H5), and when its
     /// client saw the close.
     pub watch_closed: Vec<(String, u64)>,
+    /// Each deleted incarnation as it was just before its deletion, in
+    /// the order of the deletions (what the twin compares of it).
+    pub retired: Vec<StoredThread>,
 }
 
 impl Observations {
@@ -189,4 +204,7 @@ pub struct Verdicts {
     pub violations: Vec<Violation>,
     /// Requests that differ from their turn's `expect`: call index and difference.
     pub mismatches: Vec<(usize, String)>,
+    /// With runtime faults: whether and how the fault-free twin judged
+    /// the run, as the transcript's `twin:` line says.
+    pub twin: Option<String>,
 }

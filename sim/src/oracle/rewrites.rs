@@ -101,7 +101,10 @@ mod tests {
         assert!(e.erased_anywhere("t"));
         assert!(e.erased_after("t", 0) && !e.erased_after("t", 1));
         assert!(!e.erased_anywhere("u"));
-        let events = [ev(EventKind::RunMetadata { version: 1 }), events[0].clone()];
+        let events = [
+            ev(EventKind::RunMetadata { version: Some(1) }),
+            events[0].clone(),
+        ];
         let e = Erasures::of(&events);
         assert!(e.excused("t", "m", 0));
         assert!(!e.excused("t", "n", 0));

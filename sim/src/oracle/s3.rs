@@ -2,13 +2,17 @@
 //! no text a watcher received, and no assistant text sent back to the model
 //! matches a redaction pattern; nor the provider's words a refused step
 //! stores as its reason (S6, S1). (User messages are the user's own text.)
+//!
+//! SPEC C3: a compaction summary is model output stored and reused as
+//! context, so neither does a stored summary record, nor the summary a
+//! step's context begins with.
 
 use std::collections::BTreeMap;
 
 use pai_runtime::{
     Part, Role, StreamPart,
     event::LiveEvent,
-    message::{ModelContent, Producer},
+    message::{ModelContent, ModelMessage, Producer},
 };
 
 use super::facts::hook_written;
@@ -19,6 +23,9 @@ use crate::scenario::OracleId;
 /// A text to judge: its run, where it was seen, and the text.
 type Seen = (Option<String>, String, String);
 
+/// How the compaction helper opens a step's context with its summary (C2).
+const SUMMARY: &str = "Summary of the earlier conversation:";
+
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     let redactions = redactions(o.scenario);
     if redactions.is_empty() {
@@ -27,6 +34,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     let mut seen = stored(o);
     seen.extend(live(o));
     seen.extend(sent(o));
+    seen.extend(summaries(o));
     seen.into_iter()
         .filter(|(_, _, text)| redactions.iter().any(|r| r.regex.is_match(text)))
         .map(|(run, place, text)| Violation {
@@ -127,4 +135,46 @@ fn sent(o: &Observed<'_>) -> Vec<Seen> {
         }
     }
     out
+}
+
+/// Compaction summaries (SPEC C3): each stored summary record, and the
+/// summary each model call's context opens with. (A previous summary the
+/// summary model is sent is read from its stored record.)
+fn summaries(o: &Observed<'_>) -> Vec<Seen> {
+    let mut out = Vec::new();
+    for t in o.threads {
+        for m in &t.messages {
+            if m.pai.producer == Producer::Compaction {
+                let run = m.pai.run_id.as_ref().map(|r| r.to_string());
+                out.push((run, format!("stored summary #{}", m.seq), m.text()));
+            }
+        }
+    }
+    for c in o.calls {
+        let r = &c.request;
+        for m in o
+            .calls
+            .messages(c)
+            .iter()
+            .filter(|m| m.role == Role::System)
+        {
+            let text = system_text(m);
+            if let Some(summary) = text.strip_prefix(SUMMARY) {
+                let place = format!("summary in the model context of step {}", r.step);
+                out.push((Some(r.run_id.to_string()), place, summary.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// A system message's text.
+fn system_text(m: &ModelMessage) -> String {
+    m.content
+        .iter()
+        .filter_map(|c| match c {
+            ModelContent::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
 }

@@ -340,8 +340,9 @@ fn replacements_read(o: &Observed<'_>, replaced: &Replaced<'_>) -> Vec<Violation
             }
         }
     }
+    // A regeneration never removes a result whose call it keeps (R1, the
+    // R1-kept oracle): a call the model still reads has its replacement.
     let hidden = hidden_from_context(o);
-    let removed = removed_by_rewrite(o, replaced);
     for c in o.calls {
         for p in o.calls.messages(c).iter().flat_map(|m| &m.content) {
             if let ModelContent::ToolResult {
@@ -349,7 +350,6 @@ fn replacements_read(o: &Observed<'_>, replaced: &Replaced<'_>) -> Vec<Violation
             } = p
                 && let Some((run, want)) = replaced.get(call_id.as_str())
                 && !hidden.contains(call_id.as_str())
-                && removed.get(call_id.as_str()).is_none_or(|at| c.at < *at)
             {
                 let place = format!("the context of step {} for {call_id}", c.request.step);
                 flag(run, place, output, want);
@@ -357,45 +357,6 @@ fn replacements_read(o: &Observed<'_>, replaced: &Replaced<'_>) -> Vec<Violation
         }
     }
     out
-}
-
-/// Replaced calls whose stored result a regeneration removed (R1: history
-/// after the chosen message is truncated, and a result committed after a
-/// queued user message is after it), with when the first removing rewrite
-/// of their thread came: from then on the model is given the pairing's
-/// stand-in (H6). A result still stored is never excused.
-fn removed_by_rewrite<'a>(o: &Observed<'a>, replaced: &Replaced<'a>) -> BTreeMap<&'a str, u64> {
-    let stored: BTreeSet<&str> = o
-        .threads
-        .iter()
-        .flat_map(|t| &t.messages)
-        .flat_map(|m| &m.parts)
-        .filter_map(|p| match p {
-            Part::ToolResult { call_id, .. } => Some(call_id.as_str()),
-            _ => None,
-        })
-        .collect();
-    let mut first_removal: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut thread_of: BTreeMap<&str, &str> = BTreeMap::new();
-    for e in o.events {
-        match &e.kind {
-            EventKind::HistoryRewritten { removed, .. } if !removed.is_empty() => {
-                first_removal.entry(e.thread_id.as_str()).or_insert(e.at);
-            }
-            EventKind::AfterToolResult { call_id, .. } => {
-                thread_of.insert(call_id.as_str(), e.thread_id.as_str());
-            }
-            _ => {}
-        }
-    }
-    replaced
-        .keys()
-        .filter(|call| !stored.contains(*call))
-        .filter_map(|call| {
-            let at = first_removal.get(thread_of.get(call)?)?;
-            Some((*call, *at))
-        })
-        .collect()
 }
 
 /// Calls whose stored result a visibility rewrite hid from the model at

@@ -203,6 +203,7 @@ mod tests {
             waiting: vec![],
             cancel_requested: false,
             calls_closed: false,
+            handed_over: None,
         };
         let thread = StoredThread {
             runs: vec![run],

@@ -483,6 +483,7 @@ mod tests {
             step: 0,
             message: "m".into(),
             version: 2,
+            metadata: false,
         };
         let after_step = EventKind::AfterStep {
             step: 0,

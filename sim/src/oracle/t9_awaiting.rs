@@ -4,7 +4,10 @@
 //! commit or `after_step`, each such call has been
 //! named by an `awaiting` (or a `wait`), or has its result already (an
 //! invalid input, a tool the step did not offer). Judged per run story;
-//! a run that stops there (a lost lease, a failure, a cancel) owes nothing.
+//! a run that stops there (a lost lease, a failure, a cancel) owes nothing,
+//! nor does a run once the store took a cancel for it (T8 gives its calls
+//! up, K6: the store then refuses to make them answerable): in one process
+//! from the cancel on, among workers from its holder's `cancel_learned`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -14,7 +17,7 @@ use pai_runtime::{
 };
 
 use super::observed::{Observed, Violation};
-use crate::scenario::{Behaviour, OracleId};
+use crate::scenario::{Action, Behaviour, OracleId};
 
 pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     let answerable: BTreeSet<&str> = o
@@ -22,7 +25,7 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         .agent
         .tools
         .iter()
-        .filter(|t| t.approval || matches!(t.behaviour, Behaviour::Client))
+        .filter(|t| t.approval.may_wait() || matches!(t.behaviour, Behaviour::Client))
         .map(|t| t.name.as_str())
         .collect();
     if answerable.is_empty() {
@@ -31,8 +34,13 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     let mut out = Vec::new();
     // run → calls let through and not yet answerable, in call order
     let mut owed: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for e in o.events {
+    let cancels = cancels_in_process(o);
+    for (i, e) in o.events.iter().enumerate() {
         let run = e.run_id.as_str();
+        if cancels.iter().any(|(r, at)| *r == run && i >= *at) {
+            owed.remove(run);
+            continue;
+        }
         match &e.kind {
             EventKind::BeforeToolCall {
                 call_id,
@@ -72,7 +80,8 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
                 }
             }
             // A run that stops or loses its lease owes nothing more here.
-            EventKind::Failed { .. }
+            EventKind::CancelLearned { .. }
+            | EventKind::Failed { .. }
             | EventKind::Cancelled { .. }
             | EventKind::LeaseLost { .. }
             | EventKind::TakenOver { .. }
@@ -83,4 +92,20 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// In one process (where the log's order is the store's): each run a
+/// client's cancel reached, with the log position the cancel came at.
+fn cancels_in_process<'a>(o: &Observed<'a>) -> Vec<(&'a str, usize)> {
+    if o.cluster.is_some() {
+        return Vec::new();
+    }
+    o.actions
+        .iter()
+        .filter(|a| matches!(o.scenario.timeline[a.moment].action, Action::Cancel(_)))
+        .filter_map(|a| match &a.outcome {
+            Ok(Some(run)) => Some((run.as_str(), a.before_event)),
+            _ => None,
+        })
+        .collect()
 }

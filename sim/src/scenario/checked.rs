@@ -11,7 +11,7 @@ use super::cluster::{Cluster, cluster};
 use super::field::{CheckError, Segment, fail};
 use super::hooks::{HookDef, hooks};
 use super::models::{self, RegisteredModels};
-use super::names::OracleId;
+use super::names::{OracleName, OracleRef};
 use super::references::Named;
 use super::replay::{self, Replays};
 use super::spec::{Expect, FaultSpec, LifecycleEntry, ModelSpec, ScenarioSpec};
@@ -66,6 +66,10 @@ pub struct Scenario {
     /// The oracles of the harness that checked the scenario, judging each
     /// of its runs beside the built-in ones (none without a harness).
     pub oracles: UserOracles,
+    /// What the loader found suspect but ran (a script calling a tool the
+    /// agent does not have): each located, printed by `pai-sim run`, in
+    /// the transcript and in a harness's report.
+    pub warnings: Vec<String>,
 }
 
 /// The virtual-time limit of a scenario that sets none: one hour.
@@ -75,12 +79,13 @@ pub const DEFAULT_TIME_LIMIT_MS: u64 = 3_600_000;
 pub const FORMAT: u32 = 1;
 
 /// What a run must show (SPEC D5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expectation {
     /// Every oracle stays quiet.
     Pass,
-    /// This oracle reports a violation.
-    Violation(OracleId),
+    /// This oracle reports a violation: a built-in one, or one the
+    /// harness registered.
+    Violation(OracleName),
 }
 
 impl fmt::Display for Expectation {
@@ -129,7 +134,7 @@ impl Scenario {
         registry: &Registry,
     ) -> Result<Scenario, CheckError> {
         header(&spec)?;
-        let expect = expectation(spec.expect, spec.oracle)?;
+        let expect = expectation(spec.expect, spec.oracle.as_ref(), registry)?;
         let time_limit_ms = spec.time_limit_ms.unwrap_or(DEFAULT_TIME_LIMIT_MS);
         let first_live = spec.timeline.iter().position(|t| !t.live.is_empty());
         let entries = spec.timeline.clone();
@@ -147,18 +152,20 @@ impl Scenario {
         if cluster.is_some() {
             no_live_among_workers(first_live)?;
         }
-        Named {
+        let named = Named {
             tools: tools.iter().map(|t| t.name.as_str()).collect(),
             hooks: hooks.iter().map(HookDef::library).collect(),
             model: &spec.model,
             models: &spec.models,
             timeline: &entries,
-            violation: match expect {
-                Expectation::Violation(o) => Some(o),
+            violation: match &expect {
+                Expectation::Violation(o) => o.rule(),
                 Expectation::Pass => None,
             },
-        }
-        .check()?;
+        };
+        named.check()?;
+        unknown_tools(&named.tools, &spec.agent.unknown_tools)?;
+        let warnings = named.warnings(&spec.agent.unknown_tools);
         let faults = spec
             .faults
             .into_iter()
@@ -188,7 +195,23 @@ impl Scenario {
             cluster,
             time_limit_ms,
             oracles: registry.oracles(),
+            warnings,
         })
+    }
+}
+
+/// `agent.unknown_tools` names only tools the agent does not have.
+fn unknown_tools(tools: &[&str], unknown: &[String]) -> Result<(), CheckError> {
+    match unknown.iter().position(|u| tools.contains(&u.as_str())) {
+        Some(i) => fail(
+            &[
+                Segment::Key("agent"),
+                Segment::Key("unknown_tools"),
+                Segment::Index(i),
+            ],
+            format!("the agent has a tool {:?}: it is not unknown", unknown[i]),
+        ),
+        None => Ok(()),
     }
 }
 
@@ -316,10 +339,21 @@ fn docs(docs: &BTreeMap<String, String>) -> Result<(), CheckError> {
     }
 }
 
-fn expectation(expect: Expect, oracle: Option<OracleId>) -> Result<Expectation, CheckError> {
+fn expectation(
+    expect: Expect,
+    oracle: Option<&OracleRef>,
+    registry: &Registry,
+) -> Result<Expectation, CheckError> {
     match (expect, oracle) {
         (Expect::Pass, _) => Ok(Expectation::Pass),
-        (Expect::Violation, Some(o)) => Ok(Expectation::Violation(o)),
+        (Expect::Violation, Some(o)) => {
+            let oracles = registry.oracles();
+            let names: Vec<&str> = oracles.names().collect();
+            match o.resolve(names.iter().copied()) {
+                Ok(name) => Ok(Expectation::Violation(name)),
+                Err(message) => fail(&[Segment::Key("oracle")], message),
+            }
+        }
         (Expect::Violation, None) => fail(
             &[Segment::Key("expect")],
             "\"violation\" needs `oracle`: the oracle that must report it",
@@ -400,6 +434,7 @@ fn zero_count(f: &FaultSpec) -> Option<&'static str> {
         | FaultSpec::Pause { .. }
         | FaultSpec::AcceptStale
         | FaultSpec::RefuseTakeover
+        | FaultSpec::CancelOnTakeover
         | FaultSpec::IgnoreExpectations
         | FaultSpec::LeakPrivate { .. } => Vec::new(),
     };

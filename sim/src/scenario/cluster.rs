@@ -33,6 +33,8 @@ pub struct StoreBugs {
     pub accept_stale: bool,
     /// A run whose lease expired is never taken over (K3 needs it).
     pub refuse_takeover: bool,
+    /// A takeover's claim says the run was cancelled (K3 forbids it).
+    pub cancel_on_takeover: bool,
 }
 
 /// One thing the simulator does to the system at a virtual time.
@@ -66,15 +68,20 @@ impl Placed {
     /// Where the fault happened, for the transcript: "at its wait #1, its
     /// answer in flight", "at w1's claim #2, the request lost".
     pub fn describe(&self) -> String {
-        let whose = match self.by == self.worker {
-            true => "its".to_string(),
-            false => format!("{}'s", self.by),
-        };
         let what = match self.lost {
             true => "the request lost",
             false => "its answer in flight",
         };
-        format!("at {whose} {} #{}, {what}", self.request, self.nth)
+        format!("{}, {what}", self.at())
+    }
+
+    /// The request it is placed at: "at its wait #1", "at w1's claim #2".
+    pub fn at(&self) -> String {
+        let whose = match self.by == self.worker {
+            true => "its".to_string(),
+            false => format!("{}'s", self.by),
+        };
+        format!("at {whose} {} #{}", self.request, self.nth)
     }
 }
 
@@ -160,6 +167,7 @@ pub(super) fn cluster(
         match f {
             FaultSpec::AcceptStale => bugs.accept_stale = true,
             FaultSpec::RefuseTakeover => bugs.refuse_takeover = true,
+            FaultSpec::CancelOnTakeover => bugs.cancel_on_takeover = true,
             _ => {
                 let Some(w) = WorkerFault::of(f) else {
                     continue;

@@ -35,12 +35,26 @@ impl fmt::Display for FieldPath {
             match s {
                 Segment::Key(k) if i == 0 => write!(f, "{k}")?,
                 Segment::Key(k) => write!(f, ".{k}")?,
+                // A configuration's field, after an entry's index: as a key.
+                Segment::Name(k)
+                    if i > 0 && matches!(self.0[i - 1], Segment::Index(_)) && plain(k) =>
+                {
+                    write!(f, ".{k}")?
+                }
                 Segment::Name(k) => write!(f, "[{k:?}]")?,
                 Segment::Index(n) => write!(f, "[{n}]")?,
             }
         }
         Ok(())
     }
+}
+
+/// Whether `k` reads as a key (letters, digits, `_`, not first a digit).
+fn plain(k: &str) -> bool {
+    k.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// A spec that parsed but does not make sense.

@@ -15,6 +15,7 @@ struct Bound<'a> {
 }
 
 pub(super) fn check(entries: &[TimelineEntry]) -> Result<(), CheckError> {
+    let keys = super::play_order::play_keys(entries);
     let mut bound: BTreeMap<&str, Bound<'_>> = BTreeMap::new();
     for (i, t) in entries.iter().enumerate() {
         let Some(name) = &t.bind_thread else { continue };
@@ -31,7 +32,7 @@ pub(super) fn check(entries: &[TimelineEntry]) -> Result<(), CheckError> {
         }
         let b = Bound {
             index: i,
-            at: t.at,
+            at: keys[i],
             thread: &t.thread,
         };
         if let Some(first) = bound.insert(name, b) {
@@ -44,15 +45,16 @@ pub(super) fn check(entries: &[TimelineEntry]) -> Result<(), CheckError> {
     }
     for (i, t) in entries.iter().enumerate() {
         let Some(name) = &t.handle else { continue };
-        use_of(i, t, name, &bound)?;
+        use_of((i, keys[i]), t, name, &bound)?;
     }
     Ok(())
 }
 
 /// One entry's `handle`: an action a handle can take, a handle bound on its
-/// thread before it (same time: earlier in the file, as the timeline runs).
+/// thread before it (same time: earlier in the file, as the timeline runs;
+/// an entry placed after a moment runs where the entry before it does).
 fn use_of(
-    i: usize,
+    (i, key): (usize, u64),
     t: &TimelineEntry,
     name: &str,
     bound: &BTreeMap<&str, Bound<'_>>,
@@ -83,7 +85,7 @@ fn use_of(
         );
         return fail(&at, message);
     }
-    if (b.at, b.index) >= (t.at, i) {
+    if (b.at, b.index) >= (key, i) {
         let message = format!(
             "handle {name:?} is bound at {}ms by timeline[{}], after this entry runs",
             b.at, b.index

@@ -9,7 +9,7 @@ use pai_runtime::hook::Phase;
 
 use super::field::{CheckError, Segment, fail};
 use super::spec::LifecycleEntry;
-use crate::hooks::{BuildContext, HookSpec, Maker, SimHook, SummaryLog, UserHookDef};
+use crate::hooks::{BuildContext, HookSpec, Maker, SimHook, UserHookDef};
 use crate::registry::{Checked, Registry};
 
 /// One hook of the lifecycle, with the name the event log shows.
@@ -57,12 +57,10 @@ impl HookDef {
         matches!(self.source, HookSource::User(_))
     }
 
-    /// The hook, recording what it sends its own models in `summaries`.
-    pub fn build(&self, summaries: &SummaryLog) -> SimHook {
-        let context = BuildContext {
-            summaries: summaries.clone(),
-        };
-        (self.make)(&self.name, &context)
+    /// The hook, built with what the world lends it (`context`: where it
+    /// records what it sends its own models, who deals their answers).
+    pub fn build(&self, context: &BuildContext) -> SimHook {
+        (self.make)(&self.name, context)
     }
 }
 
@@ -114,7 +112,13 @@ pub(super) fn hooks(
                 let make = def.make.clone();
                 (HookSource::User(def), make)
             }
-            Err(r) => return fail(&at(r.field.unwrap_or(head)), r.message),
+            Err(r) => {
+                let mut at = at(head).to_vec();
+                if let Some(field) = r.field {
+                    at[2] = Segment::Name(field);
+                }
+                return fail(&at, r.message);
+            }
         };
         let name = given.unwrap_or_else(|| format!("{kind}#{i}"));
         out.push(HookDef { name, source, make });

@@ -9,7 +9,9 @@ mod handles;
 mod hooks;
 mod models;
 mod names;
+mod play_order;
 mod position;
+pub(crate) mod predicate;
 mod references;
 mod replay;
 mod spec;
@@ -30,16 +32,18 @@ pub use cluster::{Cluster, FaultAction, Placed, StoreBugs, Timed};
 pub use field::{CheckError, FieldPath, Segment};
 pub use hooks::{HookDef, HookSource};
 pub use models::RegisteredModels;
-pub use names::{OracleId, OracleName};
+pub use names::{OracleId, OracleName, OracleRef};
+pub use predicate::Predicate;
 pub use replay::{BUILT_IN, Recording, RecordingKind, Replay};
 pub use spec::{
-    AgentSpec, CallRef, CancelRun, CancelSpec, ClusterSpec, DenySpec, Expect, ExpectSpec,
-    FaultSpec, HostOrder, LifecycleEntry, ModelSpec, MutateSpec, OnOutputSpec, ReplayFormat,
-    RequestAt, RequestExpect, ScenarioSpec, SubmitSpec, TimelineEntry, ToolCallSpec, ToolEntry,
-    ToolSpec, TurnSpec, UseSpec, UseToolSpec, VisibilitySpec, WorkerSpec,
+    AfterEvent, AfterSpec, AgentSpec, ApprovalSpec, CallRef, CancelRun, CancelSpec, ClusterSpec,
+    DenySpec, Expect, ExpectSpec, FaultSpec, HostOrder, LifecycleEntry, ModelSpec, MutateSpec,
+    OnOutputSpec, ReplayFormat, RequestAt, RequestExpect, ScenarioSpec, SubmitSpec, TimelineEntry,
+    ToolCallSpec, ToolEntry, ToolSpec, TurnSpec, UseSpec, UseToolSpec, VisibilitySpec, WhenSpec,
+    WorkerSpec,
 };
-pub use timeline::{Action, CallName, Moment};
-pub use tools::{Behaviour, ToolDef};
+pub use timeline::{Action, After, CallName, Moment};
+pub use tools::{Approval, Behaviour, ToolDef};
 
 /// A scenario file that could not be loaded (SPEC X1).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

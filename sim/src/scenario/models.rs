@@ -62,16 +62,16 @@ pub(super) fn registered(
             Ok(def) => {
                 out.insert(name.cloned(), def);
             }
-            Err(message) => {
-                let at = match name {
-                    None => vec![Segment::Key("model"), Segment::Key("use")],
-                    Some(n) => vec![
-                        Segment::Key("models"),
-                        Segment::Name(n.clone()),
-                        Segment::Key("use"),
-                    ],
+            Err(e) => {
+                let mut at = match name {
+                    None => vec![Segment::Key("model")],
+                    Some(n) => vec![Segment::Key("models"), Segment::Name(n.clone())],
                 };
-                return fail(&at, message);
+                at.push(match e.field {
+                    Some(field) => Segment::Name(field),
+                    None => Segment::Key("use"),
+                });
+                return fail(&at, e.message);
             }
         }
     }

@@ -53,11 +53,11 @@ oracles! {
     T6 = "T6" ["T6"]: "An `on_output` handler runs for each successful output of its tool, and for nothing else.";
     L13 = "L13" ["L13"]: "A hidden lifecycle context message stays stored: context-visible, transcript-hidden, producer lifecycle.";
     T5 = "T5" ["T5"]: "No thrown detail reaches the model; a hook's replacement is what is stored and read.";
-    T7 = "T7" ["T7"]: "A waiting run holds no lease: after its `wait` only answers and steers come until its next episode, and a run stored as waiting holds no lease and waits on calls.";
+    T7 = "T7" ["T7"]: "A waiting run holds no lease: after its `wait` only answers and steers come until its next episode, and a run stored as waiting holds no lease and waits on calls. Approval is decided per call: no call whose tool needed approval for its input runs without one, and no call whose tool did not waits.";
     T8 = "T8" ["T8", "K3", "H6"]: "Once a run has ended, every tool call it committed has exactly one committed result on the stored thread; no call ever has two.";
     T9 = "T9" ["T9"]: "Every waiting call ends with exactly one final result, the one its answer asks for; answers name calls of the run's latest wait, once each, while it waits.";
     S1 = "S1" ["S1", "S2"]: "A step's stored assistant text is its provider's streamed text through the canonical stages: nothing lost, added or reordered (scripted deltas or a replayed recording, however chunked).";
-    S3 = "S3" ["S3"]: "No stored, live or model-visible assistant text matches a redaction pattern.";
+    S3 = "S3" ["S3", "C3"]: "No stored, live or model-visible assistant text, and no compaction summary stored or sent to a model, matches a redaction pattern.";
     S4 = "S4" ["S4"]: "An aborted step stores its replacement only, with the abort's outcome and reason.";
     A2 = "A2" ["A2"]: "No run starts more steps than its limit.";
     A3 = "A3" ["A3"]: "Each transition follows the precedence complete > waiting > steering > next_step > natural, and the limit (a waiting step waits even at the limit).";
@@ -67,7 +67,7 @@ oracles! {
     K2Steps = "K2-steps" ["K2"]: "No run's step is committed twice.";
     K3 = "K3" ["K3", "K5"]: "Among workers, a worker starts a tool only once a renewal of its lease was answered since it decided the call: a holder that cannot renew starts nothing more.";
     Liveness = "liveness" ["K3"]: "Once the last fault has healed, every run ends or waits for a client within the scenario's liveness bound.";
-    K5 = "K5" ["K5"]: "No call's result is committed twice, a committed call never runs again, and every tool start carries the key run id + call id.";
+    K5 = "K5" ["K5"]: "No call's result is committed twice, a committed call never runs again, and every tool start carries the key run id + call id; what hooks write about a result commits with it, so a run-metadata count equals the committed results it counts.";
     K6 = "K6" ["K6"]: "A cancel reaches a run or says there was none; a run cancelled while queued never starts.";
     K4 = "K4" ["K4"]: "No trusted history rewrite commits while a run of its thread is active (leased, or waiting for a client); no regeneration while one is admitted and not ended.";
     H1 = "H1" ["H1"]: "Each commit bumps the version by one; watchers hear of every commit, in order.";
@@ -84,7 +84,9 @@ oracles! {
     P8 = "P8" ["P8", "P5"]: "Model-only overlays never outlive their episode (nor a step patch its step): each model call sends at most its episode's own overlay plus its step's appends.";
     P1P6 = "P1-P6" ["P1", "P2", "P3", "P4", "P5", "P6"]: "The route of every attempt equals an independent fold of the run, step and attempt patches.";
     X3 = "X3" ["X3"]: "Nothing committed is lost or reordered, whatever failed.";
+    R1Kept = "R1-kept" ["R1", "H6"]: "A regeneration never removes a stored tool result whose call it keeps, and no step is sent the pairing's stand-in for a call whose result was committed before the step began.";
     RLost = "R-lost" ["R1"]: "Nothing committed is lost except what a later rewrite says it removed (or a deletion of its thread took).";
+    Twin = "twin" ["K3", "K5", "K6", "H5"]: "A run with runtime faults (crashes, partitions, holds, pauses, lost requests) ends as the same scenario without them ends: its committed outcome (threads, runs, the messages each answered, metadata) equals its fault-free twin's but for what the rules allow (a cancel's or delete's lateness, fault-sensitive hook writes).";
     Request = "request" []: "Each request matches its scripted turn's `expect` table.";
     Check = "check" []: "Each timeline check holds: `expect_waiting` names what the thread waits on, `expect_error` the error an action gets.";
 }
@@ -138,5 +140,61 @@ impl PartialEq<OracleId> for OracleName {
 impl fmt::Display for OracleName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// `oracle = "..."` as a file writes it: a built-in oracle's name, or one
+/// a harness registered ([`crate::Harness::oracle`]), told apart when the
+/// scenario is checked against its registry. The published schema lists
+/// the built-in names; a harness's schema adds its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct OracleRef(pub String);
+
+impl From<OracleId> for OracleRef {
+    fn from(id: OracleId) -> OracleRef {
+        OracleRef(id.as_str().to_string())
+    }
+}
+
+impl OracleRef {
+    /// The oracle named: a built-in one, or one of `registered`; else why
+    /// not (with the closest name, when one is close).
+    pub(crate) fn resolve<'a>(
+        &self,
+        registered: impl Iterator<Item = &'a str> + Clone,
+    ) -> Result<OracleName, String> {
+        let name = self.0.as_str();
+        if let Some(id) = OracleId::ALL.iter().find(|o| o.as_str() == name) {
+            return Ok(OracleName::Rule(*id));
+        }
+        if let Some(user) = registered.clone().find(|r| *r == name) {
+            return Ok(OracleName::User(user.into()));
+        }
+        let known = OracleId::ALL
+            .iter()
+            .map(|o| o.as_str())
+            .chain(registered.clone());
+        let close = super::wording::closest(name, known)
+            .map(|c| format!(": did you mean {c:?}?"))
+            .unwrap_or_default();
+        let mine: Vec<&str> = registered.collect();
+        let theirs = match mine.is_empty() {
+            true => " (a harness's own oracles are named by Harness::oracle)".to_string(),
+            false => format!(", nor one this harness registered ({mine:?})"),
+        };
+        Err(format!(
+            "no oracle is named {name:?}: not a built-in oracle{theirs}{close}"
+        ))
+    }
+}
+
+impl JsonSchema for OracleRef {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "OracleRef".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        generator.subschema_for::<OracleId>()
     }
 }

@@ -31,6 +31,40 @@ pub(super) struct Named<'a> {
 }
 
 impl<'a> Named<'a> {
+    /// Load warnings (issue 39 item 7): each script's call of a tool the
+    /// agent does not have, unless `agent.unknown_tools` names it (a
+    /// tool entry named after its `use` while the script calls another
+    /// name makes every call an unknown-tool error, and the run quiet).
+    pub(super) fn warnings(&self, unknown_ok: &[String]) -> Vec<String> {
+        let mut out = Vec::new();
+        for (at, m) in self.scripts() {
+            for (t, turn) in m.turns.iter().enumerate() {
+                for (c, call) in turn.tool_calls.iter().enumerate() {
+                    let name = call.tool.as_str();
+                    if self.tools.contains(&name) || unknown_ok.iter().any(|u| u == name) {
+                        continue;
+                    }
+                    let mut at = at.clone();
+                    at.extend([
+                        Segment::Key("turns"),
+                        Segment::Index(t),
+                        Segment::Key("tool_calls"),
+                        Segment::Index(c),
+                        Segment::Key("tool"),
+                    ]);
+                    let close = closest(name, self.tools.iter().copied())
+                        .map(|c| format!(" (did you mean {c:?}?)"))
+                        .unwrap_or_default();
+                    out.push(format!(
+                        "{}: the script calls {name:?}, which the agent does not have{close}: each such call gets an unknown-tool error; list it in `agent.unknown_tools` if that is meant",
+                        super::field::FieldPath::at(&at)
+                    ));
+                }
+            }
+        }
+        out
+    }
+
     pub(super) fn check(&self) -> Result<(), CheckError> {
         for (i, hook) in self.hooks.iter().enumerate() {
             if let Some(hook) = hook {

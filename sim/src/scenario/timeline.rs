@@ -5,14 +5,20 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::field::{CheckError, Segment, fail};
-use super::spec::{CallRef, CancelRun, CancelSpec, MutateSpec, TimelineEntry, VisibilitySpec};
+use super::spec::{
+    AfterEvent, AfterSpec, CallRef, CancelRun, CancelSpec, MutateSpec, TimelineEntry,
+    VisibilitySpec,
+};
 use crate::hooks::TransformSpec;
 
-/// One client action at a virtual time.
+/// One client action at a virtual time, or after a moment of a run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Moment {
-    /// Virtual milliseconds from the start of the scenario.
+    /// Virtual milliseconds from the start of the scenario (0 for an
+    /// entry placed `after` a moment).
     pub at: u64,
+    /// The moment of a run the action waits for, if placed `after` one.
+    pub after: Option<After>,
     /// The client that acts: the identity it acts as (`alice` by default).
     pub client: String,
     /// The thread it acts on, by the name the scenario gives it.
@@ -24,6 +30,31 @@ pub struct Moment {
     pub handle: Option<String>,
     /// The action must fail with an error containing this text.
     pub expect_error: Option<String>,
+}
+
+/// The moment of a run an entry is placed after (`after = { ... }`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct After {
+    /// The run of the entry's thread's N-th send, from 1.
+    pub run: usize,
+    /// The moment.
+    pub event: AfterEvent,
+    /// With `commit_step`: the step, from 0 (0 otherwise).
+    pub step: u32,
+    /// With `wait`: which of the run's waits, from 1 (1 otherwise).
+    pub nth: usize,
+}
+
+impl std::fmt::Display for After {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let run = self.run;
+        match self.event {
+            AfterEvent::CommitStep => write!(f, "after run {run} commits step {}", self.step),
+            AfterEvent::Wait if self.nth == 1 => write!(f, "after run {run} waits"),
+            AfterEvent::Wait => write!(f, "after run {run}'s wait {}", self.nth),
+            AfterEvent::End => write!(f, "after run {run} ends"),
+        }
+    }
 }
 
 /// What a client does.
@@ -145,10 +176,90 @@ pub(super) fn timeline(
     let mut watchers = BTreeMap::new();
     for (i, t) in entries.into_iter().enumerate() {
         check_fields(i, &t, limit_ms)?;
-        out.push(moment(i, t, &mut watchers)?);
+        out.push((i, moment(i, t, &mut watchers)?));
     }
-    out.sort_by_key(|m| m.at);
-    Ok(out)
+    let keys =
+        super::play_order::play_keys_of(out.iter().map(|(_, m)| m.after.is_none().then_some(m.at)));
+    let mut keyed: Vec<(u64, (usize, Moment))> = keys.into_iter().zip(out).collect();
+    keyed.sort_by_key(|(k, _)| *k);
+    let played: Vec<(usize, Moment)> = keyed.into_iter().map(|(_, m)| m).collect();
+    sent_before(&played)?;
+    Ok(played.into_iter().map(|(_, m)| m).collect())
+}
+
+/// An entry placed after a moment of the thread's N-th send's run comes
+/// after that send in play order (else it would wait for a run whose send
+/// waits behind it).
+fn sent_before(played: &[(usize, Moment)]) -> Result<(), CheckError> {
+    let mut sends: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, m) in played {
+        if let Some(a) = &m.after {
+            let sent = sends.get(m.thread.as_str()).copied().unwrap_or(0);
+            if sent < a.run {
+                let at = [
+                    Segment::Key("timeline"),
+                    Segment::Index(*i),
+                    Segment::Key("after"),
+                    Segment::Key("run"),
+                ];
+                let message = format!(
+                    "run {} of thread {:?} is its send #{}, but only {sent} send(s) of that thread come before this entry",
+                    a.run, m.thread, a.run
+                );
+                return fail(&at, message);
+            }
+        }
+        if matches!(m.action, Action::Send(_)) {
+            *sends.entry(m.thread.as_str()).or_default() += 1;
+        }
+    }
+    Ok(())
+}
+
+/// The `i`th entry's `after`, checked: not with `at`, a run from 1, `step`
+/// exactly with `commit_step`, `nth` (from 1) only with `wait`.
+fn after(i: usize, at_ms: u64, a: &AfterSpec) -> Result<After, CheckError> {
+    let at = |field: Option<&'static str>| {
+        let mut path = vec![
+            Segment::Key("timeline"),
+            Segment::Index(i),
+            Segment::Key("after"),
+        ];
+        path.extend(field.map(Segment::Key));
+        path
+    };
+    if at_ms != 0 {
+        return fail(
+            &at(None),
+            "an entry is placed at a time (`at`) or after a moment (`after`), not both",
+        );
+    }
+    if a.run == 0 {
+        return fail(&at(Some("run")), "counts the thread's sends from 1");
+    }
+    let step = match (a.event, a.step) {
+        (AfterEvent::CommitStep, Some(k)) => k,
+        (AfterEvent::CommitStep, None) => {
+            return fail(
+                &at(None),
+                "`commit_step` needs the `step` it commits (from 0)",
+            );
+        }
+        (_, Some(_)) => return fail(&at(Some("step")), "`step` goes with `commit_step`"),
+        (_, None) => 0,
+    };
+    let nth = match (a.event, a.nth) {
+        (_, Some(0)) => return fail(&at(Some("nth")), "counts the run's waits from 1"),
+        (AfterEvent::Wait, n) => n.unwrap_or(1),
+        (_, Some(_)) => return fail(&at(Some("nth")), "`nth` goes with `wait`"),
+        (_, None) => 1,
+    };
+    Ok(After {
+        run: a.run,
+        event: a.event,
+        step,
+        nth,
+    })
 }
 
 /// The `i`th entry's own fields: `live` only with `watch`, a time before
@@ -219,8 +330,10 @@ fn moment(
         ];
         return fail(&at, "must not be empty: it would match every error");
     }
+    let placed = t.after.as_ref().map(|a| after(i, t.at, a)).transpose()?;
     Ok(Moment {
         at: t.at,
+        after: placed,
         client: t.client,
         thread: t.thread,
         action,

@@ -8,7 +8,8 @@ use pai_runtime::tool::ToolKind;
 use serde_json::Value;
 
 use super::field::{CheckError, Segment, fail};
-use super::spec::{OnOutputSpec, ToolEntry, ToolSpec, UseToolSpec};
+use super::predicate::Predicate;
+use super::spec::{ApprovalSpec, OnOutputSpec, ToolEntry, ToolSpec, UseToolSpec};
 use crate::registry::Registry;
 use crate::user_tool::UserToolDef;
 
@@ -26,13 +27,66 @@ pub struct ToolDef {
     pub requires: Vec<String>,
     /// What each call does once its latency has passed.
     pub behaviour: Behaviour,
-    /// Each call waits for a client's approval before it runs (SPEC T7).
-    pub approval: bool,
+    /// Which calls wait for a client's approval before they run (SPEC T7).
+    pub approval: Approval,
     /// With `Behaviour::Client`: fields a submitted output must have.
     pub output_requires: Vec<String>,
     /// An `on_output` handler beside the tool (SPEC T6): for each successful
     /// output it updates the run metadata.
     pub on_output: Option<OnOutputSpec>,
+}
+
+/// Which calls of a tool wait for a client's approval (SPEC T7), as the
+/// scenario says; a registered tool's calls may also wait when the tool
+/// itself says so (`Tool::needs_approval`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Approval {
+    /// No call.
+    Never,
+    /// Every call.
+    Always,
+    /// A call whose input the predicate holds on.
+    When(Predicate),
+}
+
+impl Approval {
+    /// Whether a call with `input` needs approval, as the scenario says.
+    pub fn holds(&self, input: &Value) -> bool {
+        match self {
+            Approval::Never => false,
+            Approval::Always => true,
+            Approval::When(p) => p.holds(input),
+        }
+    }
+
+    /// Whether some call may wait.
+    pub fn may_wait(&self) -> bool {
+        *self != Approval::Never
+    }
+
+    /// The predicate, when approval depends on the call.
+    pub fn predicate(&self) -> Option<&Predicate> {
+        match self {
+            Approval::When(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// The approval an entry (at `at`) writes, its predicate read.
+fn approval(at: &[Segment], spec: &ApprovalSpec) -> Result<Approval, CheckError> {
+    match spec {
+        ApprovalSpec::Flag(false) => Ok(Approval::Never),
+        ApprovalSpec::Flag(true) => Ok(Approval::Always),
+        ApprovalSpec::When(w) => match Predicate::parse(&w.when) {
+            Ok(p) => Ok(Approval::When(p)),
+            Err(message) => {
+                let mut at = at.to_vec();
+                at.extend([Segment::Key("approval"), Segment::Key("when")]);
+                fail(&at, format!("approval predicate: {message}"))
+            }
+        },
+    }
 }
 
 /// What a scripted tool does once its latency has passed.
@@ -93,10 +147,13 @@ pub(super) fn tools(
 fn registered(at: &[Segment], u: UseToolSpec, registry: &Registry) -> Result<ToolDef, CheckError> {
     let (def, description) = match registry.check_tool(&u.use_, &u.config) {
         Ok(checked) => checked,
-        Err(message) => {
+        Err(e) => {
             let mut at = at.to_vec();
-            at.push(Segment::Key("use"));
-            return fail(&at, message);
+            at.push(match e.field {
+                Some(field) => Segment::Name(field),
+                None => Segment::Key("use"),
+            });
+            return fail(&at, e.message);
         }
     };
     on_output(at, u.on_output.as_ref())?;
@@ -106,7 +163,10 @@ fn registered(at: &[Segment], u: UseToolSpec, registry: &Registry) -> Result<Too
         description,
         latency_ms: u.latency_ms,
         requires: Vec::new(),
-        approval: u.approval || def.kind == ToolKind::Approval,
+        approval: match def.kind {
+            ToolKind::Approval => Approval::Always,
+            _ => approval(at, &u.approval)?,
+        },
         behaviour: Behaviour::Registered(def),
         output_requires: Vec::new(),
         on_output: u.on_output,
@@ -131,7 +191,7 @@ fn tool(at: &[Segment], t: ToolSpec) -> Result<ToolDef, CheckError> {
             return fail(at, message);
         }
     };
-    if t.approval && behaviour == Behaviour::Client {
+    if t.approval.may_wait() && behaviour == Behaviour::Client {
         let message =
             "a client tool is run by the client: it waits for a submitted output, not an approval";
         return fail(at, message);
@@ -143,13 +203,14 @@ fn tool(at: &[Segment], t: ToolSpec) -> Result<ToolDef, CheckError> {
         );
     }
     on_output(at, t.on_output.as_ref())?;
+    let approval = approval(at, &t.approval)?;
     Ok(ToolDef {
         name: t.name,
         description: t.description,
         latency_ms: t.latency_ms,
         requires: t.requires,
         behaviour,
-        approval: t.approval,
+        approval,
         output_requires: t.output_requires,
         on_output: t.on_output,
     })

@@ -100,6 +100,14 @@ pub fn timeline_entry(schema: &mut Schema) {
     also(
         schema,
         json!({
+            "description": "An entry is placed at a time (`at`) or after a moment of a run (`after`), not both.",
+            "if": present("after"),
+            "then": { "properties": { "at": { "const": 0 } } },
+        }),
+    );
+    also(
+        schema,
+        json!({
             "description": "`handle` goes with `read_thread`, `mutate`, `delete_thread`, `regenerate` or `set_visibility`.",
             "if": present("handle"),
             "then": { "anyOf": [
@@ -109,6 +117,29 @@ pub fn timeline_entry(schema: &mut Schema) {
                 present("regenerate"),
                 present("set_visibility"),
             ] },
+        }),
+    );
+}
+
+/// `after`: `step` exactly with `commit_step`, `nth` only with `wait`.
+pub fn after(schema: &mut Schema) {
+    let event =
+        |e: &str| json!({ "required": ["event"], "properties": { "event": { "const": e } } });
+    also(
+        schema,
+        json!({
+            "description": "`step` goes with `commit_step`, which needs it.",
+            "if": event("commit_step"),
+            "then": present("step"),
+            "else": { "not": present("step") },
+        }),
+    );
+    also(
+        schema,
+        json!({
+            "description": "`nth` goes with `wait`.",
+            "if": present("nth"),
+            "then": event("wait"),
         }),
     );
 }
@@ -148,7 +179,10 @@ pub fn tool(schema: &mut Schema) {
         schema,
         json!({
             "description": "A client tool is run by the client: it waits for a submitted output, never for an approval.",
-            "not": { "allOf": [set("approval"), set("client")] },
+            "not": { "allOf": [
+                { "required": ["approval"], "properties": { "approval": { "not": { "const": false } } } },
+                set("client"),
+            ] },
         }),
     );
     also(

@@ -122,7 +122,7 @@ mod tests {
         expected.sort();
         found.sort();
         assert_eq!(found, expected);
-        assert_eq!(found.len(), 44);
+        assert_eq!(found.len(), 45);
     }
 
     /// Every stage the runtime names is in the schema's list.

@@ -67,7 +67,7 @@ fn header(out: &mut String, s: &Scenario, seed: u64, report: &Report, model: &Mo
         let workers = format!("{} · {faults} fault(s) carried out", names.join(", "));
         fact(out, "workers", &workers);
     }
-    fact(out, "expect", &expectation(s.expect));
+    fact(out, "expect", &expectation(&s.expect));
     out.push_str("</dl>\n");
     if report.limit_reached {
         out.push_str("<p><span class=\"flag\">stopped at the virtual-time limit</span></p>\n");
@@ -82,7 +82,7 @@ fn fact(out: &mut String, name: &str, value: &str) {
     let _ = writeln!(out, "<dt>{}</dt><dd>{}</dd>", esc(name), esc(value));
 }
 
-fn expectation(e: Expectation) -> String {
+fn expectation(e: &Expectation) -> String {
     match e {
         Expectation::Pass => "pass: every oracle stays quiet".to_string(),
         Expectation::Violation(o) => format!("violation: oracle {o} reports one"),
@@ -112,7 +112,7 @@ fn verdicts(out: &mut String, s: &Scenario, report: &Report) {
         Ok(()) => writeln!(
             out,
             "<p class=\"verdict ok\">as expected ({})</p>",
-            esc(&expectation(s.expect))
+            esc(&expectation(&s.expect))
         ),
         Err(problem) => writeln!(
             out,

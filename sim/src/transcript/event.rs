@@ -68,7 +68,8 @@ pub(crate) fn describe(kind: &EventKind) -> String {
         | EventKind::LeaseLost { .. }
         | EventKind::LeaseReleased { .. }
         | EventKind::TakenOver { .. }
-        | EventKind::DeleteLearned { .. } => lease_event(kind),
+        | EventKind::DeleteLearned { .. }
+        | EventKind::CancelLearned { .. } => lease_event(kind),
         EventKind::OnOutput { .. }
         | EventKind::RunMetadata { .. }
         | EventKind::ContextMessage { .. }
@@ -248,7 +249,14 @@ fn tool_event(kind: &EventKind) -> String {
             step,
             message,
             version,
-        } => format!("commit_tool_results step={step} commit {message} v{version}"),
+            metadata,
+        } => {
+            let with = match metadata {
+                true => " + run metadata",
+                false => "",
+            };
+            format!("commit_tool_results step={step} commit {message} v{version}{with}")
+        }
         other => other.name().to_string(),
     }
 }
@@ -282,7 +290,13 @@ fn lease_event(kind: &EventKind) -> String {
         EventKind::DeleteLearned {
             request,
             incarnation,
-        } => format!("{request} refused: thread deleted (incarnation {incarnation})"),
+        } => match incarnation {
+            Some(n) => format!("{request} refused: thread deleted (incarnation {n})"),
+            None => format!("{request} refused: thread deleted"),
+        },
+        EventKind::CancelLearned { request } => {
+            format!("cancel_learned at {request}: the run was cancelled")
+        }
         other => other.name().to_string(),
     }
 }

@@ -161,6 +161,12 @@ pub(crate) fn render(o: &Observed<'_>, verdicts: &Verdicts, notes: &[String]) ->
         let run = v.run.as_deref().unwrap_or("-");
         let _ = writeln!(out, "VIOLATION {} run={run}: {}", v.oracle, v.message);
     }
+    for w in &o.scenario.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    if let Some(twin) = &verdicts.twin {
+        let _ = writeln!(out, "twin: {twin}");
+    }
     for n in notes {
         let _ = writeln!(out, "note: {n}");
     }

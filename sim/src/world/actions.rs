@@ -7,7 +7,11 @@ use pai_runtime::Millis;
 pub struct ActionRecord {
     /// Its index in the scenario's (time-ordered) timeline.
     pub moment: usize,
+    /// When it began: its time, or (placed `after` a moment) when the
+    /// moment came.
     pub at: Millis,
+    /// When the client had the answer (virtual ms).
+    pub done_at: Millis,
     /// How many events the runtime had recorded when the action returned:
     /// the action happened after `events[..after_event]` and before the rest.
     pub after_event: usize,

@@ -17,6 +17,7 @@ mod sim_store;
 mod store_tap;
 mod tool;
 
+pub use crate::book::{AnswerBook, Milestone, Plan, StoreWatch};
 pub use actions::ActionRecord;
 pub use answer::{Answering, answer, check_waiting, saw_calls};
 pub use calls::{Answer, Calls, ModelCallRecord, ScriptName};

@@ -1,6 +1,9 @@
-//! Scripted models: each model name answers its calls with its own turns, in
-//! order (or the default script's), or hands them to the model a harness
+//! Scripted models: each model name answers its calls with its own turns
+//! (or the default script's), or hands them to the model a harness
 //! registered for it (`use = "..."`); every call is recorded as it came.
+//! Which turn a call gets is the world's [`AnswerBook`]'s: turns in the
+//! order of first calls, and a call made again (the same run, step and
+//! attempt, after a takeover) answered with the turn it got before.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
@@ -19,6 +22,7 @@ use super::clock::VirtualClock;
 use super::lock::lock;
 use super::replay::ReplayStream;
 use super::seeded::SimIds;
+use crate::book::AnswerBook;
 use crate::scenario::{ModelSpec, Recording, RecordingKind, Replay, Scenario, TurnSpec};
 
 /// Every model call of a run, in order, across scripts.
@@ -30,13 +34,16 @@ enum Turn {
     Recorded(Arc<Recording>),
 }
 
-/// A scripted model: its turns (or recordings) answer its calls in order;
-/// or the registered model it wraps answers them.
+/// A scripted model: its turns (or recordings) answer its calls, as the
+/// world's answer book deals them; or the registered model it wraps
+/// answers them.
 pub struct ScriptedModel {
     script: ScriptName,
     /// The model a harness registered for this script, built for the run.
     registered: Option<Arc<dyn LanguageModel>>,
-    turns: Mutex<VecDeque<(usize, Turn)>>,
+    /// The turns, the first answering answer 1.
+    turns: Vec<Turn>,
+    book: Arc<AnswerBook>,
     /// With recordings: their pacing.
     replay: Option<Arc<Replay>>,
     unavailable: bool,
@@ -58,11 +65,10 @@ impl ScriptedModel {
         script: ScriptName,
         spec: &ModelSpec,
         (replay, registered): (Option<&Arc<Replay>>, Option<Arc<dyn LanguageModel>>),
-        ids: Arc<SimIds>,
-        clock: Arc<VirtualClock>,
+        (ids, clock, book): (Arc<SimIds>, Arc<VirtualClock>, Arc<AnswerBook>),
         log: CallLog,
     ) -> ScriptedModel {
-        let turns: VecDeque<Turn> = match replay {
+        let turns: Vec<Turn> = match replay {
             Some(r) => r.recordings.iter().cloned().map(Turn::Recorded).collect(),
             None => spec
                 .turns
@@ -73,13 +79,8 @@ impl ScriptedModel {
         ScriptedModel {
             script,
             registered,
-            turns: Mutex::new(
-                turns
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, t)| (i + 1, t))
-                    .collect(),
-            ),
+            turns,
+            book,
             replay: replay.cloned(),
             unavailable: spec.unavailable,
             ids,
@@ -90,7 +91,13 @@ impl ScriptedModel {
 
     /// Scripted turns the run never used.
     pub fn unused_turns(&self) -> usize {
-        lock(&self.turns).len()
+        let used = self.book.used(&self.source()).len();
+        self.turns.len().saturating_sub(used)
+    }
+
+    /// The script's name in the answer book.
+    fn source(&self) -> String {
+        self.script.to_string()
     }
 
     pub fn script(&self) -> &ScriptName {
@@ -184,7 +191,9 @@ impl LanguageModel for ScriptedModel {
                 "model {model} is unavailable"
             ))));
         }
-        let Some((n, turn)) = lock(&self.turns).pop_front() else {
+        let call = (request.run_id.as_str(), request.step, request.attempt);
+        let given = self.book.answer(&self.source(), call, self.turns.len());
+        let Some((n, turn)) = given.map(|g| (g.n, &self.turns[g.n - 1])) else {
             self.record(request, Answer::Exhausted, None);
             return HookFuture::ready(Err(ModelError::Provider(format!(
                 "script {} exhausted: the model was called more often than the scenario scripts",
@@ -194,11 +203,11 @@ impl LanguageModel for ScriptedModel {
         match turn {
             Turn::Scripted(turn) => {
                 self.record(request, Answer::Turn(n), None);
-                HookFuture::new(self.play(*turn))
+                HookFuture::new(self.play((**turn).clone()))
             }
             Turn::Recorded(recording) => {
                 self.record(request, Answer::Turn(n), Some(recording.clone()));
-                HookFuture::new(self.replay(recording))
+                HookFuture::new(self.replay(recording.clone()))
             }
         }
     }
@@ -240,7 +249,12 @@ impl ScriptedProvider {
     /// The scenario's scripts: `[model]` and each `[models.NAME]`, replaying
     /// their recordings where they have some, each registered model built
     /// afresh (for this run, or this worker).
-    pub fn new(s: &Scenario, ids: &Arc<SimIds>, clock: &Arc<VirtualClock>) -> ScriptedProvider {
+    pub fn new(
+        s: &Scenario,
+        ids: &Arc<SimIds>,
+        clock: &Arc<VirtualClock>,
+        book: &Arc<AnswerBook>,
+    ) -> ScriptedProvider {
         let log = CallLog::default();
         let script = |name: ScriptName, spec| {
             let key = match &name {
@@ -250,7 +264,8 @@ impl ScriptedProvider {
             let replay = s.replays.get(&key);
             let built = s.registered.get(&key).map(|d| d.build(&name.to_string()));
             let answers = (replay, built);
-            ScriptedModel::new(name, spec, answers, ids.clone(), clock.clone(), log.clone())
+            let world = (ids.clone(), clock.clone(), book.clone());
+            ScriptedModel::new(name, spec, answers, world, log.clone())
         };
         ScriptedProvider {
             default: script(ScriptName::Default, &s.model),

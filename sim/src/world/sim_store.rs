@@ -7,9 +7,11 @@
 
 use std::sync::Arc;
 
+#[cfg(feature = "sqlite")]
+use pai_runtime::store::{Durability, SqliteConfig, SqliteStore};
 use pai_runtime::{
     Clock, MemoryStore, StoreError,
-    store::{Durability, SqliteConfig, SqliteError, SqliteStore, StoreReply, StoreRequest},
+    store::{StoreReply, StoreRequest},
 };
 
 /// Which store a simulated run uses.
@@ -59,19 +61,32 @@ impl std::str::FromStr for StoreKind {
 #[derive(Debug)]
 pub enum SimStore {
     Memory(MemoryStore),
+    #[cfg(feature = "sqlite")]
     Sqlite(SqliteStore),
 }
 
 impl SimStore {
-    /// A fresh, empty store whose leases expire by `clock` (none: never).
-    pub fn new(kind: StoreKind, clock: Option<Arc<dyn Clock>>) -> Result<SimStore, SqliteError> {
+    /// A fresh, empty store whose leases expire by `clock` (none: never);
+    /// SQLite only when pai-sim was built with its feature `sqlite` (on
+    /// by default for the binary).
+    pub fn new(kind: StoreKind, clock: Option<Arc<dyn Clock>>) -> Result<SimStore, String> {
         Ok(match kind {
             StoreKind::Memory => SimStore::Memory(MemoryStore::new(clock)),
+            #[cfg(feature = "sqlite")]
             StoreKind::Sqlite => {
                 let config = SqliteConfig::default()
                     .durability(Durability::Off)
                     .cached_threads(0);
-                SimStore::Sqlite(SqliteStore::in_memory(clock, config)?)
+                let store = SqliteStore::in_memory(clock, config).map_err(|e| e.to_string())?;
+                SimStore::Sqlite(store)
+            }
+            #[cfg(not(feature = "sqlite"))]
+            StoreKind::Sqlite => {
+                let _ = clock;
+                return Err(
+                    "this pai-sim was built without its `sqlite` feature (add `features = [\"sqlite\"]`)"
+                        .into(),
+                );
             }
         })
     }
@@ -80,8 +95,9 @@ impl SimStore {
     pub fn apply(&self, request: StoreRequest) -> Result<StoreReply, StoreError> {
         match self {
             SimStore::Memory(s) => s.apply(request),
-            #[cfg(test)]
+            #[cfg(all(test, feature = "sqlite"))]
             SimStore::Sqlite(s) if plant::on() => plant::apply(s, request),
+            #[cfg(feature = "sqlite")]
             SimStore::Sqlite(s) => s.apply(request),
         }
     }
@@ -91,7 +107,7 @@ impl SimStore {
 /// run's metadata back (it keeps what was there), yet answers as if it had.
 /// Only a differential run can see it. One thread's switch: Tokio runs a
 /// simulation on the test's own thread.
-#[cfg(test)]
+#[cfg(all(test, feature = "sqlite"))]
 pub(crate) mod plant {
     use std::cell::Cell;
 
@@ -113,7 +129,22 @@ pub(crate) mod plant {
         LOSE_RUN_METADATA.with(Cell::get)
     }
 
-    pub(super) fn apply(s: &SqliteStore, request: StoreRequest) -> Result<StoreReply, StoreError> {
+    pub(super) fn apply(
+        s: &SqliteStore,
+        mut request: StoreRequest,
+    ) -> Result<StoreReply, StoreError> {
+        // Metadata carried by a results' commit (K5) is dropped the same way.
+        if let StoreRequest::On {
+            op:
+                Op::Run {
+                    op: RunOp::Append { metadata, .. } | RunOp::CommitResumed { metadata, .. },
+                    ..
+                },
+            ..
+        } = &mut request
+        {
+            *metadata = None;
+        }
         let StoreRequest::On {
             thread,
             op:

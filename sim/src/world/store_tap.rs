@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 use super::commits::{CommitRecord, reported};
 use super::recorder::Recorder;
 use super::sim_store::SimStore;
+use crate::book::StoreWatch;
 
 /// What the thread held when the store took a request with an expectation.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,17 +86,24 @@ pub struct StoreTap {
     log: Mutex<TapLog>,
     recorder: Arc<Recorder>,
     ignore_expectations: bool,
+    /// What the world reads of the store as it goes (admissions, milestones).
+    watch: Arc<StoreWatch>,
 }
 
 impl StoreTap {
     /// A tap on `inner` (a fresh store whose leases never expire: what a
     /// one-process runtime makes for itself).
-    pub fn new(inner: SimStore, recorder: Arc<Recorder>, ignore_expectations: bool) -> StoreTap {
+    pub fn new(
+        inner: SimStore,
+        (recorder, watch): (Arc<Recorder>, Arc<StoreWatch>),
+        ignore_expectations: bool,
+    ) -> StoreTap {
         StoreTap {
             inner,
             log: Mutex::new(TapLog::default()),
             recorder,
             ignore_expectations,
+            watch,
         }
     }
 
@@ -107,7 +115,9 @@ impl StoreTap {
     fn apply(&self, request: StoreRequest) -> Result<StoreReply, pai_runtime::StoreError> {
         let name = request.name();
         let thread = request.thread().map(str::to_string);
+        let pending = StoreWatch::ask(&request);
         let reply = self.expecting(request);
+        self.watch.note(pending, &reply);
         if let Some((thread, version)) = reported(thread.as_deref(), &reply) {
             let record = CommitRecord {
                 from: "local".to_string(),

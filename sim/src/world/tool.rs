@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::hooks::SimMetadata;
 use crate::planted::PLANTED_PANIC;
-use crate::scenario::{Behaviour, OnOutputSpec, ToolDef};
+use crate::scenario::{Approval, Behaviour, OnOutputSpec, ToolDef};
 
 /// A tool's `on_output` handler (SPEC T6): counts outputs and keeps the
 /// last one in the run metadata, as the scenario says.
@@ -54,7 +54,7 @@ pub fn runtime_tool(def: &ToolDef) -> Arc<dyn Tool> {
                 name: def.name.clone(),
                 description: def.description.clone(),
             },
-            approval: def.approval,
+            approval: def.approval.clone(),
             latency_ms: def.latency_ms,
             inner: u.build(&def.name),
         }),
@@ -66,7 +66,7 @@ pub fn runtime_tool(def: &ToolDef) -> Arc<dyn Tool> {
 /// latency on the virtual clock, then the author's tool runs it.
 struct RegisteredTool {
     spec: ToolSpec,
-    approval: bool,
+    approval: Approval,
     latency_ms: u64,
     inner: Arc<dyn Tool>,
 }
@@ -78,9 +78,14 @@ impl Tool for RegisteredTool {
 
     fn kind(&self) -> ToolKind {
         match self.approval {
-            true => ToolKind::Approval,
-            false => ToolKind::Backend,
+            Approval::Always => ToolKind::Approval,
+            _ => ToolKind::Backend,
         }
+    }
+
+    /// The scenario's rule, or the author's tool's own (SPEC T7).
+    fn needs_approval(&self, input: &Value) -> bool {
+        self.approval.holds(input) || self.inner.needs_approval(input)
     }
 
     fn check_output(&self, output: &Value) -> Result<(), String> {
@@ -122,11 +127,16 @@ impl Tool for ScriptedTool {
     }
 
     fn kind(&self) -> ToolKind {
-        match (&self.def.behaviour, self.def.approval) {
+        match (&self.def.behaviour, &self.def.approval) {
             (Behaviour::Client, _) => ToolKind::Client,
-            (_, true) => ToolKind::Approval,
-            (_, false) => ToolKind::Backend,
+            (_, Approval::Always) => ToolKind::Approval,
+            _ => ToolKind::Backend,
         }
+    }
+
+    /// The scenario's rule, on this call's input (SPEC T7).
+    fn needs_approval(&self, input: &Value) -> bool {
+        self.def.approval.holds(input)
     }
 
     /// A submitted output must be an object with the `output_requires` fields.

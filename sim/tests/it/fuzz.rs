@@ -97,3 +97,31 @@ fn a_failure_shrinks_into_a_file_that_replays_it() {
     );
     assert_eq!(loaded.rules, vec!["L14".to_string()]);
 }
+
+/// A twin violation is a find like any other (issue 38): the planted
+/// `cancel_on_takeover` bug's scenario, judged as a fuzz case, fails with
+/// oracle `twin`, shrinks while the twin still fires, and the written file
+/// replays it.
+#[test]
+fn a_twin_violation_shrinks_into_a_file_that_replays_it() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/violations/twin_catches_a_takeover_that_ends_a_run_otherwise.toml");
+    let text = std::fs::read_to_string(&path).expect("the violation scenario");
+    let mut spec = ScenarioSpec::parse(&path, &text).expect("parses");
+    (spec.expect, spec.oracle) = (Default::default(), None);
+    let twin = Failure::Oracle(OracleId::Twin.into());
+    let judged = evaluate(&spec);
+    assert_eq!(judged.failure, Some(twin.clone()), "{}", judged.message);
+    let (shrunk, steps) = shrink(&spec, &twin, (12, StoreKind::Memory), &Default::default());
+    let dir = std::env::temp_dir().join(format!("pai-fuzz-twin-{}", std::process::id()));
+    let file = write_find(&dir, &shrunk, &twin, (7, 1, steps)).expect("written");
+    let loaded = Scenario::load(&file).expect("the written file loads");
+    let report = pai_sim::simulate(&loaded, loaded.seed).expect("runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        report.violations.iter().any(|v| v.oracle == OracleId::Twin),
+        "{}",
+        report.transcript
+    );
+    assert_eq!(loaded.rules, vec!["K3".to_string()]);
+}

@@ -155,7 +155,7 @@ fn a_registered_tool_computes_its_output_under_its_name() {
 #[test]
 fn a_registered_tool_with_approval_waits_and_runs_once_approved() {
     let (s, report) = run("a_registered_tool_waits_for_approval.toml");
-    assert!(s.agent.tools[0].approval);
+    assert_eq!(s.agent.tools[0].approval, pai_sim::Approval::Always);
     assert!(report.violations.is_empty(), "{:?}", report.violations);
     let t = &report.transcript;
     let waits = t.find("wait on [call1_").expect("the run waits");
@@ -213,7 +213,7 @@ fn a_registered_tools_own_kind_counts() {
     let s = h
         .parse("x.toml", &format!("{head}use = \"payout\"\n"))
         .unwrap();
-    assert!(s.agent.tools[0].approval);
+    assert_eq!(s.agent.tools[0].approval, pai_sim::Approval::Always);
     let e = h
         .parse("x.toml", &format!("{head}use = \"pick\"\n"))
         .unwrap_err();

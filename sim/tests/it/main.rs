@@ -3,10 +3,13 @@
 //! `cargo test -p pai-sim --test it props::`.
 
 mod browser;
+#[cfg(feature = "cli")]
 mod cli;
 mod common;
 mod fuzz;
 mod harness;
+mod harness_approval;
+mod harness_errors;
 mod harness_fuzz;
 mod harness_models;
 mod harness_tools;
@@ -15,4 +18,5 @@ mod module_graph;
 mod props;
 #[cfg(feature = "record")]
 mod record;
+#[cfg(feature = "cli")]
 mod show;

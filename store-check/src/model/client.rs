@@ -205,6 +205,8 @@ impl Model {
         th.metadata.clear();
         th.private_metadata.clear();
         th.steers.clear();
+        th.context.clear();
+        th.unentered.clear();
         th.lease.holder = None;
         th.lease.worker = None;
         th.lease.expires = None;
@@ -249,6 +251,7 @@ impl Model {
                     thread,
                     ReadOp::HasSteer {
                         run: run.clone().into(),
+                        before: None,
                     },
                 ),
                 StoreReply::Read(ReadReply::HasSteer(!th.steers.is_empty())),
@@ -277,6 +280,13 @@ impl Model {
             ),
         };
         let reply = self.reach(t, Some(&run)).map(|()| reply);
+        // K6: a cancelled current run's look for a steer says so.
+        if read == ReadPick::HasSteer
+            && reply.is_ok()
+            && let Err(e) = super::runs::closing_current(&self.threads[t], &run)
+        {
+            return Step::call(request, Err(e), "K6");
+        }
         Step::call(request, reply, "H5")
     }
 }

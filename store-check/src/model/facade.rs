@@ -144,7 +144,9 @@ impl Model {
             let th = &self.threads[t];
             bound_to(th, incarnation)?;
             match &writer {
-                Writer::Run { run, token } => super::runs::holding(th, run, *token),
+                // K2, then K6: a run a cancel reached mutates nothing.
+                Writer::Run { run, token } => super::runs::holding(th, run, *token)
+                    .and_then(|()| super::runs::closing_current(th, run)),
                 Writer::Trusted => Ok(()),
             }
         });
@@ -186,9 +188,18 @@ impl Model {
         let expect = self.expectation(t, expect);
         let new_run = self.fresh("r");
         let th = &self.threads[t];
-        let from = match th.messages.is_empty() {
-            true => "m-missing".into(),
-            false => th.messages[from as usize % th.messages.len()].id.clone(),
+        // Mostly a user message (R1 starts from one), sometimes any message
+        // (a regeneration from another is refused).
+        let users: Vec<&MessageId> = th
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .map(|m| &m.id)
+            .collect();
+        let from = match (from % 4 == 3, users.is_empty(), th.messages.is_empty()) {
+            (_, _, true) => "m-missing".into(),
+            (false, false, _) => users[from as usize % users.len()].clone(),
+            _ => th.messages[from as usize % th.messages.len()].id.clone(),
         };
         let request = StoreRequest::facade(
             th.id.clone(),
@@ -348,7 +359,9 @@ fn mutate_on(
 fn apply_write(th: &mut ThreadModel, write: Write, done: &mut Mutation) {
     match write {
         Write::Append(m) => {
-            done.appended.push(th.store(m).into());
+            let id = th.store(m);
+            th.enter([id.clone()]);
+            done.appended.push(id.into());
         }
         Write::Metadata { key, value } => set_key(&mut th.metadata, key, value),
         Write::PrivateMetadata { key, value } => set_key(&mut th.private_metadata, key, value),
@@ -377,8 +390,8 @@ fn set_key(map: &mut Map<String, Value>, key: String, value: Option<Value>) {
     };
 }
 
-/// R1: keep the messages through user message `from`, drop the rest, queue
-/// a new run from it; one commit. Refused while any run is owed the thread (K4).
+/// R1: drop what the model reads after user message `from` (`order.rs`),
+/// queue a new run from it; one commit. Refused while any run is owed the thread (K4).
 fn regenerate_on(
     th: &mut ThreadModel,
     from: &str,
@@ -388,17 +401,20 @@ fn regenerate_on(
 ) -> Result<Regeneration, Refusal> {
     expectation(th, expect)?;
     idle_for_rewrite(th, true)?;
-    let Some(at) = th.messages.iter().position(|m| m.id == from) else {
+    let Some(m) = th.messages.iter().find(|m| m.id == from) else {
         return Err(Refusal::NoMessage {
             message: from.into(),
         });
     };
-    if th.messages[at].role != Role::User {
+    if m.role != Role::User {
         return Err(Refusal::NotUserMessage {
             message: from.into(),
         });
     }
-    let removed: Vec<MessageId> = th.messages.drain(at + 1..).map(|m| m.id).collect();
+    // R1: what the model reads after `from` (M1), never a kept call's result.
+    let cut = th.cut(from);
+    th.forget(&cut);
+    let removed: Vec<MessageId> = cut.into_iter().map(MessageId::from).collect();
     let mut done = Mutation {
         version: th.version,
         incarnation: th.incarnation,

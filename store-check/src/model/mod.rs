@@ -9,6 +9,7 @@
 
 mod client;
 mod facade;
+mod order;
 mod runs;
 pub(crate) mod thread;
 
@@ -266,8 +267,10 @@ impl Model {
                 token,
                 messages,
                 step,
+                results,
+                metadata,
                 ..
-            } => self.append(t, *run, *token, *messages, *step),
+            } => self.append(t, (*run, *token), *messages, (*step, *results), *metadata),
             Op::SetRunMetadata {
                 run, token, value, ..
             } => self.set_run_metadata(t, *run, *token, *value),
@@ -280,7 +283,12 @@ impl Model {
                 early,
                 ..
             } => self.wait(t, *run, *token, approvals, *early),
-            Op::CommitResumed { run, token, .. } => self.commit_resumed(t, *run, *token),
+            Op::CommitResumed {
+                run,
+                token,
+                metadata,
+                ..
+            } => self.commit_resumed(t, *run, *token, *metadata),
             Op::Finish {
                 run,
                 token,

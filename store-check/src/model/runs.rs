@@ -4,9 +4,9 @@
 use pai_runtime::store::FencingToken;
 use pai_runtime::store::{AdminReply, RunOp, RunReply};
 use pai_runtime::{
-    Role, StoreError,
-    message::{Outcome, Producer},
-    store::{Finish, RunEnd, RunStatus, StoreReply, StoreRequest, WaitingCall},
+    Part, Role, StoreError,
+    message::{NewMessage, Outcome, Producer, ResultSource, ToolStatus},
+    store::{Finish, HandOver, RunEnd, RunStatus, StoreReply, StoreRequest, WaitingCall},
     tool::ToolKind,
 };
 use serde_json::Value;
@@ -64,6 +64,11 @@ impl Model {
         {
             return Step::call(request, Err(e), rule);
         }
+        // K6: a renewal closes nothing but keeps a cancelled run's lease
+        // (it says the cancel); a new episode is no way to end.
+        if let Err(e) = closing(&self.threads[t], &run, !next) {
+            return Step::call(request, Err(e), "K6");
+        }
         let th = &mut self.threads[t];
         th.touch(now);
         // H1: a renewal and a new episode are lease revisions: one commit each.
@@ -103,6 +108,19 @@ impl Model {
         }
     }
 
+    /// The fence, then K6: once a cancel reached `run`, the store takes
+    /// from it only what `closes` it.
+    fn fence_closing(
+        &self,
+        t: usize,
+        run: &str,
+        token: FencingToken,
+        closes: bool,
+    ) -> Result<(), (StoreError, bool)> {
+        self.fence(t, run, Some(token)).map_err(|e| (e, false))?;
+        closing(&self.threads[t], run, closes).map_err(|e| (e, true))
+    }
+
     /// The rule a run's write under `token` is judged by: `landed` when
     /// the token is the newest, else K2 (a stale write changes nothing).
     fn token_rule(&self, t: usize, token: FencingToken, landed: &'static str) -> &'static str {
@@ -113,20 +131,31 @@ impl Model {
         }
     }
 
+    /// A run's append; with `metadata`, tool results whose hooks' run
+    /// metadata lands in the same commit, one version (K5, H1).
     pub(super) fn append(
         &mut self,
         t: usize,
-        run: RunPick,
-        token: TokenPick,
+        (run, token): (RunPick, TokenPick),
         count: u8,
-        step: bool,
+        (step, results): (bool, bool),
+        metadata: Option<u8>,
     ) -> Step {
         let run = self.pick_run(t, run);
         let token = self.pick_token(t, token);
         let steps = self.threads[t].run(&run).map_or(0, |r| r.steps);
-        let messages: Vec<_> = (0..count.max(1))
-            .map(|_| self.message(Role::Assistant, Producer::Model, Some(&run), Some(steps)))
+        let (role, producer) = match results {
+            true => (Role::Tool, Producer::Tool),
+            false => (Role::Assistant, Producer::Model),
+        };
+        let mut messages: Vec<_> = (0..count.max(1))
+            .map(|_| self.message(role, producer, Some(&run), Some(steps)))
             .collect();
+        // A step's message calls a tool; a run's other writes answer its
+        // newest open call: pairs for a regeneration to keep together (R1).
+        let open = self.threads[t].open_call(&run);
+        tool_parts(&mut messages[0], step, open);
+        let metadata = metadata.map(results_metadata);
         let request = StoreRequest::run(
             self.threads[t].id.clone(),
             run.clone(),
@@ -134,24 +163,38 @@ impl Model {
             RunOp::Append {
                 messages: messages.clone(),
                 step: step.then_some(steps),
+                metadata: metadata.clone(),
             },
         );
-        let rule = self.token_rule(t, token, "H1");
-        if let Err(e) = self.fence(t, &run, Some(token)) {
-            return Step::call(request, Err(e), rule);
+        let rule = match metadata {
+            Some(_) => self.token_rule(t, token, "K5"),
+            None => self.token_rule(t, token, "H1"),
+        };
+        // K6: tool results without a step are a cancelled run's closing write.
+        if let Err((e, k6)) = self.fence_closing(t, &run, token, results && !step) {
+            return Step::call(request, Err(e), if k6 { "K6" } else { rule });
         }
         let now = self.now;
         let th = &mut self.threads[t];
+        let ids: Vec<String> = messages.iter().map(|m| m.id.to_string()).collect();
         let (version, first_seq) = th.append(messages);
-        if let (true, Some(r)) = (step, th.run_mut(&run)) {
-            r.steps += 1;
+        th.enter(ids);
+        if let Some(r) = th.run_mut(&run) {
+            r.metadata = metadata.or(r.metadata.take());
+            r.steps += u32::from(step);
         }
         th.touch(now);
+        let cancel_requested = th.cancel_requested(&run);
         let reply = StoreReply::Run(RunReply::Appended(pai_runtime::store::Appended {
             version,
             first_seq,
+            cancel_requested,
         }));
-        Step::call(request, Ok(reply), rule)
+        Step::call(
+            request,
+            Ok(reply),
+            if cancel_requested { "K6" } else { rule },
+        )
     }
 
     pub(super) fn set_run_metadata(
@@ -173,8 +216,8 @@ impl Model {
             },
         );
         let rule = self.token_rule(t, token, "H1");
-        if let Err(e) = self.fence(t, &run, Some(token)) {
-            return Step::call(request, Err(e), rule);
+        if let Err((e, k6)) = self.fence_closing(t, &run, token, false) {
+            return Step::call(request, Err(e), if k6 { "K6" } else { rule });
         }
         let now = self.now;
         let th = &mut self.threads[t];
@@ -204,12 +247,17 @@ impl Model {
             RunOp::TakeSteer,
         );
         let rule = self.token_rule(t, token, "A4");
-        if let Err(e) = self.fence(t, &run, Some(token)) {
-            return Step::call(request, Err(e), rule);
+        if let Err((e, k6)) = self.fence_closing(t, &run, token, false) {
+            return Step::call(request, Err(e), if k6 { "K6" } else { rule });
         }
         let th = &mut self.threads[t];
         // MemoryStore extends the lease only on commits; taking a steer is none.
-        th.steers.clear();
+        let taken = std::mem::take(&mut th.steers);
+        th.enter(taken);
+        // K3: the step's transition took a steer; a taker goes on with it.
+        if let Some(r) = th.run_mut(&run) {
+            r.handed_over_by(HandOver::Steer);
+        }
         Step::call(request, Ok(StoreReply::Run(RunReply::SteerTaken)), rule)
     }
 
@@ -301,8 +349,10 @@ impl Model {
         };
         let request = StoreRequest::run(self.threads[t].id.clone(), run.clone(), token, op);
         let rule = self.token_rule(t, token, if early { "T9" } else { "T7" });
-        if let Err(e) = self.fence(t, &run, Some(token)) {
-            return Step::call(request, Err(e), rule);
+        // K6: a cancelled run's calls are never made answerable; its wait
+        // is answered below (refused: it must end).
+        if let Err((e, k6)) = self.fence_closing(t, &run, token, !early) {
+            return Step::call(request, Err(e), if k6 { "K6" } else { rule });
         }
         let now = self.now;
         let th = &mut self.threads[t];
@@ -330,26 +380,39 @@ impl Model {
         r.status = RunStatus::Waiting;
         r.waiting = calls.clone();
         r.calls_closed = false;
+        r.handed_over_by(HandOver::Wait);
         th.release(&run);
         th.commit();
         let reply = StoreReply::Run(RunReply::Waited(Some((calls, th.version))));
         Step::call(request, Ok(reply), rule)
     }
 
-    pub(super) fn commit_resumed(&mut self, t: usize, run: RunPick, token: TokenPick) -> Step {
+    /// A resumed run's results; with `metadata`, the run metadata their
+    /// hooks wrote lands in the same commit (K5).
+    pub(super) fn commit_resumed(
+        &mut self,
+        t: usize,
+        run: RunPick,
+        token: TokenPick,
+        metadata: Option<u8>,
+    ) -> Step {
         let run = self.pick_run(t, run);
         let token = self.pick_token(t, token);
         if !self.drives(t, &run, Some(token), true) {
             return Step::skip("resume commit of a run that is not running");
         }
         let steps = self.threads[t].run(&run).map_or(0, |r| r.steps);
-        let messages = vec![self.message(Role::Tool, Producer::Tool, Some(&run), Some(steps))];
+        let mut messages = vec![self.message(Role::Tool, Producer::Tool, Some(&run), Some(steps))];
+        let open = self.threads[t].open_call(&run);
+        tool_parts(&mut messages[0], false, open);
+        let metadata = metadata.map(results_metadata);
         let request = StoreRequest::run(
             self.threads[t].id.clone(),
             run.clone(),
             token,
             RunOp::CommitResumed {
                 messages: messages.clone(),
+                metadata: metadata.clone(),
             },
         );
         let rule = self.token_rule(t, token, "T9");
@@ -358,16 +421,26 @@ impl Model {
         }
         let now = self.now;
         let th = &mut self.threads[t];
+        let ids: Vec<String> = messages.iter().map(|m| m.id.to_string()).collect();
         let (version, first_seq) = th.append(messages);
+        th.enter(ids);
         if let Some(r) = th.run_mut(&run) {
             r.waiting.clear();
+            r.metadata = metadata.or(r.metadata.take());
         }
         th.touch(now);
+        // K6: a cancelled run's closing results are taken, and say so.
+        let cancel_requested = th.cancel_requested(&run);
         let reply = StoreReply::Run(RunReply::Appended(pai_runtime::store::Appended {
             version,
             first_seq,
+            cancel_requested,
         }));
-        Step::call(request, Ok(reply), rule)
+        Step::call(
+            request,
+            Ok(reply),
+            if cancel_requested { "K6" } else { rule },
+        )
     }
 
     pub(super) fn finish(
@@ -442,6 +515,10 @@ fn finish_on(
     th.commit();
     let steers = std::mem::take(&mut th.steers);
     let admitted = steers.last().cloned().zip(next_run).map(|(steer, next)| {
+        // Every leftover steer enters with the run the newest starts (M1).
+        for s in &steers {
+            th.hold_for(s, &next);
+        }
         th.admit(&next, &steer);
         (next.into(), steer.into())
     });
@@ -516,15 +593,68 @@ fn claim_on(
     let resumed = r.status != RunStatus::Queued;
     r.status = RunStatus::Running;
     r.episodes += 1;
+    let (cancel_requested, episode, steps) = (r.cancel_requested, r.episodes, r.steps);
+    if !resumed {
+        th.enter_claimed(&run);
+    }
     Some(ClaimExpect {
         thread: t,
         run,
         resumed,
-        cancel_requested: r.cancel_requested,
-        episode: r.episodes,
-        steps: r.steps,
+        cancel_requested,
+        episode,
+        steps,
         takeover,
         floor,
         version,
     })
+}
+
+/// K6: once a client's cancel reached `run`, the store takes from its
+/// holder only what closes the run (`closes`: a renewal, its calls closed,
+/// tool results without a step, the results of calls it gives up, a wait,
+/// which it refuses, and its end); anything else is refused, changing
+/// nothing, with the word that the run was cancelled.
+pub(super) fn closing(th: &ThreadModel, run: &str, closes: bool) -> Result<(), StoreError> {
+    match th.cancel_requested(run) && !closes {
+        true => Err(StoreError::Cancelled { run: run.into() }),
+        false => Ok(()),
+    }
+}
+
+/// K6: a write of `run` that is not one of its own lease requests (its
+/// facade mutation) or its step's look for a steer is refused once a
+/// cancel reached it while it is the thread's current run.
+pub(super) fn closing_current(th: &ThreadModel, run: &str) -> Result<(), StoreError> {
+    match th.current().as_deref() == Some(run) {
+        true => closing(th, run, false),
+        false => Ok(()),
+    }
+}
+
+/// Gives a run's message a tool part: a step's message calls a tool of its
+/// own id; another message answers the run's newest open call, if any.
+fn tool_parts(m: &mut NewMessage, step: bool, open: Option<(String, String)>) {
+    let part = match (step, open) {
+        (true, _) => Part::ToolCall {
+            call_id: format!("call-{}", m.id).into(),
+            tool: "lookup".into(),
+            input: serde_json::json!({}),
+        },
+        (false, Some((call_id, tool))) => Part::ToolResult {
+            call_id: call_id.into(),
+            tool,
+            status: ToolStatus::Output,
+            source: ResultSource::Tool,
+            output: serde_json::json!("found"),
+        },
+        (false, None) => return,
+    };
+    m.parts.push(part);
+}
+
+/// The run metadata a model's results commit carries for pick `v`: what
+/// hooks wrote about those results (SPEC K5).
+fn results_metadata(v: u8) -> serde_json::Value {
+    serde_json::json!({ "results": v })
 }

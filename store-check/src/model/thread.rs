@@ -9,7 +9,7 @@ use pai_runtime::store::FencingToken;
 use pai_runtime::{
     Message, StoreError,
     message::{NewMessage, Outcome},
-    store::{RunStatus, WaitingCall},
+    store::{HandOver, HandedOver, RunStatus, WaitingCall},
 };
 use serde_json::{Map, Value};
 
@@ -40,6 +40,9 @@ pub(crate) struct RunModel {
     pub(crate) cancel_requested: bool,
     /// The run gave its answerable calls up (A3, T9): answers are refused.
     pub(crate) calls_closed: bool,
+    /// K3: the last step whose transition the store saw, and what it was:
+    /// a steer the step took (A4), or a wait (T7). A taker goes on from it.
+    pub(crate) handed_over: Option<HandedOver>,
 }
 
 impl RunModel {
@@ -56,6 +59,18 @@ impl RunModel {
             waiting: Vec::new(),
             cancel_requested: false,
             calls_closed: false,
+            handed_over: None,
+        }
+    }
+
+    /// K3: the transition of the run's newest committed step was `how`
+    /// (nothing to record before its first step).
+    pub(crate) fn handed_over_by(&mut self, how: HandOver) {
+        if self.steps > 0 {
+            self.handed_over = Some(HandedOver {
+                step: self.steps - 1,
+                how,
+            });
         }
     }
 
@@ -123,6 +138,11 @@ pub(crate) struct ThreadModel {
     pub(crate) steers: Vec<String>,
     /// Runs of deleted incarnations, with their incarnation (H5).
     pub(crate) retired: Vec<(String, u64)>,
+    /// Message ids in the order they entered the context (M1, `order.rs`).
+    pub(crate) context: Vec<String>,
+    /// Messages stored that no context took yet, each with the run whose
+    /// first claim lets it in (K1, M1).
+    pub(crate) unentered: Vec<(String, String)>,
 }
 
 impl ThreadModel {
@@ -144,6 +164,8 @@ impl ThreadModel {
             },
             steers: Vec::new(),
             retired: Vec::new(),
+            context: Vec::new(),
+            unentered: Vec::new(),
         }
     }
 
@@ -208,9 +230,11 @@ impl ThreadModel {
         (self.commit(), first)
     }
 
-    /// K1: a new run queues behind the others.
+    /// K1: a new run queues behind the others; its trigger enters a
+    /// context when the run is first claimed (M1).
     pub(crate) fn admit(&mut self, run: &str, trigger: &str) {
         self.runs.push(RunModel::queued(run, trigger));
+        self.hold_for(trigger, run);
     }
 
     /// The run being driven now: running or waiting.

@@ -7,12 +7,15 @@ use std::sync::Arc;
 use pai_runtime::store::AdminOp;
 use pai_runtime::store::FencingToken;
 use pai_runtime::{
-    Clock, HookFuture, MemoryStore, Store,
-    store::{AdminReply, Expect, FacadeOp, RunOp, StoreFuture, StoreReply, StoreRequest},
+    Clock, HookFuture, MemoryStore, Store, StoreError,
+    store::{
+        AdminReply, Appended, Expect, FacadeOp, FacadeReply, RunOp, RunReply, StoreFuture,
+        StoreReply, StoreRequest, Write, Writer,
+    },
 };
 use pai_store_check::{
-    Config, ExpectPick, Failure, IncarnationPick, Op, RunPick, TokenPick, WritePick, WriterPick,
-    check_store, replay,
+    CancelPick, Config, ExpectPick, Failure, IncarnationPick, Op, RunPick, TokenPick, WritePick,
+    WriterPick, check_store, replay,
 };
 
 /// Lets every `Append` land: its token is replaced by the thread's newest.
@@ -57,6 +60,49 @@ impl Store for IgnoresVersions {
             *expect = Expect::Nothing;
         }
         self.0.call(request)
+    }
+}
+
+/// Takes a cancelled run's model step as the store did before K6 was
+/// sharpened: an `Append` of a step the store refuses because the run was
+/// cancelled lands anyway (as a trusted append), answered as appended.
+struct TakesCancelledSteps(MemoryStore);
+
+impl Store for TakesCancelledSteps {
+    fn call(&self, request: StoreRequest) -> StoreFuture<'_> {
+        let answer = self.0.apply(request.clone());
+        let (Err(StoreError::Cancelled { .. }), Some(thread)) = (&answer, request.thread()) else {
+            return HookFuture::ready(answer);
+        };
+        let Some(pai_runtime::store::Op::Run {
+            op:
+                RunOp::Append {
+                    messages,
+                    step: Some(_),
+                    ..
+                },
+            ..
+        }) = request.op()
+        else {
+            return HookFuture::ready(answer);
+        };
+        let write = FacadeOp::Mutate {
+            incarnation: None,
+            writer: Writer::Trusted,
+            expect: Expect::Nothing,
+            writes: messages.iter().cloned().map(Write::Append).collect(),
+        };
+        let landed = match self.0.apply(StoreRequest::facade(thread, write)) {
+            Ok(StoreReply::Facade(FacadeReply::Mutated(Ok(done)))) => {
+                Ok(StoreReply::Run(RunReply::Appended(Appended {
+                    version: done.version,
+                    first_seq: 0,
+                    cancel_requested: false,
+                })))
+            }
+            _ => answer,
+        };
+        HookFuture::ready(landed)
     }
 }
 
@@ -115,6 +161,29 @@ fn stale_append() -> Vec<Op> {
             token: TokenPick::Stale(0),
             messages: 1,
             step: true,
+            results: false,
+            metadata: None,
+        },
+    ]
+}
+
+/// A run cancelled while it works, then its holder commits a model step.
+fn cancelled_step() -> Vec<Op> {
+    vec![
+        submit(),
+        claim(0),
+        Op::Cancel {
+            thread: 0,
+            target: CancelPick::Current,
+        },
+        Op::Append {
+            thread: 0,
+            run: RunPick::Holder,
+            token: TokenPick::Current,
+            messages: 1,
+            step: true,
+            results: false,
+            metadata: None,
         },
     ]
 }
@@ -168,6 +237,17 @@ fn h3_a_store_that_ignores_version_expectations_fails() {
     let failure = expect_rule(replay(make, &stale_version(), &config(1)), "H3");
     assert!(failure.expected.contains("Conflict"), "{failure}");
     expect_rule(check_store(make, &config(512)), "H3");
+}
+
+/// K6: a store that takes a model step from a run a cancel reached
+/// (the holder heard of the cancel only at its next renewal) fails, on the
+/// written sequence and on generated ones.
+#[test]
+fn k6_a_store_that_takes_a_cancelled_run_s_step_fails() {
+    let make = |clock: Arc<dyn Clock>| TakesCancelledSteps(MemoryStore::new(Some(clock)));
+    let failure = expect_rule(replay(make, &cancelled_step(), &config(1)), "K6");
+    assert!(failure.expected.contains("Cancelled"), "{failure}");
+    expect_rule(check_store(make, &config(512)), "K6");
 }
 
 /// A store whose every answer is pending at first, answered by a task on

@@ -91,6 +91,7 @@ fn k2_an_ended_run_cannot_write_or_wait() {
         RunOp::Append {
             messages: vec![message("late", Role::Assistant, None)],
             step: None,
+            metadata: None,
         },
     );
     assert!(matches!(

@@ -347,7 +347,11 @@ fn run_append(store: &MemoryStore, model: &mut Model) -> Result<(), TestCaseErro
     if let Some((run, token)) = model.lease.clone() {
         let message = model.message(Role::Assistant, Some(&run));
         let (messages, step) = (vec![message], Some(0));
-        let append = RunOp::Append { messages, step };
+        let append = RunOp::Append {
+            messages,
+            step,
+            metadata: None,
+        };
         let reply = store.apply(StoreRequest::run(THREAD, run, token, append));
         let version = match reply {
             Ok(StoreReply::Run(RunReply::Appended(a))) => a.version,

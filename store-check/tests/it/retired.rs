@@ -54,6 +54,7 @@ fn old_incarnation_is_refused(apply: &Apply<'_>) {
     let late = RunOp::Append {
         messages: vec![message("late", Role::Assistant, Some(&run))],
         step: None,
+        metadata: None,
     };
     let append = apply(StoreRequest::run("t1", run.clone(), token, late));
     assert!(deleted(&append), "{append:?}");

@@ -6,4 +6,5 @@
 mod broken;
 mod fuzz;
 mod harness;
+mod off_by_one;
 mod scenarios;

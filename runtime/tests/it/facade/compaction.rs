@@ -327,3 +327,36 @@ async fn c1_regeneration_behind_the_cursor_resets_it() {
         "no summary of removed history"
     );
 }
+
+/// SPEC C3, S3: a summary passes the run's canonical transforms before it
+/// is stored or used: with a redactor installed, a secret the summary
+/// model repeats is masked in the stored record and in the context the
+/// next step is sent.
+#[tokio::test(start_paused = true)]
+async fn c3_a_summary_is_redacted_before_it_is_stored_or_sent() {
+    let summaries = ScriptedModel::by(|_, n| Turn::text(format!("S{} key sk-Live9", n + 1)));
+    let compaction = Compaction::new(3, 1, summaries.clone());
+    let pattern = pai_runtime::text::Pattern::parse("sk-[A-Za-z0-9]+").unwrap();
+    let redact = common::redact(vec![pattern], "[hidden]");
+    let s = facade_setup(vec![Box::new(compaction), Box::new(redact)])
+        .store(Arc::new(MemoryStore::default()))
+        .build();
+    let third = converse(&s, &["one", "two", "three"]).await.remove(2);
+    assert_eq!(summaries.calls(), 1);
+    let stored = s.rt.inspect("t1").await.unwrap().unwrap();
+    let summary = stored
+        .messages
+        .iter()
+        .find(|m| m.pai.producer == Producer::Compaction)
+        .unwrap();
+    assert_eq!(summary.text(), "S1 key [hidden]");
+    let sent = context_of(&s, &third.run_id);
+    assert_eq!(
+        sent[0],
+        (
+            Role::System,
+            "Summary of the earlier conversation: S1 key [hidden]".to_string()
+        )
+    );
+    assert!(!format!("{sent:?}").contains("sk-Live9"));
+}

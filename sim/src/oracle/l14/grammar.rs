@@ -59,17 +59,43 @@ pub(super) enum State {
     Lost,
     /// Another worker took the run over (K3): a resumed episode follows.
     TakenOver,
-    /// A takeover's calls of the last committed step without a committed
-    /// result run again (K5): their policy, then their results.
-    OrphanPolicy,
-    OrphanAwaited,
-    OrphanTools,
-    /// The rerun calls' results are committed; the episode goes on as a
-    /// resumed one does, or waits if some of them wait for a client.
-    OrphansDone,
+    /// A takeover settles the last committed step before anything else
+    /// (K3): the policy for its calls without a committed result and no
+    /// decision recorded (`TakerPolicy`), those made answerable
+    /// (`TakerAwaited`), the calls' results (`TakerTools`, `TakerResults`:
+    /// rerun calls, K5, and calls whose committed answer resolves them,
+    /// T9), then its `after_step` asked again (`Settled`) and pending calls
+    /// given up (`SettleGivingUp`, `SettledGaveUp`).
+    TakerPolicy,
+    TakerAwaited,
+    TakerTools,
+    TakerResults,
+    Settled(Goes),
+    SettleGivingUp(Goes),
+    SettledGaveUp(Goes),
     Ended,
     /// A violation was reported; later events of the run are not checked.
     Broken,
+}
+
+/// Where a step's transition takes the run: it waits, goes on, or ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Goes {
+    Wait,
+    On,
+    End,
+}
+
+impl Goes {
+    fn of(transition: &Transition) -> Goes {
+        match transition {
+            Transition::Wait => Goes::Wait,
+            Transition::NextStep | Transition::Steer => Goes::On,
+            Transition::Complete { .. }
+            | Transition::Aborted { .. }
+            | Transition::Refused { .. } => Goes::End,
+        }
+    }
 }
 
 /// A result event: a tool started or ended, or `after_tool_result` ran.
@@ -140,22 +166,47 @@ fn cancel_close(state: State, resumed: bool, kind: &EventKind) -> Option<Option<
     })
 }
 
-/// What a takeover's episode may do beyond a resumed one's: begin a step
-/// at once, run the last step's calls that have no committed result, end
-/// at the step limit, or respond without waiting calls to give up.
+/// What a takeover's episode does before (or instead of) a resumed
+/// one's `prepare_run` (K3): it settles the last committed step (the calls
+/// without a committed result, the step's `after_step` asked again unless
+/// the store recorded its transition, pending calls given up), then ends,
+/// waits, or goes on with `prepare_run` (or a response) and its steps. A
+/// last step that waited and was resumed since goes on as a resumed
+/// episode (`prepare_run`, the answered calls' results); one whose
+/// response is committed just ends. `None`: not a takeover's move.
 pub(super) fn after_takeover(state: State, kind: &EventKind) -> Option<State> {
     use State::*;
+    let on = |s: State| {
+        matches!(
+            s,
+            Settled(Goes::On) | SettledGaveUp(Goes::On) | TakerResults
+        )
+    };
     Some(match (state, kind) {
+        (Leased | TakerPolicy, EventKind::BeforeToolCall { .. }) => TakerPolicy,
+        (TakerPolicy, EventKind::Awaiting { .. }) => TakerAwaited,
+        (Leased | TakerPolicy | TakerAwaited | TakerTools, k) if result_event(k) => TakerTools,
+        (TakerTools, EventKind::CommitToolResults { .. }) => TakerResults,
+        (
+            Leased | TakerPolicy | TakerAwaited | TakerResults,
+            EventKind::AfterStep { transition, .. },
+        ) => Settled(Goes::of(transition)),
+        (Settled(Goes::Wait), EventKind::Waiting { .. }) => Waiting,
+        (Settled(goes) | SettleGivingUp(goes), k) if given_result(k) => SettleGivingUp(goes),
+        (SettleGivingUp(goes), EventKind::CommitToolResults { .. }) => SettledGaveUp(goes),
+        (s, EventKind::PrepareRun { .. }) if on(s) => Ready,
+        (s, EventKind::Respond { .. }) if on(s) => Responded,
+        (Leased, EventKind::Respond { .. }) => Responded,
+        (
+            Leased | Settled(Goes::End) | SettledGaveUp(Goes::End),
+            EventKind::LeaseReleased { .. },
+        ) => Released,
+        // A cancelled run taken over: its open calls closed, it is cancelled.
+        (TakerResults, EventKind::Cancelled { .. }) => Closed,
+        // A resumed episode's prepare_run; nothing to resolve: a step, or
+        // the step limit.
         (Resuming, EventKind::ResolveModelContext { .. }) => Resolved,
         (Resuming, EventKind::LeaseReleased { .. }) => Released,
-        (Leased, EventKind::Respond { .. }) => Responded,
-        (Resuming | OrphanPolicy, EventKind::BeforeToolCall { .. }) => OrphanPolicy,
-        (OrphanPolicy, EventKind::Awaiting { .. }) => OrphanAwaited,
-        (OrphanPolicy | OrphanAwaited | OrphanTools, k) if result_event(k) => OrphanTools,
-        (OrphanTools, EventKind::CommitToolResults { .. }) => OrphansDone,
-        (OrphansDone, EventKind::ResolveModelContext { .. }) => Resolved,
-        (OrphansDone, EventKind::LeaseReleased { .. }) => Released,
-        (OrphanPolicy | OrphanAwaited | OrphansDone, EventKind::Waiting { .. }) => Waiting,
         _ => return None,
     })
 }

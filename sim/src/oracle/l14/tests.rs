@@ -87,6 +87,7 @@ fn commit_results(step: u32) -> EventKind {
         step,
         message: "tm".into(),
         version: 1,
+        metadata: false,
     }
 }
 
@@ -469,4 +470,113 @@ fn l14_no_lease_after_the_delete_that_ended_the_episode() {
     let found = check(&events, false, None, &[]);
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].message.contains("after the delete"));
+}
+
+/// A run among workers whose holder committed step 0 (one backend call)
+/// and was cut off before the call's result; a taker settles step 0 first
+/// (K3): the call's policy and result, `after_step`, then, since the step
+/// goes on, `prepare_run` and step 1.
+fn taken_over_run() -> Vec<EventKind> {
+    let mut k = vec![
+        EventKind::Admitted {
+            trigger: "u".into(),
+        },
+        lease(),
+        prepare_run(false),
+    ];
+    k.extend(step_events(0, 1));
+    k.push(before_tool_call(0, "c"));
+    k.push(EventKind::TakenOver {
+        from: Some("w1".into()),
+        stale_token: 1.into(),
+        expired_at: 300,
+        next_step: 1,
+    });
+    k.push(lease());
+    k.push(before_tool_call(0, "c"));
+    k.extend(result(0, "c"));
+    k.push(commit_results(0));
+    k.push(after_step(0, Transition::NextStep));
+    k.push(prepare_run(true));
+    k.extend(step_events(1, 0));
+    k.push(after_step(1, Transition::Complete { reason: None }));
+    k.extend(released_and_ended());
+    k
+}
+
+fn before_tool_call(step: u32, call: &str) -> EventKind {
+    EventKind::BeforeToolCall {
+        step,
+        call_id: call.into(),
+        tool: "x".into(),
+        decision: pai_runtime::hook::ToolCallDecision::Continue,
+    }
+}
+
+fn released_and_ended() -> [EventKind; 2] {
+    [
+        EventKind::LeaseReleased { episode: 2 },
+        EventKind::Ended {
+            version: None,
+            status: RunStatus::Completed,
+            outcome: pai_runtime::message::Outcome::Completed,
+            reason: None,
+        },
+    ]
+}
+
+fn judge_among_workers(kinds: Vec<EventKind>) -> Vec<Violation> {
+    let events: Vec<Event> = kinds.into_iter().map(ev).collect();
+    check(&events, false, Some(&[]), &[])
+}
+
+/// SPEC §1, K3: a taker settles the last committed step before anything
+/// else; `prepare_run` comes only when that step's transition goes on, and
+/// a step only after it.
+#[test]
+fn l14_a_taker_settles_the_last_step_before_prepare_run() {
+    assert_eq!(judge_among_workers(taken_over_run()), vec![]);
+    let taken = taken_over_run();
+    let at = |name: &str, nth: usize| {
+        let mut found = taken.iter().enumerate().filter(|(_, e)| e.name() == name);
+        found.nth(nth).map_or(0, |(i, _)| i)
+    };
+    // The taker's prepare_run before the last step's calls (before the fix).
+    let mut k = taken.clone();
+    let prepare = k.remove(at("prepare_run", 1));
+    k.insert(at("lease_acquired", 1) + 1, prepare);
+    assert_eq!(judge_among_workers(k).len(), 1, "policy after prepare_run");
+    // A step right after the taker's after_step, without prepare_run.
+    let mut k = taken.clone();
+    k.remove(at("prepare_run", 1));
+    assert_eq!(
+        judge_among_workers(k).len(),
+        1,
+        "a step without prepare_run"
+    );
+    // prepare_run after a transition that ended the run.
+    let mut k = taken.clone();
+    k[at("after_step", 0)] = after_step(0, Transition::Complete { reason: None });
+    assert_eq!(judge_among_workers(k).len(), 1, "prepare_run after the end");
+    // ... which ends there instead.
+    let mut k = taken.clone();
+    k[at("after_step", 0)] = after_step(0, Transition::Complete { reason: None });
+    k.truncate(at("after_step", 0) + 1);
+    k.extend(released_and_ended());
+    assert_eq!(judge_among_workers(k), vec![]);
+}
+
+/// SPEC §1, K3, T9: a taker's call whose answer is committed takes it
+/// without `before_tool_call`; with a steer the step took on record, no
+/// `after_step` comes before `prepare_run`.
+#[test]
+fn l14_a_taker_may_resolve_recorded_calls_and_go_on_without_after_step() {
+    let mut k = taken_over_run();
+    let lease_at = k.iter().rposition(|e| e.name() == "lease_acquired");
+    let lease_at = lease_at.unwrap_or(0);
+    k.remove(lease_at + 1);
+    assert_eq!(judge_among_workers(k.clone()), vec![]);
+    let after = k.iter().position(|e| e.name() == "after_step").unwrap_or(0);
+    k.remove(after);
+    assert_eq!(judge_among_workers(k), vec![]);
 }

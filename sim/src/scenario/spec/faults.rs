@@ -12,7 +12,8 @@ use pai_runtime::event::EventName;
 /// by kind and counted from 1 in log order (`nth`), so a fault means the
 /// same under every seed. With `[[workers]]`, faults also happen to the
 /// system at virtual times (`crash`, `partition`, `hold`, `pause`), and two
-/// plant a bug in the store (`accept_stale`, `refuse_takeover`); without
+/// plant a bug in the store (`accept_stale`, `refuse_takeover`,
+/// `cancel_on_takeover`); without
 /// workers, `ignore_expectations` plants one in the one-process store.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -247,6 +248,12 @@ pub enum FaultSpec {
     /// A planted store bug: the store never lets a worker take over a run
     /// whose lease expired (SPEC K3 needs it).
     RefuseTakeover,
+    /// A planted store bug: a claim that takes a run over from a holder
+    /// whose lease expired tells the taker the run was cancelled, though
+    /// no client cancelled it (SPEC K3: the taker continues from the last
+    /// committed step). Only a takeover meets it, so only a run with
+    /// runtime faults ends otherwise than its fault-free twin.
+    CancelOnTakeover,
     /// A planted store bug (one process only): the store commits every
     /// mutation and regeneration as if it expected nothing (SPEC H3 forbids it).
     IgnoreExpectations,
@@ -271,6 +278,7 @@ impl FaultSpec {
                 | FaultSpec::Pause { .. }
                 | FaultSpec::AcceptStale
                 | FaultSpec::RefuseTakeover
+                | FaultSpec::CancelOnTakeover
         )
     }
 }

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::names::OracleId;
+use super::names::OracleRef;
 
 mod cluster;
 mod facade;
@@ -24,8 +24,10 @@ pub use facade::{ExpectSpec, MutateSpec, VisibilitySpec};
 pub use faults::{FaultSpec, RequestAt};
 pub use lifecycle::{LifecycleEntry, UseSpec};
 pub use model::{ModelSpec, ReplayFormat, RequestExpect, ToolCallSpec, TurnSpec};
-pub use timeline::{CallRef, CancelRun, CancelSpec, DenySpec, SubmitSpec, TimelineEntry};
-pub use tool::{OnOutputSpec, ToolEntry, ToolSpec, UseToolSpec};
+pub use timeline::{
+    AfterEvent, AfterSpec, CallRef, CancelRun, CancelSpec, DenySpec, SubmitSpec, TimelineEntry,
+};
+pub use tool::{ApprovalSpec, OnOutputSpec, ToolEntry, ToolSpec, UseToolSpec, WhenSpec};
 
 /// What a scenario run must show (SPEC D5).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -90,9 +92,10 @@ pub struct ScenarioSpec {
     #[serde(default, skip_serializing_if = "Expect::is_pass")]
     #[schemars(extend("default" = Expect::Pass))]
     pub expect: Expect,
-    /// With `expect = "violation"`: the oracle that must report it.
+    /// With `expect = "violation"`: the oracle that must report it (a
+    /// built-in one, or one the harness registered).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub oracle: Option<OracleId>,
+    pub oracle: Option<OracleRef>,
     /// The agent under test.
     #[serde(default, skip_serializing_if = "AgentSpec::is_default")]
     pub agent: AgentSpec,
@@ -202,6 +205,11 @@ pub struct AgentSpec {
     /// (checked by the loader).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolEntry>,
+    /// Tools the scripts call on purpose though the agent does not have
+    /// them (each such call gets a typed unknown-tool error): without this,
+    /// a script's call of a tool the agent lacks is a load warning.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown_tools: Vec<String>,
 }
 
 impl AgentSpec {
@@ -220,6 +228,7 @@ impl Default for AgentSpec {
             instructions: String::new(),
             max_steps: default_max_steps(),
             tools: Vec::new(),
+            unknown_tools: Vec::new(),
         }
     }
 }

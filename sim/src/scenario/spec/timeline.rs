@@ -7,7 +7,8 @@ use serde_json::Value;
 
 use crate::hooks::TransformSpec;
 
-/// One client action at a virtual time. Exactly one of `send`, `steer`,
+/// One client action at a virtual time (`at`), or right after a moment of
+/// a run's life (`after`). Exactly one of `send`, `steer`,
 /// `cancel`, `watch`, `approve`, `deny`, `submit_result`,
 /// `expect_waiting`, or of the trusted writer's `read_thread`, `mutate`,
 /// `delete_thread`, `create_thread`, `regenerate`, `set_visibility` and
@@ -20,6 +21,13 @@ pub struct TimelineEntry {
     #[serde(default, skip_serializing_if = "crate::defaults::is_zero")]
     #[schemars(extend("default" = 0))]
     pub at: u64,
+    /// Instead of `at`: act right after this moment of a run of the
+    /// entry's thread, as the store applied it (a step committed, a wait,
+    /// an end), however long the run took to get there. Entries are played
+    /// in order: one placed `after` waits for its moment, and the entries
+    /// after it wait for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<AfterSpec>,
     /// The client that acts.
     #[serde(
         default = "crate::defaults::default_client",
@@ -111,6 +119,39 @@ pub struct TimelineEntry {
     pub expect_error: Option<String>,
 }
 
+/// `after = { run = N, event = "...", step = K }`: a moment of the life of
+/// the run of the thread's N-th `send`, as the store applied it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(transform = crate::schema::checks::after)]
+pub struct AfterSpec {
+    /// The run of the entry's thread's N-th `send`, from 1.
+    #[schemars(range(min = 1))]
+    pub run: usize,
+    /// The moment: `commit_step` (the commit of step `step`), `wait` (the
+    /// run's `nth` wait recorded) or `end` (the run's end recorded).
+    pub event: AfterEvent,
+    /// With `commit_step`: the step, from 0 as the event log numbers steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u32>,
+    /// With `wait`: which of the run's waits, from 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1), extend("default" = 1))]
+    pub nth: Option<usize>,
+}
+
+/// A moment of a run's life an entry may be placed after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AfterEvent {
+    /// The store committed the run's model step `step`.
+    CommitStep,
+    /// The store recorded the run's wait (its lease released).
+    Wait,
+    /// The store recorded the run's end.
+    End,
+}
+
 /// A tool call named by its tool and its order among that tool's calls on
 /// the thread (from 1), since call ids come from the seed; or by `call`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -196,6 +237,7 @@ impl Default for TimelineEntry {
     fn default() -> Self {
         TimelineEntry {
             at: 0,
+            after: None,
             client: crate::defaults::default_client(),
             thread: crate::defaults::default_thread(),
             send: None,

@@ -49,7 +49,7 @@ impl ToolEntry {
     /// registered tool may say so itself, so it is counted as waiting.
     pub fn may_wait(&self) -> bool {
         match self {
-            ToolEntry::Scripted(t) => t.approval || t.client,
+            ToolEntry::Scripted(t) => t.approval.may_wait() || t.client,
             ToolEntry::User(_) => true,
         }
     }
@@ -78,11 +78,12 @@ pub struct UseToolSpec {
     #[serde(default, skip_serializing_if = "crate::defaults::is_zero")]
     #[schemars(extend("default" = 0))]
     pub latency_ms: u64,
-    /// Each call waits for a client's `approve` (it then runs) or `deny`
-    /// (SPEC T7); a tool of kind approval waits without it.
-    #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
-    #[schemars(extend("default" = false))]
-    pub approval: bool,
+    /// Which calls wait for a client's `approve` (they then run) or `deny`
+    /// (SPEC T7): `true` every call, `{ when = "..." }` a call whose input
+    /// the predicate holds on. A call waits too when the tool itself says
+    /// so (`Tool::needs_approval`).
+    #[serde(default, skip_serializing_if = "ApprovalSpec::is_never")]
+    pub approval: ApprovalSpec,
     /// An `on_output` handler beside this tool (SPEC T6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_output: Option<OnOutputSpec>,
@@ -158,11 +159,12 @@ pub struct ToolSpec {
     /// Panic with this message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub panic: Option<String>,
-    /// Each call waits for a client's `approve` (it then runs) or `deny`
-    /// (SPEC T7).
-    #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
-    #[schemars(extend("default" = false))]
-    pub approval: bool,
+    /// Which calls wait for a client's `approve` (they then run) or `deny`
+    /// (SPEC T7): `true` every call, `{ when = "amount > 500" }` a call
+    /// whose input the predicate holds on (decided per call, on the input
+    /// the call would run with).
+    #[serde(default, skip_serializing_if = "ApprovalSpec::is_never")]
+    pub approval: ApprovalSpec,
     /// A client tool: each call waits until a client submits its output
     /// (`submit_result`, SPEC T7). It has no behaviour of its own.
     #[serde(default, skip_serializing_if = "crate::defaults::is_false")]
@@ -176,6 +178,81 @@ pub struct ToolSpec {
     /// successful output it updates the run metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_output: Option<OnOutputSpec>,
+}
+
+/// Which calls of a tool wait for a client's approval (SPEC T7): `true`,
+/// `false` (the default) or `{ when = "<predicate>" }`, decided per call
+/// on its input (the predicate language: `crate::scenario::Predicate`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ApprovalSpec {
+    /// Every call (`true`) or none (`false`).
+    Flag(bool),
+    /// A call whose input the predicate holds on.
+    When(WhenSpec),
+}
+
+/// `{ when = "<predicate>" }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WhenSpec {
+    /// Comparisons of input fields with literals, joined by `and` / `or`:
+    /// `amount > 500 and currency == "EUR"`.
+    pub when: String,
+}
+
+impl Default for ApprovalSpec {
+    fn default() -> ApprovalSpec {
+        ApprovalSpec::Flag(false)
+    }
+}
+
+impl From<bool> for ApprovalSpec {
+    fn from(always: bool) -> ApprovalSpec {
+        ApprovalSpec::Flag(always)
+    }
+}
+
+impl ApprovalSpec {
+    /// `false`, the default (left out when written).
+    pub fn is_never(&self) -> bool {
+        *self == ApprovalSpec::Flag(false)
+    }
+
+    /// Whether some call may wait for approval.
+    pub fn may_wait(&self) -> bool {
+        !self.is_never()
+    }
+
+    /// Approval when `predicate` holds.
+    pub fn when(predicate: impl Into<String>) -> ApprovalSpec {
+        let when = predicate.into();
+        ApprovalSpec::When(WhenSpec { when })
+    }
+}
+
+impl JsonSchema for ApprovalSpec {
+    fn schema_name() -> Cow<'static, str> {
+        "ApprovalSpec".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "Which calls wait for a client's approval (SPEC T7): `true` every call, `false` none, `{ when = \"amount > 500\" }` a call whose input the predicate holds on: comparisons (<, <=, >, >=, ==, !=) of input fields (dotted paths) with numbers, \"strings\", true, false or null, joined by `and` / `or`, each optionally negated with `not`; a missing field's comparison is false.",
+            "default": false,
+            "anyOf": [
+                { "type": "boolean" },
+                {
+                    "type": "object",
+                    "properties": {
+                        "when": { "type": "string", "pattern": crate::scenario::predicate::PATTERN }
+                    },
+                    "required": ["when"],
+                    "additionalProperties": false
+                }
+            ]
+        })
+    }
 }
 
 /// What a tool's `on_output` handler does to the run metadata (an object).
@@ -205,13 +282,27 @@ mod tests {
             panic!("{e:?}")
         };
         assert_eq!(
-            (u.use_.as_str(), u.approval, u.latency_ms),
-            ("refund", true, 5)
+            (u.use_.as_str(), &u.approval, u.latency_ms),
+            ("refund", &ApprovalSpec::Flag(true), 5)
         );
         assert_eq!(u.config.get("limit"), Some(&Value::from(30)));
         assert_eq!((u.config.len(), e.name()), (1, "refund"));
         let back = toml::to_string(&e).unwrap();
         assert_eq!(toml::from_str::<ToolEntry>(&back).unwrap(), e);
+    }
+
+    #[test]
+    fn approval_is_a_flag_or_a_predicate() {
+        let e: ToolEntry =
+            toml::from_str("name = \"t\"\necho = true\napproval = { when = \"amount > 5\" }\n")
+                .unwrap();
+        let t = e.scripted().unwrap();
+        assert_eq!(t.approval, ApprovalSpec::when("amount > 5"));
+        let back = toml::to_string(&e).unwrap();
+        assert_eq!(toml::from_str::<ToolEntry>(&back).unwrap(), e);
+        let bad =
+            toml::from_str::<ToolEntry>("name = \"t\"\necho = true\napproval = { if = \"x\" }\n");
+        assert!(bad.is_err());
     }
 
     #[test]

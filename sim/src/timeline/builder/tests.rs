@@ -83,6 +83,7 @@ fn commit() -> Option<EventKind> {
         step: 0,
         message: "m".into(),
         version: 3,
+        metadata: false,
     })
 }
 
