@@ -31,6 +31,9 @@ use serde::{Deserialize, Serialize};
 /// The private metadata key of the cursor.
 pub const COMPACTION_KEY: &str = "pai.compaction";
 
+/// Why a compaction did not start: its run heard of a cancel or a delete.
+const STOPPED: &str = "the run was cancelled or its thread deleted";
+
 /// Where compaction stands: every context-visible message up to and
 /// including message `through` (a sequence number), in context order, is
 /// summarized by message `summary`. Context order is not always sequence
@@ -203,6 +206,11 @@ impl Compaction {
             .map_or(0, |i| i + 1);
         let segment: Vec<&Message> = after[..end].to_vec();
         let covers = segment.iter().map(|m| m.seq).max().unwrap_or(through);
+        if facade.stopped() {
+            // The run heard of a cancel or a delete while its step's
+            // context was resolved: no summary call starts (K6, H5).
+            return Err(NotCompacted::Skipped(STOPPED.into()));
+        }
         facade.progress(Progress::Started {
             step,
             through,

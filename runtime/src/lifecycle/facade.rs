@@ -40,6 +40,9 @@ pub(crate) trait RunFacade: Send + Sync {
     /// the step the summary is made for. A transform that panics is the
     /// error.
     fn canonical_summary(&self, step: u32, text: String) -> Result<String, String>;
+    /// Whether the run's driver heard of a cancel or a delete (K6, H5): a
+    /// helper then starts no model call of its own.
+    fn stopped(&self) -> bool;
 }
 
 /// Compaction progress, as the run's log reports it (SPEC C1).

@@ -90,6 +90,10 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
 }
 
 impl<C: Send + Sync + 'static> RunFacade for Exec<'_, C> {
+    fn stopped(&self) -> bool {
+        self.stop.is_set()
+    }
+
     fn metadata_type(&self) -> MetaType {
         self.sh.agent.metadata
     }

@@ -39,6 +39,7 @@ mod l13;
 mod l14;
 mod l1_once;
 mod l4;
+mod lifecycle;
 mod liveness;
 mod lost;
 mod m1;
@@ -153,6 +154,7 @@ fn lease_and_thread_oracles(o: &Observed<'_>) -> Vec<Violation> {
     violations.extend(k5_hooks::check(o));
     violations.extend(k6::check(o));
     violations.extend(k6_heard::check(o));
+    violations.extend(lifecycle::check(o));
     violations.extend(m2::check(o));
     violations.extend(m3::check(o));
     violations.extend(p8::check(o));

@@ -66,6 +66,7 @@ oracles! {
     K2 = "K2" ["K2"]: "Fencing tokens only grow; every commit is made under the newest token of its thread; among workers, no write with a stale token lands and no run has two holders at once by the store's clock.";
     K2Steps = "K2-steps" ["K2"]: "No run's step is committed twice.";
     K3 = "K3" ["K3", "K5"]: "Among workers, a worker starts a tool only once a renewal of its lease was answered since it decided the call: a holder that cannot renew starts nothing more.";
+    Lifecycle = "lifecycle" ["K3", "K6", "H5", "A1", "A2", "A3", "L12"]: "A reference state machine of each run, fed every worker's events in store order: nothing new after the run's transition ended it or after its holder heard of a delete (the phase then in flight may finish); no model call, tool, `prepare_run` or step commit after its holder heard of a cancel; no step before its predecessor's transition was decided in its episode (a taker decides the last committed step's transition first); no step committed after a cancel reached the store.";
     Liveness = "liveness" ["K3"]: "Once the last fault has healed, every run ends or waits for a client within the scenario's liveness bound.";
     K5 = "K5" ["K5"]: "No call's result is committed twice, a committed call never runs again, and every tool start carries the key run id + call id; what hooks write about a result commits with it, so a run-metadata count equals the committed results it counts.";
     K6 = "K6" ["K6"]: "A cancel reaches a run or says there was none; a run cancelled while queued never starts.";
