@@ -34,20 +34,34 @@ fn corpus_dir() -> PathBuf {
 }
 
 /// Where the bodies are.
-fn shared() -> PathBuf {
-    match std::env::var_os("PAI_PROVIDER_CORPUS") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/provider-corpus"),
+/// Where the bodies are: the folder `PAI_PROVIDER_CORPUS` names (then it
+/// must hold them), else the workspace's `shared/provider-corpus/` if it
+/// exists; `None` when neither: the bodies are third-party data kept
+/// outside the repository (`providers/corpus/README.md`), so a clean
+/// clone without them skips the corpus tests and says so.
+fn shared() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("PAI_PROVIDER_CORPUS") {
+        return Some(PathBuf::from(dir));
     }
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/provider-corpus");
+    if here.is_dir() {
+        return Some(here);
+    }
+    eprintln!(
+        "SKIPPED: the provider corpus is not here (set PAI_PROVIDER_CORPUS to its folder, or put it in shared/provider-corpus/; see providers/corpus/README.md)"
+    );
+    None
 }
 
-/// Every body the manifest lists, with its expectation. A body missing
-/// from `shared/provider-corpus/` fails the test: the corpus is whole or
-/// it is not a corpus.
+/// Every body the manifest lists, with its expectation; empty when the
+/// corpus is not here (`shared`). With a corpus folder, a body missing
+/// from it fails the test: the corpus is whole or it is not a corpus.
 fn bodies() -> Vec<Body> {
     let manifest = std::fs::read_to_string(corpus_dir().join("manifest.json")).unwrap();
     let manifest: Vec<Value> = serde_json::from_str(&manifest).unwrap();
-    let shared = shared();
+    let Some(shared) = shared() else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     for entry in &manifest {
         let file = entry["file"].as_str().unwrap().to_owned();
@@ -319,6 +333,9 @@ fn check_cut(b: &Body, at: usize, whole: &Decoded) {
 #[test]
 fn s6_the_corpus_is_whole() {
     let all = bodies();
+    if all.is_empty() {
+        return;
+    }
     assert!(all.len() >= 40, "{} bodies", all.len());
     for format in [
         Format::OpenAiChat,
@@ -337,7 +354,7 @@ fn s6_the_corpus_is_whole() {
     assert!(expects(|e| e["texts"].as_array().is_some_and(|t| t.len() > 1)) >= 2);
     // The corpus folder holds nothing the manifest does not list.
     let listed: Vec<&str> = all.iter().map(|b| b.file.as_str()).collect();
-    let shared = shared();
+    let shared = shared().expect("bodies were read from it");
     for format in std::fs::read_dir(&shared).unwrap() {
         let format = format.unwrap().path();
         for file in std::fs::read_dir(&format).unwrap() {
