@@ -67,6 +67,53 @@ impl Utf8Check {
     }
 }
 
+/// Where the event stream stands between bytes: whether an event has
+/// begun (a field line since the last blank line, or the start of one)
+/// that its blank line has not ended. Lines as the SSE grammar ends them
+/// (`\n`, `\r\n`, `\r`); comment lines (`:`) begin no event.
+#[derive(Debug, Default)]
+pub(crate) struct Boundary {
+    /// The current line has bytes.
+    in_line: bool,
+    /// The current line is a comment.
+    comment: bool,
+    /// A field line ended since the last blank line.
+    in_event: bool,
+    /// The last byte was a CR: an LF now ends no second line.
+    after_cr: bool,
+}
+
+impl Boundary {
+    pub(crate) fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if std::mem::take(&mut self.after_cr) && b == b'\n' {
+                continue;
+            }
+            match b {
+                b'\r' | b'\n' => {
+                    match (self.in_line, self.comment) {
+                        (false, _) => self.in_event = false,
+                        (true, false) => self.in_event = true,
+                        (true, true) => {}
+                    }
+                    self.in_line = false;
+                    self.after_cr = b == b'\r';
+                }
+                _ if !self.in_line => {
+                    self.in_line = true;
+                    self.comment = b == b':';
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Whether a body ending here ends inside an event.
+    pub(crate) fn mid_event(&self) -> bool {
+        self.in_event || (self.in_line && !self.comment)
+    }
+}
+
 /// What the body turned out to be, decided by its first byte that is not
 /// whitespace: `{` or `[` is a JSON body, anything else an event stream.
 #[derive(Debug, Default)]
@@ -111,6 +158,7 @@ impl Sniff {
         })?;
         Err(DecodeError::ErrorBody {
             message: error_message(&value).unwrap_or_else(|| value.to_string()),
+            status: error_status(&value),
         })
     }
 }
@@ -125,6 +173,38 @@ pub(crate) fn error_message(value: &Value) -> Option<String> {
         Some(err) => err.get("message").and_then(text),
         None => value.get("message").and_then(text),
     }
+}
+
+/// The HTTP status a provider's JSON error stands for: a numeric `code`
+/// (vLLM), else the code or type the provider documents with one
+/// (Anthropic's error types; OpenAI's codes and types).
+pub(crate) fn error_status(value: &Value) -> Option<u16> {
+    let error = value
+        .get("error")
+        .filter(|e| e.is_object())
+        .unwrap_or(value);
+    let number = |v: &Value| v.get("code").and_then(Value::as_u64);
+    if let Some(code) = number(error).or_else(|| number(value)) {
+        return u16::try_from(code).ok().filter(|c| (400..600).contains(c));
+    }
+    let word = |key: &str| error.get(key).and_then(Value::as_str).unwrap_or("");
+    let status = match (word("code"), word("type")) {
+        ("rate_limit_exceeded" | "insufficient_quota", _) => 429,
+        ("invalid_api_key", _) => 401,
+        ("model_not_found", _) => 404,
+        (_, "invalid_request_error") => 400,
+        (_, "authentication_error") => 401,
+        (_, "billing_error") => 402,
+        (_, "permission_error") => 403,
+        (_, "not_found_error") => 404,
+        (_, "request_too_large") => 413,
+        (_, "rate_limit_error" | "tokens" | "requests") => 429,
+        (_, "api_error" | "server_error") => 500,
+        (_, "timeout_error") => 504,
+        (_, "overloaded_error") => 529,
+        _ => return None,
+    };
+    Some(status)
 }
 
 #[cfg(test)]
@@ -160,6 +240,32 @@ mod tests {
     }
 
     #[test]
+    fn a_cut_is_mid_event_until_the_blank_line_whatever_the_line_ends() {
+        let cases: &[(&str, bool)] = &[
+            ("", false),
+            ("data: {}\n\n", false),
+            ("data: {}\r\n\r\n", false),
+            ("data: {}\r\r", false),
+            ("data: {}\n\n: keep-alive\n", false),
+            ("data: {}\n\n: keep-al", false),
+            ("data: {}\n\nda", true),
+            ("data: {}\n\nevent: x\n", true),
+            ("data: {}\r\n", true),
+            ("data: {}\r", true),
+            ("event: x\ndata: {}", true),
+        ];
+        for (body, mid) in cases {
+            let bytes = body.as_bytes();
+            for cut in 0..=bytes.len() {
+                let mut b = Boundary::default();
+                b.feed(&bytes[..cut]);
+                b.feed(&bytes[cut..]);
+                assert_eq!(b.mid_event(), *mid, "{body:?} fed in two at {cut}");
+            }
+        }
+    }
+
+    #[test]
     fn error_messages_in_every_shape() {
         let msg = |s: &str| error_message(&serde_json::from_str(s).unwrap());
         assert_eq!(msg(r#"{"error":{"message":"m"}}"#).as_deref(), Some("m"));
@@ -176,7 +282,8 @@ mod tests {
         assert_eq!(
             sniff.finish(),
             Err(DecodeError::ErrorBody {
-                message: "no".to_owned()
+                message: "no".to_owned(),
+                status: None
             })
         );
         let mut sniff = Sniff::default();

@@ -6,8 +6,8 @@ use pai_runtime::StreamPart;
 use sse_parse::SseParser;
 
 use crate::anthropic::{self, Anthropic};
-use crate::body::{Sniff, Utf8Check};
-use crate::error::DecodeError;
+use crate::body::{Boundary, Sniff, Utf8Check};
+use crate::error::{Cut, DecodeError};
 use crate::event::{Flow, Out, Raw};
 use crate::openai_chat::{self, Chat};
 use crate::openai_responses::{self, Responses};
@@ -94,9 +94,14 @@ pub struct Decoder {
     utf8: Utf8Check,
     sniff: Sniff,
     sse: SseParser,
+    /// Whether the body so far ends inside an event, for a cut's report.
+    boundary: Boundary,
+    bytes: u64,
     dialect: Dialect,
     report: StreamReport,
     events: u64,
+    /// Events the format knew (not skipped as unknown).
+    known: u64,
     flow: Flow,
     error: Option<DecodeError>,
 }
@@ -114,9 +119,12 @@ impl Decoder {
             utf8: Utf8Check::default(),
             sniff: Sniff::default(),
             sse: SseParser::new(),
+            boundary: Boundary::default(),
+            bytes: 0,
             dialect,
             report: StreamReport::default(),
             events: 0,
+            known: 0,
             flow: Flow::Continue,
             error: None,
         }
@@ -146,7 +154,9 @@ impl Decoder {
 
     fn feed_inner(&mut self, bytes: &[u8], parts: &mut Vec<StreamPart>) -> Result<(), DecodeError> {
         self.utf8.check(bytes)?;
+        self.bytes += bytes.len() as u64;
         let bytes = self.sniff.take(bytes)?;
+        self.boundary.feed(bytes);
         self.sse.feed(bytes);
         while let Some(event) = self.sse.next_event() {
             self.event(&event, parts)?;
@@ -168,7 +178,7 @@ impl Decoder {
         let after_end = match self.flow {
             Flow::End => true,
             Flow::Failed => !self.dialect.is_terminal(&raw),
-            Flow::Continue => false,
+            Flow::Continue | Flow::Finished => false,
         };
         if after_end {
             return Err(DecodeError::AfterEnd {
@@ -183,13 +193,17 @@ impl Decoder {
         let mut out = Out {
             parts,
             report: &mut self.report,
+            foreign: false,
         };
         self.flow = self.dialect.event(&raw, &mut out)?;
+        self.known += u64::from(!out.foreign);
         Ok(())
     }
 
     /// The body ended: appends nothing more but checks it ended well (a
-    /// terminal event, or a provider error part), and returns the report.
+    /// terminal event, the answer's finish, or a provider error part), and
+    /// returns the report. A body that ends before its answer finished is
+    /// [`DecodeError::Truncated`], saying where it was cut.
     pub fn finish(mut self) -> Result<StreamReport, DecodeError> {
         if let Some(error) = self.error {
             return Err(error);
@@ -197,12 +211,39 @@ impl Decoder {
         self.utf8.finish()?;
         self.sniff.finish()?;
         self.sse.finish();
-        if self.sse.next_event().is_some() || self.flow == Flow::Continue {
+        let cut = self.sse.next_event().is_some() || self.flow == Flow::Continue;
+        if cut && self.events > 0 && self.known == 0 {
+            // Not a cut stream of this format: none of its events is one.
+            return Err(DecodeError::NotAStream {
+                detail: format!(
+                    "none of its {} events is a {} event",
+                    self.events,
+                    self.format.as_str()
+                ),
+            });
+        }
+        if cut {
             return Err(DecodeError::Truncated {
                 events: self.events,
+                bytes: self.bytes,
+                cut: match self.boundary.mid_event() {
+                    true => Cut::MidEvent,
+                    false => Cut::BetweenEvents,
+                },
                 expected: self.format.terminal(),
                 open_call: self.dialect.open_call(),
             });
+        }
+        if self.flow == Flow::Finished {
+            // As the provider's SDK reads it: the answer is whole.
+            let cut = match self.boundary.mid_event() {
+                true => ", the last event cut",
+                false => "",
+            };
+            self.report.note(format!(
+                "the body ended after the finish without {}{cut}",
+                self.format.terminal()
+            ));
         }
         Ok(self.report)
     }

@@ -5,12 +5,18 @@
 /// returns the same error from every later call.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
-    /// The body ended before the format's terminal event (`[DONE]`,
-    /// `message_stop`, `response.completed`, ...).
-    #[error("the stream ended after {events} events without {expected}{}", describe_call(.open_call))]
+    /// The body ended before the answer did: before its finish
+    /// (`finish_reason`, `stop_reason`) and the format's terminal event
+    /// (`[DONE]`, `message_stop`, `response.completed`, ...). A real
+    /// dropped connection: `cut` says where the body stopped.
+    #[error("the stream was cut after {bytes} bytes, {cut}, after {events} events without {expected}{}", describe_call(.open_call))]
     Truncated {
         /// The events decoded before the end.
         events: u64,
+        /// The body's length.
+        bytes: u64,
+        /// Where the body stopped.
+        cut: Cut,
         /// The terminal event the format requires.
         expected: &'static str,
         /// A tool call still being streamed when the body ended, if any.
@@ -50,6 +56,12 @@ pub enum DecodeError {
     ErrorBody {
         /// The provider's message (or the whole body when it names none).
         message: String,
+        /// The HTTP status the error stands for, where the body names one
+        /// (a numeric `code`) or its type is one a provider documents with
+        /// a status (Anthropic's `overloaded_error` is 529, OpenAI's
+        /// `rate_limit_exceeded` 429, ...); a replay fails its attempt
+        /// with it, so a retry hook can tell a 429 from a 400.
+        status: Option<u16>,
     },
     /// The body is neither an event stream nor a JSON error.
     #[error("the body is not an event stream: {detail}")]
@@ -65,6 +77,25 @@ pub enum DecodeError {
         /// Its type.
         name: String,
     },
+}
+
+/// Where a cut body stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Cut {
+    /// Between two events: after a blank line, the last event whole.
+    BetweenEvents,
+    /// Inside an event: its lines began but the blank line that ends it
+    /// never came, so it was lost.
+    MidEvent,
+}
+
+impl std::fmt::Display for Cut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Cut::BetweenEvents => "between events",
+            Cut::MidEvent => "mid-event",
+        })
+    }
 }
 
 fn describe_call(call: &Option<String>) -> String {

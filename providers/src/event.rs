@@ -91,9 +91,17 @@ pub(crate) fn opt<'v>(v: &'v Value, path: &str) -> Option<&'v Value> {
 pub(crate) struct Out<'a> {
     pub parts: &'a mut Vec<StreamPart>,
     pub report: &'a mut StreamReport,
+    /// The event was not one the format knows (it was skipped).
+    pub foreign: bool,
 }
 
 impl Out<'_> {
+    /// An event of a type the format does not know: skipped and counted.
+    pub(crate) fn unknown(&mut self, name: &str) {
+        self.foreign = true;
+        self.report.skip(name);
+    }
+
     /// A text delta; an empty one is no part.
     pub(crate) fn text(&mut self, text: &str) {
         if !text.is_empty() {
@@ -107,6 +115,10 @@ impl Out<'_> {
 pub(crate) enum Flow {
     /// More events follow.
     Continue,
+    /// The answer is whole (its finish part was written): the body may end
+    /// here, as the provider's SDK accepts, and only events that add nothing
+    /// to the parts (usage, the terminal event) may follow.
+    Finished,
     /// The provider reported a failure (an error part was written); only
     /// the format's terminal event may follow.
     Failed,

@@ -19,11 +19,20 @@
 //! writes each response body streamed through it to a file, for the
 //! simulator to replay.
 //!
+//! A provider stream means what the provider's own SDK reads from it
+//! (SPEC S6): a refusal or a content filter is a finish of its own after
+//! the provider's words ([`StreamPart::Refusal`](pai_runtime::StreamPart));
+//! a response's separate output items stay apart
+//! ([`StreamPart::TextEnd`](pai_runtime::StreamPart)); a body that ends
+//! after its answer finished but without its terminal event is whole.
+//!
 //! Bad streams are [`DecodeError`]s, never panics or silent loss: a body
-//! that ends before its terminal event, an event whose JSON is malformed, a
-//! tool call whose arguments are not JSON, bytes that are not UTF-8, a JSON
-//! error body where a stream was expected. Any chunking of a body decodes
-//! to the same parts.
+//! cut before its answer finished ([`DecodeError::Truncated`], saying
+//! where: mid-event or between events, [`Cut`]), an event whose JSON is
+//! malformed, a tool call whose arguments are not JSON, bytes that are not
+//! UTF-8, a JSON error body where a stream was expected (with the HTTP
+//! status its error stands for). Any chunking of a body decodes to the
+//! same parts.
 //!
 //! ```
 //! use pai_providers::{Format, decode};
@@ -56,7 +65,7 @@ mod report;
 mod samples;
 
 pub use decoder::{Decoded, Decoder, Format, decode};
-pub use error::DecodeError;
+pub use error::{Cut, DecodeError};
 #[cfg(feature = "http")]
 pub use http::{HttpConfig, HttpError, HttpModel};
 #[cfg(feature = "record")]

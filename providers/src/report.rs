@@ -36,9 +36,27 @@ pub struct StreamReport {
     /// Events (and content the decoder does not turn into parts, such as
     /// reasoning) that were skipped, counted by type.
     pub skipped: BTreeMap<String, u64>,
+    /// What the decoder noticed and tolerated, as the provider's SDK does:
+    /// a final object that says otherwise than the deltas did (SPEC S6: a
+    /// decode problem, reported), a body that ended after its finish
+    /// without the terminal event, an unfinished tool call dropped at the
+    /// output limit. In the order noticed.
+    pub notes: Vec<String>,
 }
 
 impl StreamReport {
+    /// What was skipped, by kind: `reasoning` (thinking blocks and their
+    /// deltas, reasoning items and summaries, `reasoning_content`),
+    /// `citations` (citations and annotations), `server tools` (blocks and
+    /// items of tools the provider ran itself), `other`.
+    pub fn kinds(&self) -> BTreeMap<&'static str, u64> {
+        let mut kinds = BTreeMap::new();
+        for (what, n) in &self.skipped {
+            *kinds.entry(kind_of(what)).or_insert(0) += n;
+        }
+        kinds
+    }
+
     /// How many events or items were skipped in all.
     pub fn skipped_total(&self) -> u64 {
         self.skipped.values().sum()
@@ -53,8 +71,40 @@ impl StreamReport {
         }
     }
 
+    pub(crate) fn note(&mut self, note: String) {
+        self.notes.push(note);
+    }
+
     pub(crate) fn refuse(&mut self, text: &str) {
         self.refusal.get_or_insert_with(String::new).push_str(text);
+    }
+}
+
+/// The kind of a skipped event or content, by its name.
+fn kind_of(what: &str) -> &'static str {
+    let has = |words: &[&str]| words.iter().any(|w| what.contains(w));
+    if has(&["thinking", "reasoning", "signature"]) {
+        "reasoning"
+    } else if has(&["citation", "annotation"]) {
+        "citations"
+    } else if has(&[
+        "server_tool",
+        "tool_result",
+        "web_search",
+        "web_fetch",
+        "code_interpreter",
+        "code_execution",
+        "file_search",
+        "tool_search",
+        "mcp",
+        "image_generation",
+        "shell",
+        "computer",
+        "apply_patch",
+    ]) {
+        "server tools"
+    } else {
+        "other"
     }
 }
 
@@ -70,5 +120,31 @@ mod tests {
         report.skip("a");
         assert_eq!(report.skipped.get("a"), Some(&2));
         assert_eq!(report.skipped_total(), 3);
+    }
+
+    #[test]
+    fn skips_are_told_by_kind() {
+        let mut report = StreamReport::default();
+        for what in [
+            "content_block.thinking",
+            "delta.signature_delta",
+            "delta.citations_delta",
+            "response.output_text.annotation.added",
+            "content_block.server_tool_use",
+            "item.web_search_call",
+            "content_block.fallback",
+        ] {
+            report.skip(what);
+        }
+        let kinds: Vec<(&str, u64)> = report.kinds().into_iter().collect();
+        assert_eq!(
+            kinds,
+            [
+                ("citations", 2),
+                ("other", 1),
+                ("reasoning", 2),
+                ("server tools", 2)
+            ]
+        );
     }
 }

@@ -21,9 +21,24 @@ pub struct Sample {
 /// Every recording, in path order.
 pub const SAMPLES: &[Sample] = &[
     Sample {
+        path: "anthropic/cut-mid-event.sse",
+        format: Format::Anthropic,
+        body: include_bytes!("../recordings/anthropic/cut-mid-event.sse"),
+    },
+    Sample {
+        path: "anthropic/message-start-content.sse",
+        format: Format::Anthropic,
+        body: include_bytes!("../recordings/anthropic/message-start-content.sse"),
+    },
+    Sample {
         path: "anthropic/overloaded-error.sse",
         format: Format::Anthropic,
         body: include_bytes!("../recordings/anthropic/overloaded-error.sse"),
+    },
+    Sample {
+        path: "anthropic/refusal.sse",
+        format: Format::Anthropic,
+        body: include_bytes!("../recordings/anthropic/refusal.sse"),
     },
     Sample {
         path: "anthropic/text-multibyte.sse",
@@ -41,6 +56,16 @@ pub const SAMPLES: &[Sample] = &[
         body: include_bytes!("../recordings/anthropic/tool-use-split.sse"),
     },
     Sample {
+        path: "openai-chat/content-filter.sse",
+        format: Format::OpenAiChat,
+        body: include_bytes!("../recordings/openai-chat/content-filter.sse"),
+    },
+    Sample {
+        path: "openai-chat/cut-between-events.sse",
+        format: Format::OpenAiChat,
+        body: include_bytes!("../recordings/openai-chat/cut-between-events.sse"),
+    },
+    Sample {
         path: "openai-chat/llamacpp-crlf.sse",
         format: Format::OpenAiChat,
         body: include_bytes!("../recordings/openai-chat/llamacpp-crlf.sse"),
@@ -49,6 +74,11 @@ pub const SAMPLES: &[Sample] = &[
         path: "openai-chat/midstream-error.sse",
         format: Format::OpenAiChat,
         body: include_bytes!("../recordings/openai-chat/midstream-error.sse"),
+    },
+    Sample {
+        path: "openai-chat/no-done.sse",
+        format: Format::OpenAiChat,
+        body: include_bytes!("../recordings/openai-chat/no-done.sse"),
     },
     Sample {
         path: "openai-chat/refusal.sse",
@@ -81,9 +111,19 @@ pub const SAMPLES: &[Sample] = &[
         body: include_bytes!("../recordings/openai-responses/midstream-error.sse"),
     },
     Sample {
+        path: "openai-responses/refusal.sse",
+        format: Format::OpenAiResponses,
+        body: include_bytes!("../recordings/openai-responses/refusal.sse"),
+    },
+    Sample {
         path: "openai-responses/text-multibyte.sse",
         format: Format::OpenAiResponses,
         body: include_bytes!("../recordings/openai-responses/text-multibyte.sse"),
+    },
+    Sample {
+        path: "openai-responses/two-messages.sse",
+        format: Format::OpenAiResponses,
+        body: include_bytes!("../recordings/openai-responses/two-messages.sse"),
     },
 ];
 

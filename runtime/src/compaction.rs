@@ -125,13 +125,25 @@ impl Compaction {
             .await
             .map_err(|e| e.to_string())?;
         let mut text = String::new();
+        // A text part ended: the next one is a paragraph of its own (S6).
+        let mut apart = false;
         // Bounded by the stream: a provider stream ends.
         while let Some(part) = poll_fn(|cx| stream.poll_next(cx)).await {
             match part {
-                StreamPart::TextDelta(d) => text.push_str(&d),
+                StreamPart::TextDelta(d) => {
+                    if std::mem::take(&mut apart) && !text.is_empty() {
+                        text.push_str("\n\n");
+                    }
+                    text.push_str(&d);
+                }
+                StreamPart::TextEnd => apart = true,
                 StreamPart::Error(e) => return Err(e.into()),
+                // A refused summary is no summary (S6).
+                StreamPart::Finish(f) if f.refusal().is_some() => {
+                    return Err(format!("the summary model declined: {}", f.as_str()));
+                }
                 StreamPart::Finish(_) => break,
-                StreamPart::ToolCall(_) => {}
+                StreamPart::ToolCall(_) | StreamPart::Refusal(_) => {}
             }
         }
         Ok(text)

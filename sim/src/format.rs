@@ -157,6 +157,8 @@ pub(crate) fn stream_part(p: &StreamPart) -> String {
         StreamPart::ToolCall(c) => format!("tool_call {} {} {}", c.call_id, c.tool, json(&c.input)),
         StreamPart::Finish(r) => format!("finish {}", r.as_str()),
         StreamPart::Error(e) => format!("error {}", quoted(e)),
+        StreamPart::Refusal(words) => format!("refusal {}", quoted(words)),
+        StreamPart::TextEnd => "text_end".to_string(),
     }
 }
 

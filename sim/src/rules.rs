@@ -59,7 +59,7 @@ mod tests {
         let unique: BTreeSet<&str> = ids.iter().copied().collect();
         assert_eq!(ids.len(), unique.len(), "duplicate ids in {ids:?}");
         let spec = "L1 L2 L3 L4 L13 L14 L5 L6 L7 L8 L9 L10 L11 L12 P1 P2 P3 P4 P5 P6 P7 P8 \
-                    M1 M2 M3 M4 M5 S1 S2 S3 S4 S5 T1 T2 T3 T4 T5 T6 T7 T8 T9 A1 A2 A3 A4 \
+                    M1 M2 M3 M4 M5 S1 S2 S3 S4 S5 S6 T1 T2 T3 T4 T5 T6 T7 T8 T9 A1 A2 A3 A4 \
                     H1 H2 H3 H4 H5 H6 H7 K1 K2 K3 K4 K5 K6 R1 R2 R3 C1 C2 C3 \
                     D1 D2 D3 D4 D5 D6 D7 D8 X1 X2 X3";
         assert_eq!(

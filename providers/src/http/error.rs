@@ -97,11 +97,24 @@ pub(crate) fn chain(error: &dyn std::error::Error) -> String {
 }
 
 impl From<HttpError> for ModelError {
-    /// No answer in time is the runtime's timeout; everything else a
-    /// provider error naming what happened (the status among it).
+    /// No answer in time is the runtime's timeout; an error status, no
+    /// connection or a body that is no stream is [`ModelError::Http`], with
+    /// the status and whether a retry may help (SPEC P6: a retry hook reads
+    /// them); anything else a provider error naming what happened.
     fn from(error: HttpError) -> ModelError {
+        let retryable = error.is_transient();
         match error {
             HttpError::FirstByte(ms) => ModelError::Timeout(ms),
+            HttpError::Status { status, message } => ModelError::Http {
+                status: Some(status),
+                retryable,
+                message,
+            },
+            e @ (HttpError::Request { .. } | HttpError::NotAStream { .. }) => ModelError::Http {
+                status: None,
+                retryable,
+                message: e.to_string(),
+            },
             other => ModelError::Provider(other.to_string()),
         }
     }
@@ -126,9 +139,18 @@ mod tests {
             ModelError::from(HttpError::FirstByte(5)),
             ModelError::Timeout(5)
         );
-        assert_eq!(
-            ModelError::from(status(500)),
-            ModelError::Provider("HTTP 500: ".into())
-        );
+        let e = ModelError::from(HttpError::Status {
+            status: 503,
+            message: "overloaded".into(),
+        });
+        assert_eq!((e.status(), e.retryable()), (Some(503), true));
+        assert_eq!(e.to_string(), "provider error: HTTP 503: overloaded");
+        let e = ModelError::from(status(400));
+        assert_eq!((e.status(), e.retryable()), (Some(400), false));
+        let e = ModelError::from(HttpError::Request {
+            url: "u".into(),
+            detail: "refused".into(),
+        });
+        assert_eq!((e.status(), e.retryable()), (None, true));
     }
 }

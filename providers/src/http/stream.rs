@@ -83,7 +83,20 @@ impl HttpStream {
                     Err(e) => self.fail(HttpError::Decode(e)),
                 }
             }
-            Err(e) => self.fail(HttpError::Body(chain(&e))),
+            Err(e) => {
+                // Where the connection broke: an answer already whole
+                // stands (S6); else the cut is located.
+                let decoder = self.decoder.take();
+                match decoder.map(Decoder::finish) {
+                    Some(Ok(report)) => {
+                        if let Some(hook) = &self.on_report {
+                            hook(&report);
+                        }
+                    }
+                    Some(Err(cut)) => self.fail(HttpError::Body(format!("{}; {cut}", chain(&e)))),
+                    None => self.fail(HttpError::Body(chain(&e))),
+                }
+            }
         }
     }
 

@@ -91,8 +91,13 @@ impl fmt::Display for Turn {
         }
         match (&self.decoded, self.format) {
             (Some(Ok(())), Some(format)) => write!(f, " (decodes as {})", format.as_str())?,
-            (Some(Err(DecodeError::ErrorBody { message })), _) => {
+            (Some(Err(DecodeError::ErrorBody { message, .. })), _) => {
                 write!(f, " (an error body: {message})")?;
+            }
+            // Kept as it happened: a replay is the provider error the run
+            // would have seen (S6).
+            (Some(Err(e @ DecodeError::Truncated { .. })), Some(format)) => {
+                write!(f, " (a cut {} stream: {e})", format.as_str())?;
             }
             (Some(Err(e)), Some(format)) => {
                 write!(f, " (does not decode as {}: {e})", format.as_str())?;
@@ -129,7 +134,7 @@ mod tests {
         assert_eq!(
             turn.to_string(),
             "turn 3: POST /v1/chat/completions -> HTTP 200, 12 bytes in out/turn-003.sse \
-             (does not decode as openai-chat: the stream ended after 1 events without data: [DONE]); \
+             (a cut openai-chat stream: the stream was cut after 22 bytes, between events, after 1 events without data: [DONE]); \
              error: the upstream connection failed mid-body"
         );
     }

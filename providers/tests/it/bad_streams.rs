@@ -2,7 +2,7 @@
 //! body is cut), never a panic and never parts silently lost; and unknown
 //! events are skipped and counted.
 
-use pai_providers::{DecodeError, Decoder, Format, decode};
+use pai_providers::{Cut, DecodeError, Decoder, Format, decode};
 use pai_runtime::StreamPart;
 
 use crate::common::decode_cut;
@@ -52,16 +52,41 @@ fn chat_cases() -> Vec<Case> {
     use DecodeError::*;
     use Format::*;
     vec![
-        case("chat truncated", OpenAiChat, &[CHAT_TEXT, CHAT_STOP], |e| {
-            matches!(
-                e,
-                Truncated {
-                    events: 2,
-                    expected: "data: [DONE]",
-                    open_call: None
-                }
-            )
-        }),
+        case(
+            "chat cut between events",
+            OpenAiChat,
+            &[CHAT_TEXT, CHAT_TEXT],
+            |e| {
+                matches!(
+                    e,
+                    Truncated {
+                        events: 2,
+                        bytes: 116,
+                        cut: Cut::BetweenEvents,
+                        expected: "data: [DONE]",
+                        open_call: None
+                    }
+                )
+            },
+        ),
+        case(
+            "chat cut mid-event",
+            OpenAiChat,
+            &[
+                CHAT_TEXT,
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"h",
+            ],
+            |e| {
+                matches!(
+                    e,
+                    Truncated {
+                        events: 1,
+                        cut: Cut::MidEvent,
+                        ..
+                    }
+                )
+            },
+        ),
         case(
             "chat truncated in a tool call",
             OpenAiChat,
@@ -69,10 +94,19 @@ fn chat_cases() -> Vec<Case> {
             |e| matches!(e, Truncated { open_call: Some(c), .. } if c == "call_1 (f)"),
         ),
         case(
-            "chat [DONE] without its blank line",
+            "chat [DONE] without its blank line and no finish",
             OpenAiChat,
-            &[CHAT_STOP, "data: [DONE]\n"],
-            |e| matches!(e, Truncated { events: 1, .. }),
+            &[CHAT_TEXT, "data: [DONE]\n"],
+            |e| {
+                matches!(
+                    e,
+                    Truncated {
+                        events: 1,
+                        cut: Cut::MidEvent,
+                        ..
+                    }
+                )
+            },
         ),
         case("empty body", OpenAiChat, &[], |e| {
             matches!(e, Truncated { events: 0, .. })
@@ -90,10 +124,10 @@ fn chat_cases() -> Vec<Case> {
             |e| matches!(e, Malformed { event: 0, .. }),
         ),
         case(
-            "chat second choice",
+            "chat content after the finish",
             OpenAiChat,
-            &["data: {\"choices\":[{\"index\":1,\"delta\":{}}]}\n\n"],
-            |e| matches!(e, Malformed { event: 0, .. }),
+            &[CHAT_STOP, CHAT_TEXT],
+            |e| matches!(e, Malformed { event: 1, .. }),
         ),
         case(
             "chat [DONE] without a finish reason",
@@ -105,7 +139,7 @@ fn chat_cases() -> Vec<Case> {
             "chat arguments never close",
             OpenAiChat,
             &[CHAT_CALL, CHAT_TOOL_FINISH, DONE],
-            |e| matches!(e, ToolArguments { event: 2, call_id, tool, .. } if call_id == "call_1" && tool == "f"),
+            |e| matches!(e, ToolArguments { event: 1, call_id, tool, .. } if call_id == "call_1" && tool == "f"),
         ),
         case(
             "chat event after [DONE]",
@@ -131,7 +165,7 @@ fn event_cases() -> Vec<Case> {
             "anthropic truncated in a tool call",
             Anthropic,
             &[ANT_START, ANT_TOOL],
-            |e| matches!(e, Truncated { events: 3, expected: "message_stop", open_call: Some(c) } if c == "toolu_1 (f)"),
+            |e| matches!(e, Truncated { events: 3, expected: "message_stop", open_call: Some(c), cut: Cut::BetweenEvents, .. } if c == "toolu_1 (f)"),
         ),
         case(
             "anthropic delta for no block",
@@ -174,7 +208,7 @@ fn body_cases() -> Vec<Case> {
             &[
                 "{\"error\":{\"message\":\"Incorrect API key provided\",\"type\":\"invalid_request_error\",\"code\":\"invalid_api_key\"}}\n",
             ],
-            |e| matches!(e, ErrorBody { message } if message == "Incorrect API key provided"),
+            |e| matches!(e, ErrorBody { message, status: Some(401) } if message == "Incorrect API key provided"),
         ),
         case(
             "Anthropic error body",
@@ -182,13 +216,13 @@ fn body_cases() -> Vec<Case> {
             &[
                 "\n{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}}",
             ],
-            |e| matches!(e, ErrorBody { message } if message == "invalid x-api-key"),
+            |e| matches!(e, ErrorBody { message, status: Some(401) } if message == "invalid x-api-key"),
         ),
         case(
             "Ollama error body",
             OpenAiChat,
             &["{\"error\":\"model \\\"llama9\\\" not found\"}"],
-            |e| matches!(e, ErrorBody { message } if message == "model \"llama9\" not found"),
+            |e| matches!(e, ErrorBody { message, status: None } if message == "model \"llama9\" not found"),
         ),
         case(
             "vLLM error body",
@@ -196,7 +230,7 @@ fn body_cases() -> Vec<Case> {
             &[
                 "{\"object\":\"error\",\"message\":\"max_tokens is too large\",\"type\":\"BadRequestError\",\"code\":400}",
             ],
-            |e| matches!(e, ErrorBody { message } if message == "max_tokens is too large"),
+            |e| matches!(e, ErrorBody { message, status: Some(400) } if message == "max_tokens is too large"),
         ),
         case(
             "a body that starts like JSON but is not",

@@ -6,6 +6,7 @@
 mod bad_streams;
 mod chunking;
 mod common;
+mod corpus;
 #[cfg(feature = "http")]
 mod http;
 mod props;

@@ -1,6 +1,6 @@
 //! Each recording decodes to the parts and report written here.
 
-use pai_providers::{Format, StreamReport, Usage, decode};
+use pai_providers::{Cut, DecodeError, Format, StreamReport, Usage, decode};
 use pai_runtime::{StreamPart, model::FinishReason};
 use serde_json::json;
 
@@ -29,13 +29,15 @@ fn check(format: Format, name: &str, expected: &[StreamPart]) -> StreamReport {
     decoded.report
 }
 
+/// Every recording decodes, but the cut ones, which are cut streams.
 #[test]
 fn every_recording_decodes() {
     let all = recordings();
-    assert!(all.len() >= 12, "{} recordings", all.len());
+    assert!(all.len() >= 20, "{} recordings", all.len());
     for (format, name, body) in all {
-        if let Err(e) = decode(format, &body) {
-            panic!("{}/{name}: {e}", format.as_str());
+        match (decode(format, &body), name.starts_with("cut-")) {
+            (Ok(_), false) | (Err(DecodeError::Truncated { .. }), true) => {}
+            (other, _) => panic!("{}/{name}: {other:?}", format.as_str()),
         }
     }
 }
@@ -97,7 +99,10 @@ fn openai_chat_refusal() {
     let report = check(
         Format::OpenAiChat,
         "refusal.sse",
-        &[finish(FinishReason::Stop)],
+        &[
+            StreamPart::refusal("I can't help with that."),
+            finish(FinishReason::Refusal),
+        ],
     );
     assert_eq!(report.refusal.as_deref(), Some("I can't help with that."));
 }
@@ -195,4 +200,126 @@ fn anthropic_thinking_max_tokens() {
     assert_eq!(report.skipped.get("delta.thinking_delta"), Some(&1));
     assert_eq!(report.skipped.get("delta.signature_delta"), Some(&1));
     assert_eq!(report.skipped_total(), 3);
+}
+
+/// SPEC S6: programmatic tool calling's `message_start` holds the call.
+#[test]
+fn anthropic_message_start_content() {
+    let parts = [
+        StreamPart::tool_call(
+            "toolu_01Pre",
+            "get_weather",
+            json!({"location": "Zürich", "unit": "celsius"}),
+        ),
+        finish(FinishReason::ToolCalls),
+    ];
+    let report = check(Format::Anthropic, "message-start-content.sse", &parts);
+    assert_eq!(report.stop_reason.as_deref(), Some("tool_use"));
+    assert_eq!(report.kinds().get("server tools"), Some(&1));
+}
+
+/// SPEC S6: a refusal keeps the text before it and ends with its words.
+#[test]
+fn anthropic_refusal() {
+    let words = "This request triggered restrictions on violative cyber content (ticket ab-1234-cd) and was blocked under the Usage Policy.";
+    let parts = [
+        text("Sure — the first step is "),
+        StreamPart::refusal(words),
+        finish(FinishReason::Refusal),
+    ];
+    let report = check(Format::Anthropic, "refusal.sse", &parts);
+    assert_eq!(report.refusal.as_deref(), Some(words));
+}
+
+/// SPEC S6: a body cut inside an event is a cut stream, located.
+#[test]
+fn anthropic_cut_mid_event() {
+    let body = recording(Format::Anthropic, "cut-mid-event.sse");
+    let e = decode(Format::Anthropic, &body).unwrap_err();
+    assert_eq!(
+        e,
+        DecodeError::Truncated {
+            events: 6,
+            bytes: body.len() as u64,
+            cut: Cut::MidEvent,
+            expected: "message_stop",
+            open_call: Some("toolu_01 (get_weather)".into()),
+        }
+    );
+}
+
+#[test]
+fn openai_chat_content_filter() {
+    let parts = [
+        text("The story goes on: "),
+        StreamPart::refusal("violence (high)"),
+        finish(FinishReason::ContentFilter),
+    ];
+    let report = check(Format::OpenAiChat, "content-filter.sse", &parts);
+    assert_eq!(report.stop_reason.as_deref(), Some("content_filter"));
+    assert_eq!(report.usage, usage(31, 6));
+}
+
+/// SPEC S6: no `[DONE]` after the finish and the usage chunk.
+#[test]
+fn openai_chat_no_done() {
+    let parts = [
+        text("Bonjour"),
+        text(", ça va ?"),
+        finish(FinishReason::Stop),
+    ];
+    let report = check(Format::OpenAiChat, "no-done.sse", &parts);
+    assert_eq!(report.usage, usage(9, 5));
+    assert_eq!(
+        report.notes,
+        ["the body ended after the finish without data: [DONE]"]
+    );
+}
+
+#[test]
+fn openai_chat_cut_between_events() {
+    let body = recording(Format::OpenAiChat, "cut-between-events.sse");
+    let e = decode(Format::OpenAiChat, &body).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            DecodeError::Truncated {
+                events: 3,
+                cut: Cut::BetweenEvents,
+                open_call: None,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+}
+
+/// SPEC S6: two message items are two texts, not one glued.
+#[test]
+fn openai_responses_two_messages() {
+    let parts = [
+        text("Got it — "),
+        text("checking today's headlines."),
+        StreamPart::TextEnd,
+        text("Here are a few: "),
+        text("models shipped, chips sold."),
+        finish(FinishReason::Stop),
+    ];
+    let report = check(Format::OpenAiResponses, "two-messages.sse", &parts);
+    assert!(report.notes.is_empty(), "{:?}", report.notes);
+    assert_eq!(report.kinds().get("citations"), Some(&1));
+    assert_eq!(report.kinds().get("server tools"), Some(&1));
+}
+
+#[test]
+fn openai_responses_refusal() {
+    let parts = [
+        StreamPart::refusal("I'm sorry, I can't help with that."),
+        finish(FinishReason::Refusal),
+    ];
+    let report = check(Format::OpenAiResponses, "refusal.sse", &parts);
+    assert_eq!(
+        report.refusal.as_deref(),
+        Some("I'm sorry, I can't help with that.")
+    );
 }

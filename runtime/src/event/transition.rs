@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::message::Outcome;
+use crate::model::RefusalKind;
 
 /// How a step hands over to what comes next.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -22,6 +23,15 @@ pub enum Transition {
         outcome: Outcome,
         /// Why.
         reason: String,
+    },
+    /// The provider refused the step (SPEC S6): the run ends `blocked`,
+    /// its reason the refusal's kind and the provider's words.
+    Refused {
+        /// A refusal or a content filter.
+        kind: RefusalKind,
+        /// The provider's words through the canonical transforms (empty
+        /// when it gave none).
+        explanation: String,
     },
     /// The run is complete.
     Complete {

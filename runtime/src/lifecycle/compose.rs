@@ -201,9 +201,10 @@ impl<C: Send + Sync + 'static> Lifecycle<C> for Composed<C> {
                 .transform_step_stream(cx, input)
                 .map(|t| match input.kind {
                     StreamKind::Model => t,
-                    StreamKind::Respond | StreamKind::Replacement | StreamKind::Summary => {
-                        NoAbort::wrap(t)
-                    }
+                    StreamKind::Respond
+                    | StreamKind::Replacement
+                    | StreamKind::Refusal
+                    | StreamKind::Summary => NoAbort::wrap(t),
                 });
             note(cx, Phase::TransformStepStream, hook, || {
                 NoteDecision::Transform {

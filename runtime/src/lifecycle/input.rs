@@ -88,6 +88,9 @@ pub enum StreamKind {
     Respond,
     /// An abort's replacement parts (SPEC S4).
     Replacement,
+    /// A provider's explanation of a refusal (SPEC S6), stored as the
+    /// run's reason.
+    Refusal,
     /// A compaction summary the summary model wrote (SPEC C3): stored and
     /// reused as context like a step's text.
     Summary,
@@ -98,8 +101,9 @@ pub enum StreamKind {
 pub struct StreamInput {
     /// The model step, for model streams.
     pub step: Option<u32>,
-    /// What the stream carries: a model step's output, a `prepare_run` response,
-    /// an abort's replacement or a compaction summary.
+    /// What the stream carries: a model step's output, a `prepare_run`
+    /// response, an abort's replacement, a refusal's explanation or a
+    /// compaction summary.
     pub kind: StreamKind,
 }
 
@@ -180,4 +184,9 @@ pub struct AfterStepInput<'a> {
     /// The step's final tool results, in call order, with `after_tool_result`
     /// replacements applied.
     pub tool_results: &'a [ToolResult],
+    /// The provider refused the step (SPEC S6): its kind and words. The
+    /// run then ends `blocked` whatever this hook decides, as after an
+    /// abort; an `around_model_call` hook is where a refusal can be tried
+    /// again.
+    pub refusal: Option<&'a crate::model::Refusal>,
 }

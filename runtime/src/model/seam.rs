@@ -82,15 +82,80 @@ pub enum FinishReason {
     ToolCalls,
     /// The output hit its limit.
     Length,
+    /// The model declined to answer (SPEC S6): Anthropic's `refusal` stop
+    /// reason, OpenAI's `refusal` text. The run ends `blocked`; the
+    /// provider's words come before this finish as
+    /// [`StreamPart::Refusal`] parts.
+    Refusal,
+    /// The provider's content filter withheld the answer (SPEC S6): OpenAI's
+    /// `content_filter`. The run ends `blocked`, as for a refusal.
+    ContentFilter,
 }
 
 impl FinishReason {
-    /// The reason's name in the event log (`stop`, `tool_calls`, `length`).
+    /// The reason's name in the event log (`stop`, `tool_calls`, `length`,
+    /// `refusal`, `content_filter`).
     pub fn as_str(self) -> &'static str {
         match self {
             FinishReason::Stop => "stop",
             FinishReason::ToolCalls => "tool_calls",
             FinishReason::Length => "length",
+            FinishReason::Refusal => "refusal",
+            FinishReason::ContentFilter => "content_filter",
+        }
+    }
+
+    /// The kind of refusal this finish is, if it is one.
+    pub fn refusal(self) -> Option<RefusalKind> {
+        match self {
+            FinishReason::Refusal => Some(RefusalKind::Refusal),
+            FinishReason::ContentFilter => Some(RefusalKind::ContentFilter),
+            FinishReason::Stop | FinishReason::ToolCalls | FinishReason::Length => None,
+        }
+    }
+}
+
+/// How a provider declined to answer (SPEC S6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum RefusalKind {
+    /// The model refused.
+    Refusal,
+    /// The provider's content filter withheld the answer.
+    ContentFilter,
+}
+
+impl RefusalKind {
+    /// Its name (`refusal`, `content_filter`), as the run's reason starts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefusalKind::Refusal => "refusal",
+            RefusalKind::ContentFilter => "content_filter",
+        }
+    }
+}
+
+/// A provider's refusal of one step (SPEC S6), as `after_step` sees it and
+/// the run's reason says it: an outcome of its own (the run ends
+/// `blocked`), never an empty success.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Refusal {
+    /// A refusal or a content filter.
+    pub kind: RefusalKind,
+    /// The provider's own words, through the canonical transforms (S1: they
+    /// are stored as the run's reason); empty when it gave none.
+    pub explanation: String,
+}
+
+impl Refusal {
+    /// The run's reason: the kind, then the provider's words when there
+    /// are any (`refusal: I can't help with that.`).
+    pub fn reason(&self) -> String {
+        match self.explanation.is_empty() {
+            true => self.kind.as_str().to_string(),
+            false => format!("{}: {}", self.kind.as_str(), self.explanation),
         }
     }
 }
@@ -108,6 +173,15 @@ pub enum StreamPart {
     /// The provider failed after the stream started (build one with
     /// [`StreamPart::error`]).
     Error(Box<str>),
+    /// A piece of the provider's explanation of a refusal (SPEC S6), in the
+    /// order it streamed; the pieces join into one text. Not part of the
+    /// assistant's text: the stream ends with a refusal
+    /// [`FinishReason`], and the run ends `blocked` with these words.
+    Refusal(Box<str>),
+    /// The text part being streamed ends here: the next text delta starts a
+    /// new text part (SPEC S6: a response's several output items are kept
+    /// apart, not glued into one text).
+    TextEnd,
 }
 
 /// A tool call a provider streamed.
@@ -127,6 +201,11 @@ impl StreamPart {
     /// A provider failure after the stream started.
     pub fn error(message: impl Into<String>) -> StreamPart {
         StreamPart::Error(message.into().into_boxed_str())
+    }
+
+    /// A piece of a refusal's explanation.
+    pub fn refusal(text: impl Into<String>) -> StreamPart {
+        StreamPart::Refusal(text.into().into_boxed_str())
     }
 
     /// A text delta.
@@ -216,6 +295,19 @@ pub enum ModelError {
     /// `fallback` hook may retry with another model).
     #[error("provider error: {0}")]
     Provider(String),
+    /// An HTTP provider failed the attempt before its stream existed, and
+    /// said how: the status when it answered with an error one, and whether
+    /// the same request may succeed if tried again (no connection, 408,
+    /// 409, 429, 5xx), so a retry hook can tell a 429 from a 400.
+    #[error("provider error: {}{message}", status.map(|s| format!("HTTP {s}: ")).unwrap_or_default())]
+    Http {
+        /// The response's status, if one came.
+        status: Option<u16>,
+        /// Whether trying the same request again may succeed.
+        retryable: bool,
+        /// The provider's message (its JSON error's), or what failed.
+        message: String,
+    },
     /// The attempt ran past its timeout, in milliseconds (set by an
     /// `around_model_call` patch).
     #[error("model attempt timed out after {0}ms")]
@@ -226,6 +318,36 @@ pub enum ModelError {
     /// A hook inside the `around_model_call` onion failed; the run fails too.
     #[error("hook failed: {0}")]
     Hook(String),
+}
+
+impl ModelError {
+    /// An HTTP failure with `status`, retryable as HTTP says: 408, 409,
+    /// 429 and 5xx.
+    pub fn http(status: u16, message: impl Into<String>) -> ModelError {
+        ModelError::Http {
+            status: Some(status),
+            retryable: matches!(status, 408 | 409 | 429 | 500..=599),
+            message: message.into(),
+        }
+    }
+
+    /// The provider's HTTP status, when it answered with an error one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ModelError::Http { status, .. } => *status,
+            _ => None,
+        }
+    }
+
+    /// Whether trying the same attempt again may succeed: an HTTP failure
+    /// the provider marked so, or a timeout. A hint for a retry hook.
+    pub fn retryable(&self) -> bool {
+        match self {
+            ModelError::Http { retryable, .. } => *retryable,
+            ModelError::Timeout(_) => true,
+            _ => false,
+        }
+    }
 }
 
 /// A provider stream. It owns what it needs: it outlives the request that made it.

@@ -253,7 +253,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
 }
 
 /// Where a step's transition leaves the episode: `None` to go on.
-fn episode_end(transition: Transition) -> Option<EpisodeEnd> {
+pub(super) fn episode_end(transition: Transition) -> Option<EpisodeEnd> {
     match transition {
         Transition::NextStep | Transition::Wait => None,
         Transition::Steer => Some(EpisodeEnd::Steer),
@@ -261,6 +261,11 @@ fn episode_end(transition: Transition) -> Option<EpisodeEnd> {
             status: RunStatus::Completed,
             outcome,
             reason: Some(reason),
+        })),
+        Transition::Refused { kind, explanation } => Some(EpisodeEnd::Run(RunEnd {
+            status: RunStatus::Completed,
+            outcome: Outcome::Blocked,
+            reason: Some(crate::model::Refusal { kind, explanation }.reason()),
         })),
         Transition::Complete { reason } => Some(EpisodeEnd::Run(RunEnd {
             status: RunStatus::Completed,

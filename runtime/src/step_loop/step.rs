@@ -18,7 +18,7 @@ use crate::lifecycle::{AfterStepInput, Phase, StepDecision, StepInput, StreamKin
 use crate::message::{
     Message, ModelMessage, NewMessage, Outcome, Part, Producer, Role, Visibility,
 };
-use crate::model::{BoxStream, ModelRequest, offered};
+use crate::model::{BoxStream, ModelRequest, Refusal, offered};
 use crate::model_call::{AttemptPatch, ModelLink, ModelNext};
 use crate::model_view::{carries_tools, pair_after, pair_tool_calls};
 use crate::patch::{Overlay, Route};
@@ -32,6 +32,8 @@ pub(super) struct StepEnded<'m> {
     pub(super) message: Option<&'m Message>,
     /// A canonical transform aborted the step (S4): its outcome and reason.
     pub(super) abort: Option<(Outcome, &'m str)>,
+    /// The provider refused the step (S6).
+    pub(super) refusal: Option<&'m Refusal>,
     pub(super) tool_calls: bool,
     /// Calls wait for a client (T7).
     pub(super) waiting: bool,
@@ -52,6 +54,14 @@ pub(super) enum Steering {
     /// None: the taker found no user message of the run before the step's
     /// last commit but its trigger, so none can be waiting (no read).
     Ignored,
+}
+
+/// How a step's stream ended, for its commit: aborted by a canonical
+/// stage (S4) or refused by the provider (S6), if either.
+#[derive(Clone, Copy)]
+struct Ended<'m> {
+    abort: Option<&'m Abort>,
+    refusal: Option<&'m Refusal>,
 }
 
 /// The context a step resolved. With `settled`, its first messages are the
@@ -92,11 +102,16 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let called = self.call_model(step, &prepared).await;
         self.give_back(prepared);
         let (stream, answered) = called?;
-        let (consumed, calls) = self.consume(step, stream).await?;
+        let (mut consumed, calls) = self.consume(step, stream).await?;
+        let refusal = self.refusal(step, &mut consumed)?;
         let abort = consumed.abort;
         let keep = self.handles(Phase::AfterStep);
+        let ended_as = Ended {
+            abort: abort.as_ref(),
+            refusal: refusal.as_ref(),
+        };
         let message = self
-            .commit_step(step, consumed.parts, abort.as_ref(), keep)
+            .commit_step(step, consumed.parts, ended_as, keep)
             .await?;
         let done = if calls.is_empty() {
             ToolsDone::default()
@@ -107,6 +122,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let ended = StepEnded {
             message: message.as_ref(),
             abort: abort.as_ref().map(|a| (a.outcome, a.reason.as_str())),
+            refusal: refusal.as_ref(),
             tool_calls: !calls.is_empty(),
             waiting: !done.pending.is_empty(),
         };
@@ -378,9 +394,11 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let live = self.live_step(step).await;
         let events = self.sh.sink.is_some();
         let consumed = consume(stream, stages, &live, &*self.sh.clock, events).await;
-        let calls = match consumed.abort {
-            Some(_) => Vec::new(),
-            None => tool_calls(&consumed.parts),
+        // An aborted or refused step runs no tool (S4, S6).
+        let refused = consumed.finish.is_some_and(|f| f.refusal().is_some());
+        let calls = match consumed.abort.is_some() || refused {
+            true => Vec::new(),
+            false => tool_calls(&consumed.parts),
         };
         self.emit(|| EventKind::Stream {
             step,
@@ -403,20 +421,55 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         Ok((consumed, calls))
     }
 
+    /// A refused step's refusal (S6): its kind, and the provider's words
+    /// through fresh canonical transforms, since they are stored as the
+    /// run's reason (S1). The step keeps its text but no tool call: none
+    /// runs, so none is stored without its result (H6).
+    fn refusal(&self, step: u32, consumed: &mut Consumed) -> Result<Option<Refusal>, Fail> {
+        let kind = match consumed.finish.and_then(|f| f.refusal()) {
+            Some(kind) if consumed.abort.is_none() => kind,
+            _ => return Ok(None),
+        };
+        consumed
+            .parts
+            .retain(|p| !matches!(p, Part::ToolCall { .. }));
+        let words = consumed.refusal.take().unwrap_or_default();
+        let words = match words.is_empty() {
+            true => Vec::new(),
+            false => vec![Part::Text { text: words }],
+        };
+        let said = self.finished(StreamKind::Refusal, Some(step), words)?;
+        let explanation = said
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        Ok(Some(Refusal { kind, explanation }))
+    }
+
     /// Commits the step's canonical parts, or an abort's replacement (S4),
-    /// itself passed through fresh canonical transforms (L12). With `keep`,
+    /// itself passed through fresh canonical transforms (L12); a refused
+    /// step's message carries its outcome and reason (S6). With `keep`,
     /// returns a copy of the committed message; without, the message moves
     /// into the store whole (a long answer is not copied).
     async fn commit_step(
         &self,
         step: u32,
         parts: Vec<Part>,
-        abort: Option<&Abort>,
+        ended: Ended<'_>,
         keep: bool,
     ) -> Result<Option<Message>, Fail> {
-        let (parts, pai) = match abort {
-            None => (parts, self.meta(Producer::Model, Some(step))),
-            Some(a) => {
+        let (parts, pai) = match (ended.abort, ended.refusal) {
+            (None, None) => (parts, self.meta(Producer::Model, Some(step))),
+            (None, Some(r)) => {
+                let mut pai = self.meta(Producer::Model, Some(step));
+                pai.outcome = Some(Outcome::Blocked);
+                pai.reason = Some(r.reason());
+                (parts, pai)
+            }
+            (Some(a), _) => {
                 let mut pai = self.meta(Producer::Lifecycle, Some(step));
                 pai.outcome = Some(a.outcome);
                 pai.reason = Some(a.reason.clone());
@@ -461,6 +514,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                     step,
                     message,
                     tool_results,
+                    refusal: ended.refusal,
                 };
                 self.decide(Phase::AfterStep, &input, |l, cx, i| l.after_step(cx, i))
                     .await?
@@ -475,6 +529,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let transition = transition(&StepEnd {
             decision,
             abort: ended.abort,
+            refusal: ended.refusal,
             waiting: ended.waiting,
             steering,
             tool_calls: ended.tool_calls,

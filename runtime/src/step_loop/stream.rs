@@ -32,6 +32,8 @@ pub(super) struct Consumed {
     /// Characters of the deltas (counted only when events are recorded).
     pub(super) chars: usize,
     pub(super) finish: Option<FinishReason>,
+    /// The provider's explanation of a refusal, its pieces joined (S6).
+    pub(super) refusal: Option<String>,
     /// The provider failed mid-stream (or the stream panicked).
     pub(super) error: Option<String>,
     /// A canonical stage aborted the stream (S4).
@@ -164,6 +166,11 @@ impl Take<'_, '_> {
                 self.c.out.error = Some(e.into());
                 false
             }
+            StreamPart::Refusal(words) => {
+                let refusal = self.c.out.refusal.get_or_insert_with(String::new);
+                refusal.push_str(&words);
+                true
+            }
             part => {
                 let at = self.at();
                 !self.c.push(part, at)
@@ -273,9 +280,10 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         Ok(stage
             .map(|t| match kind {
                 StreamKind::Model => t,
-                StreamKind::Respond | StreamKind::Replacement | StreamKind::Summary => {
-                    NoAbort::wrap(t)
-                }
+                StreamKind::Respond
+                | StreamKind::Replacement
+                | StreamKind::Refusal
+                | StreamKind::Summary => NoAbort::wrap(t),
             })
             .into_iter()
             .collect())

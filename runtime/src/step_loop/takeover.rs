@@ -92,7 +92,10 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         let results = in_call_order(&last.calls, &last.committed, &done.finals);
         let ended = StepEnded {
             message: Some(last.message),
+            // A refused step (S6) is stored with its outcome and reason:
+            // the taker reads it as an abort, which ends the run alike.
             abort: last.abort(),
+            refusal: None,
             tool_calls: !last.calls.is_empty(),
             waiting: !done.pending.is_empty(),
         };
@@ -108,16 +111,11 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 Settled::Ended(EpisodeEnd::Wait(calls, version))
             }
             Transition::NextStep | Transition::Steer => Settled::GoesOn,
-            Transition::Complete { reason } => Settled::Ended(EpisodeEnd::Run(RunEnd {
-                status: RunStatus::Completed,
-                outcome: Outcome::Completed,
-                reason,
-            })),
-            Transition::Aborted { outcome, reason } => Settled::Ended(EpisodeEnd::Run(RunEnd {
-                status: RunStatus::Completed,
-                outcome,
-                reason: Some(reason),
-            })),
+            // The run ends as the step's holder would have ended it.
+            ended => match super::episode::episode_end(ended) {
+                Some(end) => Settled::Ended(end),
+                None => Settled::GoesOn,
+            },
         })
     }
 }

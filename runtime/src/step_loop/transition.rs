@@ -4,6 +4,7 @@
 use crate::event::Transition;
 use crate::lifecycle::AfterStepDecision;
 use crate::message::Outcome;
+use crate::model::Refusal;
 
 /// What decides a step's transition.
 #[derive(Debug, Clone, Copy)]
@@ -12,6 +13,8 @@ pub(super) struct StepEnd<'a> {
     pub(super) decision: AfterStepDecision,
     /// A canonical transform aborted the step (S4): its outcome and reason.
     pub(super) abort: Option<(Outcome, &'a str)>,
+    /// The provider refused the step (S6).
+    pub(super) refusal: Option<&'a Refusal>,
     /// Calls of the step wait for a client (T7).
     pub(super) waiting: bool,
     /// A steering message waits for the next step (A4).
@@ -23,7 +26,8 @@ pub(super) struct StepEnd<'a> {
     pub(super) max_steps: u32,
 }
 
-/// The transition: an abort ends the run; then complete > waiting >
+/// The transition: an abort ends the run, then a provider's refusal (S6);
+/// then complete > waiting >
 /// steering > next_step > natural (A3); naturally, tool results go on and
 /// no tool calls complete (A2); a step that would go on past the limit
 /// completes with reason `max_steps` (A2). A step with waiting calls waits
@@ -35,6 +39,12 @@ pub(super) fn transition(end: &StepEnd<'_>) -> Transition {
             return Transition::Aborted {
                 outcome,
                 reason: reason.to_string(),
+            };
+        }
+        (None, _) if let Some(r) = end.refusal => {
+            return Transition::Refused {
+                kind: r.kind,
+                explanation: r.explanation.clone(),
             };
         }
         (None, AfterStepDecision::Complete) => Transition::Complete { reason: None },
@@ -125,6 +135,7 @@ mod tests {
             let end = StepEnd {
                 decision,
                 abort,
+                refusal: None,
                 waiting: false,
                 steering,
                 tool_calls,
@@ -135,12 +146,44 @@ mod tests {
         }
     }
 
+    /// SPEC S6: a provider's refusal ends the run whatever `after_step`
+    /// decides, steering, waiting or tool calls; only an abort comes first.
+    #[test]
+    fn s6_a_refusal_beats_all_but_an_abort() {
+        let refusal = Refusal {
+            kind: crate::model::RefusalKind::ContentFilter,
+            explanation: "hate (high)".into(),
+        };
+        let refused = Transition::Refused {
+            kind: refusal.kind,
+            explanation: "hate (high)".into(),
+        };
+        for decision in [C, N, X] {
+            for (waiting, steering, tool_calls) in [(false, false, false), (true, true, true)] {
+                let mut end = StepEnd {
+                    decision,
+                    abort: None,
+                    refusal: Some(&refusal),
+                    waiting,
+                    steering,
+                    tool_calls,
+                    step: 3,
+                    max_steps: 4,
+                };
+                assert_eq!(transition(&end), refused, "{end:?}");
+                end.abort = ABORT;
+                assert_eq!(transition(&end), aborted(), "{end:?}");
+            }
+        }
+    }
+
     /// SPEC A2: a limit of one step completes after the first step.
     #[test]
     fn a2_limit_of_one_step() {
         let end = StepEnd {
             decision: N,
             abort: None,
+            refusal: None,
             waiting: false,
             steering: false,
             tool_calls: true,
@@ -158,6 +201,7 @@ mod tests {
         let at = |decision, steering, at_limit| StepEnd {
             decision,
             abort: None,
+            refusal: None,
             waiting: true,
             steering,
             tool_calls: true,

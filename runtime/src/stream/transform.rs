@@ -225,7 +225,9 @@ impl Assembler {
                     input,
                 });
             }
-            StreamPart::Finish(_) | StreamPart::Error(_) => {}
+            // A text part ends: the next delta starts another (S6).
+            StreamPart::TextEnd => self.flush(),
+            StreamPart::Finish(_) | StreamPart::Error(_) | StreamPart::Refusal(_) => {}
         }
     }
 

@@ -5,18 +5,19 @@
 use std::sync::{Arc, Mutex};
 
 use pai_runtime::{
-    Agent, HookError, HookFuture, LanguageModel, Role, Runtime, compose,
+    Agent, HookError, HookFuture, LanguageModel, Part, Role, Runtime, StreamPart, compose,
     event::LiveEvent,
     hook,
-    hook::RunDecision,
-    message::{ModelContent, ModelMessage},
-    model::{ModelMap, Patch},
+    hook::{AfterStepDecision, RunDecision},
+    message::{ModelContent, ModelMessage, Outcome},
+    model::{FinishReason, ModelMap, Patch, Refusal, RefusalKind},
     store::RunStatus,
+    text::patterns,
 };
 use serde_json::Value;
 
 use crate::common;
-use common::{CountingIds, ScriptedModel, StillClock};
+use common::{CountingIds, ScriptedModel, StillClock, Turn};
 
 /// A runtime without an event sink or a store of the test's own.
 fn runtime(agent: Agent<()>, model: Arc<ScriptedModel>) -> Runtime<()> {
@@ -256,6 +257,54 @@ fn a1_after_step_sees_the_committed_message() {
         let want = (answer.id.to_string(), answer.seq, "ok".to_string());
         assert_eq!(got, if judged { vec![want] } else { vec![] });
     }
+}
+
+/// SPEC S6: a provider's refusal reaches `after_step` typed (its kind, and
+/// its words through the canonical stages, S1), whatever the hook decides
+/// the run ends blocked with them, and a call streamed before the refusal
+/// neither runs nor is stored without its result (H6).
+#[test]
+fn s6_after_step_sees_the_refusal_and_the_run_ends_blocked() {
+    let seen: Arc<Mutex<Vec<Option<Refusal>>>> = Arc::default();
+    let s = seen.clone();
+    let look = hook::after_step("look", move |_, input| {
+        s.lock().unwrap().push(input.refusal.cloned());
+        HookFuture::ready(Ok(AfterStepDecision::NextStep))
+    });
+    let redact = common::redact(patterns(&["sk-[a-z0-9]+"]).unwrap(), "[x]");
+    let agent = Agent::new("a", "m").lifecycle(compose(vec![Box::new(redact), Box::new(look)]));
+    let model = ScriptedModel::turns(vec![Turn::Parts(vec![
+        StreamPart::text("Sure: "),
+        StreamPart::tool_call("c1", "lookup", Value::Null),
+        StreamPart::refusal("I can't share "),
+        StreamPart::refusal("sk-abc123."),
+        StreamPart::Finish(FinishReason::Refusal),
+    ])]);
+    let rt = runtime(agent, model.clone());
+    let state = block_on(async {
+        let t = rt.client("u").thread("t");
+        t.send("hi").await.unwrap();
+        t.wait_until_idle().await.unwrap()
+    });
+    let refusal = Refusal {
+        kind: RefusalKind::Refusal,
+        explanation: "I can't share [x].".into(),
+    };
+    assert_eq!(*seen.lock().unwrap(), [Some(refusal.clone())]);
+    let run = &state.runs[0];
+    assert_eq!(run.status, RunStatus::Completed);
+    assert_eq!(run.outcome, Some(Outcome::Blocked));
+    assert_eq!(run.reason.as_deref(), Some("refusal: I can't share [x]."));
+    assert_eq!(refusal.reason(), "refusal: I can't share [x].");
+    assert_eq!(model.calls(), 1, "no step after a refusal");
+    let answer = state.messages.last().unwrap();
+    assert_eq!(
+        answer.parts,
+        [Part::Text {
+            text: "Sure: ".into()
+        }]
+    );
+    assert_eq!(answer.pai.outcome, Some(Outcome::Blocked));
 }
 
 /// The model seam numbers a step's attempts: the first is 1, a retry

@@ -183,6 +183,7 @@ fn joined_after_step(ds: &[AfterStepDecision]) -> AfterStepDecision {
         step: 0,
         message: &msg,
         tool_results: &[],
+        refusal: None,
     };
     let cx = HookCx::new(&(), "run", "thread", 1, 0);
     now(composed.after_step(&cx, &input)).unwrap()

@@ -17,8 +17,9 @@ pub struct Args {
     /// Only scenarios whose name or path contains this text.
     #[arg(long)]
     filter: Option<String>,
-    /// Run with this seed instead of each scenario's own (snapshots are then
-    /// not compared: the run is a pure oracle check).
+    /// Run with this seed instead of each scenario's own. A scenario whose
+    /// own seed it is still compares its snapshot; under any other seed
+    /// its snapshot is not compared (the run is a pure oracle check).
     #[arg(long)]
     seed: Option<u64>,
     /// Accept every transcript as the new snapshot (refused when CI is set).

@@ -40,6 +40,7 @@ pub const KEYS: &[&str] = &[
     "transition.steer",
     "transition.wait",
     "transition.aborted",
+    "transition.refused",
     "transition.complete",
     "transition.max_steps",
     "tool.output",
@@ -149,6 +150,14 @@ pub const KEYS: &[&str] = &[
     "cross.replay_among_workers",
     "cross.replay_through_a_transform",
     "cross.replay_and_cancel",
+    // Provider streams as providers send them (issue 40, S6): a case that
+    // drew a cut recording, a cut that reached its run as the stream's
+    // error, a refused or filtered step, and a stream a `fallback` read
+    // whole and answered on another model.
+    "replay.cut",
+    "replay.cut_reached_the_run",
+    "replay.refused",
+    "cross.replay_stream_answered",
     // The fault-free twin (issue 38): cases with runtime faults judged
     // against their twin, and those not judged, by why; entries placed
     // after a moment of a run rather than at a time.
@@ -311,6 +320,13 @@ impl Coverage {
         self.hit_if(any(transform), "cross.replay_through_a_transform");
         let cancelled = |k: &EventKind| matches!(k, EventKind::CancelRequested { .. });
         self.hit_if(any(cancelled), "cross.replay_and_cancel");
+        let cut = spec.model.replay.iter().any(|r| r.contains("/cut-"));
+        self.hit_if(cut, "replay.cut");
+        let reached = |k: &EventKind| matches!(k, EventKind::Stream { error: Some(e), .. } if e.contains("the stream was cut"));
+        self.hit_if(any(reached), "replay.cut_reached_the_run");
+        let refused = |k: &EventKind| matches!(k, EventKind::Stream { finish: Some(f), .. } if f.refusal().is_some());
+        self.hit_if(any(refused), "replay.refused");
+        self.hit_if(stream_answered(events), "cross.replay_stream_answered");
     }
 
     fn note(&mut self, d: &NoteDecision) {
@@ -617,9 +633,32 @@ fn transition_key(t: &Transition) -> &'static str {
         Transition::Steer => "transition.steer",
         Transition::Wait => "transition.wait",
         Transition::Aborted { .. } => "transition.aborted",
+        Transition::Refused { .. } => "transition.refused",
         Transition::Complete { reason: None } => "transition.complete",
         Transition::Complete { reason: Some(_) } => "transition.max_steps",
     }
+}
+
+/// A later attempt of a step whose earlier attempt did not fail before its
+/// stream: a hook read that stream and answered it (`fallback` with
+/// `stream_errors` or `refusals`).
+fn stream_answered(events: &[Event]) -> bool {
+    let mut failed: BTreeSet<(&str, u32, u32)> = BTreeSet::new();
+    for e in events {
+        let run = e.run_id.as_str();
+        match &e.kind {
+            EventKind::AttemptFailed { step, attempt, .. } => {
+                failed.insert((run, *step, *attempt));
+            }
+            EventKind::ModelCall { step, attempt, .. }
+                if *attempt > 1 && !failed.contains(&(run, *step, attempt - 1)) =>
+            {
+                return true;
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 #[cfg(test)]

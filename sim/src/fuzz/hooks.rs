@@ -127,6 +127,10 @@ fn model_hook(g: &mut Gen, kind: usize, tools: &[String]) -> HookSpec {
         9 => HookSpec::Fallback(Fallback {
             name: None,
             to: g.pick(MODELS).to_string(),
+            // Read whole now and then: cut and refused replays meet it (S6).
+            stream_errors: g.chance(30),
+            refusals: g.chance(30),
+            retryable_only: g.chance(20),
         }),
         _ => HookSpec::Timeout(Timeout {
             name: None,

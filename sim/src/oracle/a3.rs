@@ -1,16 +1,18 @@
 //! SPEC A2, A3: every step's transition is the one the precedence gives:
-//! an abort ends the run; then complete > waiting > steering > next_step >
-//! natural; naturally, tool results go on and a text-only step completes; a
-//! step that would go on at the limit completes with reason `max_steps`; a
-//! step with waiting calls waits even at the limit. A worker that took the
-//! run over decides its last committed step again with the steers stored
-//! before that step's last commit (K3).
+//! an abort ends the run, then a provider's refusal (S6); then complete >
+//! waiting > steering > next_step > natural; naturally, tool results go on
+//! and a text-only step completes; a step that would go on at the limit
+//! completes with reason `max_steps`; a step with waiting calls waits even
+//! at the limit. A worker that took the run over decides its last
+//! committed step again with the steers stored before that step's last
+//! commit (K3).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use pai_runtime::{
     event::{EventKind, Transition},
     hook::AfterStepDecision,
+    model::RefusalKind,
 };
 
 use super::facts::{anchors, stored};
@@ -20,6 +22,8 @@ use crate::scenario::OracleId;
 /// What the oracle knows of a step when its `after_step` is logged.
 struct Seen<'a> {
     aborted: Option<&'a str>,
+    /// The provider refused the step (S6).
+    refused: Option<RefusalKind>,
     tool_calls: bool,
     /// Calls `before_tool_call` let through or not, and those that got a
     /// result (`tool_end`, or `after_tool_result` for one that never ran).
@@ -82,10 +86,12 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
                 step,
                 tool_calls,
                 aborted,
+                finish,
                 ..
             } => {
                 let seen = Seen {
                     aborted: aborted.as_deref(),
+                    refused: finish.and_then(|f| f.refusal()),
                     tool_calls: *tool_calls > 0,
                     called: BTreeSet::new(),
                     resulted: BTreeSet::new(),
@@ -174,6 +180,13 @@ fn expected(
             reason: reason.to_string(),
         };
     }
+    // A provider's refusal ends the run, whatever was decided (S6).
+    if let Some(kind) = seen.refused {
+        return Transition::Refused {
+            kind,
+            explanation: String::new(),
+        };
+    }
     let goes_on = match d {
         AfterStepDecision::Complete => return Transition::Complete { reason: None },
         // Waiting calls are honoured even at the limit (A3, T7).
@@ -191,10 +204,12 @@ fn expected(
     goes_on
 }
 
-/// Transitions compared; an abort's outcome is the abort's own.
+/// Transitions compared; an abort's outcome is the abort's own, and a
+/// refusal's words are the provider's (through the canonical stages).
 fn same(got: &Transition, want: &Transition) -> bool {
     match (got, want) {
         (Transition::Aborted { reason: a, .. }, Transition::Aborted { reason: b, .. }) => a == b,
+        (Transition::Refused { kind: a, .. }, Transition::Refused { kind: b, .. }) => a == b,
         _ => got == want,
     }
 }

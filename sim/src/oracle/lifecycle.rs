@@ -315,6 +315,7 @@ fn decision(t: &Transition) -> Decision {
         } if r == "max_steps" => Decision::Ends("the step limit"),
         Transition::Complete { .. } => Decision::Ends("complete"),
         Transition::Aborted { .. } => Decision::Ends("an abort"),
+        Transition::Refused { .. } => Decision::Ends("a refusal"),
     }
 }
 

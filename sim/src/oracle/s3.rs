@@ -1,6 +1,7 @@
 //! SPEC S3: with canonical redaction installed, no assistant message stored,
 //! no text a watcher received, and no assistant text sent back to the model
-//! matches a redaction pattern. (User messages are the user's own text.)
+//! matches a redaction pattern; nor the provider's words a refused step
+//! stores as its reason (S6, S1). (User messages are the user's own text.)
 //!
 //! SPEC C3: a compaction summary is model output stored and reused as
 //! context, so neither does a stored summary record, nor the summary a
@@ -51,6 +52,12 @@ fn stored(o: &Observed<'_>) -> Vec<Seen> {
     let mut out = Vec::new();
     for t in o.threads {
         for m in t.messages.iter().filter(|m| m.role == Role::Assistant) {
+            // A provider's refusal: its words are stored as the reason (S6).
+            if let (Producer::Model, Some(reason)) = (m.pai.producer, &m.pai.reason) {
+                let place = format!("the refusal reason of stored message #{}", m.seq);
+                let run = m.pai.run_id.as_ref().map(|r| r.to_string());
+                out.push((run, place, reason.clone()));
+            }
             for p in &m.parts {
                 if let Part::Text { text } = p {
                     let place = format!("stored message #{}", m.seq);

@@ -2,13 +2,15 @@
 //! the checks a replay script must pass, and the recordings themselves,
 //! read and decoded whole at load time so that a missing file or a body
 //! that does not decode is a located error (SPEC X1), never a surprise in
-//! the middle of a run.
+//! the middle of a run. A body cut before its end is no bad file: it is a
+//! real dropped connection, and loads to be replayed as the provider error
+//! the run sees where it was cut (SPEC S6).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use pai_providers::{DecodeError, StreamReport, decode};
+use pai_providers::{DecodeError, Decoder, StreamReport};
 
 use super::field::{CheckError, Segment, fail};
 use super::spec::{ModelSpec, ReplayFormat};
@@ -31,10 +33,26 @@ pub enum RecordingKind {
     /// An event stream; the report of decoding it whole (usage, the
     /// provider's stop reason, a refusal, skipped events).
     Stream(StreamReport),
+    /// A stream cut before its answer ended (a dropped connection, SPEC
+    /// S6): what it carried before the cut, and the decoder's
+    /// [`DecodeError::Truncated`] saying where it was cut. Replayed, its
+    /// parts stream and then the cut is the stream's error part (P7).
+    Cut {
+        /// What the stream carried before the cut.
+        report: StreamReport,
+        /// Where and how it was cut.
+        cut: DecodeError,
+    },
     /// A JSON error body where a stream was expected (an HTTP error
     /// response): the attempt fails before any stream exists, with the
-    /// provider's message (SPEC P7: code around `next()` sees it).
-    ErrorBody(String),
+    /// provider's message and the status its error stands for (SPEC P7:
+    /// code around `next()` sees it).
+    ErrorBody {
+        /// The provider's message.
+        message: String,
+        /// The HTTP status, where the body names one.
+        status: Option<u16>,
+    },
 }
 
 /// A replayed model: its recordings answer its calls in order, paced alike.
@@ -150,9 +168,15 @@ fn recording(
         },
     };
     let name = format.decoder().as_str();
-    let kind = match decode(format.decoder(), &body) {
-        Ok(decoded) => RecordingKind::Stream(decoded.report),
-        Err(DecodeError::ErrorBody { message }) => RecordingKind::ErrorBody(message),
+    let mut decoder = Decoder::new(format.decoder());
+    let fed = decoder.feed(&body, &mut Vec::new());
+    let report = decoder.report().clone();
+    let kind = match fed.and_then(|()| decoder.finish()) {
+        Ok(report) => RecordingKind::Stream(report),
+        Err(cut @ DecodeError::Truncated { .. }) => RecordingKind::Cut { report, cut },
+        Err(DecodeError::ErrorBody { message, status }) => {
+            RecordingKind::ErrorBody { message, status }
+        }
         Err(e) => {
             return fail(
                 at,

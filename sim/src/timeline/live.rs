@@ -127,7 +127,8 @@ fn part(lane: &mut WatcherLane, run: &str, step: u32, part: &StreamPart) -> Mark
             ("ok", format!("finish {}", f.as_str()), said)
         }
         StreamPart::Error(_) => ("failed", "error".to_string(), said),
-        StreamPart::TextDelta(_) => ("ok", "text".to_string(), said),
+        StreamPart::Refusal(_) => ("failed", "refusal".to_string(), said),
+        StreamPart::TextEnd | StreamPart::TextDelta(_) => ("ok", "text".to_string(), said),
     }
 }
 

@@ -44,7 +44,12 @@ pub(super) fn calls(out: &mut String, o: &Observed<'_>, verdicts: &Verdicts) {
             let _ = writeln!(out, "    timeout {t}ms");
         }
         if let Some(rec) = &c.recording {
-            let _ = writeln!(out, "    {}", replayed(rec));
+            let chunk = o
+                .scenario
+                .replays
+                .get(&c.script.key())
+                .and_then(|r| r.chunk);
+            let _ = writeln!(out, "    {}", replayed(rec, chunk));
         }
         if c.answer == Answer::Registered {
             let _ = writeln!(out, "    {}", registered(o, &c.script));
@@ -80,42 +85,75 @@ fn registered(o: &Observed<'_>, script: &ScriptName) -> String {
     }
 }
 
-fn replayed(rec: &Recording) -> String {
+/// The recording a call replayed (with the chunk size it was fed in), and
+/// what its body said beside the parts: usage, stop reason, a refusal, a
+/// cut, what it carried that is no part (by kind, then by type), and what
+/// the decoder noted.
+fn replayed(rec: &Recording, chunk: Option<usize>) -> String {
     let format = rec.format.decoder().as_str();
     let bytes = rec.body.len();
-    let mut line = format!("replayed {} ({format}, {bytes} bytes)", quoted(&rec.file));
-    match &rec.kind {
-        RecordingKind::ErrorBody(message) => {
-            let _ = write!(line, ": an error body {}", quoted(message));
+    let chunk = match chunk {
+        Some(n) => format!("chunks of {n}"),
+        None => "whole".to_string(),
+    };
+    let mut line = format!(
+        "replayed {} ({format}, {bytes} bytes, {chunk})",
+        quoted(&rec.file)
+    );
+    let said = match &rec.kind {
+        RecordingKind::ErrorBody { message, status } => {
+            let status = status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
+            let _ = write!(line, ": an error body{status} {}", quoted(message));
+            return line;
         }
-        RecordingKind::Stream(report) => {
-            let mut said = Vec::new();
-            if let Some(reason) = &report.stop_reason {
-                said.push(format!("stop reason {}", quoted(reason)));
-            }
-            if let Some(u) = report.usage {
-                said.push(format!(
-                    "usage {} in, {} out",
-                    u.input_tokens, u.output_tokens
-                ));
-            }
-            if let Some(refusal) = &report.refusal {
-                said.push(format!("refusal {}", quoted(refusal)));
-            }
-            let skipped: Vec<String> = report
-                .skipped
-                .iter()
-                .map(|(kind, n)| format!("{kind} x{n}"))
-                .collect();
-            if !skipped.is_empty() {
-                said.push(format!("skipped {}", skipped.join(", ")));
-            }
-            if !said.is_empty() {
-                let _ = write!(line, ": {}", said.join("; "));
-            }
+        RecordingKind::Stream(report) => said(report),
+        RecordingKind::Cut { report, cut } => {
+            let mut said = said(report);
+            said.insert(0, format!("cut: {cut}"));
+            said
         }
+    };
+    if !said.is_empty() {
+        let _ = write!(line, ": {}", said.join("; "));
     }
     line
+}
+
+/// What a stream's report says, one phrase each.
+fn said(report: &pai_providers::StreamReport) -> Vec<String> {
+    let mut said = Vec::new();
+    if let Some(reason) = &report.stop_reason {
+        said.push(format!("stop reason {}", quoted(reason)));
+    }
+    if let Some(u) = report.usage {
+        said.push(format!(
+            "usage {} in, {} out",
+            u.input_tokens, u.output_tokens
+        ));
+    }
+    if let Some(refusal) = &report.refusal {
+        said.push(format!("refusal {}", quoted(refusal)));
+    }
+    let kinds: Vec<String> = report
+        .kinds()
+        .iter()
+        .map(|(kind, n)| format!("{kind} x{n}"))
+        .collect();
+    if !kinds.is_empty() {
+        said.push(format!("carried {}", kinds.join(", ")));
+    }
+    let skipped: Vec<String> = report
+        .skipped
+        .iter()
+        .map(|(kind, n)| format!("{kind} x{n}"))
+        .collect();
+    if !skipped.is_empty() {
+        said.push(format!("skipped {}", skipped.join(", ")));
+    }
+    for note in &report.notes {
+        said.push(format!("noted: {note}"));
+    }
+    said
 }
 
 /// What a model call was sent, as the transcript compares it between calls.

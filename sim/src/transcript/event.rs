@@ -384,6 +384,14 @@ pub(crate) fn transition(t: &Transition) -> String {
         Transition::Aborted { outcome, reason } => {
             format!("end: aborted outcome={} reason={reason}", outcome.as_str())
         }
+        Transition::Refused { kind, explanation } => match explanation.is_empty() {
+            true => format!("end: refused by the provider ({})", kind.as_str()),
+            false => format!(
+                "end: refused by the provider ({}) {}",
+                kind.as_str(),
+                crate::format::quoted(explanation)
+            ),
+        },
         Transition::Complete { reason: None } => "complete".to_string(),
         Transition::Complete { reason: Some(r) } => format!("complete ({r})"),
     }

@@ -49,6 +49,17 @@ pub enum ScriptName {
     Model(String),
 }
 
+impl ScriptName {
+    /// The key of the script's model in the scenario's maps: `None` for
+    /// the default `[model]`, its name for a `[models.NAME]`.
+    pub fn key(&self) -> Option<String> {
+        match self {
+            ScriptName::Default => None,
+            ScriptName::Model(name) => Some(name.clone()),
+        }
+    }
+}
+
 impl fmt::Display for ScriptName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

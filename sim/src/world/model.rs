@@ -119,8 +119,15 @@ impl ScriptedModel {
         if latency_ms > 0 {
             tokio::time::sleep(Duration::from_millis(latency_ms)).await;
         }
-        if let RecordingKind::ErrorBody(message) = &recording.kind {
-            return Err(ModelError::Provider(message.clone()));
+        if let RecordingKind::ErrorBody { message, status } = &recording.kind {
+            return Err(match status {
+                Some(status) => ModelError::http(*status, message.clone()),
+                None => ModelError::Http {
+                    status: None,
+                    retryable: false,
+                    message: message.clone(),
+                },
+            });
         }
         Ok(Box::new(ReplayStream::new(
             recording,

@@ -134,7 +134,10 @@ mod tests {
             file: "x.sse".into(),
             format: ReplayFormat::OpenAiChat,
             body: body.as_bytes().into(),
-            kind: RecordingKind::ErrorBody(String::new()),
+            kind: RecordingKind::ErrorBody {
+                message: String::new(),
+                status: None,
+            },
         };
         let ids = Arc::new(SimIds::new(Arc::new(Mutex::new(Rng::new(1)))));
         let mut s = ReplayStream::new(Arc::new(recording), chunk, 0, ids);
@@ -166,18 +169,28 @@ mod tests {
         }
     }
 
-    /// A body that breaks mid-stream ends in an error part naming the file,
-    /// after the parts decoded before it (P7: the stream already exists).
+    /// A body cut before its finish ends in an error part naming the file
+    /// and where it was cut, after the parts decoded before it (P7: the
+    /// stream already exists; S6: a cut stream is the provider error the
+    /// run sees). One cut after its finish is whole.
     #[test]
-    fn p7_a_decode_error_is_a_mid_stream_error_part() {
-        let cut = &CHAT[..CHAT.find("data: [DONE]").unwrap()];
-        let parts = stream(cut, Some(7));
+    fn p7_s6_a_cut_body_is_a_mid_stream_error_part_saying_where() {
+        let finish = CHAT
+            .find("data: {\"choices\":[{\"index\":0,\"delta\":{},")
+            .unwrap();
+        let parts = stream(&CHAT[..finish + 9], Some(7));
         assert_eq!(parts.len(), 2, "{parts:?}");
         assert_eq!(parts[0], StreamPart::text("Grüße"));
         let StreamPart::Error(e) = &parts[1] else {
             panic!("{parts:?}")
         };
-        assert!(e.starts_with("recording x.sse: the stream ended"), "{e}");
+        let cut = format!(
+            "recording x.sse: the stream was cut after {} bytes, mid-event",
+            finish + 9
+        );
+        assert!(e.starts_with(&cut), "{e}");
+        let whole = &CHAT[..CHAT.find("data: [DONE]").unwrap()];
+        assert_eq!(stream(whole, Some(7)), stream(CHAT, None));
         let bad = CHAT.replace("\"stop\"}", "\"stop\"");
         let parts = stream(&bad, Some(5));
         assert!(

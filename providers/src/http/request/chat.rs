@@ -59,14 +59,16 @@ fn tool_choice(choice: &ToolChoice) -> Value {
 }
 
 /// One runtime message: its text and calls as one message of its role,
-/// then each tool result as a `tool` message.
+/// then each tool result as a `tool` message. Several texts (a response's
+/// items, S6) stay apart as content parts, never glued into one string.
 fn push_message(out: &mut Vec<Value>, message: &ModelMessage) {
-    let mut text = String::new();
+    let mut texts: Vec<&str> = Vec::new();
     let mut calls = Vec::new();
     let mut results = Vec::new();
     for content in &message.content {
         match content {
-            ModelContent::Text { text: t } => text.push_str(t),
+            ModelContent::Text { text: t } if t.is_empty() => {}
+            ModelContent::Text { text: t } => texts.push(t),
             ModelContent::ToolCall {
                 call_id,
                 tool,
@@ -91,15 +93,20 @@ fn push_message(out: &mut Vec<Value>, message: &ModelMessage) {
         Role::User => "user",
         Role::Assistant | Role::Tool => "assistant",
     };
+    let content = match texts[..] {
+        [] => Value::Null,
+        [one] => json!(one),
+        _ => Value::Array(
+            texts
+                .iter()
+                .map(|t| json!({ "type": "text", "text": t }))
+                .collect(),
+        ),
+    };
     if !calls.is_empty() {
-        let content = if text.is_empty() {
-            Value::Null
-        } else {
-            json!(text)
-        };
         out.push(json!({ "role": role, "content": content, "tool_calls": calls }));
-    } else if !text.is_empty() {
-        out.push(json!({ "role": role, "content": text }));
+    } else if !content.is_null() {
+        out.push(json!({ "role": role, "content": content }));
     }
     out.extend(results);
 }

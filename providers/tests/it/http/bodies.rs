@@ -2,7 +2,7 @@
 //! instructions, messages with tool calls and results, tools with their
 //! schemas, settings, `stream: true`.
 
-use pai_providers::{Format, HttpModel};
+use pai_providers::{Format, HttpConfig, HttpModel};
 use pai_runtime::{
     ModelRequest, Role,
     message::{ModelContent, ModelMessage},
@@ -172,5 +172,44 @@ fn a_tool_without_a_schema_is_offered_an_open_object() {
     assert_eq!(
         sent["tools"][0]["function"]["parameters"],
         json!({ "type": "object" })
+    );
+}
+
+/// SPEC S6: an assistant message of two texts (a response's two output
+/// items) goes back to the provider as two texts in every format, never
+/// glued into one string.
+#[test]
+fn s6_two_texts_of_one_message_stay_apart_in_every_format() {
+    let messages = vec![
+        ModelMessage::user("News?"),
+        ModelMessage {
+            role: Role::Assistant,
+            content: vec![
+                ModelContent::Text {
+                    text: "Got it.".into(),
+                },
+                ModelContent::Text {
+                    text: "Here they are.".into(),
+                },
+            ],
+        },
+    ];
+    let request = ModelRequest::new(Route::new("m"), "", messages, Vec::new());
+    let body = |format| {
+        let config = HttpConfig::new(format, "http://127.0.0.1:9", "m");
+        HttpModel::new(config).unwrap().body(&request)
+    };
+    let chat = body(Format::OpenAiChat);
+    assert_eq!(
+        chat["messages"][1]["content"],
+        json!([{ "type": "text", "text": "Got it." }, { "type": "text", "text": "Here they are." }])
+    );
+    let responses = body(Format::OpenAiResponses);
+    assert_eq!(responses["input"][1]["content"], "Got it.");
+    assert_eq!(responses["input"][2]["content"], "Here they are.");
+    let anthropic = body(Format::Anthropic);
+    assert_eq!(
+        anthropic["messages"][1]["content"],
+        json!([{ "type": "text", "text": "Got it." }, { "type": "text", "text": "Here they are." }])
     );
 }

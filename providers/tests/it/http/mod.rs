@@ -141,7 +141,15 @@ async fn status_500_is_a_failed_attempt_naming_the_providers_message() {
     };
     assert_eq!(
         seen,
-        ModelError::Provider("HTTP 500: The server had an error".into())
+        ModelError::Http {
+            status: Some(500),
+            retryable: true,
+            message: "The server had an error".into()
+        }
+    );
+    assert_eq!(
+        seen.to_string(),
+        "provider error: HTTP 500: The server had an error"
     );
     // Sent once each: the provider never retries.
     assert_eq!(server.received().len(), 2);
@@ -181,6 +189,8 @@ async fn a_connection_cut_mid_stream_ends_it_with_an_error_part() {
         error.starts_with("the connection failed mid-stream"),
         "{error}"
     );
+    assert!(error.contains("; the stream was cut after"), "{error}");
+    assert!(error.contains("mid-event"), "{error}");
 }
 
 #[tokio::test]
@@ -195,6 +205,7 @@ async fn a_body_ending_early_is_a_truncated_stream() {
     let parts = collect(stream).await;
     let error = error_text(&parts);
     assert!(error.contains("without message_stop"), "{error}");
+    assert!(error.contains("the stream was cut after"), "{error}");
 }
 
 #[tokio::test]

@@ -197,7 +197,8 @@ async fn an_error_status_is_passed_through_and_recorded() {
     assert_eq!(
         decode(Format::OpenAiChat, &recorded).unwrap_err(),
         DecodeError::ErrorBody {
-            message: "The server had an error".into()
+            message: "The server had an error".into(),
+            status: Some(500)
         }
     );
     assert_eq!(turns[0].status, Some(500));
@@ -240,7 +241,7 @@ async fn a_cut_connection_leaves_what_arrived_and_names_the_cut() {
     assert_eq!(turns[0].bytes, recorded.len() as u64);
     let line = turns[0].to_string();
     assert!(
-        line.contains("(does not decode as openai-chat: the stream ended after"),
+        line.contains("(a cut openai-chat stream: the stream was cut after"),
         "{line}"
     );
     assert!(

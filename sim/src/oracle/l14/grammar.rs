@@ -91,7 +91,9 @@ impl Goes {
         match transition {
             Transition::Wait => Goes::Wait,
             Transition::NextStep | Transition::Steer => Goes::On,
-            Transition::Complete { .. } | Transition::Aborted { .. } => Goes::End,
+            Transition::Complete { .. }
+            | Transition::Aborted { .. }
+            | Transition::Refused { .. } => Goes::End,
         }
     }
 }

@@ -344,7 +344,7 @@ impl Builder {
             detail.clone(),
         );
         let status = match t {
-            Transition::Aborted { .. } => "aborted",
+            Transition::Aborted { .. } | Transition::Refused { .. } => "aborted",
             _ => "ok",
         };
         self.extend(&Key::Step, &detail);
