@@ -4,7 +4,11 @@
 //! `[[lifecycle]] use = "..."`, `[[agent.tools]] use = "..."` and
 //! `[model] use = "..."`, their configuration inline; [`Harness::run_dir`] runs a folder of them with
 //! every oracle, twice (D4), and compares each transcript with its
-//! snapshot in the author's crate.
+//! snapshot in the author's crate. [`Harness::new`] runs hooks with the
+//! simulator's context and JSON-map run metadata;
+//! [`Harness::with_context`] makes a harness of the agent's own context
+//! and typed run metadata, whose hooks implement `UserHook<C, M>` (a hook
+//! of other types does not compile where it is registered).
 //!
 //! ```no_run
 //! use pai_runtime::{HookFuture, hook, hook::RunDecision};
