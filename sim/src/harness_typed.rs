@@ -46,7 +46,7 @@ where
     ///
     /// impl UserHook<Shop, Ledger> for Count {
     ///     fn build(&self, name: &str) -> Box<dyn Lifecycle<Shop>> {
-    ///         Box::new(hook::after_tool_result(name, |cx, _| {
+    ///         Box::new(hook::after_tool_result::<Shop, _>(name, |cx, _| {
     ///             HookFuture::new(async move {
     ///                 let _: &str = cx.context.currency;
     ///                 cx.update_run_metadata(|l: &mut Ledger| l.refunds += 1).await?;
@@ -76,7 +76,7 @@ where
     /// # struct Count {}
     /// # impl UserHook<Shop, Ledger> for Count {
     /// #     fn build(&self, name: &str) -> Box<dyn Lifecycle<Shop>> {
-    /// #         Box::new(hook::after_tool_result(name, |_, _| {
+    /// #         Box::new(hook::after_tool_result::<Shop, _>(name, |_, _| {
     /// #             HookFuture::ready(Ok(ToolResultDecision::Continue))
     /// #         }))
     /// #     }

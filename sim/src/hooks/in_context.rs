@@ -7,6 +7,7 @@
 
 use std::any::Any;
 
+use pai_runtime::ModelRequest;
 use pai_runtime::context::{ContextInput, ContextNext};
 use pai_runtime::hook::{
     AfterStepDecision, AfterStepInput, ModelNext, Phases, RewriteFact, RewriteInput, RewritePatch,
@@ -14,7 +15,6 @@ use pai_runtime::hook::{
     ToolResultDecision, ToolResultInput,
 };
 use pai_runtime::message::ModelMessage;
-use pai_runtime::ModelRequest;
 use pai_runtime::model::BoxStream;
 use pai_runtime::stream::StreamTransform;
 use pai_runtime::{HookCx, HookError, HookFuture, HookResult, Lifecycle};

@@ -81,9 +81,10 @@ pub(crate) type Maker = Arc<dyn Fn(&str, &BuildContext) -> SimHook + Send + Sync
 
 /// The factory of the configuration type `H`, a hook for the context `C`
 /// and the run metadata `M`.
-pub(crate) struct Typed<H, C = SimContext, M = SimMetadata>(
-    pub(crate) PhantomData<fn() -> (H, C, M)>,
-);
+pub(crate) struct Typed<H, C = SimContext, M = SimMetadata>(pub(crate) PhantomData<Types<H, C, M>>);
+
+/// The types a [`Typed`] factory stands for, owned by none.
+type Types<H, C, M> = fn() -> (H, C, M);
 
 impl<H, C, M> Factory for Typed<H, C, M>
 where

@@ -143,7 +143,9 @@ fn tally_matches(obs: &Observation<'_>) -> Result<(), Finding> {
         .collect();
     for thread in obs.threads() {
         for run in &thread.runs {
-            let Some(stored) = &run.metadata else { continue };
+            let Some(stored) = &run.metadata else {
+                continue;
+            };
             let tally: Tally = serde_json::from_value(stored.clone())
                 .map_err(|e| Finding::in_run(&run.id, format!("unreadable tally: {e}")))?;
             let committed: Vec<String> = thread
@@ -235,7 +237,9 @@ send = "hi"
 "#;
     let e = harness().parse("x.toml", tool).unwrap_err();
     assert!(
-        e.message.starts_with("agent.tools[0].on_output: on_output reads and writes the run metadata as a JSON map"),
+        e.message.starts_with(
+            "agent.tools[0].on_output: on_output reads and writes the run metadata as a JSON map"
+        ),
         "{}",
         e.message
     );
@@ -248,14 +252,24 @@ send = "hi"
 /// too, so it names a call with no successful result).
 #[test]
 fn the_tally_oracle_reports_a_count_the_thread_does_not_hold() {
-    let text = std::fs::read_to_string(format!("{DIR}/a_typed_tally_across_a_wait_for_approval.toml")).unwrap();
-    let mut h = Harness::<Desk, Tally>::with_context(|| Desk { name: "south".into(), limit: 9 });
-    h.hook::<Sloppy>("tally").oracle("tally_counts_each_committed_result_once", tally_matches);
+    let text = std::fs::read_to_string(format!(
+        "{DIR}/a_typed_tally_across_a_wait_for_approval.toml"
+    ))
+    .unwrap();
+    let mut h = Harness::<Desk, Tally>::with_context(|| Desk {
+        name: "south".into(),
+        limit: 9,
+    });
+    h.hook::<Sloppy>("tally")
+        .oracle("tally_counts_each_committed_result_once", tally_matches);
     let s = h.parse("sloppy.toml", &text).unwrap();
     let report = pai_sim::simulate(&s, s.seed).unwrap();
     let verdict = pai_sim::verdict(&s, &report);
     let err = verdict.unwrap_err();
-    assert!(err.contains("tally_counts_each_committed_result_once"), "{err}");
+    assert!(
+        err.contains("tally_counts_each_committed_result_once"),
+        "{err}"
+    );
 }
 
 /// A tally hook that counts every result, whatever its status.
@@ -270,7 +284,8 @@ impl UserHook<Desk, Tally> for Sloppy {
         Box::new(hook::after_tool_result(name, |cx, input| {
             let call = input.result.call_id.to_string();
             HookFuture::new(async move {
-                cx.update_run_metadata(|t: &mut Tally| t.counted.push(call)).await?;
+                cx.update_run_metadata(|t: &mut Tally| t.counted.push(call))
+                    .await?;
                 Ok(ToolResultDecision::Continue)
             })
         }))

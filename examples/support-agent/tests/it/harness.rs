@@ -2,10 +2,10 @@
 //! names scenario files `use`, with the configurations the fuzzer draws,
 //! and the agent's own oracles.
 
+use pai_runtime::Lifecycle;
 use pai_runtime::message::ToolStatus;
 use pai_runtime::{Part, Role};
 use pai_sim::Harness;
-use pai_runtime::Lifecycle;
 use pai_sim::hooks::UserHook;
 use pai_sim::observe::{Finding, Observation};
 use proptest::prelude::*;
@@ -19,8 +19,8 @@ use pai_runtime::event::EventKind;
 use pai_runtime::store::Answer;
 use pai_sim::UserTool;
 use support_agent::{
-    KnowledgeBase, LedgerKeeper, PiiRedactor, RefundInput, RefundLedger, RefundLimit,
-    RefundPolicy, RefundTool, SupportContext,
+    KnowledgeBase, LedgerKeeper, PiiRedactor, RefundInput, RefundLedger, RefundLimit, RefundPolicy,
+    RefundTool, SupportContext,
 };
 
 /// A hook of the agent as a scenario entry: the same configuration type,
@@ -98,11 +98,8 @@ fn limit_configs() -> impl Strategy<Value = Limit> {
 /// The ledger keeps the refunds of the scenarios' tool (`refund`) or of
 /// the registered tool under its own name.
 fn ledger_configs() -> impl Strategy<Value = Ledger> {
-    prop_oneof![Just("refund"), Just("refund_tool")].prop_map(|tool| {
-        Ledger(LedgerKeeper {
-            tool: tool.into(),
-        })
-    })
+    prop_oneof![Just("refund"), Just("refund_tool")]
+        .prop_map(|tool| Ledger(LedgerKeeper { tool: tool.into() }))
 }
 
 fn knowledge_configs() -> impl Strategy<Value = Knowledge> {
@@ -140,7 +137,10 @@ pub fn harness() -> Harness<SupportContext, RefundLedger> {
             no_account_number_from_the_model,
         )
         .oracle("no_refund_over_the_limit", no_refund_over_the_limit)
-        .oracle("the_ledger_holds_each_refund_once", the_ledger_holds_each_refund_once)
+        .oracle(
+            "the_ledger_holds_each_refund_once",
+            the_ledger_holds_each_refund_once,
+        )
         .oracle(
             "no_large_refund_without_approval",
             no_large_refund_without_approval,
