@@ -4,7 +4,11 @@
 //! `[[lifecycle]] use = "..."`, `[[agent.tools]] use = "..."` and
 //! `[model] use = "..."`, their configuration inline; [`Harness::run_dir`] runs a folder of them with
 //! every oracle, twice (D4), and compares each transcript with its
-//! snapshot in the author's crate.
+//! snapshot in the author's crate. [`Harness::new`] runs hooks with the
+//! simulator's context and JSON-map run metadata;
+//! [`Harness::with_context`] makes a harness of the agent's own context
+//! and typed run metadata, whose hooks implement `UserHook<C, M>` (a hook
+//! of other types does not compile where it is registered).
 //!
 //! ```no_run
 //! use pai_runtime::{HookFuture, hook, hook::RunDecision};
@@ -32,11 +36,15 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
+
+use pai_runtime::hook::RunMetadata;
 
 use crate::fuzz::Campaign;
 use crate::harness_fuzz::FuzzOutcome;
-use crate::hooks::UserHook;
+use crate::hooks::{SimContext, SimMetadata, UserHook};
 use crate::observe::{Finding, Observation, UserOracle};
 use crate::registry::Registry;
 use crate::scenario::{Scenario, ScenarioError};
@@ -46,11 +54,42 @@ use crate::user_tool::UserTool;
 use crate::world::StoreKind;
 
 /// The simulator with an author's hooks and oracles registered.
-#[derive(Debug, Clone, Default)]
-pub struct Harness {
+///
+/// `C` and `M` are the agent's context and run metadata types: by
+/// default the simulator's own ([`SimContext`], and [`SimMetadata`], a
+/// JSON map); [`Harness::with_context`] makes a harness of the author's
+/// own, whose hooks are written against them.
+pub struct Harness<C = SimContext, M = SimMetadata> {
     registry: Registry,
     /// Where [`Harness::fuzz`] writes its finds (default `tests/fuzz-finds`).
     finds: Option<PathBuf>,
+    types: PhantomData<fn() -> (C, M)>,
+}
+
+impl Default for Harness {
+    fn default() -> Harness {
+        Harness::new()
+    }
+}
+
+impl<C, M> Clone for Harness<C, M> {
+    fn clone(&self) -> Self {
+        Harness {
+            registry: self.registry.clone(),
+            finds: self.finds.clone(),
+            types: PhantomData,
+        }
+    }
+}
+
+impl<C, M> fmt::Debug for Harness<C, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Harness")
+            .field("registry", &self.registry)
+            .field("finds", &self.finds)
+            .field("types", &self.registry.types())
+            .finish()
+    }
 }
 
 /// What [`Harness::check_dir`] found: every scenario's result, and the
@@ -162,22 +201,39 @@ impl Harness {
     /// A harness that knows only the built-in library (its kinds
     /// registered in the harness's registry, by their `hook` names).
     pub fn new() -> Harness {
-        Harness::default()
+        Harness::of(Registry::default())
+    }
+}
+
+impl<C, M> Harness<C, M>
+where
+    C: Send + Sync + 'static,
+    M: RunMetadata,
+{
+    /// A harness of these types over `registry`.
+    pub(crate) fn of(registry: Registry) -> Self {
+        Harness {
+            registry,
+            finds: None,
+            types: PhantomData,
+        }
     }
 
-    /// Registers the configuration type `C` under `name`: an entry
-    /// `[[lifecycle]] use = "<name>"` is read into a `C` and builds its
-    /// hook. Panics when `name` is registered already, by the built-in
+    /// Registers the configuration type `H` under `name`: an entry
+    /// `[[lifecycle]] use = "<name>"` is read into an `H` and builds its
+    /// hook, written for this harness's context `C` and run metadata `M`
+    /// (a hook of other types does not compile here: see
+    /// [`Harness::with_context`]). Panics when `name` is registered already, by the built-in
     /// library (its kinds go by their `hook` names) or an earlier call (two
     /// hooks under one name is a mistake in the test's setup, not in a
     /// scenario).
-    pub fn hook<C: UserHook>(&mut self, name: &str) -> &mut Harness {
+    pub fn hook<H: UserHook<C, M>>(&mut self, name: &str) -> &mut Self {
         assert!(
             !self.registry.is_library(name),
             "a hook is registered as {name:?} already: it is a kind of the built-in library (`hook = {name:?}`)"
         );
         assert!(
-            self.registry.hook::<C>(name),
+            self.registry.typed_hook::<H, C, M>(name),
             "a hook is registered as {name:?} already"
         );
         self
@@ -191,7 +247,7 @@ impl Harness {
     /// call waits for a client's approval, SPEC T7) and `on_output`. The
     /// tool runs on the virtual clock: see [`UserTool`]. Panics when a tool
     /// is registered as `name` already.
-    pub fn tool<T: UserTool>(&mut self, name: &str) -> &mut Harness {
+    pub fn tool<T: UserTool>(&mut self, name: &str) -> &mut Self {
         assert!(
             self.registry.tool::<T>(name),
             "a tool is registered as {name:?} already"
@@ -199,17 +255,17 @@ impl Harness {
         self
     }
 
-    /// Registers the model configuration `M` under `name`: a script
+    /// Registers the model configuration `U` under `name`: a script
     /// `[model] use = "<name>"` (or `[models.<model>] use = "<name>"`) is
-    /// read into an `M` (the script's other fields) and builds the author's
+    /// read into a `U` (the script's other fields) and builds the author's
     /// model adapter, which answers every call of that script instead of
     /// scripted turns. Each call is still recorded (the transcript shows
     /// it as `registered`); the oracles that foresee scripted turns stand
     /// down for it. The model runs on the virtual clock: see
     /// [`UserModel`]. Panics when a model is registered as `name` already.
-    pub fn model<M: UserModel>(&mut self, name: &str) -> &mut Harness {
+    pub fn model<U: UserModel>(&mut self, name: &str) -> &mut Self {
         assert!(
-            self.registry.model::<M>(name),
+            self.registry.model::<U>(name),
             "a model is registered as {name:?} already"
         );
         self
@@ -238,11 +294,11 @@ impl Harness {
     /// let mut harness = pai_sim::Harness::new();
     /// harness.hook_with("closed", closed_configs);
     /// ```
-    pub fn hook_with<S, F>(&mut self, name: &str, configs: F) -> &mut Harness
+    pub fn hook_with<S, F>(&mut self, name: &str, configs: F) -> &mut Self
     where
         F: Fn() -> S + Send + Sync + 'static,
         S: proptest::strategy::Strategy,
-        S::Value: UserHook + serde::Serialize,
+        S::Value: UserHook<C, M> + serde::Serialize,
     {
         self.hook::<S::Value>(name);
         self.registry
@@ -251,12 +307,12 @@ impl Harness {
     }
 
     /// [`Harness::hook_with`] with the configuration type's own strategy
-    /// (`C: Arbitrary`, e.g. derived with `proptest-derive`).
-    pub fn hook_arbitrary<C>(&mut self, name: &str) -> &mut Harness
+    /// (`H: Arbitrary`, e.g. derived with `proptest-derive`).
+    pub fn hook_arbitrary<H>(&mut self, name: &str) -> &mut Self
     where
-        C: UserHook + proptest::arbitrary::Arbitrary + serde::Serialize,
+        H: UserHook<C, M> + proptest::arbitrary::Arbitrary + serde::Serialize,
     {
-        self.hook_with(name, proptest::arbitrary::any::<C>)
+        self.hook_with(name, proptest::arbitrary::any::<H>)
     }
 
     /// [`Harness::tool`], and lets [`Harness::fuzz`] draw the tool into
@@ -296,7 +352,7 @@ impl Harness {
     ///     || (0u64..2000).prop_map(|fare| Fare { fare }),
     /// );
     /// ```
-    pub fn tool_with<S, F, I, G>(&mut self, name: &str, configs: F, inputs: G) -> &mut Harness
+    pub fn tool_with<S, F, I, G>(&mut self, name: &str, configs: F, inputs: G) -> &mut Self
     where
         F: Fn() -> S + Send + Sync + 'static,
         S: proptest::strategy::Strategy,
@@ -315,7 +371,7 @@ impl Harness {
     /// [`Harness::tool_with`] with the configuration's and the input's own
     /// strategies (`T: Arbitrary`, `In: Arbitrary`, e.g. derived with
     /// `proptest-derive`).
-    pub fn tool_arbitrary<T, In>(&mut self, name: &str) -> &mut Harness
+    pub fn tool_arbitrary<T, In>(&mut self, name: &str) -> &mut Self
     where
         T: UserTool + proptest::arbitrary::Arbitrary + serde::Serialize,
         In: proptest::arbitrary::Arbitrary + serde::Serialize + 'static,
@@ -330,7 +386,7 @@ impl Harness {
     /// [`Harness::model`], and lets [`Harness::fuzz`] draw the model into
     /// some of its cases (in place of the case's default script), each
     /// with a configuration from the strategy `configs` makes.
-    pub fn model_with<S, F>(&mut self, name: &str, configs: F) -> &mut Harness
+    pub fn model_with<S, F>(&mut self, name: &str, configs: F) -> &mut Self
     where
         F: Fn() -> S + Send + Sync + 'static,
         S: proptest::strategy::Strategy,
@@ -348,7 +404,7 @@ impl Harness {
     /// random places, the model's text then cut into stream deltas at
     /// random characters: the generated cases then say what the author's
     /// hooks are there to handle.
-    pub fn fuzz_words<I, S>(&mut self, words: I) -> &mut Harness
+    pub fn fuzz_words<I, S>(&mut self, words: I) -> &mut Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
@@ -374,7 +430,7 @@ impl Harness {
     ///     }
     /// });
     /// ```
-    pub fn oracle<F, E>(&mut self, name: &str, judge: F) -> &mut Harness
+    pub fn oracle<F, E>(&mut self, name: &str, judge: F) -> &mut Self
     where
         F: Fn(&Observation<'_>) -> Result<(), E> + Send + Sync + 'static,
         E: Into<Finding>,
@@ -406,7 +462,7 @@ impl Harness {
     /// Where [`Harness::fuzz`] writes the scenario file of each find
     /// (default: `tests/fuzz-finds`, from the crate's folder, where `cargo
     /// test` runs).
-    pub fn finds_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Harness {
+    pub fn finds_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
         self.finds = Some(dir.into());
         self
     }

@@ -8,6 +8,7 @@
 //! [`snapshot`] files.
 #![warn(missing_docs)]
 
+mod agent_types;
 mod book;
 mod cluster;
 mod configured;
@@ -19,6 +20,7 @@ pub mod fuzz;
 mod harness;
 mod harness_fuzz;
 mod harness_schema;
+mod harness_typed;
 pub mod hooks;
 pub mod observe;
 mod oracle;

@@ -15,7 +15,7 @@ use pai_runtime::{
     tool::TypedTool,
 };
 
-use crate::hooks::{self, BuildContext, HistoryRead, SimContext, SimMetadata};
+use crate::hooks::{self, BuildContext, HistoryRead, SimContext};
 use crate::scenario::{Action, After, AfterEvent, Moment, Scenario};
 use crate::world::{self, ActionRecord, Answering, Milestone, Recorder, StoreWatch, VirtualClock};
 
@@ -29,7 +29,7 @@ pub(crate) fn agent(
     let mut agent = Agent::new(s.agent.name.clone(), s.agent.model.clone())
         .instructions(s.agent.instructions.clone())
         .max_steps(s.agent.max_steps);
-    agent = agent.run_metadata::<SimMetadata>();
+    agent = s.agent_types.declare(agent);
     for t in &s.agent.tools {
         let tool = TypedTool::dynamic(world::runtime_tool(t));
         agent = agent.typed_tool(&tool);
@@ -42,6 +42,7 @@ pub(crate) fn agent(
     let context = SimContext {
         docs: s.docs.clone(),
         reads: reads.clone(),
+        author: s.agent_types.context(),
     };
     (agent, context)
 }

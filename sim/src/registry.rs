@@ -13,6 +13,7 @@ use pai_runtime::{LanguageModel, Tool};
 use schemars::{Schema, SchemaGenerator};
 use serde_json::{Map, Value};
 
+use crate::agent_types::AgentTypes;
 use crate::configured::{ConfigError, Factory as Configured, Typed as TypedConfig};
 use crate::hooks::{Factory, HookSpec, Kinds, Maker, Typed, UserHook, UserHookDef};
 use crate::observe::{UserOracle, UserOracles};
@@ -47,6 +48,9 @@ pub struct Registry {
     tool_drawers: BTreeMap<String, (Drawer, InputDrawer)>,
     /// The models fuzz cases draw, with their drawers of configurations.
     model_drawers: BTreeMap<String, Drawer>,
+    /// The agent's run metadata and context types (the simulator's own
+    /// unless a typed harness names the author's).
+    types: AgentTypes,
 }
 
 /// Draws one configuration of a registered hook from a seed (the same seed,
@@ -121,6 +125,7 @@ impl Registry {
             models: BTreeMap::new(),
             tool_drawers: BTreeMap::new(),
             model_drawers: BTreeMap::new(),
+            types: AgentTypes::default(),
         };
         crate::hooks::register_library(&mut registry);
         registry.library = registry.hooks.keys().cloned().collect();
@@ -136,6 +141,32 @@ impl Registry {
         let factory: Arc<dyn Factory> = Arc::new(Typed::<C>(PhantomData));
         self.hooks.insert(name.to_string(), factory);
         true
+    }
+
+    /// Registers `H`, a hook for the author's context `C` and run metadata
+    /// `M`, under `name`; `false` if the name was taken.
+    pub(crate) fn typed_hook<H, C, M>(&mut self, name: &str) -> bool
+    where
+        H: UserHook<C, M>,
+        C: Send + Sync + 'static,
+        M: 'static,
+    {
+        if self.hooks.contains_key(name) {
+            return false;
+        }
+        let factory: Arc<dyn Factory> = Arc::new(Typed::<H, C, M>(PhantomData));
+        self.hooks.insert(name.to_string(), factory);
+        true
+    }
+
+    /// Names the agent's run metadata and context types (a typed harness).
+    pub(crate) fn set_types(&mut self, types: AgentTypes) {
+        self.types = types;
+    }
+
+    /// The agent's run metadata and context types.
+    pub(crate) fn types(&self) -> &AgentTypes {
+        &self.types
     }
 
     /// Lets fuzz cases draw the hook registered as `name`, its
@@ -226,6 +257,13 @@ impl Registry {
             .check(config)
             .map_err(|e| Refusal::at(e.field.as_deref(), e.message))?;
         if let Some(spec) = foreseen {
+            if let Some(message) = spec
+                .reads_json_metadata()
+                .then(|| self.types.refuses_json_metadata(spec.kind()))
+                .flatten()
+            {
+                return Err(Refusal::at(None, message));
+            }
             let spec = spec.named(given);
             if let Err((field, message)) = spec.check() {
                 let message = format!("{}: {message}", spec.kind());

@@ -13,14 +13,19 @@
 //!   a person's approval, decided per call on the amount (SPEC T7).
 //! - [`KnowledgeBase`]: a `resolve_model_context` resolver that puts the
 //!   help-centre articles the customer's words name before the context.
+//! - [`LedgerKeeper`]: a hook written for the agent's own context
+//!   ([`SupportContext`]) and typed run metadata ([`RefundLedger`]): it
+//!   keeps the run's refunds, and refuses one past the desk's cap.
 #![warn(missing_docs)]
 
 mod knowledge;
+mod ledger;
 mod pii;
 mod refund;
 mod refund_tool;
 
 pub use knowledge::KnowledgeBase;
+pub use ledger::{Keeper, LedgerKeeper, RefundLedger, SupportContext};
 pub use pii::{PiiPattern, PiiRedactor};
 pub use refund::{RefundLimit, RefundPolicy, amount_in};
 pub use refund_tool::{RefundInput, RefundTool};

@@ -54,6 +54,23 @@ impl<'a, C> HookCx<'a, C> {
         }
     }
 
+    /// The same hook context with another application context: the same
+    /// run, clock, trace and thread facade (metadata, hidden messages). A
+    /// driver that keeps several applications' contexts in one (a
+    /// simulator running an author's hooks) calls each hook with its own.
+    pub fn with_context<'b, D>(&'b self, context: &'b D) -> HookCx<'b, D> {
+        HookCx {
+            context,
+            run_id: self.run_id,
+            thread_id: self.thread_id,
+            episode: self.episode,
+            resumed: self.resumed,
+            now: self.now,
+            trace: self.trace,
+            run: self.run,
+        }
+    }
+
     /// Reports an inner hook's decision, when someone listens.
     #[inline]
     pub(crate) fn note(&self, note: impl FnOnce() -> HookNote) {

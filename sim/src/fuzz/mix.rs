@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use super::coverage::Coverage;
 use crate::hooks::HookSpec;
 use crate::registry::Registry;
-use crate::scenario::{LifecycleEntry, ScenarioSpec, TimelineEntry, UseSpec};
+use crate::scenario::{LifecycleEntry, ScenarioSpec, TimelineEntry, ToolEntry, UseSpec};
 use crate::world::Rng;
 
 /// Mixes the registry's drawn hooks into `spec`, the case of `case_seed`:
@@ -21,9 +21,26 @@ pub(crate) fn mix(
     spec: &mut ScenarioSpec,
 ) -> Result<(), String> {
     let mut rng = Rng::new(case_seed ^ 0x005E_ED0F_0A57_0F0E);
+    if !registry.types().json_metadata() {
+        without_json_metadata(spec);
+    }
     weave(&mut rng, registry.words(), spec);
     mix_hooks(&mut rng, registry, spec)?;
     super::mix_tools::mix_tools(case_seed, registry, spec)
+}
+
+/// `spec` without what keeps the run metadata as the simulator's JSON map
+/// (the library's metadata hooks, tools' `on_output`): a typed harness's
+/// agent keeps the author's type, and its loader refuses them.
+fn without_json_metadata(spec: &mut ScenarioSpec) {
+    let json = |e: &LifecycleEntry| e.library().is_some_and(HookSpec::reads_json_metadata);
+    spec.lifecycle.retain(|e| !json(e));
+    for t in &mut spec.agent.tools {
+        match t {
+            ToolEntry::Scripted(t) => t.on_output = None,
+            ToolEntry::User(u) => u.on_output = None,
+        }
+    }
 }
 
 /// Some of the registry's drawn hooks, at random places of the

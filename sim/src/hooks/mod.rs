@@ -16,6 +16,7 @@ mod fallback;
 mod guardrail;
 mod hide_message;
 mod history_probe;
+mod in_context;
 mod library;
 mod metadata;
 mod mutate_thread;

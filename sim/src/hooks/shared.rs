@@ -22,6 +22,9 @@ pub struct SimContext {
     pub docs: BTreeMap<String, String>,
     /// Where history probes record what they read (SPEC M1, M3).
     pub reads: Arc<Mutex<Vec<HistoryRead>>>,
+    /// The author's own context, for the hooks of a harness made with
+    /// `Harness::with_context` (one per runtime, from its maker).
+    pub(crate) author: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 /// One history read a hook made, as it made it.

@@ -193,6 +193,15 @@ impl HookSpec {
         }
     }
 
+    /// Whether the hook reads or writes the run metadata, as the
+    /// simulator's JSON map ([`super::SimMetadata`]).
+    pub(crate) fn reads_json_metadata(&self) -> bool {
+        matches!(
+            self,
+            HookSpec::SetMetadata(_) | HookSpec::PatchMetadata(_) | HookSpec::MetadataOverlay(_)
+        )
+    }
+
     /// The name the entry gives itself, if any.
     pub fn given_name(&self) -> Option<&str> {
         each!(self, h => h.name.as_deref())

@@ -13,26 +13,46 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use pai_runtime::Lifecycle;
+
 use super::build_context::BuildContext;
-use super::shared::SimHook;
+use super::in_context::in_sim;
+use super::shared::{SimContext, SimHook, SimMetadata};
 use super::spec::HookSpec;
 use crate::configured::ConfigError;
 
 /// A configuration that builds a hook: the type a scenario's
 /// `[[lifecycle]] use = "..."` entry is read into (its fields are the
 /// entry's other fields), and whose [`build`](UserHook::build) makes the
-/// hook. The hook runs with the simulator's context, so write it generic
-/// over the context (`impl<C: Send + Sync + 'static> Lifecycle<C> for ...`)
-/// or for [`SimContext`](crate::hooks::SimContext).
-pub trait UserHook: DeserializeOwned + JsonSchema + Send + Sync + 'static {
+/// hook.
+///
+/// `C` and `M` say in types what the hook may assume: it runs with the
+/// application context `C` and reads and writes the run metadata `M`
+/// (`cx.run_metadata::<M>()`). By default they are the simulator's own,
+/// [`SimContext`] and the JSON map [`SimMetadata`]: write such a hook
+/// generic over the context (`impl<C: Send + Sync + 'static> Lifecycle<C>
+/// for ...`) or for `SimContext`. A hook of the author's own agent
+/// implements `UserHook<AgentContext, AgentMetadata>` and is registered
+/// with a `Harness<AgentContext, AgentMetadata>`
+/// ([`Harness::with_context`](crate::Harness::with_context)), which runs
+/// every scenario's agent with that metadata type and a context of that
+/// type; a harness of other types refuses it at compile time.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a hook for context `{C}` and run metadata `{M}`",
+    label = "this hook is registered with a harness of other types",
+    note = "a `Harness<C, M>` registers hooks that implement `UserHook<C, M>`: the context and run metadata types of the hook and the harness must be the same"
+)]
+pub trait UserHook<C = SimContext, M = SimMetadata>:
+    DeserializeOwned + JsonSchema + Send + Sync + 'static
+{
     /// The hook this configuration describes, named `name` in the event
     /// log (return it from `Lifecycle::name`, so a failing oracle names it).
-    fn build(&self, name: &str) -> SimHook;
+    fn build(&self, name: &str) -> Box<dyn Lifecycle<C>>;
 
     /// [`build`](UserHook::build) in a run of the simulator, with what the
     /// world lends its hooks (the log where a summary model records what it
     /// is sent). By default the hook needs none of it.
-    fn build_in(&self, name: &str, context: &BuildContext) -> SimHook {
+    fn build_in(&self, name: &str, context: &BuildContext) -> Box<dyn Lifecycle<C>> {
         let _ = context;
         self.build(name)
     }
@@ -59,19 +79,29 @@ pub(crate) trait Factory: Send + Sync {
 /// context.
 pub(crate) type Maker = Arc<dyn Fn(&str, &BuildContext) -> SimHook + Send + Sync>;
 
-/// The factory of the configuration type `C`.
-pub(crate) struct Typed<C>(pub(crate) PhantomData<fn() -> C>);
+/// The factory of the configuration type `H`, a hook for the context `C`
+/// and the run metadata `M`.
+pub(crate) struct Typed<H, C = SimContext, M = SimMetadata>(pub(crate) PhantomData<Types<H, C, M>>);
 
-impl<C: UserHook> Factory for Typed<C> {
+/// The types a [`Typed`] factory stands for, owned by none.
+type Types<H, C, M> = fn() -> (H, C, M);
+
+impl<H, C, M> Factory for Typed<H, C, M>
+where
+    H: UserHook<C, M>,
+    C: Send + Sync + 'static,
+    M: 'static,
+{
     fn check(&self, config: &Map<String, Value>) -> Result<(Maker, Option<HookSpec>), ConfigError> {
-        let typed: C = crate::configured::read(config)?;
+        let typed: H = crate::configured::read(config)?;
         let foreseen = typed.foreseen();
-        let make: Maker = Arc::new(move |name: &str, cx: &BuildContext| typed.build_in(name, cx));
+        let make: Maker =
+            Arc::new(move |name: &str, cx: &BuildContext| in_sim(typed.build_in(name, cx)));
         Ok((make, foreseen))
     }
 
     fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
-        generator.subschema_for::<C>()
+        generator.subschema_for::<H>()
     }
 }
 

@@ -70,6 +70,9 @@ pub struct Scenario {
     /// agent does not have): each located, printed by `pai-sim run`, in
     /// the transcript and in a harness's report.
     pub warnings: Vec<String>,
+    /// The agent's run metadata and context types, from the harness that
+    /// checked the scenario (the simulator's own without a typed one).
+    pub(crate) agent_types: crate::agent_types::AgentTypes,
 }
 
 /// The virtual-time limit of a scenario that sets none: one hour.
@@ -196,6 +199,7 @@ impl Scenario {
             time_limit_ms,
             oracles: registry.oracles(),
             warnings,
+            agent_types: registry.types().clone(),
         })
     }
 }

@@ -134,6 +134,18 @@ pub(super) fn tools(
             );
             return fail(&at, message);
         }
+        let has_on_output = match &t {
+            ToolEntry::Scripted(t) => t.on_output.is_some(),
+            ToolEntry::User(u) => u.on_output.is_some(),
+        };
+        if let Some(message) = has_on_output
+            .then(|| registry.types().refuses_json_metadata("on_output"))
+            .flatten()
+        {
+            let mut at = at.to_vec();
+            at.push(Segment::Key("on_output"));
+            return fail(&at, message);
+        }
         out.push(match t {
             ToolEntry::Scripted(t) => tool(&at, t)?,
             ToolEntry::User(u) => registered(&at, u, registry)?,

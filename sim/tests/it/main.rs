@@ -13,6 +13,7 @@ mod harness_errors;
 mod harness_fuzz;
 mod harness_models;
 mod harness_tools;
+mod harness_typed;
 mod k2_faults;
 mod module_graph;
 mod props;

@@ -2,9 +2,11 @@
 //! names scenario files `use`, with the configurations the fuzzer draws,
 //! and the agent's own oracles.
 
-use pai_runtime::Role;
+use pai_runtime::Lifecycle;
+use pai_runtime::message::ToolStatus;
+use pai_runtime::{Part, Role};
 use pai_sim::Harness;
-use pai_sim::hooks::{SimHook, UserHook};
+use pai_sim::hooks::UserHook;
 use pai_sim::observe::{Finding, Observation};
 use proptest::prelude::*;
 use schemars::JsonSchema;
@@ -17,7 +19,8 @@ use pai_runtime::event::EventKind;
 use pai_runtime::store::Answer;
 use pai_sim::UserTool;
 use support_agent::{
-    KnowledgeBase, PiiRedactor, RefundInput, RefundLimit, RefundPolicy, RefundTool,
+    KnowledgeBase, LedgerKeeper, PiiRedactor, RefundInput, RefundLedger, RefundLimit, RefundPolicy,
+    RefundTool, SupportContext,
 };
 
 /// A hook of the agent as a scenario entry: the same configuration type,
@@ -29,8 +32,8 @@ macro_rules! entry {
         #[serde(transparent)]
         pub struct $entry(pub $config);
 
-        impl UserHook for $entry {
-            fn build(&self, name: &str) -> SimHook {
+        impl UserHook<SupportContext, RefundLedger> for $entry {
+            fn build(&self, name: &str) -> Box<dyn Lifecycle<SupportContext>> {
                 Box::new(self.0.hook(name))
             }
         }
@@ -41,6 +44,7 @@ entry!(Pii, PiiRedactor);
 entry!(Policy, RefundPolicy);
 entry!(Limit, RefundLimit);
 entry!(Knowledge, KnowledgeBase);
+entry!(Ledger, LedgerKeeper);
 
 /// The agent's refund tool as a scenario entry (`use = "refund_tool"`).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -91,15 +95,33 @@ fn limit_configs() -> impl Strategy<Value = Limit> {
     })
 }
 
+/// The ledger keeps the refunds of the scenarios' tool (`refund`) or of
+/// the registered tool under its own name.
+fn ledger_configs() -> impl Strategy<Value = Ledger> {
+    prop_oneof![Just("refund"), Just("refund_tool")]
+        .prop_map(|tool| Ledger(LedgerKeeper { tool: tool.into() }))
+}
+
 fn knowledge_configs() -> impl Strategy<Value = Knowledge> {
     proptest::collection::btree_map("[a-z]{3,6}", "[A-Za-z ]{1,30}", 0..3)
         .prop_map(|articles| Knowledge(KnowledgeBase { articles }))
 }
 
-/// The agent's hooks, its fuzz words and its oracles.
-pub fn harness() -> Harness {
-    let mut h = Harness::new();
+/// The context each runtime of the simulator hands the agent's hooks:
+/// the desk a deployment would configure.
+pub fn desk() -> SupportContext {
+    SupportContext {
+        desk: "EU".into(),
+        refund_cap: 300,
+    }
+}
+
+/// The agent's hooks, its fuzz words and its oracles, on a harness of
+/// the agent's own context and run metadata types.
+pub fn harness() -> Harness<SupportContext, RefundLedger> {
+    let mut h = Harness::with_context(desk);
     h.hook_with("pii", pii_configs)
+        .hook_with("refund_ledger", ledger_configs)
         .hook_with("refund_policy", policy_configs)
         .hook_with("refund_limit", limit_configs)
         .hook_with("knowledge", knowledge_configs)
@@ -115,6 +137,10 @@ pub fn harness() -> Harness {
             no_account_number_from_the_model,
         )
         .oracle("no_refund_over_the_limit", no_refund_over_the_limit)
+        .oracle(
+            "the_ledger_holds_each_refund_once",
+            the_ledger_holds_each_refund_once,
+        )
         .oracle(
             "no_large_refund_without_approval",
             no_large_refund_without_approval,
@@ -209,6 +235,65 @@ pub fn no_refund_over_the_limit(obs: &Observation<'_>) -> Result<(), Finding> {
                     limit.max_amount
                 );
                 return Err(Finding::in_run(&e.run_id, message));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each run's typed [`RefundLedger`] holds exactly the refunds whose
+/// successful results the thread holds for that run: none counted twice
+/// (a refund run again after a crash), none that never committed, none
+/// missed; said again from the stored thread, apart from the hook. A
+/// thread whose history a rewrite changed is left aside (a regeneration
+/// cuts results; the ledger keeps what the run did).
+pub fn the_ledger_holds_each_refund_once(obs: &Observation<'_>) -> Result<(), Finding> {
+    let tools: BTreeSet<String> = obs
+        .configs("refund_ledger")
+        .filter_map(|c| c.get("tool")?.as_str().map(str::to_string))
+        .collect();
+    let rewritten: BTreeSet<&str> = obs
+        .events()
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::HistoryRewritten { .. }))
+        .map(|e| e.thread_id.as_str())
+        .collect();
+    for thread in obs.threads().iter().filter(|t| !rewritten.contains(&*t.id)) {
+        for run in &thread.runs {
+            let ledger: RefundLedger = match &run.metadata {
+                Some(v) => serde_json::from_value(v.clone())
+                    .map_err(|e| Finding::in_run(&run.id, format!("unreadable ledger: {e}")))?,
+                None => RefundLedger::default(),
+            };
+            let mut refunds: Vec<(u64, u64)> = thread
+                .messages
+                .iter()
+                .filter(|m| m.pai.run_id.as_ref() == Some(&run.id))
+                .flat_map(|m| &m.parts)
+                .filter_map(|p| match p {
+                    Part::ToolResult {
+                        tool,
+                        status: ToolStatus::Output,
+                        output,
+                        ..
+                    } if tools.contains(tool) => {
+                        let field = |k: &str| output.get(k).and_then(|v| v.as_u64());
+                        Some((field("order")?, field("refunded")?))
+                    }
+                    _ => None,
+                })
+                .collect();
+            refunds.sort_unstable();
+            let mut orders = ledger.orders.clone();
+            orders.sort_unstable();
+            let committed: Vec<u64> = refunds.iter().map(|r| r.0).collect();
+            let total: u64 = refunds.iter().map(|r| r.1).sum();
+            if orders != committed || ledger.refunded != total {
+                let message = format!(
+                    "the ledger says orders {:?} for ${}, the thread holds refunds of orders {committed:?} for ${total}",
+                    ledger.orders, ledger.refunded
+                );
+                return Err(Finding::in_run(&run.id, message));
             }
         }
     }
