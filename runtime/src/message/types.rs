@@ -115,6 +115,12 @@ pub struct PaiMeta {
     pub outcome: Option<Outcome>,
     /// With `outcome`: why the run ended so, in words.
     pub reason: Option<String>,
+    /// On a model step's message: the registered tools the attempt that
+    /// answered offered, when its route named them (SPEC P6). A worker
+    /// that takes the run over checks the step's calls against it, as the
+    /// holder did (K3); `None` offers every registered tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered: Option<Vec<String>>,
 }
 
 impl PaiMeta {
@@ -127,6 +133,7 @@ impl PaiMeta {
             updated_at: at,
             outcome: None,
             reason: None,
+            offered: None,
         }
     }
 }

@@ -150,6 +150,25 @@ pub struct Refusal {
 }
 
 impl Refusal {
+    /// The refusal a run's reason says (`reason` as [`Refusal::reason`]
+    /// wrote it), if it says one: how a worker that takes a run over
+    /// reads a refused step its holder stored (K3).
+    pub fn from_reason(reason: &str) -> Option<Refusal> {
+        [RefusalKind::Refusal, RefusalKind::ContentFilter]
+            .into_iter()
+            .find_map(|kind| {
+                let rest = reason.strip_prefix(kind.as_str())?;
+                let explanation = match rest {
+                    "" => "",
+                    _ => rest.strip_prefix(": ")?,
+                };
+                Some(Refusal {
+                    kind,
+                    explanation: explanation.to_string(),
+                })
+            })
+    }
+
     /// The run's reason: the kind, then the provider's words when there
     /// are any (`refusal: I can't help with that.`).
     pub fn reason(&self) -> String {
@@ -414,3 +433,32 @@ impl ModelProvider for ModelMap {
 
 // A stream is mostly text deltas: a part is no bigger than one.
 const _: () = assert!(std::mem::size_of::<StreamPart>() <= 24);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SPEC S6, K3: a refusal's reason reads back as the refusal; a reason
+    /// that is not one reads back as none.
+    #[test]
+    fn a_refusal_reads_back_from_its_reason() {
+        for kind in [RefusalKind::Refusal, RefusalKind::ContentFilter] {
+            for explanation in ["", "I can't help with that."] {
+                let r = Refusal {
+                    kind,
+                    explanation: explanation.into(),
+                };
+                assert_eq!(Refusal::from_reason(&r.reason()), Some(r));
+            }
+        }
+        for other in [
+            "refusals",
+            "max_steps",
+            "content_filtered: x",
+            "refusal:x",
+            "",
+        ] {
+            assert_eq!(Refusal::from_reason(other), None, "{other}");
+        }
+    }
+}

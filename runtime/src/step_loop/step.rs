@@ -111,7 +111,7 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             refusal: refusal.as_ref(),
         };
         let message = self
-            .commit_step(step, consumed.parts, ended_as, keep)
+            .commit_step(step, consumed.parts, (ended_as, &answered), keep)
             .await?;
         let done = if calls.is_empty() {
             ToolsDone::default()
@@ -458,10 +458,10 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
         &self,
         step: u32,
         parts: Vec<Part>,
-        ended: Ended<'_>,
+        (ended, answered): (Ended<'_>, &Route),
         keep: bool,
     ) -> Result<Option<Message>, Fail> {
-        let (parts, pai) = match (ended.abort, ended.refusal) {
+        let (parts, mut pai) = match (ended.abort, ended.refusal) {
             (None, None) => (parts, self.meta(Producer::Model, Some(step))),
             (None, Some(r)) => {
                 let mut pai = self.meta(Producer::Model, Some(step));
@@ -478,6 +478,9 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
                 (parts, pai)
             }
         };
+        if pai.producer == Producer::Model {
+            pai.offered = answered.tools.clone();
+        }
         let message = NewMessage {
             id: self.sh.ids.next_id(IdKind::Message).into(),
             role: Role::Assistant,

@@ -78,9 +78,10 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
     /// transition applied (A2, A3).
     async fn decide_last(&self, last: &LastStep<'_>) -> Result<Settled, Fail> {
         let orphans = last.open_calls();
-        // The route the holder's answering attempt had is not stored: the
-        // agent's own decides which tools the open calls may reach.
-        let route = Route::new(self.sh.agent.model.clone());
+        // The open calls reach the tools the holder's answering attempt
+        // offered, as its step stored them (P6).
+        let mut route = Route::new(self.sh.agent.model.clone());
+        route.tools = last.message.pai.offered.clone();
         let done = match orphans.is_empty() {
             true => ToolsDone::default(),
             false => {
@@ -90,12 +91,13 @@ impl<C: Send + Sync + 'static> Exec<'_, C> {
             }
         };
         let results = in_call_order(&last.calls, &last.committed, &done.finals);
+        let refusal = last.refusal();
         let ended = StepEnded {
             message: Some(last.message),
-            // A refused step (S6) is stored with its outcome and reason:
-            // the taker reads it as an abort, which ends the run alike.
-            abort: last.abort(),
-            refusal: None,
+            // A refused step (S6) is stored blocked, with the refusal as
+            // its reason: the taker decides it refused, as its holder did.
+            abort: last.abort().filter(|_| refusal.is_none()),
+            refusal: refusal.as_ref(),
             tool_calls: !last.calls.is_empty(),
             waiting: !done.pending.is_empty(),
         };
@@ -226,6 +228,15 @@ impl<'t> LastStep<'t> {
 
     /// The step's abort (S4): its outcome and reason, stored on its
     /// replacement message.
+    /// The provider's refusal the step was stored with (S6), if any.
+    fn refusal(&self) -> Option<crate::model::Refusal> {
+        let pai = &self.message.pai;
+        match pai.outcome {
+            Some(Outcome::Blocked) => crate::model::Refusal::from_reason(pai.reason.as_deref()?),
+            _ => None,
+        }
+    }
+
     fn abort(&self) -> Option<(Outcome, &'t str)> {
         let pai = &self.message.pai;
         pai.outcome

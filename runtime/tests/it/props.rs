@@ -171,6 +171,7 @@ fn message() -> Message {
             updated_at: 0,
             outcome: None,
             reason: None,
+            offered: None,
         },
     }
 }
