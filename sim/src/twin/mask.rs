@@ -15,6 +15,10 @@
 //! - The thread metadata a `mutate_thread` hook writes under an
 //!   expectation: whether a lease renewal falls between its read and its
 //!   write is timing, which faults move (H3 counts renewals).
+//! - What compaction makes, with a `context_message` hook beside it: the
+//!   first-episode message a taker does not store again changes how many
+//!   messages a compaction summarizes and whether it compacts at all, so
+//!   its summary records and cursor are left out.
 //! - The visibility of user and system messages, with a `hide_message`
 //!   hook of those roles: it hides the thread's n-th message of its role
 //!   stored when its step runs, and whether a client's send landed before
@@ -39,6 +43,8 @@ pub(crate) struct Mask {
     /// Whether the visibility of the messages clients store (user, system)
     /// is left out.
     pub(crate) client_visibility: bool,
+    /// Whether compaction's summary records and cursor are left out.
+    pub(crate) compaction: bool,
     /// What was left out, each with the hook and rule that allow it.
     pub(crate) why: Vec<String>,
 }
@@ -50,6 +56,19 @@ impl Mask {
         for h in &s.hooks {
             let Some(spec) = h.library() else { continue };
             m.add(&h.name, spec);
+        }
+        let compacts = s
+            .hooks
+            .iter()
+            .find(|h| matches!(h.library(), Some(HookSpec::Compaction(_))));
+        if let Some(c) = compacts.filter(|_| !m.first_episode_texts.is_empty()) {
+            m.compaction = true;
+            m.private_keys
+                .insert(super::outcome::COMPACTION_KEY.to_string());
+            m.why.push(format!(
+                "{}'s summaries and cursor (a context message stored in a run's first episode only changes what it summarizes, K3)",
+                c.name
+            ));
         }
         m
     }

@@ -277,11 +277,13 @@ fn cursor_by_ids(mut v: Value, messages: &[Message]) -> Value {
     v
 }
 
-/// A hidden context message a hook stores in a run's first episode only.
+/// A hidden context message a hook stores in a run's first episode only,
+/// or a compaction's summary record the mask leaves out.
 fn hidden_first_episode(m: &Message, mask: &Mask) -> bool {
-    m.pai.producer == Producer::Lifecycle
+    let first = m.pai.producer == Producer::Lifecycle
         && !m.visibility.transcript
-        && mask.first_episode_texts.contains(&m.text())
+        && mask.first_episode_texts.contains(&m.text());
+    first || (mask.compaction && m.pai.producer == Producer::Compaction)
 }
 
 /// One run's outcome: `all` the thread's messages (to find its trigger),
