@@ -46,6 +46,9 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
     // Runs with a steer no longer stored (a rewrite or a deletion took it,
     // R1, H5): whether a step of theirs was steering is not known.
     let mut unknown: BTreeSet<&str> = BTreeSet::new();
+    // Runs a cancel reached: a step's look for a steer the store answers
+    // with the cancel takes no steer (K6), so steering may read false.
+    let mut cancelled: BTreeSet<&str> = BTreeSet::new();
     // Each step's last stored message (its own or its results'), by seq.
     let mut last_commit: BTreeMap<(&str, u32), u64> = BTreeMap::new();
     // Runs taken over (K3), the last committed step the taker decides
@@ -74,6 +77,9 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
             }
             EventKind::ResolveModelContext { .. } => {
                 taken.remove(run);
+            }
+            EventKind::CancelRequested { .. } | EventKind::CancelLearned { .. } => {
+                cancelled.insert(run);
             }
             EventKind::Steered { message } => {
                 let seq = seq_of.get(message.as_str());
@@ -118,8 +124,10 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
                     .get(run)
                     .is_some_and(|s| s.iter().any(|seq| *seq > a && *seq < bound));
                 let want = expected(o, *step, *decision, seen, steering);
-                let unsure = unknown.contains(run)
-                    && same(transition, &expected(o, *step, *decision, seen, true));
+                let unsure = (unknown.contains(run)
+                    && same(transition, &expected(o, *step, *decision, seen, true)))
+                    || (cancelled.contains(run)
+                        && same(transition, &expected(o, *step, *decision, seen, false)));
                 if !same(transition, &want) && !unsure {
                     let message = format!(
                         "step {step} took {transition:?}; decision {decision:?}, tool calls {}{}, steering {steering}, limit {} give {want:?}",
