@@ -352,6 +352,20 @@ fn run_thread<'a>(events: &'a [Event], run: &str) -> Option<&'a str> {
         .map(|e| e.thread_id.as_str())
 }
 
+/// Where `run`'s first event is in the log.
+fn first_event(events: &[Event], run: &str) -> usize {
+    events.iter().position(|e| e.run_id == run).unwrap_or(0)
+}
+
+/// Where the last history rewrite that removed messages of `thread`
+/// before log position `before` is.
+fn last_rewrite_before(events: &[Event], thread: &str, before: usize) -> Option<usize> {
+    events[..before].iter().rposition(|e| {
+        e.thread_id == thread
+            && matches!(&e.kind, EventKind::HistoryRewritten { removed, .. } if !removed.is_empty())
+    })
+}
+
 /// Whether a history rewrite removed messages of `thread` at or after `at`.
 fn removed_since(events: &[Event], thread: &str, at: u64) -> bool {
     events.iter().any(|e| {
@@ -404,9 +418,13 @@ fn judge(
             .iter()
             .rposition(|c| c.run_id == made.0 && c.step == made.1)
             .map_or(0, |i| i + 1);
+        // A regeneration before the cursor's run began resets the cursor
+        // (R1): what runs before it summarized is no longer summarized.
+        let reset = last_rewrite_before(events, thread, first_event(events, made.0));
         let asked: Vec<&SummaryCall> = summaries[..upto]
             .iter()
             .filter(|c| c.answer.is_ok() && run_thread(events, &c.run_id) == Some(thread))
+            .filter(|c| reset.is_none_or(|at| first_event(events, &c.run_id) > at))
             .collect();
         let gone = Summarized::of(t, through, &asked, written);
         for m in r.messages {
