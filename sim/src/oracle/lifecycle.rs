@@ -19,6 +19,7 @@
 //! answer it logs with a version above the cancel's (a renewal, a write,
 //! a claim), of a delete at its `delete_learned`.
 
+mod answered;
 mod model;
 
 use std::collections::BTreeMap;
@@ -41,7 +42,9 @@ pub(super) fn check(o: &Observed<'_>) -> Vec<Violation> {
         Some(c) => among_workers(c, o.threads),
         None => one_process(o.events),
     };
-    judge(fed)
+    let mut out = judge(fed);
+    out.extend(answered::check(o.events));
+    out
 }
 
 /// Feeds each run's model its inputs in order; a run's first violation
