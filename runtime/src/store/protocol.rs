@@ -41,6 +41,10 @@ pub trait Store: Send + Sync + 'static {
 
 /// One store request: an operation on one thread, or one of the two that
 /// look across threads.
+// A request is built once per exchange with the store and moved into it,
+// never kept in bulk: boxing the common variant would cost an allocation
+// per request for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum StoreRequest {
     /// An operation on the thread `thread` (it may not exist yet).
