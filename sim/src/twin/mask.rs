@@ -29,6 +29,9 @@ use std::collections::BTreeSet;
 use crate::hooks::{HookSpec, MessageRole, MetadataPhase};
 use crate::scenario::{ExpectSpec, Scenario};
 
+/// The compaction helper's private key (its cursor), written again here.
+pub(crate) const COMPACTION_KEY: &str = "pai.compaction";
+
 /// What the comparison leaves out, and why.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Mask {
@@ -63,8 +66,7 @@ impl Mask {
             .find(|h| matches!(h.library(), Some(HookSpec::Compaction(_))));
         if let Some(c) = compacts.filter(|_| !m.first_episode_texts.is_empty()) {
             m.compaction = true;
-            m.private_keys
-                .insert(super::outcome::COMPACTION_KEY.to_string());
+            m.private_keys.insert(COMPACTION_KEY.to_string());
             m.why.push(format!(
                 "{}'s summaries and cursor (a context message stored in a run's first episode only changes what it summarizes, K3)",
                 c.name

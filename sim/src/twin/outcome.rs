@@ -93,8 +93,7 @@ pub(crate) struct PartOutcome {
     pub(crate) result: Option<(String, bool)>,
 }
 
-/// The compaction helper's private key (its cursor), written again here.
-pub(crate) const COMPACTION_KEY: &str = "pai.compaction";
+pub(crate) use super::mask::COMPACTION_KEY;
 
 /// The reasons a cancel and a delete give a run (K6, H5), written again
 /// here: an active run's, a queued run's, a deleted incarnation's.
