@@ -156,35 +156,13 @@ fn near_compaction(g: &mut Gen, worker: &str, first: bool) -> FaultSpec {
         lost: g.chance(30),
     });
     let lasts = g.range(20, 800);
-    match g.index(4) {
-        0 => FaultSpec::Crash {
-            restart_after_ms: match first {
-                true => Some(lasts),
-                false => g.maybe(75, |_| lasts),
-            },
-            worker,
-            at_ms: None,
-            at,
-        },
-        1 => FaultSpec::Partition {
-            worker,
-            at_ms: None,
-            at,
-            heal_after_ms: lasts,
-        },
-        2 => FaultSpec::Hold {
-            worker,
-            at_ms: None,
-            at,
-            release_after_ms: lasts,
-        },
-        _ => FaultSpec::Pause {
-            worker,
-            at_ms: None,
-            at,
-            for_ms: lasts,
-        },
-    }
+    let kind = g.index(4);
+    let restart = match (kind, first) {
+        (0, true) => Some(lasts),
+        (0, false) => g.maybe(75, |_| lasts),
+        _ => None,
+    };
+    super::taker::placed(kind, worker, at, lasts, restart)
 }
 
 /// When the case's first send happens, and on which thread.

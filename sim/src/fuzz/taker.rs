@@ -168,13 +168,24 @@ fn lasting(g: &mut Gen, spec: &ScenarioSpec) -> u64 {
 /// A crash (with a restart), partition, hold or pause of `worker`, at `at`.
 fn fault(g: &mut Gen, spec: &ScenarioSpec, worker: String, at: RequestAt) -> FaultSpec {
     let lasts = lasting(g, spec);
-    let at = Some(at);
-    match g.index(4) {
+    placed(g.index(4), worker, Some(at), lasts, Some(lasts))
+}
+
+/// Fault `kind` (0 crash, 1 partition, 2 hold, else pause) of `worker` at
+/// `at`, lasting `lasts` ms; a crash restarts after `restart_after_ms`.
+pub(super) fn placed(
+    kind: usize,
+    worker: String,
+    at: Option<RequestAt>,
+    lasts: u64,
+    restart_after_ms: Option<u64>,
+) -> FaultSpec {
+    match kind {
         0 => FaultSpec::Crash {
             worker,
             at_ms: None,
             at,
-            restart_after_ms: Some(lasts),
+            restart_after_ms,
         },
         1 => FaultSpec::Partition {
             worker,
