@@ -136,10 +136,39 @@ pub(crate) fn cut_alike(x: &RunOutcome, y: &RunOutcome, reasons: &[&str]) -> boo
 /// hold cancelled results for calls `o` has real results of, and nothing
 /// after them but cancelled results.
 fn stopped_within(s: &[MessageOutcome], o: &[MessageOutcome]) -> bool {
+    // Where a run stopped, its step's results may be gathered otherwise
+    // into tool messages (a taker closes every open call in one; the
+    // holder committed some before the cancel's closing write).
+    let (s, o) = (&results_joined(s), &results_joined(o));
     let Some(i) = s.iter().zip(o).position(|(m, n)| m != n) else {
         return s.len() <= o.len();
     };
     stopped_here(&s[i], &o[i]) && s[i + 1..].iter().all(MessageOutcome::only_cancelled)
+}
+
+/// `messages` with each run of tool messages of one step made one (the
+/// first's head, every result in order).
+fn results_joined(messages: &[MessageOutcome]) -> Vec<MessageOutcome> {
+    let mut out: Vec<MessageOutcome> = Vec::with_capacity(messages.len());
+    for m in messages {
+        match out.last_mut() {
+            Some(prev) if tool_results(prev) && tool_results(m) && step_of(prev) == step_of(m) => {
+                prev.parts.extend(m.parts.iter().cloned());
+            }
+            _ => out.push(m.clone()),
+        }
+    }
+    out
+}
+
+/// Whether `m` is a tool message of results only.
+fn tool_results(m: &MessageOutcome) -> bool {
+    m.head.contains(" tool by tool ") && m.parts.iter().all(|p| p.result.is_some())
+}
+
+/// The step a message's head names (`step=N`), if any.
+fn step_of(m: &MessageOutcome) -> Option<&str> {
+    m.head.split_whitespace().find(|w| w.starts_with("step="))
 }
 
 /// Whether `s` is `o` with some of its results cancelled instead (the
