@@ -9,6 +9,7 @@ mod campaign;
 mod case;
 mod cluster;
 mod coverage;
+mod coverage_keys;
 mod crossings;
 mod decisions;
 #[cfg(test)]
