@@ -13,6 +13,7 @@ mod resume;
 mod step;
 mod stream;
 mod takeover;
+mod tool_commit;
 mod tools;
 mod transition;
 
