@@ -18,6 +18,7 @@ mod faults;
 mod format;
 pub mod fuzz;
 mod harness;
+mod harness_dir;
 mod harness_fuzz;
 mod harness_schema;
 mod harness_typed;
